@@ -1,0 +1,3 @@
+from kailab.cli import main
+
+main()

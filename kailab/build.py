@@ -1,0 +1,207 @@
+"""Builds the pinned binaries from Go modules into the cache, once per version.
+
+Each pinned module (see ``versions.BUILDS``) is built inside a small module of
+ours that mirrors upstream's ``replace`` lines, because ``go install mod@v``
+refuses modules that have them. Nothing is downloaded but Go modules.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from kailab import versions
+from kailab.errors import KailabError, ModuleUnavailable, ToolMissing
+from kailab.paths import cache_home
+from kailab.progress import Progress
+from kailab.versions import GoBuild
+
+STAMP = ".kailab-built"
+
+
+def go_env() -> dict[str, str]:
+    """The environment every go command runs with: modules on, no toolchain download."""
+    env = dict(os.environ)
+    env.update({"GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "GOWORK": "off", "CGO_ENABLED": "0"})
+    return env
+
+
+def check_go() -> tuple[int, int]:
+    """Return Go's (major, minor), or raise ToolMissing saying what to install."""
+    go = shutil.which("go")
+    alternative = "or use the kind runtime on a machine with Docker: kailab up --runtime kind"
+    if go is None:
+        raise ToolMissing(
+            "Go is not installed; the local runtime builds its binaries with it.",
+            hint=f"Install Go {'.'.join(map(str, versions.GO_MINIMUM))} or newer and put it on PATH, {alternative}.",
+        )
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, env=go_env()).stdout.strip()
+    found = parse_go_version(out)
+    if found is None or found < versions.GO_MINIMUM:
+        want = ".".join(map(str, versions.GO_MINIMUM))
+        raise ToolMissing(
+            f"Go {out or '(unknown version)'} is too old; the pinned modules need Go {want} or newer.",
+            hint=f"Upgrade Go to {want} or newer, {alternative}.",
+        )
+    return found
+
+
+def parse_go_version(text: str) -> tuple[int, int] | None:
+    """``go1.26.8`` → (1, 26)."""
+    m = re.search(r"go(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def binary_dir(build: GoBuild, cache: Path | None = None) -> Path:
+    return (cache or cache_home()) / "bin" / build.key
+
+
+def is_built(build: GoBuild, cache: Path | None = None) -> bool:
+    """True when every binary of this pin is in the cache."""
+    bindir = binary_dir(build, cache)
+    return (bindir / STAMP).exists() and all((bindir / b).exists() for b in build.binaries)
+
+
+def ensure_built(builds: Iterable[GoBuild], progress: Progress, cache: Path | None = None) -> dict[str, Path]:
+    """Build what is missing; return {binary name: path} for every requested build."""
+    cache = cache or cache_home()
+    builds = list(builds)
+    paths: dict[str, Path] = {}
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        probe = cache / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise KailabError(
+            f"The binary cache {cache} cannot be written: {e.strerror or e}.",
+            hint="Make it writable, or point KAILAB_CACHE at a folder you own.",
+        ) from e
+    missing = [b for b in builds if not is_built(b, cache)]
+    if missing:
+        check_go()
+    with _locked(cache):
+        for b in builds:
+            if not is_built(b, cache):
+                with progress.step(f"Building {b.name} {b.version} from Go modules (first time only)") as step:
+                    seconds = build_module(b, cache)
+                    step.note(", ".join(b.binaries))
+                    _record_build_time(cache, b, seconds)
+            for name in b.binaries:
+                paths[name] = binary_dir(b, cache) / name
+    return paths
+
+
+def build_module(build: GoBuild, cache: Path) -> float:
+    """Build one pinned module's binaries; return the seconds it took."""
+    import time
+
+    start = time.monotonic()
+    src = cache / "src" / build.key
+    src.mkdir(parents=True, exist_ok=True)
+    env = go_env()
+    (src / "go.mod").write_text(f"module kailab.local/build/{build.name}\n\ngo 1.26\n")
+    for old, new in mirrored_replaces(build, src, env):
+        _go(["mod", "edit", "-replace", f"{old}={new}"], src, env, build)
+    _go(["get", f"{build.module}@{build.version}"], src, env, build)
+    bindir = binary_dir(build, cache)
+    staging = bindir.with_name(bindir.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name, pkg in build.binaries.items():
+        _go(["build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / name), pkg], src, env, build)
+    (staging / STAMP).write_text(json.dumps({"module": build.module, "version": build.version}))
+    shutil.rmtree(bindir, ignore_errors=True)
+    staging.rename(bindir)
+    return time.monotonic() - start
+
+
+def mirrored_replaces(build: GoBuild, workdir: Path, env: dict[str, str]) -> list[tuple[str, str]]:
+    """Upstream's replace lines, as ``old=new@version`` pairs a module of ours can use.
+
+    A replacement by a local path (``=> ./staging/src/k8s.io/api``) becomes the same
+    module at ``build.sibling_version``; a replacement by a module version is kept.
+    """
+    out = _go(["mod", "download", "-json", f"{build.module}@{build.version}"], workdir, env, build)
+    gomod = json.loads(out)["GoMod"]
+    parsed = json.loads(_go(["mod", "edit", "-json", gomod], workdir, env, build))
+    return replaces_from_gomod_json(parsed, build.sibling_version)
+
+
+def replaces_from_gomod_json(parsed: dict, sibling_version: str | None) -> list[tuple[str, str]]:
+    """Pure part of :func:`mirrored_replaces`, on ``go mod edit -json`` output."""
+    pairs = []
+    for r in parsed.get("Replace") or []:
+        old, new = r["Old"], r["New"]
+        old_spec = old["Path"] + (f"@{old['Version']}" if old.get("Version") else "")
+        if new.get("Version"):
+            pairs.append((old_spec, f"{new['Path']}@{new['Version']}"))
+        elif new["Path"].startswith((".", "/")):
+            if "FORBIDDEN" in new["Path"] or sibling_version is None:
+                continue  # a guard against a dependency, not a real module
+            pairs.append((old_spec, f"{old['Path']}@{sibling_version}"))
+    return pairs
+
+
+def _go(args: list[str], cwd: Path, env: dict[str, str], build: GoBuild) -> str:
+    proc = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode == 0:
+        return proc.stdout
+    text = (proc.stderr or proc.stdout).strip()
+    if re.search(r"40[34] (Forbidden|Not Found)|410 Gone|not available|unknown revision", text):
+        raise ModuleUnavailable(
+            f"The Go module proxy does not serve {build.module}@{build.version} (needed for {build.name}).",
+            hint=(
+                "Check GOPROXY (go env GOPROXY) reaches a proxy that serves this module, "
+                "or use the kind runtime on a machine with Docker."
+            ),
+            details=_tail(text),
+        )
+    raise KailabError(
+        f"Building {build.name} {build.version} failed at: go {' '.join(args)}",
+        hint="Read the go output above; a rerun of the same command reuses what was already built.",
+        details=_tail(text),
+    )
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@contextmanager
+def _locked(cache: Path) -> Iterator[None]:
+    """One build at a time per cache, so two ``kailab up`` never build over each other."""
+    with open(cache / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _record_build_time(cache: Path, build: GoBuild, seconds: float) -> None:
+    """Kept for bench/: how long the cold build of each pin took."""
+    path = cache / "build-times.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[build.key] = round(seconds, 1)
+    path.write_text(json.dumps(data, indent=2))
+
+
+def module_available(build: GoBuild) -> str | None:
+    """None when the proxy serves the pinned module, else the proxy's answer (for skips and doctor)."""
+    proc = subprocess.run(
+        ["go", "mod", "download", "-json", f"{build.module}@{build.version}"],
+        capture_output=True, text=True, env=go_env(), cwd=Path.home(),
+    )
+    try:
+        info = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return (proc.stderr or "go mod download failed").strip()
+    return info.get("Error")

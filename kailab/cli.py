@@ -1,0 +1,218 @@
+"""The kailab command line: each command parses options, makes one call, renders the result.
+
+Errors are KailabError: printed once, with what to do, exit code 1; no tracebacks
+unless ``KAILAB_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from kailab import lab, render, versions
+from kailab.errors import KailabError, NotRunning
+from kailab.progress import Progress, stderr
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.")
+
+DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "baseline")
+
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
+
+
+@app.command()
+def up(
+    runtime: str = typer.Option("auto", help="auto (kind when Docker answers, else local), local or kind."),
+    fleet: Optional[Path] = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
+    pool: List[str] = typer.Option([], help="Resize a pool: --pool a100=3 (repeatable)."),
+    no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
+    apiserver_port: Optional[int] = typer.Option(None, help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler."""
+    from kailab.fleet import load_fleet
+    from kailab.runtimes.base import UpOptions, choose_runtime
+
+    progress = Progress(quiet)
+    spec = load_fleet(fleet)
+    if pool:
+        spec = spec.with_counts(_pool_counts(pool))
+    running = lab.state()
+    if running and runtime not in ("auto", running["runtime"]):
+        raise KailabError(f"A lab is already running on the {running['runtime']} runtime.",
+                          hint="Remove it first: kailab down")
+    if running:
+        cls, why = _runtime_class(running["runtime"]), "the lab that is running"
+    else:
+        cls, why = choose_runtime(runtime)
+    progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
+    rt = cls(apiserver_port=apiserver_port) if cls.name == "local" else cls()
+    info = rt.up(UpOptions(fleet=spec, with_kai=not no_kai), progress)
+    render.stdout.print(f"Lab is up: {spec.total_gpus} GPUs on {sum(p.nodes for p in spec.pools)} KWOK nodes. "
+                        f"kubectl --kubeconfig {info.kubeconfig} get nodes")
+
+
+@app.command()
+def down(quiet: bool = QuietOpt) -> None:
+    """Stop the lab and remove everything it made."""
+    rt = lab.current_runtime()
+    progress = Progress(quiet)
+    if rt is None:
+        from kailab.runtimes.local import LocalRuntime
+
+        rt = LocalRuntime()  # removes a half-made local lab, if any
+    rt.down(progress)
+    render.stdout.print("Lab removed.")
+
+
+@app.command()
+def status(
+    queues: bool = typer.Option(False, "--queues", help="Also list queues with GPUs allocated and pods pending."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show the lab's components, GPU nodes (used/free) and queues."""
+    from kailab.status import lab_status
+
+    rt = lab.current_runtime()
+    info = rt.info() if rt else None
+    if info is None:
+        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+    kube = None
+    try:
+        kube = lab.connect()
+    except NotRunning:
+        pass
+    result = lab_status(info, kube, with_queues=queues or as_json)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        for table in render.status_tables(result):
+            render.stdout.print(table)
+    if not result["healthy"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def kubeconfig() -> None:
+    """Print the path of the lab's kubeconfig (for kubectl --kubeconfig)."""
+    print(lab.kubeconfig())
+
+
+@app.command("queues")
+def apply_queues(quiet: bool = QuietOpt) -> None:
+    """Apply the lesson's queue hierarchy from manifests/queues.yaml."""
+    from kailab.scenarios.loader import LESSON_QUEUES, load_queue_file
+    from kailab.scenarios.manifests import queue_object
+    from kailab.status import queues as list_queues
+
+    kube = lab.connect()
+    specs = load_queue_file(LESSON_QUEUES)
+    with Progress(quiet).step(f"Applying {len(specs)} queues from {LESSON_QUEUES.name}"):
+        for q in specs:
+            kube.apply(queue_object(q))
+    render.stdout.print(render.queue_table(list_queues(kube)))
+
+
+@app.command()
+def run(
+    files: List[Path] = typer.Argument(..., help="Scenario files."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Run scenario files (an instructor's own, or a built-in one) and print their verdicts."""
+    from kailab.scenarios.loader import load_scenario
+
+    scenarios = [load_scenario(f) for f in files]  # all checked before anything is applied
+    _run_and_report(scenarios, as_json, quiet)
+
+
+@app.command()
+def demo(
+    name: str = typer.Argument(..., help=f"One of: {', '.join(DEMOS)}, or all."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Run a built-in exercise (or all of them) and check what KAI did against the lesson."""
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.loader import load_scenario
+
+    names = list(DEMOS) if name == "all" else [name]
+    for n in names:
+        if n not in DEMOS:
+            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
+    scenarios = [load_scenario(EXERCISES / f"{n}.yaml") for n in names]
+    _run_and_report(scenarios, as_json, quiet)
+
+
+def _run_and_report(scenarios, as_json: bool, quiet: bool) -> None:
+    from kailab.scenarios.engine import Engine
+
+    kube = lab.connect()
+    engine = Engine(kube, Progress(quiet or as_json))
+    verdicts = []
+    for s in scenarios:
+        if not (quiet or as_json):
+            stderr.rule(f"{s.title} ({s.path})")
+        verdicts.append(engine.run(s))
+    render.print_verdicts(verdicts, as_json)
+    if not all(v.passed for v in verdicts):
+        raise typer.Exit(1)
+
+
+@app.command()
+def version() -> None:
+    """Print kailab's pinned versions."""
+    from kailab import __version__
+
+    print(json.dumps({"kailab": __version__, **versions.as_dict()}, indent=2))
+
+
+def _pool_counts(items: list[str]) -> dict[str, int]:
+    out = {}
+    for item in items:
+        name, _, count = item.partition("=")
+        if not count.isdigit():
+            raise KailabError(f"--pool {item!r} is not POOL=COUNT.", hint="Example: --pool a100=3")
+        out[name] = int(count)
+    return out
+
+
+def _runtime_class(name: str):
+    from kailab.runtimes.base import get_runtime
+
+    return get_runtime(name)
+
+
+def main() -> None:
+    """Entry point: run the app; print a KailabError once, without a traceback."""
+    try:
+        app(standalone_mode=False)
+    except KailabError as e:
+        if os.environ.get("KAILAB_DEBUG"):
+            raise
+        stderr.print(f"[red]✗ Error:[/red] {e.message}")
+        if e.details:
+            stderr.print(e.details, markup=False, highlight=False)
+        if e.hint:
+            stderr.print(f"[yellow]→[/yellow] {e.hint}")
+        sys.exit(e.exit_code)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        stderr.print("[yellow]Interrupted.[/yellow]")
+        sys.exit(130)
+    except Exception as e:  # click usage errors and the like
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(1)
+        raise

@@ -1,0 +1,137 @@
+"""The fake GPU fleet: a fleet file (pools of identical nodes) → KWOK Node objects.
+
+A node looks like one fake-gpu-operator makes for a KWOK node pool: GPUs in
+``status.capacity/allocatable["nvidia.com/gpu"]``, the ``nvidia.com/gpu.*``
+labels, the pool label, and KWOK's fake-node annotation and taint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from kailab.errors import KailabError
+from kailab.paths import MANIFESTS
+
+DEFAULT_FLEET = MANIFESTS / "fleet.yaml"
+POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
+MANAGED_BY = {"app.kubernetes.io/managed-by": "kailab", "kailab.io/fleet": "true"}
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    nodes: int
+    gpus_per_node: int
+    gpu_product: str
+    gpu_memory_mib: int
+
+
+@dataclass(frozen=True)
+class Fleet:
+    pools: tuple[Pool, ...]
+    node_cpu: str = "128"
+    node_memory: str = "1Ti"
+    node_pods: str = "110"
+    source: str = field(default="", compare=False)
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(p.nodes * p.gpus_per_node for p in self.pools)
+
+    def with_counts(self, counts: dict[str, int]) -> "Fleet":
+        """The same fleet with some pools resized (``--pool a100=3``)."""
+        unknown = set(counts) - {p.name for p in self.pools}
+        if unknown:
+            names = ", ".join(p.name for p in self.pools)
+            raise KailabError(f"No pool named {', '.join(sorted(unknown))} in the fleet.", hint=f"Pools: {names}.")
+        pools = tuple(
+            Pool(p.name, counts.get(p.name, p.nodes), p.gpus_per_node, p.gpu_product, p.gpu_memory_mib)
+            for p in self.pools
+        )
+        return Fleet(pools, self.node_cpu, self.node_memory, self.node_pods, self.source)
+
+
+def load_fleet(path: Path | None = None) -> Fleet:
+    """Read a fleet file; a malformed one fails with its path and what is wrong."""
+    path = path or DEFAULT_FLEET
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise KailabError(f"Cannot read the fleet file {path}: {e.strerror}.") from e
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise KailabError(f"{where}: the fleet file is not valid YAML ({getattr(e, 'problem', e)}).") from e
+    try:
+        pools = tuple(
+            Pool(
+                name=str(p["name"]),
+                nodes=int(p["nodes"]),
+                gpus_per_node=int(p["gpusPerNode"]),
+                gpu_product=str(p["gpuProduct"]),
+                gpu_memory_mib=int(p["gpuMemoryMiB"]),
+            )
+            for p in data["pools"]
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise KailabError(
+            f"{path}: every pool needs name, nodes, gpusPerNode, gpuProduct and gpuMemoryMiB (problem: {e}).",
+            hint=f"See {DEFAULT_FLEET} for the shape.",
+        ) from e
+    if not pools or any(p.nodes < 0 or p.gpus_per_node < 1 for p in pools):
+        raise KailabError(f"{path}: a fleet needs at least one pool, nodes ≥ 0 and gpusPerNode ≥ 1.")
+    return Fleet(
+        pools,
+        str(data.get("nodeCpu", "128")),
+        str(data.get("nodeMemory", "1Ti")),
+        str(data.get("nodePods", "110")),
+        source=str(path),
+    )
+
+
+def node_name(pool: Pool, index: int) -> str:
+    return f"kwok-{pool.name}-{index}"
+
+
+def node_objects(fleet: Fleet) -> list[dict]:
+    """The Node objects of the fleet, ready to create."""
+    nodes = []
+    for pool in fleet.pools:
+        for i in range(pool.nodes):
+            name = node_name(pool, i)
+            resources = {
+                "cpu": fleet.node_cpu,
+                "memory": fleet.node_memory,
+                "pods": fleet.node_pods,
+                "nvidia.com/gpu": str(pool.gpus_per_node),
+            }
+            nodes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                        "labels": {
+                            **MANAGED_BY,
+                            "type": "kwok",
+                            "kubernetes.io/hostname": name,
+                            "kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": "amd64",
+                            POOL_LABEL: pool.name,
+                            "nvidia.com/gpu.present": "true",
+                            "nvidia.com/gpu.count": str(pool.gpus_per_node),
+                            "nvidia.com/gpu.product": pool.gpu_product,
+                            "nvidia.com/gpu.memory": str(pool.gpu_memory_mib),
+                            "run.ai/fake.gpu": "true",
+                        },
+                    },
+                    "spec": {"taints": [dict(KWOK_TAINT)]},
+                    "status": {"capacity": dict(resources), "allocatable": dict(resources)},
+                }
+            )
+    return nodes

@@ -1,0 +1,251 @@
+"""The cluster, through the official kubernetes client: server-side apply, get, delete, watch.
+
+Nothing here knows which runtime made the cluster; it needs only a kubeconfig.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+import urllib3
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+from kailab.errors import NotRunning
+
+FIELD_MANAGER = "kailab"
+
+urllib3.disable_warnings()
+
+
+class Kube:
+    """One cluster: typed clients for the common kinds, a dynamic client for everything else."""
+
+    def __init__(self, kubeconfig: Path | str, context: str | None = None):
+        self.kubeconfig = str(kubeconfig)
+        self.api = config.new_client_from_config(config_file=self.kubeconfig, context=context)
+        self.core = client.CoreV1Api(self.api)
+        self._dyn: DynamicClient | None = None
+
+    @property
+    def dyn(self) -> DynamicClient:
+        if self._dyn is None:
+            self._dyn = DynamicClient(self.api)
+        return self._dyn
+
+    def ping(self, timeout: float = 2.0) -> bool:
+        """True when the API server answers (GET /version)."""
+        try:
+            client.VersionApi(self.api).get_code(_request_timeout=timeout)
+            return True
+        except Exception:
+            return False
+
+    def resource(self, api_version: str, kind: str):
+        try:
+            return self.dyn.resources.get(api_version=api_version, kind=kind)
+        except ResourceNotFoundError:
+            # A CRD installed after discovery ran: refresh once.
+            self.dyn.resources.invalidate_cache()
+            return self.dyn.resources.get(api_version=api_version, kind=kind)
+
+    def apply(self, obj: dict) -> dict:
+        """Server-side apply one object as field manager ``kailab``."""
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        meta = obj["metadata"]
+        out = self.dyn.server_side_apply(
+            res, body=obj, name=meta["name"], namespace=meta.get("namespace") if res.namespaced else None,
+            field_manager=FIELD_MANAGER, force_conflicts=True,
+        )
+        return out.to_dict()
+
+    def apply_status(self, obj: dict) -> None:
+        """Server-side apply the status of an object (nodes carry capacity there)."""
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                "metadata": {"name": obj["metadata"]["name"]}, "status": obj["status"]}
+        self.dyn.server_side_apply(res.subresources["status"], body=body, name=obj["metadata"]["name"],
+                                   field_manager=FIELD_MANAGER, force_conflicts=True)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        try:
+            return self.dyn.get(self.resource(api_version, kind), name=name, namespace=namespace).to_dict()
+        except NotFoundError:
+            return None
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+        try:
+            res = self.resource(api_version, kind)
+        except ResourceNotFoundError:
+            return []
+        out = self.dyn.get(res, namespace=namespace, label_selector=label_selector)
+        return [item.to_dict() for item in out.items]
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
+        """Delete with background propagation; a missing object is fine."""
+        try:
+            self.dyn.delete(self.resource(api_version, kind), name=name, namespace=namespace,
+                            body={"propagationPolicy": "Background"})
+        except NotFoundError:
+            pass
+
+    def ensure_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
+        self.apply({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kailab", **(labels or {})}}})
+
+    def delete_namespace(self, name: str, timeout: float = 60) -> None:
+        """Delete a namespace and wait until it is gone (its pods with it)."""
+        try:
+            self.core.delete_namespace(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        deadline = time.monotonic() + timeout
+        w = watch.Watch()
+        try:
+            for ev in w.stream(self.core.list_namespace, field_selector=f"metadata.name={name}",
+                               timeout_seconds=int(timeout)):
+                if ev["type"] == "DELETED" or time.monotonic() > deadline:
+                    break
+        finally:
+            w.stop()
+        if self._namespace_exists(name):
+            raise NotRunning(f"Namespace {name} was not deleted within {timeout:.0f}s.",
+                             hint="Is kube-controller-manager running? See: kailab status")
+
+    def _namespace_exists(self, name: str) -> bool:
+        try:
+            self.core.read_namespace(name)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+
+
+class Watched:
+    """A live cache of one kind, filled by a watch in a thread, with waits on it.
+
+    ``wait_for(predicate, timeout)`` returns as soon as the cached objects make the
+    predicate true, or False at the timeout — event-driven, no polling sleeps.
+    """
+
+    def __init__(self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs):
+        self._list_fn = list_fn
+        self._namespace = namespace
+        self._kwargs = kwargs
+        self.objects: dict[str, object] = {}
+        self.history: list[tuple[float, str, object]] = []
+        self._cond = cond or threading.Condition()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._listeners: list[Callable[[str, object], None]] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "Watched":
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise NotRunning("The API server did not answer a watch within 30s.", hint="See: kailab status")
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def on_change(self, fn: Callable[[str, object], None]) -> None:
+        self._listeners.append(fn)
+
+    def snapshot(self) -> list:
+        with self._cond:
+            return list(self.objects.values())
+
+    def wait_for(self, predicate: Callable[[list], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if predicate(list(self.objects.values())):
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 1.0))
+
+    def _key(self, obj) -> str:
+        return f"{obj.metadata.namespace}/{obj.metadata.name}"
+
+    def _call(self, **extra):
+        if self._namespace is not None:
+            return self._list_fn(self._namespace, **self._kwargs, **extra)
+        return self._list_fn(**self._kwargs, **extra)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                listing = self._call()
+                with self._cond:
+                    self.objects = {self._key(o): o for o in listing.items}
+                    self._cond.notify_all()
+                self._ready.set()
+                w = watch.Watch()
+                for ev in w.stream(self._list_fn, *( [self._namespace] if self._namespace is not None else []),
+                                   resource_version=listing.metadata.resource_version, timeout_seconds=30,
+                                   **self._kwargs):
+                    if self._stop.is_set():
+                        w.stop()
+                        break
+                    obj, kind = ev["object"], ev["type"]
+                    with self._cond:
+                        if kind == "DELETED":
+                            self.objects.pop(self._key(obj), None)
+                        elif kind in ("ADDED", "MODIFIED"):
+                            self.objects[self._key(obj)] = obj
+                        self.history.append((time.time(), kind, obj))
+                        self._cond.notify_all()
+                    for fn in self._listeners:
+                        fn(kind, obj)
+            except Exception:
+                if self._stop.wait(0.5):
+                    return
+
+
+def watch_pods(kube: Kube, namespace: str | None = None, cond: threading.Condition | None = None) -> Watched:
+    if namespace is None:
+        return Watched(kube.core.list_pod_for_all_namespaces, cond=cond).start()
+    return Watched(kube.core.list_namespaced_pod, namespace, cond=cond).start()
+
+
+def watch_events(kube: Kube, namespace: str | None = None, cond: threading.Condition | None = None) -> Watched:
+    if namespace is None:
+        return Watched(kube.core.list_event_for_all_namespaces, cond=cond).start()
+    return Watched(kube.core.list_namespaced_event, namespace, cond=cond).start()
+
+
+def wait_until(cond: threading.Condition, predicate: Callable[[], bool], timeout: float) -> bool:
+    """Wait on a condition shared by several watches until ``predicate()`` holds; False at the timeout."""
+    deadline = time.monotonic() + timeout
+    with cond:
+        while True:
+            if predicate():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            cond.wait(min(left, 1.0))
+
+
+def objects_in(docs: Iterable[dict]) -> list[dict]:
+    """Flatten ``List`` documents and drop empty ones."""
+    out = []
+    for d in docs:
+        if not d:
+            continue
+        if d.get("kind", "").endswith("List") and "items" in d:
+            out.extend(d["items"])
+        else:
+            out.append(d)
+    return out

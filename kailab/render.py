@@ -1,0 +1,79 @@
+"""Formatters: verdicts, status and queues as rich tables or JSON. No logic here, only display."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from kailab.checks import Verdict
+
+stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
+
+
+def verdict_table(v: Verdict) -> Table:
+    table = Table(title=f"{v.title} — {'PASS' if v.passed else 'FAIL'}", title_justify="left", show_lines=False)
+    table.add_column("expectation")
+    table.add_column("expected", justify="right")
+    table.add_column("observed", justify="right")
+    table.add_column("verdict")
+    for c in v.checks:
+        mark = "[green]PASS[/green]" if c.passed else "[red]FAIL[/red]"
+        table.add_row(c.title, c.expected, c.observed, mark)
+        for line in c.detail:
+            table.add_row(f"  [dim]↳ {line}[/dim]", "", "", "")
+    return table
+
+
+def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"passed": all(v.passed for v in verdicts), "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
+        return
+    for v in verdicts:
+        stdout.print(verdict_table(v))
+        if v.error:
+            stdout.print(f"[red]Error:[/red] {v.error}")
+        stdout.print(f"Verify: {v.verify}")
+        stdout.print(f"[dim]{len(v.checks)} checks in {v.seconds:.1f}s[/dim]\n")
+    if len(verdicts) > 1:
+        passed = sum(v.passed for v in verdicts)
+        stdout.print(f"{passed} of {len(verdicts)} exercises passed: "
+                     + ", ".join(f"{v.scenario} {'PASS' if v.passed else 'FAIL'}" for v in verdicts))
+
+
+def status_tables(status: dict) -> list[Table]:
+    comps = Table(title=f"Lab ({status['runtime']} runtime)", title_justify="left")
+    comps.add_column("component")
+    comps.add_column("health")
+    comps.add_column("detail")
+    for c in status["components"]:
+        comps.add_row(c["name"], "[green]healthy[/green]" if c["healthy"] else "[red]down[/red]", c["detail"])
+    nodes = Table(title="Nodes", title_justify="left")
+    for col in ("node", "pool", "GPUs", "used", "free"):
+        nodes.add_column(col, justify="right" if col in ("GPUs", "used", "free") else "left")
+    for n in status["nodes"]:
+        nodes.add_row(n["name"], n["pool"], str(n["gpus"]), str(n["used"]), str(n["free"]))
+    tables = [comps, nodes]
+    if status.get("queues") is not None:
+        tables.append(queue_table(status["queues"]))
+    return tables
+
+
+def queue_table(queues: list[dict]) -> Table:
+    t = Table(title="Queues", title_justify="left")
+    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "allocated", "pending pods"):
+        t.add_column(col, justify="left" if col in ("queue", "parent") else "right")
+    for q in queues:
+        t.add_row(q["name"], q["parent"] or "-", str(q["priority"]), _num(q["quota"]), _num(q["limit"]),
+                  _num(q["weight"]), _num(q["allocated"]), str(q["pending"]))
+    return t
+
+
+def _num(x) -> str:
+    if x is None:
+        return "-"
+    if x == -1:
+        return "∞"
+    return str(int(x)) if float(x).is_integer() else str(x)

@@ -1,0 +1,143 @@
+"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments).
+
+Where KAI reads a setting matters, and the public course lab got it wrong:
+the queue label and the gang size (``kai.scheduler/batch-min-member``) go on
+the **Job** (KAI's pod-grouper reads the top owner), not only on its pod template.
+"""
+
+from __future__ import annotations
+
+from kailab.scenarios.model import PriorityClassSpec, QueueSpec, Resource, Scenario, WorkloadSpec
+
+QUEUE_LABEL = "kai.scheduler/queue"
+PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
+POD_GROUP_ANNOTATION = "pod-group-name"
+COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+WORKLOAD_LABEL = "kailab.io/workload"
+SCENARIO_LABEL = "kailab.io/scenario"
+MANAGED = {"app.kubernetes.io/managed-by": "kailab"}
+KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+QUEUE_API = "scheduling.run.ai/v2"
+PODGROUP_API = "scheduling.run.ai/v2alpha2"
+
+
+def _resource(r: Resource) -> dict:
+    return {"quota": r.quota, "limit": r.limit, "overQuotaWeight": r.over_quota_weight}
+
+
+def queue_object(q: QueueSpec) -> dict:
+    """A KAI Queue (cluster-scoped). CPU and memory default to unlimited: an unset limit is 0 to KAI."""
+    spec: dict = {"resources": {"gpu": _resource(q.gpu), "cpu": _resource(q.cpu), "memory": _resource(q.memory)}}
+    if q.parent:
+        spec["parentQueue"] = q.parent
+    if q.priority is not None:
+        spec["priority"] = q.priority
+    if q.preempt_min_runtime:
+        spec["preemptMinRuntime"] = q.preempt_min_runtime
+    if q.reclaim_min_runtime:
+        spec["reclaimMinRuntime"] = q.reclaim_min_runtime
+    return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q.name, "labels": dict(MANAGED)}, "spec": spec}
+
+
+def priority_class_object(pc: PriorityClassSpec) -> dict:
+    obj = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": pc.name, "labels": dict(MANAGED)},
+        "value": pc.value,
+        "globalDefault": False,
+        "description": "kailab scenario priority class",
+    }
+    if pc.preemptible is not None:
+        obj["metadata"]["labels"][PREEMPTIBILITY_LABEL] = "preemptible" if pc.preemptible else "non-preemptible"
+    return obj
+
+
+def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
+    """Labels and annotations KAI reads from the top owner (the Job, the Deployment, a bare Pod)."""
+    labels = {**MANAGED, WORKLOAD_LABEL: w.name, SCENARIO_LABEL: scenario.name, **w.labels}
+    if w.queue:
+        labels[QUEUE_LABEL] = w.queue
+    if w.preemptibility:
+        labels[PREEMPTIBILITY_LABEL] = w.preemptibility
+    if w.priority_class and w.scheduler == "kai-scheduler":
+        labels["priorityClassName"] = w.priority_class
+    annotations = dict(w.annotations)
+    if w.min_member is not None and w.kind == "Job":
+        annotations[MIN_MEMBER_ANNOTATION] = str(w.min_member)
+    return {"labels": labels, "annotations": annotations}
+
+
+def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
+    meta = _owner_meta(w, scenario)
+    annotations = {}
+    if w.complete_after:
+        annotations[COMPLETE_DELAY_ANNOTATION] = w.complete_after
+    if w.kind == "PodGroup":
+        annotations[POD_GROUP_ANNOTATION] = w.name
+    spec: dict = {
+        "restartPolicy": restart,
+        "terminationGracePeriodSeconds": 0,
+        "tolerations": [dict(KWOK_TOLERATION)],
+        "containers": [{
+            "name": "main",
+            "image": PAUSE_IMAGE,
+            "resources": {"limits": {"nvidia.com/gpu": str(w.gpus)}} if w.gpus else {},
+        }],
+    }
+    if w.scheduler != "default-scheduler":
+        spec["schedulerName"] = w.scheduler
+    if w.priority_class:
+        spec["priorityClassName"] = w.priority_class
+    return {"metadata": {"labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName"},
+                         "annotations": annotations}, "spec": spec}
+
+
+def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = None) -> list[dict]:
+    """The objects that make one workload; ``pods`` overrides its size (the scale step)."""
+    n = w.pods if pods is None else pods
+    ns = scenario.namespace
+    meta = _owner_meta(w, scenario)
+    if w.kind == "Job":
+        return [{
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": w.name, "namespace": ns, **meta},
+            "spec": {
+                "parallelism": n, "completions": max(w.pods, n),
+                # KAI's evictions delete pods; each counts as a failure to the Job controller.
+                "backoffLimit": 100000,
+                "template": pod_template(w, scenario, "Never"),
+            },
+        }]
+    if w.kind == "Deployment":
+        return [{
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": w.name, "namespace": ns, **meta},
+            "spec": {
+                "replicas": n,
+                "selector": {"matchLabels": {WORKLOAD_LABEL: w.name}},
+                "template": pod_template(w, scenario, "Always"),
+            },
+        }]
+    objs = []
+    if w.kind == "PodGroup":
+        spec = {"minMember": w.min_member or n, "queue": w.queue or "default-queue"}
+        if w.priority_class:
+            spec["priorityClassName"] = w.priority_class
+        if w.preemptibility:
+            spec["preemptibility"] = w.preemptibility
+        objs.append({"apiVersion": PODGROUP_API, "kind": "PodGroup",
+                     "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]}, "spec": spec})
+    for i in range(n):
+        tmpl = pod_template(w, scenario, "Never")
+        labels = meta["labels"] if w.kind == "Pod" else tmpl["metadata"]["labels"]
+        annotations = {**meta["annotations"], **tmpl["metadata"]["annotations"]}
+        if w.kind == "PodGroup":
+            # The pod-grouper must leave these pods to the hand-made PodGroup.
+            labels = {**labels, "kai.scheduler/skip-podgrouper": "true"}
+        objs.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"{w.name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
+                     "spec": tmpl["spec"]})
+    return objs

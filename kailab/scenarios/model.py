@@ -1,0 +1,119 @@
+"""What a scenario file says, as plain data: queues, workloads, steps, expectations.
+
+The loader (``loader.py``) builds these from YAML and checks them; the engine
+(``engine.py``) runs them; ``manifests.py`` turns them into Kubernetes objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+UNLIMITED = -1
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource of a queue. ``-1`` is unlimited; KAI reads an unset limit as 0."""
+
+    quota: float = 0
+    limit: float = UNLIMITED
+    over_quota_weight: float = 1
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    parent: str | None = None
+    priority: int | None = None
+    gpu: Resource = field(default_factory=Resource)
+    cpu: Resource = field(default_factory=lambda: Resource(UNLIMITED, UNLIMITED))
+    memory: Resource = field(default_factory=lambda: Resource(UNLIMITED, UNLIMITED))
+    preempt_min_runtime: str | None = None
+    reclaim_min_runtime: str | None = None
+
+
+@dataclass(frozen=True)
+class PriorityClassSpec:
+    name: str
+    value: int
+    preemptible: bool | None = None
+
+
+WorkloadKind = Literal["Job", "Pod", "PodGroup", "Deployment"]
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A group of identical pods: a Job, bare Pods, a hand-made PodGroup with pods, or a Deployment."""
+
+    name: str
+    kind: WorkloadKind = "Job"
+    pods: int = 1
+    gpus: int = 1
+    queue: str | None = None
+    scheduler: str = "kai-scheduler"
+    priority_class: str | None = None
+    preemptibility: str | None = None  # "preemptible" | "non-preemptible"
+    min_member: int | None = None  # gang: batch-min-member on a Job, minMember on a PodGroup
+    complete_after: str | None = None  # let KWOK complete the pods after this delay ("30s")
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One thing that must hold, about a queue, a workload or the whole namespace.
+
+    ``measure`` is what is counted (running, pending, bound, evicted, preempted,
+    allocated) or a property (all_or_none, reason, bound_before); ``want`` is
+    an exact number or a bound such as ``">=8"`` or ``"8..12"``.
+    """
+
+    title: str
+    measure: str
+    want: str
+    queue: str | None = None
+    workload: str | None = None
+    stable: float = 0.0  # the expectation must keep holding this long (seconds)
+    line: int = 0
+
+    @property
+    def scope(self) -> str:
+        if self.workload:
+            return f"workload {self.workload}"
+        if self.queue:
+            return f"queue {self.queue}"
+        return "all pods"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: apply, delete, scale, set-queue, wait or expect."""
+
+    action: str
+    workload: str | None = None
+    pods: int | None = None
+    queue: QueueSpec | None = None
+    expectations: tuple[Expectation, ...] = ()
+    timeout: float = 30.0
+    note: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    path: str
+    lesson: str = ""
+    namespace: str = ""
+    queues: tuple[QueueSpec, ...] = ()
+    priority_classes: tuple[PriorityClassSpec, ...] = ()
+    workloads: tuple[WorkloadSpec, ...] = ()
+    steps: tuple[Step, ...] = ()
+    verify: str = ""
+
+    def workload(self, name: str) -> WorkloadSpec:
+        return next(w for w in self.workloads if w.name == name)

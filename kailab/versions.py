@@ -1,0 +1,114 @@
+"""Every pinned version kailab uses, in one place.
+
+The kind runtime and the local runtime read these same pins, so both run the
+same KAI, the same Kubernetes and the same KWOK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# KAI Scheduler: newest non-retracted release (v0.20.0 / v0.20.1 are retracted upstream).
+KAI_VERSION = "v0.17.0"
+KAI_MODULE = "github.com/kai-scheduler/KAI-scheduler"
+KAI_CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
+
+# Kubernetes: the version KAI v0.17.0's go.mod requires (k8s.io/kubernetes v1.35.4).
+KUBERNETES_VERSION = "v1.35.4"
+# etcd: the version k8s.io/kubernetes v1.35.4's go.mod requires.
+ETCD_VERSION = "v3.6.5"
+
+KWOK_VERSION = "v0.8.0"
+FAKE_GPU_OPERATOR_VERSION = "0.2.0"
+FAKE_GPU_OPERATOR_CHART = "oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator"
+
+KIND_VERSION = "v0.31.0"
+# Node image for Kubernetes v1.35.x published with kind v0.31.0.
+KIND_NODE_IMAGE = "kindest/node:v1.35.0"
+
+# Oldest Go that builds every pinned module (KAI v0.17.0 declares go 1.26.3).
+GO_MINIMUM = (1, 26)
+
+
+@dataclass(frozen=True)
+class GoBuild:
+    """One Go module built into the cache: which binaries come from which packages.
+
+    ``sibling_version`` is the version given to modules that upstream's go.mod
+    replaces with a local path (``k8s.io/api => ./staging/src/k8s.io/api``):
+    a module of ours cannot see those paths, so it names the published version.
+    """
+
+    name: str
+    module: str
+    version: str
+    binaries: dict[str, str]
+    sibling_version: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Cache folder name; a new pin means a new folder, so a rebuild."""
+        return f"{self.name}-{self.version}"
+
+
+def _staging(version: str) -> str:
+    """k8s.io/kubernetes v1.X.Y publishes its staging modules as v0.X.Y."""
+    return "v0" + version[version.index("."):]
+
+
+BUILDS: tuple[GoBuild, ...] = (
+    GoBuild(
+        name="etcd",
+        module="go.etcd.io/etcd/server/v3",
+        version=ETCD_VERSION,
+        binaries={"etcd": "go.etcd.io/etcd/server/v3"},
+        sibling_version=ETCD_VERSION,
+    ),
+    GoBuild(
+        name="kwok",
+        module="sigs.k8s.io/kwok",
+        version=KWOK_VERSION,
+        binaries={"kwok": "sigs.k8s.io/kwok/cmd/kwok", "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl"},
+    ),
+    GoBuild(
+        name="kubernetes",
+        module="k8s.io/kubernetes",
+        version=KUBERNETES_VERSION,
+        binaries={
+            "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+            "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+            "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+        },
+        sibling_version=_staging(KUBERNETES_VERSION),
+    ),
+    GoBuild(
+        name="kai",
+        module=KAI_MODULE,
+        version=KAI_VERSION,
+        binaries={
+            "kai-scheduler": f"{KAI_MODULE}/cmd/scheduler",
+            "kai-binder": f"{KAI_MODULE}/cmd/binder",
+            "kai-podgrouper": f"{KAI_MODULE}/cmd/podgrouper",
+            "kai-podgroupcontroller": f"{KAI_MODULE}/cmd/podgroupcontroller",
+            "kai-queuecontroller": f"{KAI_MODULE}/cmd/queuecontroller",
+        },
+    ),
+)
+
+
+def build(name: str) -> GoBuild:
+    """The pinned build called ``name``."""
+    return next(b for b in BUILDS if b.name == name)
+
+
+def as_dict() -> dict[str, str]:
+    """The pins, for ``kailab version`` and evidence."""
+    return {
+        "kai": KAI_VERSION,
+        "kubernetes": KUBERNETES_VERSION,
+        "etcd": ETCD_VERSION,
+        "kwok": KWOK_VERSION,
+        "fake-gpu-operator": FAKE_GPU_OPERATOR_VERSION,
+        "kind": KIND_VERSION,
+        "kind-node-image": KIND_NODE_IMAGE,
+    }
