@@ -56,12 +56,13 @@ class Check:
         return asdict(self)
 
 
-def _in_scope(exp: Expectation, pod: PodView) -> bool:
+def _in_scope(exp: Expectation, pod: PodView, deleting: bool = False) -> bool:
+    """Is the pod about this expectation? Pods being deleted count only where ``deleting`` says."""
     if exp.workload and pod.workload != exp.workload:
         return False
     if exp.queue and pod.queue != exp.queue:
         return False
-    return not pod.deleting
+    return deleting or not pod.deleting
 
 
 def matches(want: str, value: int) -> bool:
@@ -74,7 +75,9 @@ def matches(want: str, value: int) -> bool:
 
 def count(exp: Expectation, obs: Observation) -> int:
     """The number an expectation of a counting kind is about."""
-    pods = [p for p in obs.pods if _in_scope(exp, p)]
+    # A pod being deleted still holds its GPUs until it is gone.
+    holding = exp.measure in ("bound", "allocated")
+    pods = [p for p in obs.pods if _in_scope(exp, p, deleting=holding)]
     if exp.measure == "running":
         return sum(p.phase == "Running" for p in pods)
     if exp.measure == "pending":

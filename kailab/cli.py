@@ -192,7 +192,8 @@ def _runtime_class(name: str):
 def main() -> None:
     """Entry point: run the app; print a KailabError once, without a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except KailabError as e:
         if os.environ.get("KAILAB_DEBUG"):
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -14,37 +15,62 @@ from kailab.kube import Kube
 from kailab.paths import MANIFESTS
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port
 
-PRIORITY_CLASSES = MANIFESTS / "kai-priority-classes.yaml"
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
-CRD_DIR = "deployments/kai-scheduler/crds"
+CHART_DIR = "deployments/kai-scheduler"
+NAMESPACES = ("kai-scheduler", "kai-resource-reservation")
+SCHEDULER_NAME = "kai-scheduler"
+QUEUE_LABEL = "kai.scheduler/queue"
 
 
 def module_dir() -> Path:
-    """Where the Go module cache holds the pinned KAI module (downloaded by the build)."""
+    """Where the pinned KAI module is: the Go module cache (filled by the build).
+
+    ``KAILAB_KAI_MODULE_DIR`` names another copy of the same module, for machines whose
+    Go proxy does not serve it but that have the module's files.
+    """
+    if os.environ.get("KAILAB_KAI_MODULE_DIR"):
+        return Path(os.environ["KAILAB_KAI_MODULE_DIR"])
     proc = subprocess.run(["go", "mod", "download", "-json", f"{versions.KAI_MODULE}@{versions.KAI_VERSION}"],
                           capture_output=True, text=True, env=build.go_env(), cwd=Path.home())
     return Path(json.loads(proc.stdout)["Dir"])
 
 
-def crd_objects() -> list[dict]:
-    """KAI's CRDs, read from the pinned module's Helm chart."""
+def crd_objects(chart: Path) -> list[dict]:
+    """KAI's CRDs, read from the pinned module's Helm chart (``crds/``)."""
     out = []
-    for path in sorted((module_dir() / CRD_DIR).glob("*.yaml")):
+    for path in sorted((chart / "crds").glob("*.yaml")):
         out.extend(d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "CustomResourceDefinition")
+    return out
+
+
+def priority_class_objects(chart: Path) -> list[dict]:
+    """The chart's four priority classes (train 50, build-preemptible 75, build 100, inference 125).
+
+    Each template is plain YAML inside one ``{{- if .Values.defaultPriorityClasses.enabled }}``;
+    the template lines are dropped, the YAML is kept.
+    """
+    out = []
+    for path in sorted((chart / "templates" / "priorityclasses").glob("*.yaml")):
+        text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("{{"))
+        out.extend(d for d in yaml.safe_load_all(text) if d and d.get("kind") == "PriorityClass")
     return out
 
 
 def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     """CRDs (and wait until they are served), the four priority classes, the chart's default queues."""
-    crds = crd_objects()
+    chart = module_dir() / CHART_DIR
+    crds = crd_objects(chart)
     for crd in crds:
         kube.apply(crd)
     _wait_crds_established(kube, [c["metadata"]["name"] for c in crds])
     kube.dyn.resources.invalidate_cache()
-    for path in (PRIORITY_CLASSES, DEFAULT_QUEUES):
-        for obj in yaml.safe_load_all(path.read_text()):
-            if obj:
-                kube.apply(obj)
+    for ns in NAMESPACES:
+        kube.ensure_namespace(ns)
+    for pc in priority_class_objects(chart):
+        kube.apply(pc)
+    for obj in yaml.safe_load_all(DEFAULT_QUEUES.read_text()):
+        if obj:
+            kube.apply(obj)
 
 
 def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) -> None:
@@ -60,28 +86,39 @@ def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) ->
 
 
 def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[ProcessSpec]:
-    """KAI's components as the Helm chart configures them, each on its own free loopback ports."""
+    """KAI's components with the settings its Helm chart gives them, each on its own loopback ports.
+
+    Every KAI component listens on :8080/:8081 by default, so each gets free ports here.
+    Webhooks are off (they need a Service and certificates); admission is not run.
+    Each reads the lab's kubeconfig from ``KUBECONFIG``.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
-    conf = workdir / "scheduler-config.yaml"
-    conf.write_text((MANIFESTS / "kai-scheduler-config.yaml").read_text())
-    kc = str(kubeconfig)
+    env = {"KUBECONFIG": str(kubeconfig)}
+    common = [f"--scheduler-name={SCHEDULER_NAME}"]
     specs = []
 
-    def ports() -> tuple[int, int]:
-        return free_port(), free_port()
-
-    m, h = ports()
+    metrics, plugins = free_port(), free_port()
     specs.append(ProcessSpec("kai-scheduler", [
-        str(bins["kai-scheduler"]), f"--kubeconfig={kc}", "--scheduler-name=kai-scheduler",
-        f"--scheduler-conf={conf}", "--schedule-period=1s", f"--listen-address=127.0.0.1:{m}",
-        "--leader-elect=false",
-    ], health_url=None))
-    for name in ("kai-binder", "kai-podgrouper", "kai-podgroupcontroller", "kai-queuecontroller"):
-        m, h = ports()
+        str(bins["kai-scheduler"]), *common, f"--namespace={NAMESPACES[0]}", f"--queue-label-key={QUEUE_LABEL}",
+        "--schedule-period=1s", f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}",
+    ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
+
+    controller_flags = {
+        "kai-binder": [],
+        "kai-podgrouper": [f"--queue-label-key={QUEUE_LABEL}"],
+        "kai-podgroupcontroller": ["--enable-podgroup-webhook=false"],
+    }
+    for name, extra in controller_flags.items():
+        metrics, health = free_port(), free_port()
         specs.append(ProcessSpec(name, [
-            str(bins[name]), f"--kubeconfig={kc}", f"--metrics-bind-address=127.0.0.1:{m}",
-            f"--health-probe-bind-address=127.0.0.1:{h}", "--leader-elect=false",
-        ], health_url=f"http://127.0.0.1:{h}/healthz"))
+            str(bins[name]), *common, *extra,
+            f"--metrics-bind-address=127.0.0.1:{metrics}", f"--health-probe-bind-address=127.0.0.1:{health}",
+        ], env, health_url=f"http://127.0.0.1:{health}/healthz"))
+
+    metrics = free_port()
+    specs.append(ProcessSpec("kai-queuecontroller", [
+        str(bins["kai-queuecontroller"]), "--enable-webhook=false", f"--metrics-listen-address=127.0.0.1:{metrics}",
+    ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
     return specs
 
 
