@@ -33,6 +33,7 @@ def up(
     pool: List[str] = typer.Option([], help="Resize a pool: --pool a100=3 (repeatable)."),
     no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
     apiserver_port: Optional[int] = typer.Option(None, help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
+    retain: bool = typer.Option(False, "--retain", help="Keep a half-made lab after a failure, to debug it."),
     quiet: bool = QuietOpt,
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler."""
@@ -53,7 +54,7 @@ def up(
         cls, why = choose_runtime(runtime)
     progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
     rt = cls(apiserver_port=apiserver_port) if cls.name == "local" else cls()
-    info = rt.up(UpOptions(fleet=spec, with_kai=not no_kai), progress)
+    info = rt.up(UpOptions(fleet=spec, with_kai=not no_kai, retain=retain), progress)
     render.stdout.print(f"Lab is up: {spec.total_gpus} GPUs on {sum(p.nodes for p in spec.pools)} KWOK nodes. "
                         f"kubectl --kubeconfig {info.kubeconfig} get nodes")
 

@@ -18,6 +18,7 @@ from kailab.progress import Progress
 class UpOptions:
     fleet: Fleet
     with_kai: bool = True
+    retain: bool = False  # keep a half-made lab after a failure, to debug it
 
 
 @dataclass

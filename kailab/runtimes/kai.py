@@ -13,7 +13,8 @@ import yaml
 from kailab import build, versions
 from kailab.kube import Kube
 from kailab.paths import MANIFESTS
-from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port
+from kailab.errors import KailabError
+from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
@@ -103,23 +104,42 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
         "--schedule-period=1s", f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}",
     ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
 
-    controller_flags = {
-        "kai-binder": [],
-        "kai-podgrouper": [f"--queue-label-key={QUEUE_LABEL}"],
-        "kai-podgroupcontroller": ["--enable-podgroup-webhook=false"],
+    # (flags, health path): podgrouper and podgroupcontroller serve /healthz on the probe port;
+    # the binder has no health check, so its metrics endpoint answers for it.
+    controllers = {
+        "kai-binder": ([], "metrics"),
+        "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}"], "healthz"),
+        "kai-podgroupcontroller": (["--enable-podgroup-webhook=false"], "healthz"),
     }
-    for name, extra in controller_flags.items():
-        metrics, health = free_port(), free_port()
+    for name, (extra, health_on) in controllers.items():
+        metrics, probe = free_port(), free_port()
+        url = f"http://127.0.0.1:{probe}/healthz" if health_on == "healthz" else f"http://127.0.0.1:{metrics}/metrics"
         specs.append(ProcessSpec(name, [
             str(bins[name]), *common, *extra,
-            f"--metrics-bind-address=127.0.0.1:{metrics}", f"--health-probe-bind-address=127.0.0.1:{health}",
-        ], env, health_url=f"http://127.0.0.1:{health}/healthz"))
+            f"--metrics-bind-address=127.0.0.1:{metrics}", f"--health-probe-bind-address=127.0.0.1:{probe}",
+        ], env, health_url=url))
 
     metrics = free_port()
     specs.append(ProcessSpec("kai-queuecontroller", [
         str(bins["kai-queuecontroller"]), "--enable-webhook=false", f"--metrics-listen-address=127.0.0.1:{metrics}",
     ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
     return specs
+
+
+# KAI v0.17.0's podgroup-controller ignores --metrics-bind-address (cmd/podgroupcontroller/app/app.go
+# never passes it to the manager), so its metrics always listen on controller-runtime's default :8080.
+FIXED_PORTS = {"kai-podgroupcontroller": 8080}
+
+
+def check_fixed_ports() -> None:
+    """Fail early, with what to do, when a port KAI cannot be moved off is taken."""
+    for name, port in FIXED_PORTS.items():
+        if port_in_use(port):
+            raise KailabError(
+                f"Port {port} is in use, and KAI {versions.KAI_VERSION}'s {name} always listens on it "
+                "(it ignores --metrics-bind-address).",
+                hint=f"Stop what listens on port {port} (see: ss -ltnp 'sport = :{port}'), then run kailab up again.",
+            )
 
 
 def wait_healthy(specs: list[ProcessSpec], group: ProcessGroup, timeout: float = 60) -> None:

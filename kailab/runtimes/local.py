@@ -91,8 +91,11 @@ class LocalRuntime(Runtime):
             self._create_fleet(kube, options.fleet, progress)
             self._write_state(options)
         except BaseException:
-            progress.info("[yellow]Cleaning up the half-made lab…[/yellow]")
-            self._teardown()
+            if options.retain:
+                progress.info(f"[yellow]Keeping the half-made lab for debugging (--retain): {self.home}[/yellow]")
+            else:
+                progress.info("[yellow]Cleaning up the half-made lab…[/yellow]")
+                self._teardown()
             raise
         return self.info() or LabInfo(self.name, self.kubeconfig())
 
@@ -161,6 +164,7 @@ class LocalRuntime(Runtime):
             step.note(f"API server {self._server()}")
 
     def _start_kai(self, bins: dict[str, Path], kube: Kube, progress: Progress) -> None:
+        kai.check_fixed_ports()
         specs = kai.components(bins, self.kubeconfig(), self.home / "kai")
         with progress.step(f"Starting KAI {versions.KAI_VERSION}: {', '.join(s.name for s in specs)}"):
             for spec in specs:

@@ -6,6 +6,7 @@ of the scenario's pods and events, with a timeout per step and no fixed sleeps.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from datetime import datetime
@@ -27,6 +28,7 @@ from kailab.scenarios.model import Scenario, Step
 
 EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
 EVICTION_WORDS = ("preempted", "evict", "reclaim")
+VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)")
 WAITING_REASONS = {"Unschedulable", "FailedScheduling", "NotReady", "FailedBinding", "StaleJob", "PodGrouperWarning"}
 
 
@@ -214,19 +216,37 @@ class _Run:
     def _read_event(self, ev, obs: Observation) -> None:
         ref = ev.involved_object
         message = ev.message or ""
+        victim = evicted_pod(ev)
+        if victim:
+            workload, queue = self.seen.get(victim, ("", ""))
+            obs.evicted.setdefault(workload, set()).add(victim)
+            if queue:
+                obs.evicted_queue.setdefault(queue, set()).add(victim)
+            return
         if ref.kind == "Pod":
-            workload, queue = self.seen.get(ref.name, ("", ""))
+            workload = self.seen.get(ref.name, ("", ""))[0]
         elif ref.kind == "PodGroup":
-            workload, queue = self.pod_groups.get(ref.name, ""), ""
+            workload = self.pod_groups.get(ref.name, "")
         else:
             return
-        if ref.kind == "Pod" and (ev.reason in EVICTION_REASONS and any(w in message.lower() for w in EVICTION_WORDS)
-                                  or ev.reason in ("Evict", "Preempted")):
-            obs.evicted.setdefault(workload, set()).add(ref.name)
-            if queue:
-                obs.evicted_queue.setdefault(queue, set()).add(ref.name)
-        elif ev.reason in WAITING_REASONS and workload:
+        if ev.reason in WAITING_REASONS and workload:
             obs.reasons.setdefault(workload, []).append(message)
+
+
+def evicted_pod(ev) -> str | None:
+    """The pod an eviction or preemption event is about, or None.
+
+    KAI reports it on the victim's PodGroup: "Pod <ns>/<pod> was preempted by ...";
+    kube-scheduler on the pod itself (reason Preempted).
+    """
+    message = ev.message or ""
+    m = VICTIM.search(message)
+    if m and ev.reason in EVICTION_REASONS:
+        return m.group(2)
+    ref = ev.involved_object
+    if ref.kind == "Pod" and ev.reason in EVICTION_REASONS and any(w in message.lower() for w in EVICTION_WORDS):
+        return ref.name
+    return None
 
 
 def pod_view(pod) -> PodView:
