@@ -94,9 +94,21 @@ class Kube:
         except NotFoundError:
             pass
 
-    def ensure_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
+    def ensure_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30) -> None:
+        """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists)."""
         self.apply({"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kailab", **(labels or {})}}})
+        deadline = time.monotonic() + timeout
+        w = watch.Watch()
+        try:
+            if self.core.list_namespaced_service_account(name, field_selector="metadata.name=default").items:
+                return
+            for ev in w.stream(self.core.list_namespaced_service_account, name,
+                               field_selector="metadata.name=default", timeout_seconds=int(timeout)):
+                if ev["type"] in ("ADDED", "MODIFIED") or time.monotonic() > deadline:
+                    return
+        finally:
+            w.stop()
 
     def delete_namespace(self, name: str, timeout: float = 60) -> None:
         """Delete a namespace and wait until it is gone (its pods with it)."""
@@ -132,8 +144,8 @@ class Kube:
 class Watched:
     """A live cache of one kind, filled by a watch in a thread, with waits on it.
 
-    ``wait_for(predicate, timeout)`` returns as soon as the cached objects make the
-    predicate true, or False at the timeout — event-driven, no polling sleeps.
+    Several Watched may share one ``threading.Condition``; :func:`wait_until` waits on it,
+    so a wait wakes on any change of any of them — event-driven, no polling sleeps.
     """
 
     def __init__(self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs):
@@ -163,17 +175,6 @@ class Watched:
     def snapshot(self) -> list:
         with self._cond:
             return list(self.objects.values())
-
-    def wait_for(self, predicate: Callable[[list], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                if predicate(list(self.objects.values())):
-                    return True
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, 1.0))
 
     def _key(self, obj) -> str:
         return f"{obj.metadata.namespace}/{obj.metadata.name}"

@@ -78,6 +78,8 @@ BUILDS: tuple[GoBuild, ...] = (
             "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
             "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
             "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+            # kwokctl uses kubectl for its readiness checks; a pinned one means no download.
+            "kubectl": "k8s.io/kubernetes/cmd/kubectl",
         },
         sibling_version=_staging(KUBERNETES_VERSION),
     ),

@@ -134,12 +134,15 @@ class LocalRuntime(Runtime):
         options = {
             "runtime": "binary",
             "bindAddress": "127.0.0.1",
+            # Exercises create and evict dozens of pods at once; client rate limits only slow them.
+            "disableQPSLimits": True,
             "kubeVersion": versions.KUBERNETES_VERSION,
             "etcdBinary": str(bins["etcd"]),
             "kubeApiserverBinary": str(bins["kube-apiserver"]),
             "kubeControllerManagerBinary": str(bins["kube-controller-manager"]),
             "kubeSchedulerBinary": str(bins["kube-scheduler"]),
             "kwokControllerBinary": str(bins["kwok"]),
+            "kubectlBinary": str(bins["kubectl"]),
         }
         if self.apiserver_port:
             options["kubeApiserverPort"] = self.apiserver_port
@@ -161,6 +164,14 @@ class LocalRuntime(Runtime):
                 raise KailabError(
                     "The control plane did not start" + (f" ({', '.join(failed)} not running)" if failed else "") + ".",
                     hint=f"Logs: {self.cluster_dir / 'logs'}", details=details)
+            # kwokctl create exits 0 even when the API server never became ready: check it here.
+            kube = Kube(self.kubeconfig())
+            deadline = time.monotonic() + 60
+            while not kube.ping():
+                if time.monotonic() > deadline:
+                    raise KailabError("kube-apiserver started but does not answer.", hint=f"See {self.cluster_dir / 'logs' / 'kube-apiserver.log'}",
+                                      details=_tail(self.cluster_dir / "logs" / "kube-apiserver.log"))
+                time.sleep(0.2)
             step.note(f"API server {self._server()}")
 
     def _start_kai(self, bins: dict[str, Path], kube: Kube, progress: Progress) -> None:
