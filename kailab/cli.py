@@ -167,6 +167,26 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool) -> None:
 
 
 @app.command()
+def doctor() -> None:
+    """Check the tools each runtime needs and say how to install what is missing."""
+    from rich.table import Table
+
+    from kailab.doctor import diagnose
+
+    findings = diagnose()
+    table = Table(title="kailab doctor", title_justify="left")
+    for col in ("", "tool", "found", "needed for", "how to fix"):
+        table.add_column(col)
+    for f in findings:
+        table.add_row("[green]✓[/green]" if f.ok else "[red]✗[/red]", f.tool, f.found, f.needed_for, f.fix)
+    render.stdout.print(table)
+    usable = {rt for rt in ("kind runtime", "local runtime") if all(f.ok for f in findings if f.needed_for == rt)}
+    render.stdout.print(f"Usable here: {', '.join(sorted(usable)) or 'none'}")
+    if not usable:
+        raise typer.Exit(1)
+
+
+@app.command()
 def version() -> None:
     """Print kailab's pinned versions."""
     from kailab import __version__

@@ -1,34 +1,267 @@
-"""The kind runtime (placeholder until its plan is written)."""
+"""The kind runtime: kind + KWOK + fake-gpu-operator + KAI's Helm chart, for machines with Docker.
+
+``plan()`` is the whole bring-up as data — a list of steps, each a list of commands —
+so it is tested by reading it, and run by a :class:`Runner` that can be swapped for a
+recording fake. Every step is idempotent: a second ``up`` changes nothing, and an ``up``
+interrupted half-way is completed by the next one.
+"""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
-from kailab.runtimes.base import Runtime, register
+import yaml
+
+from kailab import versions
+from kailab.errors import KailabError, ToolMissing
+from kailab.fleet import Fleet, node_objects
+from kailab.paths import MANIFESTS, lab_home
+from kailab.progress import Progress
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions, register
+
+CLUSTER = "kailab"
+LAB_LABEL = "kailab.io/lab"
+KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
+KAI_NAMESPACE = "kai-scheduler"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+KAI_DEPLOYMENTS = ("admission", "binder", "kai-operator", "pod-grouper", "podgroup-controller", "queue-controller", "scheduler")
+TOOLS = {
+    "docker": "Install Docker Engine or Docker Desktop, and start it.",
+    "kind": f"Install kind {versions.KIND_VERSION} (for example: go install sigs.k8s.io/kind@{versions.KIND_VERSION}).",
+    "kubectl": "Install kubectl (your package manager, or the Kubernetes release binaries).",
+    "helm": "Install Helm 3.8 or newer (OCI charts need it).",
+}
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+Runner = Callable[[list[str]], Result]
+
+
+def run_command(argv: list[str]) -> Result:
+    """The real runner: run a command, capture its output."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        return Result(127, "", f"{argv[0]}: command not found")
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@dataclass
+class Step:
+    """One step of the bring-up: what it says, the commands it runs, and files it writes first."""
+
+    title: str
+    commands: list[list[str]]
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def kind_config() -> dict:
+    """One control-plane node and one worker for KAI's own pods; the lab label marks the cluster as ours."""
+    return {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "nodes": [
+            {"role": "control-plane", "labels": {LAB_LABEL: "true"}},
+            {"role": "worker", "labels": {LAB_LABEL: "true"}},
+        ],
+    }
+
+
+def fake_gpu_operator_values(fleet: Fleet) -> dict:
+    """Node pools giving the fleet's GPUs on KWOK nodes (pool label run.ai/simulated-gpu-node-pool)."""
+    return {
+        "topology": {
+            "nodePoolLabelKey": "run.ai/simulated-gpu-node-pool",
+            "nodePools": {
+                p.name: {"gpuProduct": p.gpu_product, "gpuCount": p.gpus_per_node, "gpuMemory": p.gpu_memory_mib}
+                for p in fleet.pools
+            },
+        },
+        "kwokGpuDevicePlugin": {"enabled": True},
+    }
+
+
+def kai_values() -> dict:
+    """KAI's chart values: GPU sharing on (for the fraction exercises to come)."""
+    return {"global": {"gpuSharing": True}}
+
+
+def reservation_rbac() -> list[dict]:
+    """Let fake-gpu-operator's status-updater annotate KAI's GPU reservation pods, as KAI's e2e setup does."""
+    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch", "update"]}]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": RESERVATION_NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "fake-status-updater", "namespace": RESERVATION_NAMESPACE}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "fake-status-updater", "namespace": RESERVATION_NAMESPACE},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "fake-status-updater"},
+         "subjects": [{"kind": "ServiceAccount", "name": "status-updater", "namespace": GPU_OPERATOR_NAMESPACE}]},
+    ]
+
+
+def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
+    """Everything ``kailab up --runtime kind`` runs, in order."""
+    kc = str(home / "kubeconfig.yaml")
+    kubectl = ["kubectl", "--kubeconfig", kc]
+    steps = []
+    if not cluster_exists:
+        steps.append(Step(
+            f"Creating kind cluster {CLUSTER} (Kubernetes node image {versions.KIND_NODE_IMAGE})",
+            [["kind", "create", "cluster", "--name", CLUSTER, "--image", versions.KIND_NODE_IMAGE,
+              "--config", str(home / "kind.yaml"), "--wait", "120s"]],
+            files={"kind.yaml": yaml.safe_dump(kind_config(), sort_keys=False)},
+        ))
+    steps += [
+        Step("Writing the lab's kubeconfig",
+             [["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", kc]]),
+        Step(f"Installing KWOK {versions.KWOK_VERSION} with kailab's stages (no instant pod-complete)",
+             [[*kubectl, "apply", "--server-side", "-f", f"{KWOK_RELEASE}/kwok.yaml"],
+              [*kubectl, "apply", "--server-side", "-f", str(MANIFESTS / "kwok-stages.yaml")],
+              [*kubectl, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"]]),
+        Step(f"Installing fake-gpu-operator {versions.FAKE_GPU_OPERATOR_VERSION}",
+             [["helm", "upgrade", "-i", "gpu-operator", versions.FAKE_GPU_OPERATOR_CHART,
+               "--version", versions.FAKE_GPU_OPERATOR_VERSION, "--kubeconfig", kc,
+               "-n", GPU_OPERATOR_NAMESPACE, "--create-namespace",
+               "-f", str(home / "fake-gpu-operator-values.yaml"), "--wait", "--timeout", "10m"],
+              [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")]],
+            files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False),
+                   "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}),
+        Step(f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)",
+             [["helm", "upgrade", "-i", "kai-scheduler", versions.KAI_CHART, "--version", versions.KAI_VERSION,
+               "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
+               "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"]],
+            files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False)}),
+        Step("Waiting until every KAI component is Ready",
+             [[*kubectl, "-n", KAI_NAMESPACE, "wait", "--for=condition=Available", "--timeout=300s",
+               *[f"deployment/{d}" for d in KAI_DEPLOYMENTS]]]),
+        Step(f"Creating the fleet: {sum(p.nodes for p in fleet.pools)} KWOK nodes, {fleet.total_gpus} GPUs",
+             [[*kubectl, "apply", "--server-side", "-f", str(home / "fleet.yaml")]],
+             files={"fleet.yaml": yaml.safe_dump_all(node_objects(fleet), sort_keys=False)}),
+    ]
+    return steps
 
 
 @register
 class KindRuntime(Runtime):
+    """A kind cluster named ``kailab``; the same KAI, fleet and exercises as the local runtime."""
+
     name = "kind"
+
+    def __init__(self, home: Path | None = None, runner: Runner = run_command, **_: object):
+        self.home = home or lab_home()
+        self.runner = runner
+        self.state_file = self.home / "lab.json"
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
         if shutil.which("docker") is None:
             return False, "Docker is not installed"
-        proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
+        proc = run_command(["docker", "info", "--format", "{{.ServerVersion}}"])
         if proc.returncode != 0:
             return False, "no Docker engine answers (docker info failed)"
         return True, f"a Docker engine answers (server {proc.stdout.strip()})"
 
-    def up(self, options, progress):
-        raise NotImplementedError
+    def kubeconfig(self) -> Path:
+        return self.home / "kubeconfig.yaml"
 
-    def down(self, progress):
-        raise NotImplementedError
+    def check_tools(self) -> None:
+        """Every tool present and the Docker engine answering, or one error saying what to install."""
+        missing = [t for t in TOOLS if self.runner(["which", t]).returncode != 0]
+        if missing:
+            raise ToolMissing(
+                f"The kind runtime needs {', '.join(missing)}, not found on PATH.",
+                hint=" ".join(TOOLS[t] for t in missing) + " Or use the local runtime (needs Go): kailab up --runtime local",
+            )
+        info = self.runner(["docker", "info", "--format", "{{.ServerVersion}}"])
+        if info.returncode != 0:
+            raise ToolMissing("The Docker engine does not answer (docker info failed).",
+                              hint="Start Docker, or use the local runtime: kailab up --runtime local",
+                              details=info.stderr.strip()[-800:])
 
-    def info(self):
-        return None
+    def cluster_exists(self) -> bool:
+        """True when a kind cluster named kailab exists and is ours; an error when the name is taken by another."""
+        out = self.runner(["kind", "get", "clusters"])
+        if out.returncode != 0:
+            raise KailabError("kind get clusters failed.", details=out.stderr.strip())
+        if CLUSTER not in out.stdout.split():
+            return False
+        kc = str(self.kubeconfig())
+        self.runner(["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", kc])
+        labelled = self.runner(["kubectl", "--kubeconfig", kc, "get", "nodes", "-l", f"{LAB_LABEL}=true", "-o", "name"])
+        if labelled.returncode == 0 and labelled.stdout.strip():
+            return True
+        raise KailabError(
+            f"A kind cluster named '{CLUSTER}' already exists but was not made by kailab "
+            f"(its nodes lack the {LAB_LABEL} label).",
+            hint=f"Delete it if it is not needed (kind delete cluster --name {CLUSTER}), then run kailab up again.",
+        )
 
-    def kubeconfig(self):
-        raise NotImplementedError
+    def up(self, options: UpOptions, progress: Progress) -> LabInfo:
+        self.check_tools()
+        self.home.mkdir(parents=True, exist_ok=True)
+        exists = self.cluster_exists()
+        if exists and self.state_file.exists():
+            info = self.info()
+            if info and info.components and all(c.healthy for c in info.components):
+                progress.info(f"[green]✓[/green] The lab is already running (kind runtime); nothing to do. Kubeconfig: {self.kubeconfig()}")
+                return info
+        for step in plan(self.home, options.fleet, exists):
+            self.execute(step, progress)
+        self.state_file.write_text(json.dumps({
+            "runtime": self.name, "kubeconfig": str(self.kubeconfig()), "versions": versions.as_dict(),
+            "fleet": options.fleet.source, "total_gpus": options.fleet.total_gpus,
+        }, indent=2))
+        return self.info() or LabInfo(self.name, self.kubeconfig())
+
+    def execute(self, step: Step, progress: Progress) -> None:
+        """Run one step; on failure say which step, what it ran, what it printed."""
+        with progress.step(step.title):
+            for name, text in step.files.items():
+                (self.home / name).write_text(text)
+            for argv in step.commands:
+                result = self.runner(argv)
+                if result.returncode != 0:
+                    raise KailabError(
+                        f"Step failed: {step.title}.",
+                        hint="Fix what the output says and run kailab up again; finished steps are kept and not redone.",
+                        details=f"$ {' '.join(argv)}\n{(result.stderr or result.stdout).strip()[-2000:]}",
+                    )
+
+    def down(self, progress: Progress) -> None:
+        with progress.step(f"Deleting kind cluster {CLUSTER}"):
+            result = self.runner(["kind", "delete", "cluster", "--name", CLUSTER])
+            if result.returncode != 0:
+                raise KailabError("kind delete cluster failed.", details=result.stderr.strip())
+            shutil.rmtree(self.home, ignore_errors=True)
+
+    def info(self) -> LabInfo | None:
+        if not self.state_file.exists():
+            return None
+        result = self.runner(["kubectl", "--kubeconfig", str(self.kubeconfig()), "-n", KAI_NAMESPACE,
+                              "get", "deployments", "-o", "json"])
+        comps = []
+        try:
+            items = json.loads(result.stdout).get("items", []) if result.returncode == 0 else None
+        except json.JSONDecodeError:
+            items = None
+        if items is not None:
+            for d in items:
+                want = d["spec"].get("replicas", 1)
+                ready = d.get("status", {}).get("readyReplicas", 0) or 0
+                comps.append(ComponentHealth(d["metadata"]["name"], ready >= want, f"{ready}/{want} ready"))
+        else:
+            comps.append(ComponentHealth("kube-apiserver", False, "does not answer"))
+        return LabInfo(self.name, self.kubeconfig(), comps)

@@ -68,7 +68,7 @@ class LocalRuntime(Runtime):
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
         info = self.info()
-        if info and all(c.healthy for c in info.components):
+        if info and info.components and all(c.healthy for c in info.components):
             progress.info(f"[green]✓[/green] The lab is already running (local runtime); nothing to do. Kubeconfig: {self.kubeconfig()}")
             return info
         if self.home.exists() and (self.cluster_dir.exists() or self.kai_processes.names()):

@@ -1,0 +1,57 @@
+"""``kailab doctor``: is each runtime usable here, and if not, what to install."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from kailab import build, versions
+from kailab.errors import KailabError
+from kailab.runtimes.kind import TOOLS
+
+
+@dataclass
+class Finding:
+    tool: str
+    ok: bool
+    found: str
+    needed_for: str
+    fix: str = ""
+
+
+def _version(argv: list[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (proc.stdout + proc.stderr).strip()
+    m = re.search(r"v?\d+\.\d+(\.\d+)?", text)
+    return m.group(0) if m else text.splitlines()[0] if text else "unknown"
+
+
+def diagnose() -> list[Finding]:
+    out = []
+    for tool, argv in {"docker": ["docker", "--version"], "kind": ["kind", "version"],
+                       "kubectl": ["kubectl", "version", "--client"], "helm": ["helm", "version", "--short"]}.items():
+        v = _version(argv)
+        out.append(Finding(tool, v is not None, v or "not found", "kind runtime", "" if v else TOOLS[tool]))
+    if shutil.which("docker"):
+        engine = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
+        out.append(Finding("docker engine", engine.returncode == 0,
+                           engine.stdout.strip() if engine.returncode == 0 else "does not answer",
+                           "kind runtime", "" if engine.returncode == 0 else "Start the Docker engine (docker info must work)."))
+    try:
+        major, minor = build.check_go()
+        out.append(Finding("go", True, f"{major}.{minor}", "local runtime"))
+        kai = versions.build("kai")
+        answer = None if build.is_built(kai) else build.module_available(kai)
+        out.append(Finding(f"Go proxy serves KAI {versions.KAI_VERSION}", answer is None,
+                           "yes" if answer is None else answer.strip().splitlines()[-1][-160:], "local runtime",
+                           "" if answer is None else "Point GOPROXY at a proxy that serves github.com/kai-scheduler/KAI-scheduler, or use the kind runtime."))
+    except KailabError as e:
+        out.append(Finding("go", False, e.message, "local runtime", e.hint or ""))
+    return out
