@@ -8,7 +8,9 @@ import subprocess
 import sys
 import time
 
+from kailab.progress import Progress
 from kailab.runtimes.local import lab_pids
+from kailab.scenarios.engine import clear_scenarios
 
 POD = {
     "apiVersion": "v1", "kind": "Pod",
@@ -38,6 +40,7 @@ def test_fleet_has_32_gpus_on_ready_kwok_nodes(lab):
 
 
 def test_default_scheduler_binds_a_pod_that_names_no_scheduler(lab):
+    clear_scenarios(lab.kube, Progress(quiet=True))  # exercises run earlier leave their pods on the fleet
     lab.kube.apply(POD)
     try:
         pod = wait_pod(lab.kube, "plain", "default", lambda p: p.status.phase == "Running")
