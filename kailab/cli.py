@@ -229,7 +229,7 @@ def main() -> None:
     except KeyboardInterrupt:
         stderr.print("[yellow]Interrupted.[/yellow]")
         sys.exit(130)
-    except Exception as e:  # click usage errors and the like
+    except Exception as e:  # click usage errors, API errors, bugs
         import click
 
         if isinstance(e, click.exceptions.ClickException):
@@ -237,4 +237,8 @@ def main() -> None:
             sys.exit(e.exit_code)
         if isinstance(e, click.exceptions.Abort):
             sys.exit(1)
-        raise
+        if os.environ.get("KAILAB_DEBUG"):
+            raise
+        stderr.print(f"[red]✗ Unexpected error:[/red] {type(e).__name__}: {str(e).strip()[:600]}", markup=True, highlight=False)
+        stderr.print("[yellow]→[/yellow] Run again with KAILAB_DEBUG=1 for the traceback, and please report it.")
+        sys.exit(1)

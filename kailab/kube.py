@@ -79,10 +79,15 @@ class Kube:
             return None
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+        """Objects of a kind; none when the cluster does not serve the kind (KAI's CRDs not installed)."""
         try:
             res = self.resource(api_version, kind)
-        except ResourceNotFoundError:
+        except (ResourceNotFoundError, NotFoundError):
             return []
+        except ApiException as e:
+            if e.status == 404:
+                return []
+            raise
         out = self.dyn.get(res, namespace=namespace, label_selector=label_selector)
         return [item.to_dict() for item in out.items]
 
@@ -111,7 +116,11 @@ class Kube:
             w.stop()
 
     def delete_namespace(self, name: str, timeout: float = 60) -> None:
-        """Delete a namespace and wait until it is gone (its pods with it)."""
+        """Delete a namespace and wait until it is gone (its pods with it).
+
+        Workloads and pods go first, so its pods are surely gone when this returns.
+        """
+        self.empty_namespace(name, timeout)
         try:
             self.core.delete_namespace(name, body=client.V1DeleteOptions(grace_period_seconds=0))
         except ApiException as e:
@@ -130,6 +139,45 @@ class Kube:
         if self._namespace_exists(name):
             raise NotRunning(f"Namespace {name} was not deleted within {timeout:.0f}s.",
                              hint="Is kube-controller-manager running? See: kailab status")
+
+    def empty_namespace(self, name: str, timeout: float = 60) -> None:
+        """Delete every workload, pod and event in a namespace, and wait until its pods are gone.
+
+        Much faster than deleting the namespace (the namespace controller works in
+        backed-off rounds: about 5 s even for an empty one), and it leaves no old
+        events behind to be mistaken for new ones.
+        """
+        batch, apps = client.BatchV1Api(self.api), client.AppsV1Api(self.api)
+        background = client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0)
+        try:
+            batch.delete_collection_namespaced_job(name, body=background)
+            apps.delete_collection_namespaced_deployment(name, body=background)
+            apps.delete_collection_namespaced_replica_set(name, body=background)
+            self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        deadline = time.monotonic() + timeout
+        w = watch.Watch()
+        try:
+            pods = self.core.list_namespaced_pod(name)
+            if not pods.items:
+                return
+            left = {p.metadata.name for p in pods.items}
+            for ev in w.stream(self.core.list_namespaced_pod, name, resource_version=pods.metadata.resource_version,
+                               timeout_seconds=int(timeout)):
+                if ev["type"] == "DELETED":
+                    left.discard(ev["object"].metadata.name)
+                elif ev["type"] == "ADDED":
+                    left.add(ev["object"].metadata.name)
+                if not left or time.monotonic() > deadline:
+                    break
+        finally:
+            w.stop()
+        for pg in self.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace=name):
+            self.delete("scheduling.run.ai/v2alpha2", "PodGroup", pg["metadata"]["name"], name)
+        self.core.delete_collection_namespaced_event(name)
 
     def _namespace_exists(self, name: str) -> bool:
         try:

@@ -21,6 +21,8 @@ CHART_DIR = "deployments/kai-scheduler"
 NAMESPACES = ("kai-scheduler", "kai-resource-reservation")
 SCHEDULER_NAME = "kai-scheduler"
 QUEUE_LABEL = "kai.scheduler/queue"
+NODEPOOL_LABEL = "kai.scheduler/node-pool"
+SCHEDULER_CONFIG = MANIFESTS / "kai-scheduler-config.yaml"
 
 
 def module_dir() -> Path:
@@ -98,17 +100,22 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     common = [f"--scheduler-name={SCHEDULER_NAME}"]
     specs = []
 
+    conf = workdir / "scheduler-config.yaml"
+    conf.write_text(SCHEDULER_CONFIG.read_text())
     metrics, plugins = free_port(), free_port()
     specs.append(ProcessSpec("kai-scheduler", [
-        str(bins["kai-scheduler"]), *common, f"--namespace={NAMESPACES[0]}", f"--queue-label-key={QUEUE_LABEL}",
-        "--schedule-period=1s", f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}",
+        # The flags KAI's operator gives the scheduler of the chart's default shard.
+        str(bins["kai-scheduler"]), f"--scheduler-conf={conf}", *common, f"--namespace={NAMESPACES[0]}",
+        f"--nodepool-label-key={NODEPOOL_LABEL}", "--partition-label-value=",
+        f"--resource-reservation-app-label={NAMESPACES[1]}", f"--queue-label-key={QUEUE_LABEL}",
+        f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}",
     ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
 
     # (flags, health path): podgrouper and podgroupcontroller serve /healthz on the probe port;
     # the binder has no health check, so its metrics endpoint answers for it.
     controllers = {
         "kai-binder": ([], "metrics"),
-        "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}"], "healthz"),
+        "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}", f"--nodepool-label-key={NODEPOOL_LABEL}"], "healthz"),
         "kai-podgroupcontroller": (["--enable-podgroup-webhook=false"], "healthz"),
     }
     for name, (extra, health_on) in controllers.items():

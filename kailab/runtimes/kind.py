@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,7 +31,9 @@ KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{vers
 KAI_NAMESPACE = "kai-scheduler"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 RESERVATION_NAMESPACE = "kai-resource-reservation"
-KAI_DEPLOYMENTS = ("admission", "binder", "kai-operator", "pod-grouper", "podgroup-controller", "queue-controller", "scheduler")
+# The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
+KAI_DEPLOYMENTS = ("kai-operator", "admission", "binder", "pod-grouper", "podgroup-controller", "queue-controller",
+                   "kai-scheduler-default")
 TOOLS = {
     "docker": "Install Docker Engine or Docker Desktop, and start it.",
     "kind": f"Install kind {versions.KIND_VERSION} (for example: go install sigs.k8s.io/kind@{versions.KIND_VERSION}).",
@@ -65,6 +68,7 @@ class Step:
     title: str
     commands: list[list[str]]
     files: dict[str, str] = field(default_factory=dict)
+    wait_for: tuple[str, ...] = ()  # Deployments in kai-scheduler that must exist and be Available
 
 
 def kind_config() -> dict:
@@ -144,9 +148,8 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
                "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
                "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"]],
             files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False)}),
-        Step("Waiting until every KAI component is Ready",
-             [[*kubectl, "-n", KAI_NAMESPACE, "wait", "--for=condition=Available", "--timeout=300s",
-               *[f"deployment/{d}" for d in KAI_DEPLOYMENTS]]]),
+        # KAI's operator creates the component Deployments after Helm returns, so wait for them to exist too.
+        Step("Waiting until every KAI component is Ready", [], wait_for=KAI_DEPLOYMENTS),
         Step(f"Creating the fleet: {sum(p.nodes for p in fleet.pools)} KWOK nodes, {fleet.total_gpus} GPUs",
              [[*kubectl, "apply", "--server-side", "-f", str(home / "fleet.yaml")]],
              files={"fleet.yaml": yaml.safe_dump_all(node_objects(fleet), sort_keys=False)}),
@@ -160,9 +163,10 @@ class KindRuntime(Runtime):
 
     name = "kind"
 
-    def __init__(self, home: Path | None = None, runner: Runner = run_command, **_: object):
+    def __init__(self, home: Path | None = None, runner: Runner = run_command, timeout: float = 300, **_: object):
         self.home = home or lab_home()
         self.runner = runner
+        self.timeout = timeout
         self.state_file = self.home / "lab.json"
 
     @classmethod
@@ -239,6 +243,24 @@ class KindRuntime(Runtime):
                         hint="Fix what the output says and run kailab up again; finished steps are kept and not redone.",
                         details=f"$ {' '.join(argv)}\n{(result.stderr or result.stdout).strip()[-2000:]}",
                     )
+            if step.wait_for:
+                self.wait_deployments(step)
+
+    def wait_deployments(self, step: Step) -> None:
+        """Until each named Deployment exists and has all replicas ready (the operator makes most of them)."""
+        deadline = time.monotonic() + self.timeout
+        missing: list[str] = list(step.wait_for)
+        while True:
+            ready = {c.name for c in (self.info_components() or []) if c.healthy}
+            missing = [d for d in step.wait_for if d not in ready]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise KailabError(
+                    f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {', '.join(missing)}.",
+                    hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
+                )
+            time.sleep(2)
 
     def down(self, progress: Progress) -> None:
         with progress.step(f"Deleting kind cluster {CLUSTER}"):
@@ -250,18 +272,23 @@ class KindRuntime(Runtime):
     def info(self) -> LabInfo | None:
         if not self.state_file.exists():
             return None
+        comps = self.info_components()
+        return LabInfo(self.name, self.kubeconfig(),
+                       comps if comps is not None else [ComponentHealth("kube-apiserver", False, "does not answer")])
+
+    def info_components(self) -> list[ComponentHealth] | None:
+        """KAI's Deployments and their readiness, or None when the cluster does not answer."""
         result = self.runner(["kubectl", "--kubeconfig", str(self.kubeconfig()), "-n", KAI_NAMESPACE,
                               "get", "deployments", "-o", "json"])
-        comps = []
         try:
             items = json.loads(result.stdout).get("items", []) if result.returncode == 0 else None
         except json.JSONDecodeError:
             items = None
-        if items is not None:
-            for d in items:
-                want = d["spec"].get("replicas", 1)
-                ready = d.get("status", {}).get("readyReplicas", 0) or 0
-                comps.append(ComponentHealth(d["metadata"]["name"], ready >= want, f"{ready}/{want} ready"))
-        else:
-            comps.append(ComponentHealth("kube-apiserver", False, "does not answer"))
-        return LabInfo(self.name, self.kubeconfig(), comps)
+        if items is None:
+            return None
+        comps = []
+        for d in items:
+            want = d["spec"].get("replicas", 1)
+            ready = d.get("status", {}).get("readyReplicas", 0) or 0
+            comps.append(ComponentHealth(d["metadata"]["name"], ready >= want, f"{ready}/{want} ready"))
+        return comps

@@ -32,14 +32,13 @@ VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed
 WAITING_REASONS = {"Unschedulable", "FailedScheduling", "NotReady", "FailedBinding", "StaleJob", "PodGrouperWarning"}
 
 
-def clear_scenarios(kube: Kube, progress: Progress, keep: str | None = None) -> None:
-    """Delete every scenario namespace so the fleet is empty for the next one."""
-    namespaces = kube.core.list_namespace(label_selector=SCENARIO_LABEL).items
-    doomed = [ns.metadata.name for ns in namespaces if ns.metadata.name != keep]
-    if doomed:
-        with progress.step(f"Clearing earlier exercises ({', '.join(doomed)})"):
-            for name in doomed:
-                kube.delete_namespace(name)
+def clear_scenarios(kube: Kube, progress: Progress) -> None:
+    """Empty every scenario namespace (workloads, pods, events) so the fleet is free for the next one."""
+    namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=SCENARIO_LABEL).items]
+    busy = [n for n in namespaces if kube.core.list_namespaced_pod(n, limit=1).items]
+    with progress.step(f"Clearing earlier exercises ({', '.join(busy) or 'none running'})"):
+        for name in namespaces:
+            kube.empty_namespace(name)
 
 
 class Engine:
@@ -55,8 +54,6 @@ class Engine:
     def prepare(self, scenario: Scenario) -> None:
         """Empty the fleet of earlier exercises, then apply this scenario's queues and priority classes."""
         clear_scenarios(self.kube, self.progress)
-        if self.kube.get("v1", "Namespace", scenario.namespace):
-            self.kube.delete_namespace(scenario.namespace)
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
             for pc in scenario.priority_classes:
                 self.kube.apply(priority_class_object(pc))
@@ -96,6 +93,9 @@ class Engine:
             with self.progress.step(f"Delete {w.kind} {w.name}"):
                 for obj in reversed(workload_objects(w, s)):
                     self.kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], s.namespace)
+                # Its pods go now rather than when the garbage collector gets to them.
+                self.kube.core.delete_collection_namespaced_pod(s.namespace, label_selector=f"{WORKLOAD_LABEL}={w.name}",
+                                                                grace_period_seconds=0)
                 run.sizes.pop(w.name, None)
                 run.mark = time.monotonic()
             return True

@@ -11,7 +11,7 @@ from kailab.fleet import load_fleet
 from kailab.progress import Progress
 from kailab.runtimes import kai as local_kai
 from kailab.runtimes.base import UpOptions
-from kailab.runtimes.kind import KindRuntime, Result, fake_gpu_operator_values, plan
+from kailab.runtimes.kind import KAI_DEPLOYMENTS, KindRuntime, Result, fake_gpu_operator_values, plan
 
 
 class RecordingRunner:
@@ -91,15 +91,21 @@ def test_same_stages_and_queues_as_the_local_runtime(tmp_path):
     assert local_kai.SCHEDULER_NAME == "kai-scheduler" and local_kai.QUEUE_LABEL == "kai.scheduler/queue"
 
 
+KAI_READY = '{"items": [%s]}' % ", ".join(
+    '{"metadata": {"name": "%s"}, "spec": {"replicas": 1}, "status": {"readyReplicas": 1}}' % d for d in KAI_DEPLOYMENTS)
+
+
 def test_up_runs_the_plan_and_a_second_up_changes_nothing(tmp_path):
-    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "")})
+    kc = str(tmp_path / "kubeconfig.yaml")
+    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, ""),
+                              ("kubectl", "--kubeconfig", kc, "-n", "kai-scheduler", "get"): Result(0, KAI_READY)})
     rt = KindRuntime(home=tmp_path, runner=runner)
     rt.up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
     ran = [" ".join(c) for c in runner.calls if c[0] != "which"]
     assert any(c.startswith("kind create cluster") for c in ran)
     assert (tmp_path / "lab.json").exists()
 
-    deployments = '{"items": [{"metadata": {"name": "scheduler"}, "spec": {"replicas": 1}, "status": {"readyReplicas": 1}}]}'
+    deployments = KAI_READY
     again = RecordingRunner({("kind", "get", "clusters"): Result(0, "kailab\n"),
                              ("kubectl", "--kubeconfig", str(tmp_path / "kubeconfig.yaml"), "get", "nodes"): Result(0, "node/x"),
                              ("kubectl", "--kubeconfig", str(tmp_path / "kubeconfig.yaml"), "-n"): Result(0, deployments)})
@@ -126,6 +132,12 @@ def test_cluster_name_taken_by_something_else(tmp_path):
                               ("kubectl", "--kubeconfig"): Result(0, "")})
     with pytest.raises(KailabError, match="not made by kailab"):
         KindRuntime(home=tmp_path, runner=runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+
+
+def test_kai_components_never_ready_is_a_clear_failure(tmp_path):
+    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "")})
+    with pytest.raises(KailabError, match="not Ready after 0s: kai-operator, admission"):
+        KindRuntime(home=tmp_path, runner=runner, timeout=0).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
 
 
 def test_failed_helm_install_names_the_step_and_the_command(tmp_path):
