@@ -164,6 +164,10 @@ class Verdict:
     verify: str = ""
     error: str = ""
     timings: dict[str, float] = field(default_factory=dict)
+    namespace: str = ""
+    started: str = ""  # UTC, ISO 8601
+    timeline: list = field(default_factory=list)  # [[seconds since start, {queue: GPUs allocated}], …]
+    applied: list = field(default_factory=list)  # the objects kailab applied, in order
 
     @property
     def passed(self) -> bool:
@@ -173,3 +177,18 @@ class Verdict:
         return {"scenario": self.scenario, "title": self.title, "passed": self.passed, "seconds": round(self.seconds, 2),
                 "verify": self.verify, "error": self.error, "timings": self.timings,
                 "checks": [c.to_dict() for c in self.checks]}
+
+    def to_record(self) -> dict:
+        """Everything, for evidence: the verdict plus its timeline and the objects applied."""
+        return {**self.to_dict(), "namespace": self.namespace, "started": self.started,
+                "timeline": self.timeline, "applied": self.applied}
+
+
+def gpus_by_queue(obs: Observation) -> dict[str, int]:
+    """GPUs held by bound pods, per queue (pods with no queue label under "(no queue)")."""
+    out: dict[str, int] = {}
+    for p in obs.pods:
+        if p.node and p.phase in ("Pending", "Running"):
+            key = p.queue or "(no queue)"
+            out[key] = out.get(key, 0) + p.gpus
+    return out

@@ -137,6 +137,7 @@ def run(
 def demo(
     name: str = typer.Argument(..., help=f"One of: {', '.join(DEMOS)}, or all."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
     quiet: bool = QuietOpt,
 ) -> None:
     """Run a built-in exercise (or all of them) and check what KAI did against the lesson."""
@@ -148,22 +149,56 @@ def demo(
         if n not in DEMOS:
             raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
     scenarios = [load_scenario(EXERCISES / f"{n}.yaml") for n in names]
-    _run_and_report(scenarios, as_json, quiet)
+    _run_and_report(scenarios, as_json, quiet, evidence)
 
 
-def _run_and_report(scenarios, as_json: bool, quiet: bool) -> None:
+def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False) -> None:
+    from kailab import evidence as ev
+    from kailab.paths import lab_home
     from kailab.scenarios.engine import Engine
 
     kube = lab.connect()
-    engine = Engine(kube, Progress(quiet or as_json))
+    progress = Progress(quiet or as_json)
+    engine = Engine(kube, progress)
     verdicts = []
+    if evidence:
+        _capture(kube, progress, "before the exercise", allow_empty=True)
     for s in scenarios:
         if not (quiet or as_json):
             stderr.rule(f"{s.title} ({s.path})")
-        verdicts.append(engine.run(s))
+        v = engine.run(s)
+        ev.record_verdict(lab_home(), v.to_record())
+        verdicts.append(v)
+    if evidence:
+        _capture(kube, progress, "after the exercise")
     render.print_verdicts(verdicts, as_json)
     if not all(v.passed for v in verdicts):
         raise typer.Exit(1)
+
+
+@app.command("evidence")
+def evidence_cmd(out: Optional[Path] = typer.Option(None, help="Write the snapshot here instead of evidence/<UTC timestamp>/.")) -> None:
+    """Snapshot the running lab into evidence/<UTC timestamp>/: objects, events, verdicts, report.md, timeline.png."""
+    path = _capture(lab.connect(), Progress(), "of the lab", out=out)
+    render.stdout.print(f"Evidence written: {path}/report.md")
+
+
+def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, allow_empty: bool = False) -> Optional[Path]:
+    from kailab import evidence as ev
+    from kailab.paths import lab_home
+
+    try:
+        with progress.step(f"Capturing evidence {what}") as step:
+            path = ev.capture(kube, lab_home(), Path.cwd() / "evidence", out)
+            step.note(str(path))
+    except ev.NothingToCapture as e:
+        if allow_empty:
+            progress.info(f"Nothing to capture {what}: {e}")
+            return None
+        raise KailabError(f"Nothing captured: {e}", hint="Run an exercise first, e.g. kailab demo quota") from e
+    except FileExistsError as e:
+        raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+    return path
 
 
 @app.command()

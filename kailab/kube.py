@@ -35,7 +35,10 @@ class Kube:
     @property
     def dyn(self) -> DynamicClient:
         if self._dyn is None:
-            self._dyn = DynamicClient(self.api)
+            # The client caches discovery in a file named after the server address; every lab on
+            # this machine may reuse 127.0.0.1:<port>, so keep the cache beside this lab's kubeconfig.
+            cache = Path(self.kubeconfig).parent / ".discovery-cache.json"
+            self._dyn = DynamicClient(self.api, cache_file=str(cache))
         return self._dyn
 
     def ping(self, timeout: float = 2.0) -> bool:
@@ -88,7 +91,10 @@ class Kube:
             if e.status == 404:
                 return []
             raise
-        out = self.dyn.get(res, namespace=namespace, label_selector=label_selector)
+        try:
+            out = self.dyn.get(res, namespace=namespace, label_selector=label_selector)
+        except NotFoundError:
+            return []
         return [item.to_dict() for item in out.items]
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
@@ -103,23 +109,11 @@ class Kube:
         """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists)."""
         self.apply({"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kailab", **(labels or {})}}})
-        deadline = time.monotonic() + timeout
-        w = watch.Watch()
-        try:
-            if self.core.list_namespaced_service_account(name, field_selector="metadata.name=default").items:
-                return
-            for ev in w.stream(self.core.list_namespaced_service_account, name,
-                               field_selector="metadata.name=default", timeout_seconds=int(timeout)):
-                if ev["type"] in ("ADDED", "MODIFIED") or time.monotonic() > deadline:
-                    return
-        finally:
-            w.stop()
+        self._watch_until(self.core.list_namespaced_service_account, [name], lambda names: "default" in names,
+                          timeout, field_selector="metadata.name=default")
 
     def delete_namespace(self, name: str, timeout: float = 60) -> None:
-        """Delete a namespace and wait until it is gone (its pods with it).
-
-        Workloads and pods go first, so its pods are surely gone when this returns.
-        """
+        """Delete a namespace and wait until it is gone (its pods emptied first)."""
         self.empty_namespace(name, timeout)
         try:
             self.core.delete_namespace(name, body=client.V1DeleteOptions(grace_period_seconds=0))
@@ -127,21 +121,13 @@ class Kube:
             if e.status == 404:
                 return
             raise
-        deadline = time.monotonic() + timeout
-        w = watch.Watch()
-        try:
-            for ev in w.stream(self.core.list_namespace, field_selector=f"metadata.name={name}",
-                               timeout_seconds=int(timeout)):
-                if ev["type"] == "DELETED" or time.monotonic() > deadline:
-                    break
-        finally:
-            w.stop()
-        if self._namespace_exists(name):
+        if not self._watch_until(self.core.list_namespace, [], lambda names: not names, timeout,
+                                 field_selector=f"metadata.name={name}"):
             raise NotRunning(f"Namespace {name} was not deleted within {timeout:.0f}s.",
                              hint="Is kube-controller-manager running? See: kailab status")
 
     def empty_namespace(self, name: str, timeout: float = 60) -> None:
-        """Delete every workload, pod and event in a namespace, and wait until its pods are gone.
+        """Delete every workload, pod, PodGroup and event in a namespace; wait until its pods are gone.
 
         Much faster than deleting the namespace (the namespace controller works in
         backed-off rounds: about 5 s even for an empty one), and it leaves no old
@@ -158,35 +144,39 @@ class Kube:
             if e.status == 404:
                 return
             raise
+        # A controller may create a pod just before its owner is gone: delete again until none is left.
         deadline = time.monotonic() + timeout
-        w = watch.Watch()
-        try:
-            pods = self.core.list_namespaced_pod(name)
-            if not pods.items:
-                return
-            left = {p.metadata.name for p in pods.items}
-            for ev in w.stream(self.core.list_namespaced_pod, name, resource_version=pods.metadata.resource_version,
-                               timeout_seconds=int(timeout)):
-                if ev["type"] == "DELETED":
-                    left.discard(ev["object"].metadata.name)
-                elif ev["type"] == "ADDED":
-                    left.add(ev["object"].metadata.name)
-                if not left or time.monotonic() > deadline:
-                    break
-        finally:
-            w.stop()
+        while not self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
+            if time.monotonic() > deadline:
+                raise NotRunning(f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
+                                 hint="Is the KWOK controller running? See: kailab status")
+            self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
         for pg in self.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace=name):
             self.delete("scheduling.run.ai/v2alpha2", "PodGroup", pg["metadata"]["name"], name)
         self.core.delete_collection_namespaced_event(name)
 
-    def _namespace_exists(self, name: str) -> bool:
-        try:
-            self.core.read_namespace(name)
+    def _watch_until(self, list_fn: Callable, args: list, done: Callable[[set[str]], bool], timeout: float, **kw) -> bool:
+        """List, then watch, keeping the set of object names, until ``done(names)``; False at the timeout."""
+        listing = list_fn(*args, **kw)
+        names = {o.metadata.name for o in listing.items}
+        if done(names):
             return True
-        except ApiException as e:
-            if e.status == 404:
-                return False
-            raise
+        deadline = time.monotonic() + timeout
+        w = watch.Watch()
+        try:
+            for ev in w.stream(list_fn, *args, resource_version=listing.metadata.resource_version,
+                               timeout_seconds=max(1, int(timeout)), **kw):
+                if ev["type"] == "DELETED":
+                    names.discard(ev["object"].metadata.name)
+                else:
+                    names.add(ev["object"].metadata.name)
+                if done(names):
+                    return True
+                if time.monotonic() > deadline:
+                    break
+        finally:
+            w.stop()
+        return done({o.metadata.name for o in list_fn(*args, **kw).items})
 
 
 class Watched:

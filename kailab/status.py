@@ -47,6 +47,17 @@ def queues(kube: Kube, pods=None) -> list[dict]:
         out.append({"name": name, "parent": spec.get("parentQueue"), "priority": spec.get("priority", 100),
                     "quota": gpu.get("quota"), "limit": gpu.get("limit"), "weight": gpu.get("overQuotaWeight"),
                     "allocated": allocated.get(name, 0), "pending": pending.get(name, 0)})
+    # A parent queue holds what its children hold.
+    children: dict[str, list[dict]] = {}
+    for q in out:
+        if q["parent"]:
+            children.setdefault(q["parent"], []).append(q)
+
+    def total(q: dict, key: str) -> int:
+        return q[key] + sum(total(c, key) for c in children.get(q["name"], []))
+
+    for q in out:
+        q["allocated"], q["pending"] = total(q, "allocated"), total(q, "pending")
     return sorted(out, key=lambda q: (q["parent"] or q["name"], q["parent"] is not None, q["name"]))
 
 

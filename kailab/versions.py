@@ -23,8 +23,10 @@ FAKE_GPU_OPERATOR_VERSION = "0.2.0"
 FAKE_GPU_OPERATOR_CHART = "oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator"
 
 KIND_VERSION = "v0.31.0"
-# Node image for Kubernetes v1.35.x published with kind v0.31.0.
-KIND_NODE_IMAGE = "kindest/node:v1.35.0"
+# kind v0.31.0's default node image (pkg/apis/config/defaults/image.go at v0.31.0): the newest
+# Kubernetes 1.35 image whose digest we have read from kind's own source. Same minor as
+# KUBERNETES_VERSION; kind publishes node images per patch only with its releases.
+KIND_NODE_IMAGE = "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
 
 # Oldest Go that builds every pinned module (KAI v0.17.0 declares go 1.26.3).
 GO_MINIMUM = (1, 26)

@@ -9,10 +9,18 @@ from __future__ import annotations
 import re
 import threading
 import time
-from datetime import datetime
-from typing import Callable
+from datetime import datetime, timezone
 
-from kailab.checks import Observation, PodView, Verdict, evaluate, stragglers
+from kubernetes import client
+
+from kailab.checks import (
+    Observation,
+    PodView,
+    Verdict,
+    evaluate,
+    gpus_by_queue,
+    stragglers,
+)
 from kailab.kube import Kube, Watched, wait_until, watch_events, watch_pods
 from kailab.progress import Progress
 from kailab.scenarios.manifests import (
@@ -42,38 +50,39 @@ def clear_scenarios(kube: Kube, progress: Progress) -> None:
 
 
 class Engine:
-    """Plays scenarios on one cluster. ``on_sample`` receives the observation as it changes (timelines)."""
+    """Plays scenarios on one cluster; each verdict carries a timeline of GPUs per queue and what was applied."""
 
-    def __init__(self, kube: Kube, progress: Progress, on_sample: Callable[[float, Observation], None] | None = None):
+    def __init__(self, kube: Kube, progress: Progress):
         self.kube = kube
         self.progress = progress
-        self.on_sample = on_sample
 
     # -- setup -----------------------------------------------------------------------------
 
-    def prepare(self, scenario: Scenario) -> None:
+    def prepare(self, scenario: Scenario, verdict: Verdict) -> None:
         """Empty the fleet of earlier exercises, then apply this scenario's queues and priority classes."""
         clear_scenarios(self.kube, self.progress)
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
-            for pc in scenario.priority_classes:
-                self.kube.apply(priority_class_object(pc))
-            for q in scenario.queues:
-                self.kube.apply(queue_object(q))
+            for obj in [*map(priority_class_object, scenario.priority_classes), *map(queue_object, scenario.queues)]:
+                self.kube.apply(obj)
+                verdict.applied.append(obj)
             self.kube.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
 
     # -- run -------------------------------------------------------------------------------
 
     def run(self, scenario: Scenario) -> Verdict:
         started = time.monotonic()
-        verdict = Verdict(scenario=scenario.name, title=scenario.title, verify=verify_command(scenario))
-        self.prepare(scenario)
-        run = _Run(self.kube, scenario, self.on_sample)
+        verdict = Verdict(scenario=scenario.name, title=scenario.title, verify=verify_command(scenario),
+                          namespace=scenario.namespace,
+                          started=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        self.prepare(scenario, verdict)
+        run = _Run(self.kube, scenario, verdict)
         try:
             for step in scenario.steps:
                 ok = self._play(run, step, verdict)
                 if not ok:
                     break
         finally:
+            run.sample(final=True)
             run.stop()
         verdict.seconds = time.monotonic() - started
         return verdict
@@ -85,6 +94,7 @@ class Engine:
             with self.progress.step(f"Apply {w.kind} {w.name}: {w.pods} pods × {w.gpus} GPU, queue {w.queue or '-'}"):
                 for obj in workload_objects(w, s):
                     self.kube.apply(obj)
+                    verdict.applied.append(obj)
                 run.sizes[w.name] = w.pods
                 run.mark = time.monotonic()
             return True
@@ -93,9 +103,13 @@ class Engine:
             with self.progress.step(f"Delete {w.kind} {w.name}"):
                 for obj in reversed(workload_objects(w, s)):
                     self.kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], s.namespace)
-                # Its pods go now rather than when the garbage collector gets to them.
-                self.kube.core.delete_collection_namespaced_pod(s.namespace, label_selector=f"{WORKLOAD_LABEL}={w.name}",
-                                                                grace_period_seconds=0)
+                # Its ReplicaSets and pods go now rather than when the garbage collector gets to
+                # them (until then a ReplicaSet would replace the pods deleted below).
+                selector = f"{WORKLOAD_LABEL}={w.name}"
+                if w.kind == "Deployment":
+                    client.AppsV1Api(self.kube.api).delete_collection_namespaced_replica_set(
+                        s.namespace, label_selector=selector, propagation_policy="Background")
+                self.kube.core.delete_collection_namespaced_pod(s.namespace, label_selector=selector, grace_period_seconds=0)
                 run.sizes.pop(w.name, None)
                 run.mark = time.monotonic()
             return True
@@ -109,6 +123,7 @@ class Engine:
         if step.action == "queue":
             with self.progress.step(f"Set queue {step.queue.name}: GPU quota {step.queue.gpu.quota}, limit {step.queue.gpu.limit}"):
                 self.kube.apply(queue_object(step.queue))
+                verdict.applied.append(queue_object(step.queue))
                 run.mark = time.monotonic()
             return True
         return self._expect(run, step, verdict)
@@ -172,7 +187,7 @@ class Engine:
 class _Run:
     """The live state of one scenario run: watches of its pods and events, and what they imply."""
 
-    def __init__(self, kube: Kube, scenario: Scenario, on_sample):
+    def __init__(self, kube: Kube, scenario: Scenario, verdict: Verdict):
         self.scenario = scenario
         self.cond = threading.Condition()
         self.sizes: dict[str, int] = {}
@@ -181,9 +196,16 @@ class _Run:
         self.pod_groups: dict[str, str] = {}  # PodGroup name → workload
         self.pods: Watched = watch_pods(kube, scenario.namespace, self.cond)
         self.events: Watched = watch_events(kube, scenario.namespace, self.cond)
-        self.on_sample = on_sample
-        if on_sample:
-            self.pods.on_change(lambda *_: on_sample(time.time(), self.observe()))
+        self.start = time.monotonic()
+        self.timeline = verdict.timeline
+        self.sample()
+        self.pods.on_change(lambda *_: self.sample())
+
+    def sample(self, final: bool = False) -> None:
+        """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
+        point = gpus_by_queue(self.observe())
+        if final or not self.timeline or self.timeline[-1][1] != point:
+            self.timeline.append([round(time.monotonic() - self.start, 2), point])
 
     def stop(self) -> None:
         self.pods.stop()

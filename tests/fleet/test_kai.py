@@ -52,6 +52,24 @@ def test_kai_binds_one_gpu_pod_and_explains_a_nine_gpu_pod(kai_lab):
 def test_every_exercise_passes_on_real_kai(kai_lab):
     proc = kai_lab.cli("demo", "all", "--json")
     result = json.loads(proc.stdout or "{}")
-    failed = [(v["scenario"], [c for c in v["checks"] if not c["passed"]]) for v in result.get("verdicts", []) if not v["passed"]]
-    assert proc.returncode == 0 and not failed, (failed, proc.stderr[-3000:])
+    failed = [f"{v['scenario']}: {c['title']}: expected {c['expected']}, observed {c['observed']}; " + " / ".join(c["detail"])
+              for v in result.get("verdicts", []) for c in v["checks"] if not c["passed"]]
+    assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-3000:]
     assert [v["scenario"] for v in result["verdicts"]] == ["quota", "borrow", "reclaim", "gang", "priority", "baseline"]
+
+
+def test_reclaim_evidence_holds_the_evictions(kai_lab, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
+    proc = subprocess.run([sys.executable, "-m", "kailab", "demo", "reclaim", "--evidence", "-q"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    snap = sorted((tmp_path / "evidence").iterdir())[-1]
+    events = (snap / "events.txt").read_text()
+    assert events.count("was preempted by workload") >= 8
+    series = json.loads((snap / "timeline.json").read_text())["reclaim"]
+    assert max(p.get("team-prod", 0) for _, p in series) == 32 and series[-1][1].get("team-research") == 8
+    assert "team-research gets its quota of 8 back | 8 | 8 | PASS" in (snap / "report.md").read_text()

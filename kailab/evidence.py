@@ -1,0 +1,214 @@
+"""Evidence: a snapshot of the running lab a learner can hand in.
+
+A snapshot is a folder ``evidence/<UTC timestamp>/`` written completely or not at all
+(written under a hidden temporary name, then renamed); an existing one is never
+overwritten. It holds the objects kailab applied, queues, PodGroups, pods, events,
+nodes, versions, the verdicts of the exercises run since the last capture, a
+``report.md`` to read first and a ``timeline.png`` of GPUs per queue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+from jinja2 import Environment, PackageLoader
+
+from kailab import versions
+from kailab.kube import Kube
+from kailab.scenarios.manifests import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL
+from kailab.status import nodes_and_gpus, queues
+
+PENDING = "verdicts-since-capture.jsonl"
+
+
+class NothingToCapture(Exception):
+    """The lab has no exercise deployed and no verdict since the last capture."""
+
+
+# -- verdicts between captures ----------------------------------------------------------------
+
+
+def record_verdict(home: Path, record: dict) -> None:
+    """Remember a verdict (with its timeline and applied objects) until the next capture."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / PENDING, "a") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+def pending_verdicts(home: Path) -> list[dict]:
+    path = home / PENDING
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# -- what a snapshot holds --------------------------------------------------------------------
+
+
+def _plain(obj) -> dict:
+    """An API object as a plain dict, without managedFields noise."""
+    d = obj if isinstance(obj, dict) else obj.to_dict()
+    d.get("metadata", {}).pop("managed_fields", None)
+    d.get("metadata", {}).pop("managedFields", None)
+    return d
+
+
+def _event_time(e) -> str:
+    for t in (e.last_timestamp, e.event_time, e.first_timestamp, e.metadata.creation_timestamp):
+        if t:
+            return t.isoformat()
+    return ""
+
+
+def gather(kube: Kube, verdicts: list[dict]) -> dict[str, str]:
+    """The files of a snapshot, name → text. Raises NothingToCapture when there is nothing to show."""
+    namespaces = sorted({ns.metadata.name for ns in kube.core.list_namespace(label_selector=SCENARIO_LABEL).items}
+                        | {v["namespace"] for v in verdicts if v.get("namespace")})
+    pods = [p for ns in namespaces for p in kube.core.list_namespaced_pod(ns).items]
+    if not pods and not verdicts:
+        raise NothingToCapture("No exercise is deployed and no exercise ran since the last capture.")
+    events = sorted((e for ns in namespaces for e in kube.core.list_namespaced_event(ns).items), key=_event_time)
+    pod_groups = [pg for ns in namespaces for pg in kube.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace=ns)]
+    queue_rows = queues(kube)
+    node_rows = nodes_and_gpus(kube)
+    files = {
+        "manifests.yaml": yaml.safe_dump_all([o for v in verdicts for o in v.get("applied", [])], sort_keys=False),
+        "queues.yaml": yaml.safe_dump_all([_plain(q) for q in kube.list(QUEUE_API, "Queue")], sort_keys=False),
+        "queues.md": _table(["queue", "parent", "priority", "GPU quota", "limit", "allocated", "over quota", "pending pods"],
+                            [[q["name"], q["parent"] or "-", q["priority"], _n(q["quota"]), _n(q["limit"]), q["allocated"],
+                              max(0, q["allocated"] - (q["quota"] or 0)) if (q["quota"] or 0) >= 0 else 0, q["pending"]]
+                             for q in queue_rows]),
+        "podgroups.yaml": yaml.safe_dump_all([_plain(pg) for pg in pod_groups], sort_keys=False),
+        "pods.yaml": yaml.safe_dump_all([_plain(kube.api.sanitize_for_serialization(p)) for p in pods], sort_keys=False),
+        "pods.txt": _table(["namespace", "pod", "queue", "phase", "node", "GPUs", "scheduler"],
+                           [[p.metadata.namespace, p.metadata.name, (p.metadata.labels or {}).get(QUEUE_LABEL, "-"),
+                             p.status.phase, p.spec.node_name or "-", _pod_gpus(p), p.spec.scheduler_name] for p in pods]),
+        "events.txt": _table(["time", "namespace", "object", "reason", "message"],
+                             [[_event_time(e), e.metadata.namespace, f"{e.involved_object.kind}/{e.involved_object.name}",
+                               e.reason, " ".join((e.message or "").split())] for e in events]),
+        "nodes.txt": _table(["node", "pool", "GPUs", "used", "free"],
+                            [[n["name"], n["pool"], n["gpus"], n["used"], n["free"]] for n in node_rows]),
+        "versions.json": json.dumps(versions.as_dict(), indent=2),
+        "verdicts.json": json.dumps([{k: v for k, v in r.items() if k != "applied"} for r in verdicts], indent=2),
+    }
+    files["report.md"] = render_report(verdicts, queue_rows, events, bool(verdicts and any(v["timeline"] for v in verdicts)))
+    return files
+
+
+def _pod_gpus(pod) -> int:
+    from kailab.status import pod_gpus
+
+    return pod_gpus(pod)
+
+
+def _n(x) -> str:
+    return "-" if x is None else "∞" if x == -1 else str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    """A Markdown table (also readable as plain text)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def before_after(verdict: dict) -> list[dict]:
+    """GPUs per queue at the start and at the end of an exercise, from its timeline."""
+    timeline = verdict.get("timeline") or []
+    if not timeline:
+        return []
+    first, last = timeline[0][1], timeline[-1][1]
+    peak: dict[str, int] = {}
+    for _, point in timeline:
+        for q, g in point.items():
+            peak[q] = max(peak.get(q, 0), g)
+    return [{"queue": q, "before": first.get(q, 0), "peak": peak.get(q, 0), "after": last.get(q, 0)}
+            for q in sorted(set(first) | set(last) | set(peak))]
+
+
+EVICTION = ("Evict", "Preempted", "Preempting")
+
+
+def render_report(verdicts: list[dict], queue_rows: list[dict], events, has_timeline: bool) -> str:
+    env = Environment(loader=PackageLoader("kailab", "templates"), trim_blocks=True, lstrip_blocks=True)
+    evictions = [{"time": _event_time(e), "object": f"{e.involved_object.kind}/{e.involved_object.name}",
+                  "message": " ".join((e.message or "").split())} for e in events if e.reason in EVICTION]
+    return env.get_template("report.md.j2").render(
+        taken=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        versions=versions.as_dict(),
+        verdicts=[{**v, "queues": before_after(v)} for v in verdicts],
+        queues=queue_rows, evictions=evictions, has_timeline=has_timeline, n=_n,
+    )
+
+
+def timeline_png(verdicts: list[dict], path: Path) -> None:
+    """One panel per exercise: GPUs allocated per queue over the exercise's time, one line per queue."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [v for v in verdicts if v.get("timeline")]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.8 * len(shown)), squeeze=False)
+    for ax, v in zip(axes[:, 0], shown):
+        queues_seen = sorted({q for _, point in v["timeline"] for q in point})
+        times = [t for t, _ in v["timeline"]]
+        for q in queues_seen:
+            ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=q)
+        ax.set_title(f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10)
+        ax.set_ylabel("GPUs allocated")
+        ax.set_xlabel("seconds since the exercise started")
+        ax.legend(loc="upper left", fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# -- writing it ---------------------------------------------------------------------------------
+
+
+def snapshot_dir(root: Path, now: datetime | None = None) -> Path:
+    """A new folder name under ``root``: the UTC timestamp, with -2, -3… if that name is taken."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    candidate, n = root / stamp, 1
+    while candidate.exists():
+        n += 1
+        candidate = root / f"{stamp}-{n}"
+    return candidate
+
+
+def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) -> Path:
+    """Write every file under a temporary name, then rename: complete or absent, never overwriting."""
+    if target.exists():
+        raise FileExistsError(f"{target} exists; a snapshot is never overwritten")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.partial-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        if any(v.get("timeline") for v in verdicts):
+            timeline_png(verdicts, tmp / "timeline.png")
+            (tmp / "timeline.json").write_text(json.dumps(
+                {v["scenario"]: v["timeline"] for v in verdicts if v.get("timeline")}, indent=1))
+        os.rename(tmp, target)  # the OS refuses a target that has files in it
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def capture(kube: Kube, home: Path, root: Path, out: Path | None = None) -> Path:
+    """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts."""
+    verdicts = pending_verdicts(home)
+    files = gather(kube, verdicts)
+    target = write_snapshot(files, verdicts, out or snapshot_dir(root))
+    (home / PENDING).unlink(missing_ok=True)
+    return target
