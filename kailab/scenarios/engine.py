@@ -25,6 +25,7 @@ from kailab.kube import Kube, Watched, wait_until, watch_events, watch_pods
 from kailab.progress import Progress
 from kailab.scenarios.manifests import (
     POD_GROUP_ANNOTATION,
+    QUEUE_API,
     QUEUE_LABEL,
     SCENARIO_LABEL,
     WORKLOAD_LABEL,
@@ -62,6 +63,8 @@ class Engine:
         """Empty the fleet of earlier exercises, then apply this scenario's queues and priority classes."""
         clear_scenarios(self.kube, self.progress)
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
+            for name in scenario.missing_queues:
+                self.kube.delete(QUEUE_API, "Queue", name)
             for obj in [*map(priority_class_object, scenario.priority_classes), *map(queue_object, scenario.queues)]:
                 self.kube.apply(obj)
                 verdict.applied.append(obj)

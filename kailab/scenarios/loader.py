@@ -101,7 +101,7 @@ def load_scenario(path: Path | str) -> Scenario:
         mark = getattr(e, "problem_mark", None)
         r.fail(mark.line + 1 if mark else 0, f"not valid YAML: {getattr(e, 'problem', None) or e}")
     doc = r.mapping(doc, 1, "a scenario file")
-    r.only(doc, {"name", "title", "lesson", "namespace", "queues", "priorityClasses", "workloads", "steps", "verify"}, "the scenario")
+    r.only(doc, {"name", "title", "lesson", "namespace", "queues", "priorityClasses", "workloads", "steps", "verify", "missingQueues"}, "the scenario")
     for key in ("name", "steps"):
         if key not in doc:
             r.fail(doc, f"the scenario needs '{key}'")
@@ -116,7 +116,8 @@ def load_scenario(path: Path | str) -> Scenario:
     for w in workloads:
         if names.count(w.name) > 1:
             r.fail(w.line, f"two workloads are named '{w.name}'")
-    queue_names = {q.name for q in queues} | {"default-queue"}
+    missing = tuple(str(q) for q in _list(r, doc.get("missingQueues", []), r.line_of(doc, "missingQueues"), "missingQueues"))
+    queue_names = {q.name for q in queues} | {"default-queue"} | set(missing)
     steps = tuple(_step(r, s, set(names)) for s in _list(r, doc["steps"], r.line_of(doc, "steps"), "steps"))
     for w in workloads:
         if w.queue and queue_names != {"default-queue"} and w.queue not in queue_names:
@@ -132,6 +133,7 @@ def load_scenario(path: Path | str) -> Scenario:
         workloads=workloads,
         steps=steps,
         verify=str(doc.get("verify", "")),
+        missing_queues=missing,
     )
 
 
@@ -220,7 +222,7 @@ def _priority_class(r: _Reader, pc: Any) -> PriorityClassSpec:
 def _workload(r: _Reader, w: Any) -> WorkloadSpec:
     w = r.mapping(w, 0, "a workload")
     r.only(w, {"name", "kind", "pods", "gpus", "queue", "scheduler", "priorityClass", "preemptibility",
-               "minMember", "completeAfter", "labels", "annotations"}, "a workload")
+               "minMember", "completeAfter", "cpu", "labels", "annotations"}, "a workload")
     if "name" not in w:
         r.fail(w, "a workload needs a name")
     what = f"workload '{w['name']}'"
@@ -253,6 +255,7 @@ def _workload(r: _Reader, w: Any) -> WorkloadSpec:
         preemptibility=pre,
         min_member=min_member,
         complete_after=str(w["completeAfter"]) if "completeAfter" in w else None,
+        cpu=str(w["cpu"]) if "cpu" in w else None,
         labels={str(k): str(v) for k, v in (w.get("labels") or {}).items()},
         annotations={str(k): str(v) for k, v in (w.get("annotations") or {}).items()},
         line=w.line,

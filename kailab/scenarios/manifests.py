@@ -70,6 +70,15 @@ def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
     return {"labels": labels, "annotations": annotations}
 
 
+def _resources(w: WorkloadSpec) -> dict:
+    res: dict = {}
+    if w.gpus:
+        res["limits"] = {"nvidia.com/gpu": str(w.gpus)}
+    if w.cpu:
+        res["requests"] = {"cpu": w.cpu}
+    return res
+
+
 def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
     meta = _owner_meta(w, scenario)
     annotations = {}
@@ -84,7 +93,7 @@ def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
         "containers": [{
             "name": "main",
             "image": PAUSE_IMAGE,
-            "resources": {"limits": {"nvidia.com/gpu": str(w.gpus)}} if w.gpus else {},
+            "resources": _resources(w),
         }],
     }
     if w.scheduler != "default-scheduler":

@@ -57,6 +57,7 @@ class WorkloadSpec:
     preemptibility: str | None = None  # "preemptible" | "non-preemptible"
     min_member: int | None = None  # gang: batch-min-member on a Job, minMember on a PodGroup
     complete_after: str | None = None  # let KWOK complete the pods after this delay ("30s")
+    cpu: str | None = None  # CPU request per pod ("1"); pods ask for no CPU unless set
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     line: int = 0
@@ -114,6 +115,7 @@ class Scenario:
     workloads: tuple[WorkloadSpec, ...] = ()
     steps: tuple[Step, ...] = ()
     verify: str = ""
+    missing_queues: tuple[str, ...] = ()  # queues that must not exist (kailab deletes them first)
 
     def workload(self, name: str) -> WorkloadSpec:
         return next(w for w in self.workloads if w.name == name)
