@@ -176,6 +176,34 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
         raise typer.Exit(1)
 
 
+@app.command()
+def explain(
+    name: str = typer.Argument(..., help="A pod, or a Job (explains each of its pods)."),
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace, as kubectl's -n."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Say in plain words why a pod is where it is, from what KAI reported, and which runbook to read."""
+    from dataclasses import asdict
+
+    from kailab.explain import gather
+
+    found = gather(lab.connect(), name, namespace)
+    if not found:
+        raise KailabError(f"No pod or Job named {name!r} in namespace {namespace}.",
+                          hint="Name the namespace with -n (the exercises use kailab-<exercise>).")
+    if as_json:
+        print(json.dumps([asdict(e) for e in found], indent=2))
+        return
+    for e in found:
+        render.stdout.print(f"[bold]{e.pod}[/bold] — {e.state}: {e.summary}")
+        if e.reported:
+            render.stdout.print(f"  the scheduler says: “{e.reported}”", markup=False)
+        for d in e.details:
+            render.stdout.print(f"  {d}", markup=False)
+        if e.runbook:
+            render.stdout.print(f"  read: {e.runbook}")
+
+
 @app.command("evidence")
 def evidence_cmd(out: Optional[Path] = typer.Option(None, help="Write the snapshot here instead of evidence/<UTC timestamp>/.")) -> None:
     """Snapshot the running lab into evidence/<UTC timestamp>/: objects, events, verdicts, report.md, timeline.png."""
@@ -267,10 +295,10 @@ def main() -> None:
     except Exception as e:  # click usage errors, API errors, bugs
         import click
 
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
+        if isinstance(e, click.exceptions.ClickException) or (hasattr(e, "show") and hasattr(e, "exit_code")):
+            e.show()  # a usage error: typer/click print it with the usage line
             sys.exit(e.exit_code)
-        if isinstance(e, click.exceptions.Abort):
+        if isinstance(e, click.exceptions.Abort) or type(e).__name__ == "Abort":
             sys.exit(1)
         if os.environ.get("KAILAB_DEBUG"):
             raise

@@ -1,0 +1,128 @@
+"""``kailab explain``: why a pod is where it is, in plain words, from what the schedulers wrote.
+
+It reads KAI's PodGroup events and conditions and the pod's own condition; it does not
+re-derive KAI's decision. :func:`explain_pod` is pure (objects in, explanation out);
+:func:`gather` fetches those objects.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kailab.kube import Kube
+from kailab.scenarios.engine import WAITING_REASONS
+from kailab.scenarios.manifests import POD_GROUP_ANNOTATION, QUEUE_API, QUEUE_LABEL
+from kailab.status import nodes_and_gpus
+
+KAI = "kai-scheduler"
+
+# KAI's words → (what it means, runbook). First match wins.
+KNOWN_REASONS = [
+    (r"Queue '.*' does not exist", "the queue it names does not exist", "runbooks/pod-pending-forever.md"),
+    (r"Non-preemptible workload is over quota", "it is non-preemptible and its queue is at its quota; "
+     "non-preemptible work may never go over quota", "runbooks/borrowing-not-happening.md"),
+    (r"allowable limit of (CPU|memory)", "its queue's CPU or memory limit is reached — an unset limit is 0 to KAI",
+     "runbooks/pod-pending-forever.md"),
+    (r"allowable limit", "its queue is at its GPU limit", "runbooks/borrowing-not-happening.md"),
+    (r"required for gang scheduling|not ready for scheduling", "its gang cannot start whole yet",
+     "runbooks/gang-not-binding.md"),
+    (r"enough resources|Insufficient", "no node has room for it", "runbooks/pod-pending-forever.md"),
+]
+
+
+@dataclass
+class Explanation:
+    pod: str
+    state: str  # Bound | Pending
+    summary: str
+    reported: str = ""  # the scheduler's own words
+    runbook: str = ""
+    details: list[str] = field(default_factory=list)
+
+
+def explain_pod(pod: dict, messages: list[str], queue: dict | None, queue_exists: bool, is_leaf: bool,
+                nodes: list[dict]) -> Explanation:
+    """Decide the explanation from plain data.
+
+    Args:
+        pod: the pod (as a dict: metadata, spec, status).
+        messages: what schedulers reported for it, oldest first (PodGroup events, pod condition).
+        queue: the pod's queue label value and the Queue object, if any ({"name", "object"}).
+        queue_exists / is_leaf: facts about that queue.
+        nodes: rows of ``status.nodes_and_gpus``.
+    """
+    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
+    name = f"{meta.get('namespace')}/{meta['name']}"
+    scheduler = spec.get("schedulerName") or "default-scheduler"
+    node = spec.get("nodeName")
+    if node:
+        by = "KAI Scheduler" if scheduler == KAI else f"the {scheduler}"
+        return Explanation(name, "Bound", f"Bound to {node} by {by}; phase {status.get('phase', 'Pending')}.")
+    last = messages[-1] if messages else ""
+    if scheduler not in (KAI, "default-scheduler"):
+        return Explanation(name, "Pending", f"No scheduler named '{scheduler}' runs here, so nothing will ever place it "
+                           f"(KAI's is '{KAI}').", runbook="runbooks/pod-pending-forever.md")
+    if scheduler == KAI and not (meta.get("annotations") or {}).get(POD_GROUP_ANNOTATION):
+        return Explanation(name, "Pending", "KAI's pod-grouper has not given it a PodGroup yet "
+                           "(is kai-podgrouper running? kailab status).", runbook="runbooks/pod-pending-forever.md")
+    q = (meta.get("labels") or {}).get(QUEUE_LABEL, "default-queue")
+    if scheduler == KAI and queue_exists and not is_leaf:
+        return Explanation(name, "Pending", f"Its queue '{q}' is a parent queue; KAI skips jobs in non-leaf queues "
+                           "and says nothing. Submit to a leaf queue.", runbook="runbooks/pod-pending-forever.md")
+    for pattern, meaning, runbook in KNOWN_REASONS:
+        if re.search(pattern, last):
+            exp = Explanation(name, "Pending", f"Pending because {meaning} (queue '{q}').", reported=last, runbook=runbook)
+            if "room" in meaning:
+                exp.details.append(nearest_node(nodes, _gpus(spec)))
+            if QUEUE_LABEL not in (meta.get("labels") or {}) and scheduler == KAI:
+                exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
+            return exp
+    if last:
+        return Explanation(name, "Pending", f"Pending (queue '{q}'); the scheduler says:", reported=last)
+    return Explanation(name, "Pending", "Pending, and no scheduler has reported on it yet; look again in a few seconds.")
+
+
+def nearest_node(nodes: list[dict], need: int) -> str:
+    """The node closest to fitting the pod, and what it lacks."""
+    if not nodes:
+        return "There are no nodes."
+    best = max(nodes, key=lambda n: n["free"])
+    return (f"Nearest node: {best['name']} ({best['pool']}) has {best['free']} free GPU(s) of {best['gpus']}; "
+            f"the pod needs {need}.")
+
+
+def _gpus(spec: dict) -> int:
+    total = 0
+    for c in spec.get("containers") or []:
+        total += int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0) or 0)
+    return total
+
+
+def gather(kube: Kube, name: str, namespace: str) -> list[Explanation]:
+    """Explanations for a pod, or for every pod of a Job of that name."""
+    def owned_by(p) -> bool:
+        refs = p.metadata.owner_references or []
+        return any(r.kind == "ReplicaSet" and r.name.startswith(f"{name}-") for r in refs)
+
+    pods = [p for p in kube.core.list_namespaced_pod(namespace).items
+            if p.metadata.name == name or (p.metadata.labels or {}).get("job-name") == name or owned_by(p)]
+    if not pods:
+        return []
+    events = sorted(kube.core.list_namespaced_event(namespace).items,
+                    key=lambda e: (e.last_timestamp or e.event_time or e.metadata.creation_timestamp).isoformat())
+    queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
+    parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
+    nodes = nodes_and_gpus(kube)
+    out = []
+    for p in pods:
+        pg = (p.metadata.annotations or {}).get(POD_GROUP_ANNOTATION)
+        messages = [e.message for e in events if e.message and e.reason in WAITING_REASONS
+                    and e.involved_object.name in (p.metadata.name, pg)]
+        for c in p.status.conditions or []:
+            if c.type == "PodScheduled" and c.status == "False" and c.message:
+                messages.append(c.message)
+        q = (p.metadata.labels or {}).get(QUEUE_LABEL, "default-queue")
+        out.append(explain_pod(kube.api.sanitize_for_serialization(p), messages, queues.get(q), q in queues,
+                               q not in parents, nodes))
+    return out

@@ -1,0 +1,46 @@
+"""explain_pod: from what the schedulers wrote to plain words and a runbook."""
+
+from kailab.explain import explain_pod
+
+NODES = [{"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "free": 2}, {"name": "kwok-l40s-0", "pool": "l40s", "gpus": 4, "free": 0}]
+
+
+def pod(scheduler="kai-scheduler", queue="team-a", node=None, gpus=1, grouped=True):
+    labels = {"kai.scheduler/queue": queue} if queue else {}
+    return {"metadata": {"name": "p", "namespace": "ns", "labels": labels,
+                         "annotations": {"pod-group-name": "pg-p"} if grouped else {}},
+            "spec": {"schedulerName": scheduler, "nodeName": node,
+                     "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+            "status": {"phase": "Running" if node else "Pending"}}
+
+
+def test_bound_pod_names_node_and_scheduler():
+    e = explain_pod(pod(node="kwok-a100-0"), [], None, True, True, NODES)
+    assert e.state == "Bound" and "kwok-a100-0 by KAI Scheduler" in e.summary
+
+
+def test_each_kai_reason_maps_to_its_runbook():
+    cases = {
+        "QueueDoesNotExist: Queue 'x' does not exist.": ("does not exist", "pod-pending-forever"),
+        "NonPreemptibleOverQuota: Non-preemptible workload is over quota.": ("non-preemptible", "borrowing-not-happening"),
+        "OverLimit: q quota has reached the allowable limit of GPUs.": ("GPU limit", "borrowing-not-happening"),
+        "OverLimit: q quota has reached the allowable limit of CPU cores.": ("CPU or memory", "pod-pending-forever"),
+        "Resources were found for 4 pods while 6 are required for gang scheduling.": ("gang", "gang-not-binding"),
+    }
+    for message, (words, runbook) in cases.items():
+        e = explain_pod(pod(), ["older message", message], None, True, True, NODES)
+        assert words in e.summary and runbook in e.runbook and e.reported == message
+
+
+def test_no_room_names_the_nearest_node():
+    e = explain_pod(pod(scheduler="default-scheduler", queue=None, gpus=4),
+                    ["0/5 nodes are available: 5 Insufficient nvidia.com/gpu."], None, False, True, NODES)
+    assert e.details == ["Nearest node: kwok-a100-0 (a100) has 2 free GPU(s) of 8; the pod needs 4."]
+
+
+def test_silent_cases_are_explained_by_kailab():
+    assert "No scheduler named 'kai-schedular'" in explain_pod(pod(scheduler="kai-schedular"), [], None, True, True, NODES).summary
+    assert "parent queue" in explain_pod(pod(queue="org"), ["Unable to schedule pod"], None, True, False, NODES).summary
+    assert "pod-grouper" in explain_pod(pod(grouped=False), [], None, True, True, NODES).summary
+    e = explain_pod(pod(queue=None), ["Non-preemptible workload is over quota."], None, True, True, NODES)
+    assert any("default-queue" in d for d in e.details)
