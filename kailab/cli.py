@@ -204,6 +204,18 @@ def explain(
             render.stdout.print(f"  read: {e.runbook}")
 
 
+@app.command()
+def watch(once: bool = typer.Option(False, "--once", help="Print one frame and exit.")) -> None:
+    """Live view: queues (quota, limit, weight, allocated, pending) and every GPU, coloured by queue. Ctrl-C ends it."""
+    from kailab import watch as live
+
+    kube = lab.connect()
+    if once:
+        render.stdout.print(live.current_frame(kube, kube.core.list_pod_for_all_namespaces().items))
+        return
+    live.run(kube, render.stdout)
+
+
 @app.command("evidence")
 def evidence_cmd(out: Optional[Path] = typer.Option(None, help="Write the snapshot here instead of evidence/<UTC timestamp>/.")) -> None:
     """Snapshot the running lab into evidence/<UTC timestamp>/: objects, events, verdicts, report.md, timeline.png."""

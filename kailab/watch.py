@@ -1,0 +1,90 @@
+"""``kailab watch``: a live view of queues and GPUs, redrawn whenever a pod changes.
+
+:func:`frame` is pure (rows in, a rich renderable out), so a frame is tested without a terminal.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from kailab.kube import Kube, wait_until, watch_pods
+from kailab.scenarios.manifests import QUEUE_LABEL
+from kailab.status import nodes_and_gpus, pod_gpus, queues
+
+COLOURS = ["cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta"]
+FREE = "·"
+
+
+def gpu_cells(pods) -> dict[str, list[str]]:
+    """node → the queue of each GPU in use on it (pods without a queue label: "(no queue)")."""
+    cells: dict[str, list[str]] = {}
+    for p in sorted(pods, key=lambda p: ((p.metadata.labels or {}).get(QUEUE_LABEL, ""), p.metadata.name)):
+        if p.spec.node_name and p.status.phase in ("Pending", "Running") and not p.metadata.deletion_timestamp:
+            q = (p.metadata.labels or {}).get(QUEUE_LABEL, "(no queue)")
+            cells.setdefault(p.spec.node_name, []).extend([q] * pod_gpus(p))
+    return cells
+
+
+def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[str]]) -> Group:
+    """One screen: a queue table, then one row of GPU cells per node, coloured by queue."""
+    names = sorted({q for used in cells.values() for q in used} | {q["name"] for q in queue_rows})
+    colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(names)}
+    qt = Table(title="Queues", title_justify="left")
+    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "allocated", "pending pods", "fair share"):
+        qt.add_column(col, justify="left" if col in ("queue", "parent") else "right")
+    for q in queue_rows:
+        qt.add_row(Text(q["name"], style=colour.get(q["name"], "")), q["parent"] or "-", str(q["priority"]),
+                   _n(q["quota"]), _n(q["limit"]), _n(q["weight"]), str(q["allocated"]), str(q["pending"]),
+                   _n(q.get("fair_share")))
+    nt = Table(title="GPUs per node (one cell per GPU, coloured by queue; · is free)", title_justify="left")
+    for col in ("node", "pool", "used", "GPUs"):
+        nt.add_column(col)
+    for n in node_rows:
+        used = cells.get(n["name"], [])[: n["gpus"]]
+        row = Text()
+        for q in used:
+            row.append("■ ", style=colour.get(q, ""))
+        row.append(f"{FREE} " * max(0, n["gpus"] - len(used)))
+        nt.add_row(n["name"], n["pool"], f"{len(used)}/{n['gpus']}", row)
+    legend = Text()
+    for n in names:
+        legend.append(f"■ {n}  ", style=colour[n])
+    return Group(qt, nt, legend)
+
+
+def _n(x) -> str:
+    if x is None:
+        return "-"
+    return "∞" if x == -1 else str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
+def current_frame(kube: Kube, pods) -> Group:
+    return frame(queues(kube, pods), nodes_and_gpus(kube, pods), gpu_cells(pods))
+
+
+def run(kube: Kube, console, stop: threading.Event | None = None) -> None:
+    """Redraw on every pod change until Ctrl-C (or ``stop``)."""
+    from rich.live import Live
+
+    cond = threading.Condition()
+    pods = watch_pods(kube, None, cond)
+    stop = stop or threading.Event()
+    seen = [len(pods.history)]
+
+    def changed() -> bool:
+        return stop.is_set() or len(pods.history) != seen[0]
+
+    try:
+        with Live(current_frame(kube, pods.snapshot()), console=console, refresh_per_second=4) as live:
+            while not stop.is_set():
+                wait_until(cond, changed, 2.0)
+                seen[0] = len(pods.history)
+                live.update(current_frame(kube, pods.snapshot()))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        pods.stop()

@@ -1,0 +1,33 @@
+"""A watch frame, rendered headless: queues and one cell per GPU, coloured by queue."""
+
+from rich.console import Console
+
+from kailab.watch import frame
+
+QUEUES = [{"name": "team-prod", "parent": "ai-factory", "priority": 100, "quota": 8, "limit": -1, "weight": 1,
+           "allocated": 10, "pending": 2}]
+NODES = [{"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "used": 8, "free": 0},
+         {"name": "kwok-l40s-0", "pool": "l40s", "gpus": 4, "used": 2, "free": 2}]
+CELLS = {"kwok-a100-0": ["team-prod"] * 8, "kwok-l40s-0": ["team-prod", "(no queue)"]}
+
+
+def render():
+    console = Console(record=True, width=140, color_system="truecolor", force_terminal=True)
+    console.print(frame(QUEUES, NODES, CELLS))
+    return console.export_text(clear=False), console.export_text(styles=True)
+
+
+def test_frame_shows_queues_and_gpu_cells():
+    text, _ = render()
+    assert "team-prod" in text and "ai-factory" in text and "∞" in text
+    a100 = next(line for line in text.splitlines() if "kwok-a100-0" in line)
+    l40s = next(line for line in text.splitlines() if "kwok-l40s-0" in line)
+    assert a100.count("■") == 8 and "8/8" in a100
+    assert l40s.count("■") == 2 and l40s.count("·") == 2 and "2/4" in l40s
+
+
+def test_cells_are_coloured_per_queue():
+    _, styled = render()
+    l40s = next(line for line in styled.splitlines() if "kwok-l40s-0" in line)
+    codes = {seg.split("m")[0] for seg in l40s.split("\x1b[")[1:] if "■" in seg}
+    assert len(codes) == 2  # team-prod and (no queue) in two colours
