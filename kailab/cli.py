@@ -216,6 +216,51 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
     live.run(kube, render.stdout)
 
 
+@app.command()
+def lesson(
+    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
+) -> None:
+    """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
+    from kailab import evidence as ev
+    from kailab.lesson import lesson_names, load_lesson
+    from kailab.paths import EXERCISES, lab_home
+    from kailab.scenarios.engine import Engine
+    from kailab.scenarios.loader import load_scenario
+    from kailab.status import queues as queue_rows
+
+    if name is None:
+        for n in lesson_names():
+            render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
+        render.stdout.print("Start one: kailab lesson NAME")
+        return
+    if name not in lesson_names():
+        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
+    les, scenario = load_lesson(name), load_scenario(EXERCISES / f"{name}.yaml")
+    out = render.stdout
+    out.print(Panel(les.sections.get("Concept", ""), title=les.title, title_align="left"), soft_wrap=False)
+    out.print(Panel(Markdown(les.sections.get("Predict", "")), title="Predict", title_align="left"), soft_wrap=False)
+    prediction = "(skipped: --yes)" if yes else typer.prompt("Your prediction")
+    kube = lab.connect()
+    verdict = Engine(kube, Progress()).run(scenario)
+    out.print(render.queue_table(queue_rows(kube)))
+    out.print(render.verdict_table(verdict))
+    out.print(Panel(f"You predicted: {prediction}\nThe lesson expects: {les.sections.get('What you should see', '')}\n"
+                    f"KAI did: {'what the lesson expects' if verdict.passed else 'something else — see the FAIL rows'}",
+                    title="Prediction and result", title_align="left"), soft_wrap=False)
+    out.print(Panel(les.sections.get("Why", ""), title="Why", title_align="left"), soft_wrap=False)
+    record = verdict.to_record()
+    record["lesson"] = {"prediction": prediction, "expected": les.sections.get("What you should see", ""),
+                        "passed": verdict.passed}
+    ev.record_verdict(lab_home(), record)
+    out.print("Recorded for your evidence: kailab evidence")
+    if not verdict.passed:
+        raise typer.Exit(1)
+
+
 @app.command("evidence")
 def evidence_cmd(out: Optional[Path] = typer.Option(None, help="Write the snapshot here instead of evidence/<UTC timestamp>/.")) -> None:
     """Snapshot the running lab into evidence/<UTC timestamp>/: objects, events, verdicts, report.md, timeline.png."""
