@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 import urllib3
 from kubernetes import client, config, watch
@@ -275,16 +275,3 @@ def wait_until(cond: threading.Condition, predicate: Callable[[], bool], timeout
             if left <= 0:
                 return False
             cond.wait(min(left, 1.0))
-
-
-def objects_in(docs: Iterable[dict]) -> list[dict]:
-    """Flatten ``List`` documents and drop empty ones."""
-    out = []
-    for d in docs:
-        if not d:
-            continue
-        if d.get("kind", "").endswith("List") and "items" in d:
-            out.extend(d["items"])
-        else:
-            out.append(d)
-    return out

@@ -60,7 +60,3 @@ class Progress:
     def info(self, text: str) -> None:
         if not self.quiet:
             self.console.print(text)
-
-
-def elapsed(since: float) -> str:
-    return f"{time.monotonic() - since:.1f}s"

@@ -70,11 +70,6 @@ def register(cls: type[Runtime]) -> type[Runtime]:
     return cls
 
 
-def runtime_names() -> list[str]:
-    _load_builtin()
-    return list(_REGISTRY)
-
-
 def get_runtime(name: str) -> type[Runtime]:
     _load_builtin()
     return _REGISTRY[name]
