@@ -198,6 +198,11 @@ class Watched:
         self._listeners: list[Callable[[str, object], None]] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    @property
+    def cond(self) -> threading.Condition:
+        """The condition notified on every change (for :func:`wait_until`)."""
+        return self._cond
+
     def start(self) -> "Watched":
         self._thread.start()
         if not self._ready.wait(30):

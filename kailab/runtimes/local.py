@@ -26,7 +26,7 @@ import yaml
 from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, node_objects
-from kailab.kube import Kube
+from kailab.kube import Kube, Watched, wait_until
 from kailab.paths import MANIFESTS, lab_home
 from kailab.progress import Progress
 from kailab.runtimes import kai
@@ -188,16 +188,18 @@ class LocalRuntime(Runtime):
             for node in nodes:
                 kube.apply(node)
                 kube.apply_status(node)
-            deadline = time.monotonic() + 60
             names = {n["metadata"]["name"] for n in nodes}
-            while True:
-                ready = {n.metadata.name for n in kube.core.list_node().items if _node_ready(n)}
-                if names <= ready:
-                    break
-                if time.monotonic() > deadline:
+            nodes_watch = Watched(kube.core.list_node).start()
+            try:
+                def all_ready() -> bool:
+                    return names <= {n.metadata.name for n in nodes_watch.snapshot() if _node_ready(n)}
+
+                if not wait_until(nodes_watch.cond, all_ready, 60):
+                    ready = {n.metadata.name for n in nodes_watch.snapshot() if _node_ready(n)}
                     raise KailabError(f"KWOK did not mark nodes Ready: {', '.join(sorted(names - ready))}.",
                                       hint=f"See {self.cluster_dir / 'logs' / 'kwok-controller.log'}")
-                time.sleep(0.2)
+            finally:
+                nodes_watch.stop()
             step.note(", ".join(f"{p.nodes}×{p.name} ({p.gpus_per_node} GPUs)" for p in fleet.pools))
 
     def _write_state(self, options: UpOptions) -> None:
