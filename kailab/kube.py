@@ -197,6 +197,7 @@ class Watched:
         self._ready = threading.Event()
         self._listeners: list[Callable[[str, object], None]] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._watch: watch.Watch | None = None
 
     @property
     def cond(self) -> threading.Condition:
@@ -210,7 +211,16 @@ class Watched:
         return self
 
     def stop(self) -> None:
+        """End the watch and wait for its thread: a thread left reading TLS at exit aborts Python."""
         self._stop.set()
+        if self._thread is threading.current_thread():
+            return
+        deadline = time.monotonic() + 5
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            w = self._watch
+            if w is not None:
+                w.stop()  # shuts the socket down, which unblocks the read (once the stream has opened)
+            self._thread.join(0.05)
 
     def on_change(self, fn: Callable[[str, object], None]) -> None:
         self._listeners.append(fn)
@@ -235,7 +245,9 @@ class Watched:
                     self.objects = {self._key(o): o for o in listing.items}
                     self._cond.notify_all()
                 self._ready.set()
-                w = watch.Watch()
+                w = self._watch = watch.Watch()
+                if self._stop.is_set():
+                    return
                 for ev in w.stream(self._list_fn, *( [self._namespace] if self._namespace is not None else []),
                                    resource_version=listing.metadata.resource_version, timeout_seconds=30,
                                    **self._kwargs):

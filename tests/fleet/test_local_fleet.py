@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from kailab.kube import Watched
 from kailab.progress import Progress
 from kailab.runtimes.local import lab_pids
 from kailab.scenarios.engine import clear_scenarios
@@ -84,6 +85,16 @@ def test_a_stopped_component_shows_as_down(lab, tmp_path):
     finally:
         lab.runtime.state_file.write_text(original)
         (group.pids / "ghost.pid").unlink()
+
+
+def test_watch_stop_ends_its_thread(lab):
+    """stop() must end the watch thread: one left reading TLS at interpreter exit aborts Python (exit -6)."""
+    nodes = Watched(lab.kube.core.list_node).start()
+    assert len(nodes.snapshot()) == 5
+    started = time.monotonic()
+    nodes.stop()
+    assert not nodes._thread.is_alive(), "the watch thread still runs after stop()"
+    assert time.monotonic() - started < 5
 
 
 def test_up_then_down_leaves_no_process(tmp_path):
