@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from kailab.errors import KailabError
 from kailab.paths import MANIFESTS
+
+if TYPE_CHECKING:
+    from kailab.kube import Kube
 
 DEFAULT_FLEET = MANIFESTS / "fleet.yaml"
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"
@@ -41,6 +45,14 @@ class Fleet:
     @property
     def total_gpus(self) -> int:
         return sum(p.nodes * p.gpus_per_node for p in self.pools)
+
+    @property
+    def node_count(self) -> int:
+        return sum(p.nodes for p in self.pools)
+
+    def describe(self) -> str:
+        """"2×a100 (8 GPUs), 1×h100 (8 GPUs), …" for progress lines."""
+        return ", ".join(f"{p.nodes}×{p.name} ({p.gpus_per_node} GPUs)" for p in self.pools)
 
     def with_counts(self, counts: dict[str, int]) -> "Fleet":
         """The same fleet with some pools resized (``--pool a100=3``)."""
@@ -135,3 +147,39 @@ def node_objects(fleet: Fleet) -> list[dict]:
                 }
             )
     return nodes
+
+
+def node_ready(node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+
+
+def node_gpus(node) -> int:
+    return int((node.status.allocatable or {}).get("nvidia.com/gpu", "0"))
+
+
+def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str = "") -> None:
+    """Create (or re-apply) the fleet's nodes and wait until KWOK has each one Ready with its GPUs.
+
+    Shared by every runtime: the same objects, the same wait, through the kubernetes client.
+    Status is applied separately (the status subresource), as a kubelet would report it.
+    """
+    from kailab.kube import Watched, wait_until
+
+    nodes = node_objects(fleet)
+    want = {n["metadata"]["name"]: int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes}
+    for node in nodes:
+        kube.apply(node)
+        kube.apply_status(node)
+    watched = Watched(kube.core.list_node).start()
+    try:
+        def missing() -> list[str]:
+            have = {n.metadata.name: n for n in watched.snapshot()}
+            return sorted(name for name, gpus in want.items()
+                          if name not in have or not node_ready(have[name]) or node_gpus(have[name]) != gpus)
+
+        if not wait_until(watched.cond, lambda: not missing(), timeout):
+            raise KailabError(f"These fleet nodes are not Ready with their GPUs after {timeout:.0f}s: "
+                              f"{', '.join(missing())}.",
+                              hint=logs_hint or "Is the KWOK controller running? See: kailab status")
+    finally:
+        watched.stop()

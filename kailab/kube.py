@@ -30,6 +30,7 @@ class Kube:
         self.kubeconfig = str(kubeconfig)
         self.api = config.new_client_from_config(config_file=self.kubeconfig, context=context)
         self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
         self._dyn: DynamicClient | None = None
 
     @property

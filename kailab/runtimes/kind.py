@@ -20,7 +20,8 @@ import yaml
 
 from kailab import versions
 from kailab.errors import KailabError, ToolMissing
-from kailab.fleet import Fleet, node_objects
+from kailab.fleet import Fleet, create_fleet
+from kailab.kube import Kube
 from kailab.paths import MANIFESTS, lab_home
 from kailab.progress import Progress
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions, register
@@ -69,6 +70,7 @@ class Step:
     commands: list[list[str]]
     files: dict[str, str] = field(default_factory=dict)
     wait_for: tuple[str, ...] = ()  # Deployments in kai-scheduler that must exist and be Available
+    create_fleet: bool = False  # create the fleet's nodes through the client, as the local runtime does
 
 
 def kind_config() -> dict:
@@ -86,6 +88,8 @@ def kind_config() -> dict:
 def fake_gpu_operator_values(fleet: Fleet) -> dict:
     """Node pools giving the fleet's GPUs on KWOK nodes (pool label run.ai/simulated-gpu-node-pool)."""
     return {
+        # KAI reserves GPUs for shared pods in its own namespace; fake-gpu-operator must look there.
+        "environment": {"resourceReservationNamespace": RESERVATION_NAMESPACE},
         "topology": {
             "nodePoolLabelKey": "run.ai/simulated-gpu-node-pool",
             "nodePools": {
@@ -133,6 +137,7 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
              [["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", kc]]),
         Step(f"Installing KWOK {versions.KWOK_VERSION} with kailab's stages (no instant pod-complete)",
              [[*kubectl, "apply", "--server-side", "-f", f"{KWOK_RELEASE}/kwok.yaml"],
+              [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd/stages.kwok.x-k8s.io"],
               [*kubectl, "apply", "--server-side", "-f", str(MANIFESTS / "kwok-stages.yaml")],
               [*kubectl, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"]]),
         Step(f"Installing fake-gpu-operator {versions.FAKE_GPU_OPERATOR_VERSION}",
@@ -150,22 +155,28 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
             files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False)}),
         # KAI's operator creates the component Deployments after Helm returns, so wait for them to exist too.
         Step("Waiting until every KAI component is Ready", [], wait_for=KAI_DEPLOYMENTS),
-        Step(f"Creating the fleet: {sum(p.nodes for p in fleet.pools)} KWOK nodes, {fleet.total_gpus} GPUs",
-             [[*kubectl, "apply", "--server-side", "-f", str(home / "fleet.yaml")]],
-             files={"fleet.yaml": yaml.safe_dump_all(node_objects(fleet), sort_keys=False)}),
+        # The same nodes, status and Ready wait as the local runtime (kailab.fleet.create_fleet).
+        Step(f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}",
+             [], create_fleet=True),
     ]
     return steps
 
 
 @register
 class KindRuntime(Runtime):
-    """A kind cluster named ``kailab``; the same KAI, fleet and exercises as the local runtime."""
+    """A kind cluster named ``kailab``; the same KAI, fleet and exercises as the local runtime.
+
+    External tools (docker, kind, helm, kubectl for upstream manifests) go through ``runner``;
+    reads and the fleet go through the kubernetes client made by ``connect``. Tests swap both.
+    """
 
     name = "kind"
 
-    def __init__(self, home: Path | None = None, runner: Runner = run_command, timeout: float = 300, **_: object):
+    def __init__(self, home: Path | None = None, runner: Runner = run_command,
+                 connect: Callable[[Path], Kube] = Kube, timeout: float = 300, **_: object):
         self.home = home or lab_home()
         self.runner = runner
+        self.connect = connect
         self.timeout = timeout
         self.state_file = self.home / "lab.json"
 
@@ -202,10 +213,14 @@ class KindRuntime(Runtime):
             raise KailabError("kind get clusters failed.", details=out.stderr.strip())
         if CLUSTER not in out.stdout.split():
             return False
-        kc = str(self.kubeconfig())
-        self.runner(["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", kc])
-        labelled = self.runner(["kubectl", "--kubeconfig", kc, "get", "nodes", "-l", f"{LAB_LABEL}=true", "-o", "name"])
-        if labelled.returncode == 0 and labelled.stdout.strip():
+        self.runner(["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", str(self.kubeconfig())])
+        try:
+            ours = self.connect(self.kubeconfig()).core.list_node(label_selector=f"{LAB_LABEL}=true").items
+        except Exception as e:  # the cluster exists but does not answer: let the plan redo what it can
+            raise KailabError(f"The kind cluster '{CLUSTER}' exists but its API server does not answer.",
+                              hint=f"Delete it (kind delete cluster --name {CLUSTER}) and run kailab up again.",
+                              details=str(e)[-800:]) from e
+        if ours:
             return True
         raise KailabError(
             f"A kind cluster named '{CLUSTER}' already exists but was not made by kailab "
@@ -217,20 +232,31 @@ class KindRuntime(Runtime):
         self.check_tools()
         self.home.mkdir(parents=True, exist_ok=True)
         exists = self.cluster_exists()
-        if exists and self.state_file.exists():
+        if exists and self._state().get("complete"):
             info = self.info()
             if info and info.components and all(c.healthy for c in info.components):
                 progress.info(f"[green]✓[/green] The lab is already running (kind runtime); nothing to do. Kubeconfig: {self.kubeconfig()}")
                 return info
+        # Written first, so that `kailab down` finds (and deletes) a cluster whose `up` was interrupted.
+        self._write_state(options.fleet, complete=False)
         for step in plan(self.home, options.fleet, exists):
-            self.execute(step, progress)
-        self.state_file.write_text(json.dumps({
-            "runtime": self.name, "kubeconfig": str(self.kubeconfig()), "versions": versions.as_dict(),
-            "fleet": options.fleet.source, "total_gpus": options.fleet.total_gpus,
-        }, indent=2))
+            self.execute(step, options.fleet, progress)
+        self._write_state(options.fleet, complete=True)
         return self.info() or LabInfo(self.name, self.kubeconfig())
 
-    def execute(self, step: Step, progress: Progress) -> None:
+    def _state(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _write_state(self, fleet: Fleet, complete: bool) -> None:
+        self.state_file.write_text(json.dumps({
+            "runtime": self.name, "kubeconfig": str(self.kubeconfig()), "versions": versions.as_dict(),
+            "fleet": fleet.source, "total_gpus": fleet.total_gpus, "complete": complete,
+        }, indent=2))
+
+    def execute(self, step: Step, fleet: Fleet, progress: Progress) -> None:
         """Run one step; on failure say which step, what it ran, what it printed."""
         with progress.step(step.title):
             for name, text in step.files.items():
@@ -245,11 +271,14 @@ class KindRuntime(Runtime):
                     )
             if step.wait_for:
                 self.wait_deployments(step)
+            if step.create_fleet:
+                hint = (f"Look at KWOK and fake-gpu-operator: kubectl --kubeconfig {self.kubeconfig()} "
+                        f"get pods -n kube-system -l app=kwok-controller; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods")
+                create_fleet(self.connect(self.kubeconfig()), fleet, timeout=180, logs_hint=hint)
 
     def wait_deployments(self, step: Step) -> None:
         """Until each named Deployment exists and has all replicas ready (the operator makes most of them)."""
         deadline = time.monotonic() + self.timeout
-        missing: list[str] = list(step.wait_for)
         while True:
             ready = {c.name for c in (self.info_components() or []) if c.healthy}
             missing = [d for d in step.wait_for if d not in ready]
@@ -278,17 +307,13 @@ class KindRuntime(Runtime):
 
     def info_components(self) -> list[ComponentHealth] | None:
         """KAI's Deployments and their readiness, or None when the cluster does not answer."""
-        result = self.runner(["kubectl", "--kubeconfig", str(self.kubeconfig()), "-n", KAI_NAMESPACE,
-                              "get", "deployments", "-o", "json"])
         try:
-            items = json.loads(result.stdout).get("items", []) if result.returncode == 0 else None
-        except json.JSONDecodeError:
-            items = None
-        if items is None:
+            items = self.connect(self.kubeconfig()).apps.list_namespaced_deployment(KAI_NAMESPACE, _request_timeout=10).items
+        except Exception:
             return None
         comps = []
         for d in items:
-            want = d["spec"].get("replicas", 1)
-            ready = d.get("status", {}).get("readyReplicas", 0) or 0
-            comps.append(ComponentHealth(d["metadata"]["name"], ready >= want, f"{ready}/{want} ready"))
+            want = d.spec.replicas if d.spec.replicas is not None else 1
+            ready = (d.status.ready_replicas if d.status else 0) or 0
+            comps.append(ComponentHealth(d.metadata.name, ready >= want, f"{ready}/{want} ready"))
         return comps

@@ -25,8 +25,8 @@ import yaml
 
 from kailab import build, versions
 from kailab.errors import KailabError
-from kailab.fleet import Fleet, node_objects
-from kailab.kube import Kube, Watched, wait_until
+from kailab.fleet import Fleet, create_fleet
+from kailab.kube import Kube
 from kailab.paths import MANIFESTS, lab_home
 from kailab.progress import Progress
 from kailab.runtimes import kai
@@ -183,24 +183,9 @@ class LocalRuntime(Runtime):
             kai.wait_healthy(specs, self.kai_processes, timeout=60)
 
     def _create_fleet(self, kube: Kube, fleet: Fleet, progress: Progress) -> None:
-        nodes = node_objects(fleet)
-        with progress.step(f"Creating the fleet: {len(nodes)} KWOK nodes, {fleet.total_gpus} GPUs") as step:
-            for node in nodes:
-                kube.apply(node)
-                kube.apply_status(node)
-            names = {n["metadata"]["name"] for n in nodes}
-            nodes_watch = Watched(kube.core.list_node).start()
-            try:
-                def all_ready() -> bool:
-                    return names <= {n.metadata.name for n in nodes_watch.snapshot() if _node_ready(n)}
-
-                if not wait_until(nodes_watch.cond, all_ready, 60):
-                    ready = {n.metadata.name for n in nodes_watch.snapshot() if _node_ready(n)}
-                    raise KailabError(f"KWOK did not mark nodes Ready: {', '.join(sorted(names - ready))}.",
-                                      hint=f"See {self.cluster_dir / 'logs' / 'kwok-controller.log'}")
-            finally:
-                nodes_watch.stop()
-            step.note(", ".join(f"{p.nodes}×{p.name} ({p.gpus_per_node} GPUs)" for p in fleet.pools))
+        with progress.step(f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs") as step:
+            create_fleet(kube, fleet, timeout=60, logs_hint=f"See {self.cluster_dir / 'logs' / 'kwok-controller.log'}")
+            step.note(fleet.describe())
 
     def _write_state(self, options: UpOptions) -> None:
         state = {
@@ -268,10 +253,6 @@ def _pid_alive(pid_file: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
-
-
-def _node_ready(node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
 
 
 def _tail(path: Path, lines: int = 15) -> str:

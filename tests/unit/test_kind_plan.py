@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 import pytest
 import yaml
 
@@ -11,6 +14,7 @@ from kailab.fleet import load_fleet
 from kailab.progress import Progress
 from kailab.runtimes import kai as local_kai
 from kailab.runtimes.base import UpOptions
+from kailab.runtimes import kind
 from kailab.runtimes.kind import KAI_DEPLOYMENTS, KindRuntime, Result, fake_gpu_operator_values, plan
 
 
@@ -30,6 +34,38 @@ class RecordingRunner:
             if tuple(argv[: len(prefix)]) == prefix:
                 return result
         return Result(0, "")
+
+
+class FakeKube:
+    """Stands in for the kubernetes client: our labelled nodes, and KAI's Deployments with their readiness."""
+
+    def __init__(self, ready: tuple[str, ...] = KAI_DEPLOYMENTS, labelled_nodes: int = 2, answers: bool = True):
+        def deployment(name):
+            return SimpleNamespace(metadata=SimpleNamespace(name=name), spec=SimpleNamespace(replicas=1),
+                                   status=SimpleNamespace(ready_replicas=1))
+
+        def answer(value):
+            def call(*args, **kwargs):
+                if not answers:
+                    raise ConnectionError("connection refused")
+                return SimpleNamespace(items=value)
+            return call
+
+        self.core = SimpleNamespace(list_node=answer([object()] * labelled_nodes))
+        self.apps = SimpleNamespace(list_namespaced_deployment=answer([deployment(d) for d in ready]))
+
+
+@pytest.fixture
+def fleets_made(monkeypatch):
+    """Records create_fleet calls (create_fleet itself runs against a real API server in tests/fleet)."""
+    made = []
+    monkeypatch.setattr(kind, "create_fleet", lambda kube, fleet, **kw: made.append(fleet))
+    return made
+
+
+def runtime(tmp_path, runner, **kube) -> KindRuntime:
+    fake = FakeKube(**kube)
+    return KindRuntime(home=tmp_path, runner=runner, connect=lambda kubeconfig: fake)
 
 
 def commands(steps):
@@ -71,10 +107,10 @@ def test_rendered_values_give_the_lesson_fleet(tmp_path):
     assert {k: (v["gpuCount"], v["gpuProduct"]) for k, v in pools.items()} == {
         "a100": (8, "NVIDIA-A100-SXM4-80GB"), "h100": (8, "NVIDIA-H100-80GB-HBM3"), "l40s": (4, "NVIDIA-L40S")}
     assert yaml.safe_load(files["kai-values.yaml"]) == {"global": {"gpuSharing": True}}
+    # fake-gpu-operator's default reservation namespace is runai-reservation; KAI's is kai-resource-reservation.
+    assert values["environment"]["resourceReservationNamespace"] == "kai-resource-reservation"
     kind_cfg = yaml.safe_load(files["kind.yaml"])
     assert [n["role"] for n in kind_cfg["nodes"]] == ["control-plane", "worker"]
-    nodes = list(yaml.safe_load_all(files["fleet.yaml"]))
-    assert sum(int(n["status"]["capacity"]["nvidia.com/gpu"]) for n in nodes) == 32
     rbac = list(yaml.safe_load_all(files["reservation-rbac.yaml"]))
     assert {o["kind"] for o in rbac} == {"Namespace", "Role", "RoleBinding"}
     assert all(o["metadata"].get("namespace", "kai-resource-reservation") == "kai-resource-reservation" for o in rbac)
@@ -91,30 +127,65 @@ def test_same_stages_and_queues_as_the_local_runtime(tmp_path):
     assert local_kai.SCHEDULER_NAME == "kai-scheduler" and local_kai.QUEUE_LABEL == "kai.scheduler/queue"
 
 
-KAI_READY = '{"items": [%s]}' % ", ".join(
-    '{"metadata": {"name": "%s"}, "spec": {"replicas": 1}, "status": {"readyReplicas": 1}}' % d for d in KAI_DEPLOYMENTS)
+def test_kwok_stage_crd_is_established_before_the_stages_are_applied(tmp_path):
+    cmds = commands(plan(tmp_path, load_fleet(), cluster_exists=True))
+    wait = next(i for i, c in enumerate(cmds) if "crd/stages.kwok.x-k8s.io" in c)
+    stages = next(i for i, c in enumerate(cmds) if c.endswith("kwok-stages.yaml"))
+    assert next(i for i, c in enumerate(cmds) if c.endswith("/kwok.yaml")) < wait < stages
 
 
-def test_up_runs_the_plan_and_a_second_up_changes_nothing(tmp_path):
-    kc = str(tmp_path / "kubeconfig.yaml")
-    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, ""),
-                              ("kubectl", "--kubeconfig", kc, "-n", "kai-scheduler", "get"): Result(0, KAI_READY)})
-    rt = KindRuntime(home=tmp_path, runner=runner)
-    rt.up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+def test_fleet_is_created_last_through_the_shared_client_code(tmp_path):
+    """kubectl apply would drop the nodes' status (capacity); the fleet goes through kailab.fleet.create_fleet."""
+    from kailab.runtimes import local
+
+    steps = plan(tmp_path, load_fleet(), cluster_exists=False)
+    assert [s.create_fleet for s in steps].index(True) == len(steps) - 1
+    assert "5 KWOK nodes, 32 GPUs" in steps[-1].title and steps[-1].commands == []
+    assert kind.create_fleet is local.create_fleet
+
+
+def test_up_runs_the_plan_and_a_second_up_changes_nothing(tmp_path, fleets_made):
+    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "")})
+    runtime(tmp_path, runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
     ran = [" ".join(c) for c in runner.calls if c[0] != "which"]
     assert any(c.startswith("kind create cluster") for c in ran)
-    assert (tmp_path / "lab.json").exists()
+    assert any(c.startswith("helm upgrade -i kai-scheduler") for c in ran)
+    assert [f.total_gpus for f in fleets_made] == [32]
+    assert json.loads((tmp_path / "lab.json").read_text())["complete"] is True
 
-    deployments = KAI_READY
-    again = RecordingRunner({("kind", "get", "clusters"): Result(0, "kailab\n"),
-                             ("kubectl", "--kubeconfig", str(tmp_path / "kubeconfig.yaml"), "get", "nodes"): Result(0, "node/x"),
-                             ("kubectl", "--kubeconfig", str(tmp_path / "kubeconfig.yaml"), "-n"): Result(0, deployments)})
-    KindRuntime(home=tmp_path, runner=again).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
-    assert not any(c[0] in ("helm",) or c[:2] == ["kind", "create"] for c in again.calls)
+    again = RecordingRunner({("kind", "get", "clusters"): Result(0, "kailab\n")})
+    runtime(tmp_path, again).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+    assert not any(c[0] == "helm" or c[:2] == ["kind", "create"] for c in again.calls)
+    assert len(fleets_made) == 1
+
+
+def test_an_interrupted_up_is_completed_by_the_next_without_recreating_the_cluster(tmp_path, fleets_made):
+    failing = RecordingRunner({("kind", "get", "clusters"): Result(0, ""),
+                               ("helm", "upgrade", "-i", "gpu-operator"): Result(1, "", "context deadline exceeded")})
+    with pytest.raises(KailabError, match="Installing fake-gpu-operator"):
+        runtime(tmp_path, failing).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+    state = json.loads((tmp_path / "lab.json").read_text())
+    assert state["runtime"] == "kind" and state["complete"] is False, "down must find a half-made cluster"
+
+    # The cluster exists now, but KAI was never installed: none of its Deployments are Ready.
+    resumed = RecordingRunner({("kind", "get", "clusters"): Result(0, "kailab\n")})
+    runtime(tmp_path, resumed).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+    ran = [" ".join(c) for c in resumed.calls]
+    assert not any(c.startswith("kind create") for c in ran)
+    assert any(c.startswith("helm upgrade -i gpu-operator") for c in ran)
+    assert json.loads((tmp_path / "lab.json").read_text())["complete"] is True
+
+
+def test_down_deletes_only_the_kailab_cluster(tmp_path):
+    runner = RecordingRunner()
+    (tmp_path / "lab.json").write_text("{}")
+    runtime(tmp_path, runner).down(Progress(quiet=True))
+    assert runner.calls == [["kind", "delete", "cluster", "--name", "kailab"]]
+    assert not tmp_path.exists()
 
 
 def test_missing_tools_are_named_with_how_to_install(tmp_path):
-    rt = KindRuntime(home=tmp_path, runner=RecordingRunner(missing=("kind", "helm")))
+    rt = runtime(tmp_path, RecordingRunner(missing=("kind", "helm")))
     with pytest.raises(ToolMissing) as err:
         rt.up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
     assert "kind, helm" in err.value.message
@@ -124,30 +195,39 @@ def test_missing_tools_are_named_with_how_to_install(tmp_path):
 def test_docker_engine_not_answering(tmp_path):
     runner = RecordingRunner({("docker", "info"): Result(1, "", "Cannot connect to the Docker daemon")})
     with pytest.raises(ToolMissing, match="Docker engine does not answer"):
-        KindRuntime(home=tmp_path, runner=runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+        runtime(tmp_path, runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
 
 
 def test_cluster_name_taken_by_something_else(tmp_path):
-    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "kailab\n"),
-                              ("kubectl", "--kubeconfig"): Result(0, "")})
+    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "kailab\n")})
     with pytest.raises(KailabError, match="not made by kailab"):
-        KindRuntime(home=tmp_path, runner=runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+        runtime(tmp_path, runner, labelled_nodes=0).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
 
 
-def test_kai_components_never_ready_is_a_clear_failure(tmp_path):
+def test_existing_cluster_that_does_not_answer(tmp_path):
+    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "kailab\n")})
+    with pytest.raises(KailabError, match="API server does not answer") as err:
+        runtime(tmp_path, runner, answers=False).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+    assert "kind delete cluster --name kailab" in err.value.hint
+
+
+def test_kai_components_never_ready_is_a_clear_failure(tmp_path, fleets_made):
     runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "")})
-    with pytest.raises(KailabError, match="not Ready after 0s: kai-operator, admission"):
-        KindRuntime(home=tmp_path, runner=runner, timeout=0).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+    rt = runtime(tmp_path, runner, ready=("kai-operator", "binder"))
+    rt.timeout = 0
+    with pytest.raises(KailabError, match="not Ready after 0s: admission, pod-grouper"):
+        rt.up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+    assert fleets_made == []
 
 
-def test_failed_helm_install_names_the_step_and_the_command(tmp_path):
+def test_failed_helm_install_names_the_step_and_the_command(tmp_path, fleets_made):
     runner = RecordingRunner({("kind", "get", "clusters"): Result(0, ""),
                               ("helm", "upgrade", "-i", "kai-scheduler"): Result(1, "", "Error: failed to pull chart")})
     with pytest.raises(KailabError) as err:
-        KindRuntime(home=tmp_path, runner=runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+        runtime(tmp_path, runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
     assert err.value.message == f"Step failed: Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)."
     assert err.value.details.startswith("$ helm upgrade -i kai-scheduler") and "failed to pull chart" in err.value.details
-    assert not (tmp_path / "lab.json").exists()
+    assert json.loads((tmp_path / "lab.json").read_text())["complete"] is False
 
 
 def test_fleet_values_follow_a_resized_fleet():
