@@ -33,11 +33,20 @@ def _version(argv: list[str]) -> str | None:
     return m.group(0) if m else text.splitlines()[0] if text else "unknown"
 
 
+def _older(version: str, minimum: tuple[int, int]) -> bool:
+    """"v3.7.2" older than (3, 8)?"""
+    m = re.match(r"v?(\d+)\.(\d+)", version)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) < minimum
+
+
 def diagnose() -> list[Finding]:
     out = []
     for tool, argv in {"docker": ["docker", "--version"], "kind": ["kind", "version"],
                        "kubectl": ["kubectl", "version", "--client"], "helm": ["helm", "version", "--short"]}.items():
         v = _version(argv)
+        if tool == "helm" and v and _older(v, (3, 8)):
+            out.append(Finding(tool, False, f"{v} (OCI charts need 3.8 or newer)", "kind runtime", TOOLS[tool]))
+            continue
         out.append(Finding(tool, v is not None, v or "not found", "kind runtime", "" if v else TOOLS[tool]))
     if shutil.which("docker"):
         engine = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
