@@ -187,6 +187,9 @@ class KindRuntime(Runtime):
         proc = run_command(["docker", "info", "--format", "{{.ServerVersion}}"])
         if proc.returncode != 0:
             return False, "no Docker engine answers (docker info failed)"
+        missing = [t for t in TOOLS if shutil.which(t) is None]
+        if missing:
+            return False, f"a Docker engine answers, but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
         return True, f"a Docker engine answers (server {proc.stdout.strip()})"
 
     def kubeconfig(self) -> Path:

@@ -1,4 +1,4 @@
-"""kailab doctor: finds the tools on PATH, reads their versions, names what is missing or too old."""
+"""Tools on PATH: kailab doctor names what is missing or too old; --runtime auto picks what fits."""
 
 from __future__ import annotations
 
@@ -31,3 +31,25 @@ def test_current_helm_is_fine(tmp_path, monkeypatch):
     fake_tool(tmp_path, "helm", "v3.16.4+g7877b45")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin:/bin")
     assert {f.tool: f.ok for f in doctor.diagnose()}["helm"] is True
+
+
+def test_auto_picks_kind_only_with_docker_answering_and_its_tools(tmp_path, monkeypatch):
+    from kailab.runtimes.base import choose_runtime
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    fake_tool(tmp_path, "docker", "27.3.1")
+    chosen, why = choose_runtime("auto")
+    assert chosen.name == "local"
+    assert why.startswith("a Docker engine answers, but kind, kubectl, helm are not installed") and "local runtime" in why
+    for tool in ("kind", "kubectl", "helm"):
+        fake_tool(tmp_path, tool, "v1.0.0")
+    chosen, why = choose_runtime("auto")
+    assert chosen.name == "kind" and why == "a Docker engine answers (server 27.3.1)"
+
+
+def test_auto_without_docker_picks_local(tmp_path, monkeypatch):
+    from kailab.runtimes.base import choose_runtime
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    chosen, why = choose_runtime("auto")
+    assert chosen.name == "local" and why.startswith("Docker is not installed")
