@@ -107,15 +107,13 @@ def kai_values() -> dict:
 
 
 def reservation_rbac() -> list[dict]:
-    """Let fake-gpu-operator's status-updater annotate KAI's GPU reservation pods, as KAI's e2e setup does."""
-    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch", "update"]}]
+    """What KAI's own e2e setup grants fake-gpu-operator's status-updater: patch pods in KAI's reservation namespace."""
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": RESERVATION_NAMESPACE}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "fake-status-updater", "namespace": RESERVATION_NAMESPACE}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "pods-patcher"},
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": {"name": "fake-status-updater", "namespace": RESERVATION_NAMESPACE},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "fake-status-updater"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pods-patcher"},
          "subjects": [{"kind": "ServiceAccount", "name": "status-updater", "namespace": GPU_OPERATOR_NAMESPACE}]},
     ]
 
@@ -144,15 +142,16 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
              [["helm", "upgrade", "-i", "gpu-operator", versions.FAKE_GPU_OPERATOR_CHART,
                "--version", versions.FAKE_GPU_OPERATOR_VERSION, "--kubeconfig", kc,
                "-n", GPU_OPERATOR_NAMESPACE, "--create-namespace",
-               "-f", str(home / "fake-gpu-operator-values.yaml"), "--wait", "--timeout", "10m"],
-              [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")]],
-            files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False),
-                   "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}),
+               "-f", str(home / "fake-gpu-operator-values.yaml"), "--wait", "--timeout", "10m"]],
+            files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False)}),
+        # The chart creates kai-resource-reservation; the RBAC into it follows, as in KAI's e2e setup.
         Step(f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)",
              [["helm", "upgrade", "-i", "kai-scheduler", versions.KAI_CHART, "--version", versions.KAI_VERSION,
                "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
-               "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"]],
-            files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False)}),
+               "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"],
+              [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")]],
+            files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False),
+                   "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}),
         # KAI's operator creates the component Deployments after Helm returns, so wait for them to exist too.
         Step("Waiting until every KAI component is Ready", [], wait_for=KAI_DEPLOYMENTS),
         # The same nodes, status and Ready wait as the local runtime (kailab.fleet.create_fleet).

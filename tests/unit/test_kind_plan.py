@@ -112,8 +112,14 @@ def test_rendered_values_give_the_lesson_fleet(tmp_path):
     kind_cfg = yaml.safe_load(files["kind.yaml"])
     assert [n["role"] for n in kind_cfg["nodes"]] == ["control-plane", "worker"]
     rbac = list(yaml.safe_load_all(files["reservation-rbac.yaml"]))
-    assert {o["kind"] for o in rbac} == {"Namespace", "Role", "RoleBinding"}
-    assert all(o["metadata"].get("namespace", "kai-resource-reservation") == "kai-resource-reservation" for o in rbac)
+    binding = next(o for o in rbac if o["kind"] == "RoleBinding")
+    role = next(o for o in rbac if o["kind"] == "ClusterRole" and o["metadata"]["name"] == binding["roleRef"]["name"])
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]
+    assert binding["metadata"]["namespace"] == "kai-resource-reservation"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "status-updater", "namespace": "gpu-operator"}]
+    cmds = commands(steps)
+    kai_install = next(i for i, c in enumerate(cmds) if c.startswith("helm upgrade -i kai-scheduler"))
+    assert cmds[kai_install + 1].endswith("reservation-rbac.yaml"), "the namespace is KAI's chart's; bind after it"
 
 
 def test_same_stages_and_queues_as_the_local_runtime(tmp_path):
