@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
 from kailab.errors import KailabError
+from kailab.kube import Kube, Watched, wait_until
 from kailab.paths import MANIFESTS
-
-if TYPE_CHECKING:
-    from kailab.kube import Kube
 
 DEFAULT_FLEET = MANIFESTS / "fleet.yaml"
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"
@@ -163,8 +160,6 @@ def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str 
     Shared by every runtime: the same objects, the same wait, through the kubernetes client.
     Status is applied separately (the status subresource), as a kubelet would report it.
     """
-    from kailab.kube import Watched, wait_until
-
     nodes = node_objects(fleet)
     want = {n["metadata"]["name"]: int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes}
     for node in nodes:

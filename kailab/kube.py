@@ -134,12 +134,11 @@ class Kube:
         backed-off rounds: about 5 s even for an empty one), and it leaves no old
         events behind to be mistaken for new ones.
         """
-        batch, apps = client.BatchV1Api(self.api), client.AppsV1Api(self.api)
         background = client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0)
         try:
-            batch.delete_collection_namespaced_job(name, body=background)
-            apps.delete_collection_namespaced_deployment(name, body=background)
-            apps.delete_collection_namespaced_replica_set(name, body=background)
+            client.BatchV1Api(self.api).delete_collection_namespaced_job(name, body=background)
+            self.apps.delete_collection_namespaced_deployment(name, body=background)
+            self.apps.delete_collection_namespaced_replica_set(name, body=background)
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
         except ApiException as e:
             if e.status == 404:

@@ -177,6 +177,7 @@ class KindRuntime(Runtime):
         self.runner = runner
         self.connect = connect
         self.timeout = timeout
+        self._client: Kube | None = None
         self.state_file = self.home / "lab.json"
 
     @classmethod
@@ -193,6 +194,12 @@ class KindRuntime(Runtime):
 
     def kubeconfig(self) -> Path:
         return self.home / "kubeconfig.yaml"
+
+    def kube(self) -> Kube:
+        """One client for this runtime, made once the kubeconfig exists (kind writes it)."""
+        if self._client is None:
+            self._client = self.connect(self.kubeconfig())
+        return self._client
 
     def check_tools(self) -> None:
         """Every tool present and the Docker engine answering, or one error saying what to install."""
@@ -217,7 +224,7 @@ class KindRuntime(Runtime):
             return False
         self.runner(["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", str(self.kubeconfig())])
         try:
-            ours = self.connect(self.kubeconfig()).core.list_node(label_selector=f"{LAB_LABEL}=true").items
+            ours = self.kube().core.list_node(label_selector=f"{LAB_LABEL}=true").items
         except Exception as e:  # the cluster exists but does not answer: let the plan redo what it can
             raise KailabError(f"The kind cluster '{CLUSTER}' exists but its API server does not answer.",
                               hint=f"Delete it (kind delete cluster --name {CLUSTER}) and run kailab up again.",
@@ -276,7 +283,7 @@ class KindRuntime(Runtime):
             if step.create_fleet:
                 hint = (f"Look at KWOK and fake-gpu-operator: kubectl --kubeconfig {self.kubeconfig()} "
                         f"get pods -n kube-system -l app=kwok-controller; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods")
-                create_fleet(self.connect(self.kubeconfig()), fleet, timeout=180, logs_hint=hint)
+                create_fleet(self.kube(), fleet, timeout=180, logs_hint=hint)
 
     def wait_deployments(self, step: Step) -> None:
         """Until each named Deployment exists and has all replicas ready (the operator makes most of them)."""
@@ -310,7 +317,7 @@ class KindRuntime(Runtime):
     def info_components(self) -> list[ComponentHealth] | None:
         """KAI's Deployments and their readiness, or None when the cluster does not answer."""
         try:
-            items = self.connect(self.kubeconfig()).apps.list_namespaced_deployment(KAI_NAMESPACE, _request_timeout=10).items
+            items = self.kube().apps.list_namespaced_deployment(KAI_NAMESPACE, _request_timeout=10).items
         except Exception:
             return None
         comps = []

@@ -11,8 +11,6 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from kubernetes import client
-
 from kailab.checks import (
     Observation,
     PodView,
@@ -110,7 +108,7 @@ class Engine:
                 # them (until then a ReplicaSet would replace the pods deleted below).
                 selector = f"{WORKLOAD_LABEL}={w.name}"
                 if w.kind == "Deployment":
-                    client.AppsV1Api(self.kube.api).delete_collection_namespaced_replica_set(
+                    self.kube.apps.delete_collection_namespaced_replica_set(
                         s.namespace, label_selector=selector, propagation_policy="Background")
                 self.kube.core.delete_collection_namespaced_pod(s.namespace, label_selector=selector, grace_period_seconds=0)
                 run.sizes.pop(w.name, None)
