@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kailab.paths import cache_home  # noqa: E402
-from kailab.runtimes.local import lab_pids  # noqa: E402
+from kailab.runtimes.local import LocalRuntime  # noqa: E402
 
 
 def kailab(*args: str, env: dict) -> float:
@@ -59,14 +59,14 @@ def main() -> None:
     first = kailab("up", "--runtime", "local", *extra, env=env)
     kailab("down", env=env)
     warm = kailab("up", "--runtime", "local", *extra, env=env)
-    needle = str(home / "lab")
-    peak = rss_mib(lab_pids(needle))
+    lab = LocalRuntime(home=home / "lab")
+    peak = rss_mib([i.pid for i in lab.processes()])
     stop = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not stop.is_set():
-            peak = max(peak, rss_mib(lab_pids(needle)))
+            peak = max(peak, rss_mib([i.pid for i in lab.processes()]))
             time.sleep(0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -13,12 +13,13 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from kailab import versions
-from kailab.errors import KailabError, ModuleUnavailable, ToolMissing
+from kailab.errors import ChecksumMismatch, KailabError, ModuleUnavailable, ToolMissing
 from kailab.paths import cache_home
 from kailab.progress import Progress
 from kailab.versions import GoBuild
@@ -42,7 +43,7 @@ def check_go() -> tuple[int, int]:
             "Go is not installed; the local runtime builds its binaries with it.",
             hint=f"Install Go {'.'.join(map(str, versions.GO_MINIMUM))} or newer and put it on PATH, {alternative}.",
         )
-    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, env=go_env()).stdout.strip()
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, env=go_env(), timeout=60).stdout.strip()
     found = parse_go_version(out)
     if found is None or found < versions.GO_MINIMUM:
         want = ".".join(map(str, versions.GO_MINIMUM))
@@ -101,14 +102,14 @@ def ensure_built(builds: Iterable[GoBuild], progress: Progress, cache: Path | No
 
 def build_module(build: GoBuild, cache: Path) -> float:
     """Build one pinned module's binaries; return the seconds it took."""
-    import time
-
     start = time.monotonic()
-    src = cache / "src" / build.key
-    src.mkdir(parents=True, exist_ok=True)
+    src = pinned_module_dir(build, cache / "src" / build.key)
     env = go_env()
-    (src / "go.mod").write_text(f"module kailab.local/build/{build.name}\n\ngo 1.26\n")
-    for old, new in mirrored_replaces(build, src, env):
+    info = download(build, src, env)
+    # Upstream's own go.sum pins every dependency, so nothing needs the checksum database.
+    with open(src / "go.sum", "a") as fh:
+        fh.write((Path(info["Dir"]) / "go.sum").read_text())
+    for old, new in mirrored_replaces(build, info["GoMod"], src, env):
         _go(["mod", "edit", "-replace", f"{old}={new}"], src, env, build)
     _go(["get", f"{build.module}@{build.version}"], src, env, build)
     bindir = binary_dir(build, cache)
@@ -123,14 +124,37 @@ def build_module(build: GoBuild, cache: Path) -> float:
     return time.monotonic() - start
 
 
-def mirrored_replaces(build: GoBuild, workdir: Path, env: dict[str, str]) -> list[tuple[str, str]]:
-    """Upstream's replace lines, as ``old=new@version`` pairs a module of ours can use.
+def pinned_module_dir(build: GoBuild, src: Path) -> Path:
+    """A module of ours whose go.sum holds only the pinned module's two hash lines (written anew)."""
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "go.mod").write_text(f"module kailab.local/build/{build.name}\n\ngo 1.26\n")
+    (src / "go.sum").write_text(build.go_sum_lines())
+    return src
+
+
+def download(build: GoBuild, workdir: Path, env: dict[str, str]) -> dict:
+    """``go mod download -json`` of the pinned module inside ``workdir``, checked against its go.sum.
+
+    Returns Go's record of it (``Dir``, ``GoMod``, ``Sum``…); raises what went wrong.
+    """
+    args = ["mod", "download", "-json", f"{build.module}@{build.version}"]
+    proc = _run_go(args, workdir, env)
+    try:
+        info = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        info = {}
+    error = "\n".join(filter(None, [info.get("Error"), proc.stderr.strip()]))
+    if proc.returncode != 0 or info.get("Error") or "Dir" not in info:
+        raise _go_failure(args, build, error or f"go exited {proc.returncode} and printed no module record")
+    return info
+
+
+def mirrored_replaces(build: GoBuild, gomod: str, workdir: Path, env: dict[str, str]) -> list[tuple[str, str]]:
+    """Upstream's replace lines (from its downloaded go.mod), as pairs a module of ours can use.
 
     A replacement by a local path (``=> ./staging/src/k8s.io/api``) becomes the same
     module at ``build.sibling_version``; a replacement by a module version is kept.
     """
-    out = _go(["mod", "download", "-json", f"{build.module}@{build.version}"], workdir, env, build)
-    gomod = json.loads(out)["GoMod"]
     parsed = json.loads(_go(["mod", "edit", "-json", gomod], workdir, env, build))
     return replaces_from_gomod_json(parsed, build.sibling_version)
 
@@ -150,21 +174,47 @@ def replaces_from_gomod_json(parsed: dict, sibling_version: str | None) -> list[
     return pairs
 
 
+GO_TIMEOUT = 3600  # one go command; a cold Kubernetes build takes minutes, never an hour
+
+
+def _run_go(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=GO_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        raise KailabError(f"go {' '.join(args)} did not finish in {GO_TIMEOUT // 60} minutes.",
+                          hint="Check the network to your Go module proxy (go env GOPROXY), then run again.") from e
+
+
 def _go(args: list[str], cwd: Path, env: dict[str, str], build: GoBuild) -> str:
-    proc = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    proc = _run_go(args, cwd, env)
     if proc.returncode == 0:
         return proc.stdout
-    text = (proc.stderr or proc.stdout).strip()
-    if re.search(r"40[34] (Forbidden|Not Found)|410 Gone|not available|unknown revision", text):
-        raise ModuleUnavailable(
-            f"The Go module proxy does not serve {build.module}@{build.version} (needed for {build.name}).",
-            hint=(
-                "Check GOPROXY (go env GOPROXY) reaches a proxy that serves this module, "
-                "or use the kind runtime on a machine with Docker."
-            ),
+    raise _go_failure(args, build, (proc.stderr or proc.stdout).strip())
+
+
+MIRROR_HINT = ("Point GOPROXY at a proxy or a file mirror that serves it, e.g. "
+               "GOPROXY=file:///path/to/mirror,$(go env GOPROXY) — see the README, "
+               "'Restricted or air-gapped networks' — or use the kind runtime on a machine with Docker.")
+
+
+def _go_failure(args: list[str], build: GoBuild, text: str) -> KailabError:
+    """The error for a failed go command: a refused module, a hash that differs, or a build failure."""
+    mismatch = re.search(r"verifying (\S+?)(/go\.mod)?: checksum mismatch", text)
+    if mismatch:
+        return ChecksumMismatch(
+            f"Go refused {mismatch.group(1)}{mismatch.group(2) or ''}: the proxy served bytes whose hash differs "
+            f"from the one pinned in go.sum (needed for {build.name}).",
+            hint=("Your GOPROXY (go env GOPROXY) serves a module other than the published one. "
+                  "Point it at a proxy or mirror that serves the module exactly as published."),
             details=_tail(text),
         )
-    raise KailabError(
+    if re.search(r"40[34] (Forbidden|Not Found)|410 Gone|not available|unknown revision|no such file", text):
+        return ModuleUnavailable(
+            f"The Go module proxy does not serve {build.module}@{build.version} (needed for {build.name}).",
+            hint=MIRROR_HINT,
+            details=_tail(text),
+        )
+    return KailabError(
         f"Building {build.name} {build.version} failed at: go {' '.join(args)}",
         hint="Read the go output above; a rerun of the same command reuses what was already built.",
         details=_tail(text),
@@ -194,14 +244,18 @@ def _record_build_time(cache: Path, build: GoBuild, seconds: float) -> None:
     path.write_text(json.dumps(data, indent=2))
 
 
+def module_source(build: GoBuild) -> Path:
+    """The pinned module's own files (in Go's module cache), downloaded and hash-checked if needed."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kailab-module-") as tmp:
+        return Path(download(build, pinned_module_dir(build, Path(tmp)), go_env())["Dir"])
+
+
 def module_available(build: GoBuild) -> str | None:
-    """None when the proxy serves the pinned module, else the proxy's answer (for skips and doctor)."""
-    proc = subprocess.run(
-        ["go", "mod", "download", "-json", f"{build.module}@{build.version}"],
-        capture_output=True, text=True, env=go_env(), cwd=Path.home(),
-    )
+    """None when the proxy serves the pinned module with the pinned hash, else why not (for tests and doctor)."""
     try:
-        info = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return (proc.stderr or "go mod download failed").strip()
-    return info.get("Error")
+        module_source(build)
+    except KailabError as e:
+        return "\n".join(filter(None, [e.message, e.details]))
+    return None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from kailab.scenarios.loader import parse_want
 from kailab.scenarios.model import Expectation
 
 
@@ -65,14 +64,6 @@ def _in_scope(exp: Expectation, pod: PodView, deleting: bool = False) -> bool:
     return deleting or not pod.deleting
 
 
-def matches(want: str, value: int) -> bool:
-    op, a, b = parse_want(want)
-    return {
-        "==": value == a, ">=": value >= a, "<=": value <= a, ">": value > a, "<": value < a,
-        "..": b is not None and a <= value <= b,
-    }[op]
-
-
 def count(exp: Expectation, obs: Observation) -> int:
     """The number an expectation of a counting kind is about."""
     # A pod being deleted still holds its GPUs until it is gone.
@@ -122,12 +113,7 @@ def evaluate(exp: Expectation, obs: Observation) -> Check:
             observed = f"{exp.workload} {'before' if mine <= other else 'after'} {exp.want} ({abs(other - mine):.1f}s apart)"
         return Check(expected=f"{exp.workload} first", observed=observed, passed=passed, **base)
     value = count(exp, obs)
-    return Check(expected=_want_text(exp.want), observed=str(value), passed=matches(exp.want, value), **base)
-
-
-def _want_text(want: str) -> str:
-    op, a, b = parse_want(want)
-    return {"==": f"{a}", ">=": f"≥ {a}", "<=": f"≤ {a}", ">": f"> {a}", "<": f"< {a}", "..": f"{a} to {b}"}[op]
+    return Check(expected=str(exp.bound), observed=str(value), passed=exp.bound.holds(value), **base)
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -26,49 +26,59 @@ DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "baseline")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
 
 
+def _runtime_name(value: str) -> str:
+    from kailab.runtimes.base import runtime_names
+
+    if value != "auto" and value not in runtime_names():
+        raise typer.BadParameter(f"{value!r} is not a runtime; choose auto, {', '.join(runtime_names())}.")
+    return value
+
+
 @app.command()
 def up(
-    runtime: str = typer.Option("auto", help="auto (kind when Docker answers, else local), local or kind."),
+    runtime: str = typer.Option("auto", callback=_runtime_name,
+                                help="auto (kind when Docker answers, else local), local or kind."),
     fleet: Optional[Path] = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
     pool: List[str] = typer.Option([], help="Resize a pool: --pool a100=3 (repeatable)."),
     no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
-    apiserver_port: Optional[int] = typer.Option(None, help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
+    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535,
+                                                 help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
     retain: bool = typer.Option(False, "--retain", help="Keep a half-made lab after a failure, to debug it."),
     quiet: bool = QuietOpt,
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler."""
     from kailab.fleet import load_fleet
-    from kailab.runtimes.base import UpOptions, choose_runtime
+    from kailab.runtimes.base import UpOptions, choose_runtime, get_runtime
 
     progress = Progress(quiet)
     spec = load_fleet(fleet)
     if pool:
         spec = spec.with_counts(_pool_counts(pool))
+    options = UpOptions(fleet=spec, with_kai=not no_kai, retain=retain, apiserver_port=apiserver_port)
     running = lab.state()
-    if running and runtime not in ("auto", running["runtime"]):
-        raise KailabError(f"A lab is already running on the {running['runtime']} runtime.",
+    if running and runtime not in ("auto", running.runtime):
+        raise KailabError(f"A lab is already running on the {running.runtime} runtime.",
                           hint="Remove it first: kailab down")
+    if running and running.shape and running.shape != spec.describe():
+        raise KailabError(f"The lab that is up has another fleet ({running.shape}); "
+                          f"kailab up does not change a running lab's fleet to {spec.describe()}.",
+                          hint="Start again with the new fleet: kailab down && kailab up " +
+                               " ".join(a for a in sys.argv[2:] if a not in ("-q", "--quiet")))
     if running:
-        cls, why = _runtime_class(running["runtime"]), "the lab that is running"
+        cls, why = get_runtime(running.runtime), "the lab that is running"
     else:
         cls, why = choose_runtime(runtime)
+    cls.check_options(options)
     progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
-    rt = cls(apiserver_port=apiserver_port) if cls.name == "local" else cls()
-    info = rt.up(UpOptions(fleet=spec, with_kai=not no_kai, retain=retain), progress)
-    render.stdout.print(f"Lab is up: {spec.total_gpus} GPUs on {sum(p.nodes for p in spec.pools)} KWOK nodes. "
+    info = cls().up(options, progress)
+    render.stdout.print(f"Lab is up: {spec.total_gpus} GPUs on {spec.node_count} KWOK nodes. "
                         f"kubectl --kubeconfig {info.kubeconfig} get nodes")
 
 
 @app.command()
 def down(quiet: bool = QuietOpt) -> None:
-    """Stop the lab and remove everything it made."""
-    rt = lab.current_runtime()
-    progress = Progress(quiet)
-    if rt is None:
-        from kailab.runtimes.local import LocalRuntime
-
-        rt = LocalRuntime()  # removes a half-made local lab, if any
-    rt.down(progress)
+    """Stop the lab and remove everything it made (uncaptured verdicts are kept for kailab evidence)."""
+    lab.remove(Progress(quiet))
     render.stdout.print("Lab removed.")
 
 
@@ -240,11 +250,11 @@ def lesson(
     if name not in lesson_names():
         raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
     les, scenario = load_lesson(name), load_scenario(EXERCISES / f"{name}.yaml")
+    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
     out = render.stdout
     out.print(Panel(les.sections.get("Concept", ""), title=les.title, title_align="left"), soft_wrap=False)
     out.print(Panel(Markdown(les.sections.get("Predict", "")), title="Predict", title_align="left"), soft_wrap=False)
-    prediction = "(skipped: --yes)" if yes else typer.prompt("Your prediction")
-    kube = lab.connect()
+    prediction = "(skipped: --yes)" if yes else _ask("Your prediction")
     verdict = Engine(kube, Progress()).run(scenario)
     out.print(render.queue_table(queue_rows(kube)))
     out.print(render.verdict_table(verdict))
@@ -324,17 +334,18 @@ def _pool_counts(items: list[str]) -> dict[str, int]:
     return out
 
 
-def _runtime_class(name: str):
-    from kailab.runtimes.base import get_runtime
-
-    return get_runtime(name)
+def _ask(question: str) -> str:
+    """A prompt that reads a closed or non-interactive stdin as 'no answer', not as an error."""
+    if not sys.stdin or not sys.stdin.isatty():
+        line = sys.stdin.readline() if sys.stdin else ""
+        return line.strip() or "(no prediction given)"
+    return typer.prompt(question, default="(no prediction given)", show_default=False)
 
 
 def main() -> None:
-    """Entry point: run the app; print a KailabError once, without a traceback."""
+    """Entry point. Typer reports usage errors itself (exit 2); a KailabError is printed once, exit 1."""
     try:
-        code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
+        app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
     except KailabError as e:
         if os.environ.get("KAILAB_DEBUG"):
             raise
@@ -344,19 +355,7 @@ def main() -> None:
         if e.hint:
             stderr.print(f"[yellow]→[/yellow] {e.hint}")
         sys.exit(e.exit_code)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        stderr.print("[yellow]Interrupted.[/yellow]")
-        sys.exit(130)
-    except Exception as e:  # click usage errors, API errors, bugs
-        import click
-
-        if isinstance(e, click.exceptions.ClickException) or (hasattr(e, "show") and hasattr(e, "exit_code")):
-            e.show()  # a usage error: typer/click print it with the usage line
-            sys.exit(e.exit_code)
-        if isinstance(e, click.exceptions.Abort) or type(e).__name__ == "Abort":
-            sys.exit(1)
+    except Exception as e:  # API errors, bugs: one line, not a traceback
         if os.environ.get("KAILAB_DEBUG"):
             raise
         stderr.print(f"[red]✗ Unexpected error:[/red] {type(e).__name__}: {str(e).strip()[:600]}", markup=True, highlight=False)

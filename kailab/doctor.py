@@ -49,7 +49,11 @@ def diagnose() -> list[Finding]:
             continue
         out.append(Finding(tool, v is not None, v or "not found", "kind runtime", "" if v else TOOLS[tool]))
     if shutil.which("docker"):
-        engine = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
+        try:
+            engine = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
+                                    text=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            engine = subprocess.CompletedProcess([], 124, "", "")
         out.append(Finding("docker engine", engine.returncode == 0,
                            engine.stdout.strip() if engine.returncode == 0 else "does not answer",
                            "kind runtime", "" if engine.returncode == 0 else "Start the Docker engine (docker info must work)."))
@@ -60,7 +64,7 @@ def diagnose() -> list[Finding]:
         answer = None if build.is_built(kai) else build.module_available(kai)
         out.append(Finding(f"Go proxy serves KAI {versions.KAI_VERSION}", answer is None,
                            "yes" if answer is None else answer.strip().splitlines()[-1][-160:], "local runtime",
-                           "" if answer is None else "Point GOPROXY at a proxy that serves github.com/kai-scheduler/KAI-scheduler, or use the kind runtime."))
+                           "" if answer is None else build.MIRROR_HINT))
     except KailabError as e:
         out.append(Finding("go", False, e.message, "local runtime", e.hint or ""))
     return out

@@ -29,6 +29,10 @@ class ModuleUnavailable(KailabError):
     """The Go module proxy refuses a pinned module (it is not served there)."""
 
 
+class ChecksumMismatch(KailabError):
+    """A proxy served a module whose hash differs from the one kailab pins."""
+
+
 class ScenarioError(KailabError):
     """A scenario file is malformed; the message names the file and line."""
 

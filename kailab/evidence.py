@@ -18,12 +18,12 @@ from pathlib import Path
 import yaml
 from jinja2 import Environment, PackageLoader
 
-from kailab import versions
+from kailab import labdir, versions
 from kailab.kube import Kube
 from kailab.scenarios.manifests import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL
 from kailab.status import nodes_and_gpus, queues
 
-PENDING = "verdicts-since-capture.jsonl"
+PENDING = labdir.VERDICTS
 
 
 class NothingToCapture(Exception):
@@ -35,7 +35,7 @@ class NothingToCapture(Exception):
 
 def record_verdict(home: Path, record: dict) -> None:
     """Remember a verdict (with its timeline and applied objects) until the next capture."""
-    home.mkdir(parents=True, exist_ok=True)
+    labdir.claim(home)
     with open(home / PENDING, "a") as fh:
         fh.write(json.dumps(record) + "\n")
 

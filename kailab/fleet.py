@@ -9,16 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched, wait_until
 from kailab.paths import MANIFESTS
+from kailab.scenarios.schema import Quantity
+from kailab.yamlfile import YamlFile
 
 DEFAULT_FLEET = MANIFESTS / "fleet.yaml"
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
+MAX_NODES = 5000
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kailab", "kailab.io/fleet": "true"}
 
 
@@ -64,42 +68,39 @@ class Fleet:
         return Fleet(pools, self.node_cpu, self.node_memory, self.node_pods, self.source)
 
 
+class _PoolFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: Annotated[StrictStr, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
+    nodes: Annotated[StrictInt, Field(ge=0, le=MAX_NODES)]
+    gpusPerNode: Annotated[StrictInt, Field(ge=1, le=64)]
+    gpuProduct: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")]
+    gpuMemoryMiB: Annotated[StrictInt, Field(ge=1)]
+
+
+class _FleetFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    pools: Annotated[list[_PoolFile], Field(min_length=1)]
+    nodeCpu: Quantity = "128"
+    nodeMemory: Quantity = "1Ti"
+    nodePods: Quantity = "110"
+
+
 def load_fleet(path: Path | None = None) -> Fleet:
-    """Read a fleet file; a malformed one fails with its path and what is wrong."""
+    """Read a fleet file; a malformed one fails with its path, line and what is wrong."""
     path = path or DEFAULT_FLEET
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise KailabError(f"Cannot read the fleet file {path}: {e.strerror}.") from e
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise KailabError(f"{where}: the fleet file is not valid YAML ({getattr(e, 'problem', e)}).") from e
-    try:
-        pools = tuple(
-            Pool(
-                name=str(p["name"]),
-                nodes=int(p["nodes"]),
-                gpus_per_node=int(p["gpusPerNode"]),
-                gpu_product=str(p["gpuProduct"]),
-                gpu_memory_mib=int(p["gpuMemoryMiB"]),
-            )
-            for p in data["pools"]
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise KailabError(
-            f"{path}: every pool needs name, nodes, gpusPerNode, gpuProduct and gpuMemoryMiB (problem: {e}).",
-            hint=f"See {DEFAULT_FLEET} for the shape.",
-        ) from e
-    if not pools or any(p.nodes < 0 or p.gpus_per_node < 1 for p in pools):
-        raise KailabError(f"{path}: a fleet needs at least one pool, nodes ≥ 0 and gpusPerNode ≥ 1.")
-    return Fleet(
-        pools,
-        str(data.get("nodeCpu", "128")),
-        str(data.get("nodeMemory", "1Ti")),
-        str(data.get("nodePods", "110")),
-        source=str(path),
-    )
+    f = YamlFile(path, KailabError, hint=f"See {DEFAULT_FLEET} for the shape of a fleet file.")
+    data = f.read()
+    if not isinstance(data, dict):
+        raise f.fail(getattr(data, "line", 1), "a fleet file is a mapping with a list of pools (pools: …), "
+                                               f"not {'an empty file' if data is None else type(data).__name__}")
+    doc = f.check(_FleetFile, data)
+    seen: set[str] = set()
+    for i, p in enumerate(doc.pools):
+        if p.name in seen:
+            raise f.fail(f.line_of(data, ("pools", i, "name")), f"two pools are named '{p.name}'")
+        seen.add(p.name)
+    pools = tuple(Pool(p.name, p.nodes, p.gpusPerNode, p.gpuProduct, p.gpuMemoryMiB) for p in doc.pools)
+    return Fleet(pools, doc.nodeCpu, doc.nodeMemory, doc.nodePods, source=str(path))
 
 
 def node_name(pool: Pool, index: int) -> str:

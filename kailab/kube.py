@@ -5,6 +5,7 @@ Nothing here knows which runtime made the cluster; it needs only a kubeconfig.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from pathlib import Path
@@ -37,8 +38,13 @@ class Kube:
     def dyn(self) -> DynamicClient:
         if self._dyn is None:
             # The client caches discovery in a file named after the server address; every lab on
-            # this machine may reuse 127.0.0.1:<port>, so keep the cache beside this lab's kubeconfig.
-            cache = Path(self.kubeconfig).parent / ".discovery-cache.json"
+            # this machine may reuse 127.0.0.1:<port>, so key the cache by this kubeconfig instead
+            # (in kailab's cache folder: never beside a kubeconfig that may be the user's).
+            from kailab.paths import cache_home
+
+            key = hashlib.sha256(str(Path(self.kubeconfig).resolve()).encode()).hexdigest()[:16]
+            cache = cache_home() / "discovery" / f"{key}.json"
+            cache.parent.mkdir(parents=True, exist_ok=True)
             self._dyn = DynamicClient(self.api, cache_file=str(cache))
         return self._dyn
 
@@ -186,6 +192,8 @@ class Watched:
     so a wait wakes on any change of any of them — event-driven, no polling sleeps.
     """
 
+    FAIL_AFTER = 30.0
+
     def __init__(self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs):
         self._list_fn = list_fn
         self._namespace = namespace
@@ -198,6 +206,8 @@ class Watched:
         self._listeners: list[Callable[[str, object], None]] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._watch: watch.Watch | None = None
+        self.error: Exception | None = None  # the last failure of the watch, while it keeps failing
+        self._failing_since: float | None = None
 
     @property
     def cond(self) -> threading.Condition:
@@ -226,6 +236,12 @@ class Watched:
         self._listeners.append(fn)
 
     def snapshot(self) -> list:
+        """The objects as last seen; raises once the watch has failed without a break for FAIL_AFTER seconds."""
+        since = self._failing_since
+        if since is not None and time.monotonic() - since > self.FAIL_AFTER:
+            raise NotRunning(f"Watching the cluster has failed for {self.FAIL_AFTER:.0f}s: "
+                             f"{type(self.error).__name__}: {str(self.error)[:300]}",
+                             hint="Is the lab's API server up? See: kailab status")
         with self._cond:
             return list(self.objects.values())
 
@@ -241,6 +257,7 @@ class Watched:
         while not self._stop.is_set():
             try:
                 listing = self._call()
+                self.error, self._failing_since = None, None
                 with self._cond:
                     self.objects = {self._key(o): o for o in listing.items}
                     self._cond.notify_all()
@@ -264,7 +281,12 @@ class Watched:
                         self._cond.notify_all()
                     for fn in self._listeners:
                         fn(kind, obj)
-            except Exception:
+            except Exception as e:  # kept (and raised by snapshot() if it lasts); the watch starts again
+                self.error = e
+                if self._failing_since is None:
+                    self._failing_since = time.monotonic()
+                with self._cond:
+                    self._cond.notify_all()
                 if self._stop.wait(0.5):
                     return
 

@@ -2,32 +2,43 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
+from kailab import labdir
 from kailab.errors import NotRunning
 from kailab.kube import Kube
 from kailab.paths import lab_home
-from kailab.runtimes.base import Runtime, get_runtime
+from kailab.progress import Progress
+from kailab.runtimes.base import LabState, Runtime, get_runtime, runtime_names
 
 
-def state() -> dict | None:
-    path = lab_home() / "lab.json"
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
+def state() -> LabState | None:
+    """The lab's state, None when no lab is up; raises DamagedState when its file cannot be used."""
+    return LabState.read(lab_home())
 
 
 def current_runtime() -> Runtime | None:
     """The runtime of the lab that is up (from its state file), or None."""
     s = state()
-    if s is None:
-        return None
-    return get_runtime(s["runtime"])()
+    return None if s is None else get_runtime(s.runtime)()
+
+
+def remove(progress: Progress) -> None:
+    """``kailab down``: the lab's runtime removes it; without a usable state file, each runtime removes
+    what it can find of its own (processes by identity, files it writes) — nothing else."""
+    home = lab_home()
+    labdir.refuse_unless_ours(home)
+    try:
+        rt = current_runtime()
+    except Exception as e:  # a damaged state file: say so, and remove what is identifiably ours
+        progress.info(f"[yellow]{getattr(e, 'message', e)}[/yellow] Removing what kailab can identify as its own.")
+        rt = None
+    if rt is not None:
+        rt.down(progress)
+        return
+    for name in runtime_names():
+        get_runtime(name)().forget(progress)
 
 
 def kubeconfig() -> Path:
@@ -37,13 +48,16 @@ def kubeconfig() -> Path:
     s = state()
     if s is None:
         raise NotRunning("No lab is running.", hint="Start one: kailab up")
-    return Path(s["kubeconfig"])
+    return Path(s.kubeconfig)
 
 
 def connect() -> Kube:
     """A client for the lab; a clear error when the lab is not up or does not answer."""
-    kube = Kube(kubeconfig())
+    path = kubeconfig()
+    if not path.is_file():
+        raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
+    kube = Kube(path)
     if not kube.ping():
-        raise NotRunning(f"The lab's API server does not answer ({kubeconfig()}).",
+        raise NotRunning(f"The lab's API server does not answer ({path}).",
                          hint="Check it with: kailab status — or start again: kailab down && kailab up")
     return kube

@@ -39,13 +39,23 @@ class GoBuild:
     ``sibling_version`` is the version given to modules that upstream's go.mod
     replaces with a local path (``k8s.io/api => ./staging/src/k8s.io/api``):
     a module of ours cannot see those paths, so it names the published version.
+
+    ``sums`` are the module's two go.sum hashes (its zip, its go.mod). The build
+    writes them into its go.sum before it downloads anything, so Go itself refuses
+    a proxy or mirror that serves other bytes, and no checksum database is asked.
     """
 
     name: str
     module: str
     version: str
     binaries: dict[str, str]
+    sums: tuple[str, str]
     sibling_version: str | None = None
+
+    def go_sum_lines(self) -> str:
+        """The two go.sum lines that pin this module."""
+        zip_sum, mod_sum = self.sums
+        return f"{self.module} {self.version} {zip_sum}\n{self.module} {self.version}/go.mod {mod_sum}\n"
 
     @property
     def key(self) -> str:
@@ -64,6 +74,7 @@ BUILDS: tuple[GoBuild, ...] = (
         module="go.etcd.io/etcd/server/v3",
         version=ETCD_VERSION,
         binaries={"etcd": "go.etcd.io/etcd/server/v3"},
+        sums=("h1:4RbUb1Bd4y1WkBHmuF+cZII83JNQMuNXzyjwigQ06y0=", "h1:PLuhyVXz8WWRhzXDsl3A3zv/+aK9e4A9lpQkqawIaH0="),
         sibling_version=ETCD_VERSION,
     ),
     GoBuild(
@@ -71,6 +82,7 @@ BUILDS: tuple[GoBuild, ...] = (
         module="sigs.k8s.io/kwok",
         version=KWOK_VERSION,
         binaries={"kwok": "sigs.k8s.io/kwok/cmd/kwok", "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl"},
+        sums=("h1:OTIOTwgROqPMovcTwxICx2eYQ4AwLpSx5EpjbDKF4SQ=", "h1:+wXG468txqFVjiS5Cz9V/jRf23x9GECTcNhzp6fAe2s="),
     ),
     GoBuild(
         name="kubernetes",
@@ -83,6 +95,7 @@ BUILDS: tuple[GoBuild, ...] = (
             # kwokctl uses kubectl for its readiness checks; a pinned one means no download.
             "kubectl": "k8s.io/kubernetes/cmd/kubectl",
         },
+        sums=("h1:o/8dBC/pHVpYoGV4OAIytAlNPZbdYVTXJHoYvXC4qzM=", "h1:fPfnQs8GtfrLQ+KuOcpvwQ+mV17jVcgdvPL6ZHxKp10="),
         sibling_version=_staging(KUBERNETES_VERSION),
     ),
     GoBuild(
@@ -96,6 +109,9 @@ BUILDS: tuple[GoBuild, ...] = (
             "kai-podgroupcontroller": f"{KAI_MODULE}/cmd/podgroupcontroller",
             "kai-queuecontroller": f"{KAI_MODULE}/cmd/queuecontroller",
         },
+        # Tag v0.17.0, commit f218c69bee5e5fc6031273ba555d09916b1ca89a. The checksum database
+        # does not know this module, so these lines are the only check of what a proxy serves.
+        sums=("h1:UtfrbI2aMZm6LGPx1DWPGhOGhxNXHtgfzKpEtlZ3ZiU=", "h1:+Ixd+cMJWhBiLAbYxWwiNQRTa4oABokpTvXc9SBlufo="),
     ),
 )
 

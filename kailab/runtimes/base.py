@@ -6,19 +6,94 @@ asks each one whether it fits this machine (:meth:`Runtime.available`).
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kailab.errors import KailabError
 from kailab.fleet import Fleet
 from kailab.progress import Progress
 
 
 @dataclass
 class UpOptions:
+    """What ``kailab up`` was asked for. Options only some runtimes take are named in ``Runtime.takes``."""
+
     fleet: Fleet
     with_kai: bool = True
     retain: bool = False  # keep a half-made lab after a failure, to debug it
+    apiserver_port: int | None = None  # a fixed port for kube-apiserver (local runtime)
+
+    # option → how the command line spells it, for "… is for the local runtime"
+    FLAGS = {"with_kai": "--no-kai", "apiserver_port": "--apiserver-port"}
+
+    def given(self) -> set[str]:
+        """The runtime-specific options that differ from their defaults."""
+        out = set()
+        if not self.with_kai:
+            out.add("with_kai")
+        if self.apiserver_port is not None:
+            out.add("apiserver_port")
+        return out
+
+
+class DamagedState(KailabError):
+    """The lab's state file cannot be read."""
+
+
+@dataclass
+class LabState:
+    """What ``lab.json`` in the lab folder says: which runtime made the lab, and where its kubeconfig is.
+
+    Written by the runtime that made the lab; read by every command through :meth:`read`.
+    """
+
+    runtime: str
+    kubeconfig: str
+    fleet: str = ""
+    total_gpus: int = 0
+    versions: dict = field(default_factory=dict)
+    shape: str = ""  # the fleet's pools, as Fleet.describe() says them
+    kai_components: list[str] = field(default_factory=list)  # local runtime: KAI processes it started
+    complete: bool = True  # kind runtime: False while an `up` is under way (or was interrupted)
+
+    FILE = "lab.json"
+
+    @classmethod
+    def read(cls, home: Path) -> "LabState | None":
+        """The state of the lab in ``home``; None when there is none; DamagedState when it cannot be used."""
+        path = home / cls.FILE
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise cls._damaged(path, e.strerror or str(e)) from e
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise cls._damaged(path, "it is not JSON") from None
+        if not isinstance(data, dict):
+            raise cls._damaged(path, "it is not a JSON object")
+        missing = [k for k in ("runtime", "kubeconfig") if not isinstance(data.get(k), str)]
+        if missing:
+            raise cls._damaged(path, f"it has no {' and no '.join(missing)}")
+        if data["runtime"] not in runtime_names():
+            raise cls._damaged(path, f"it names a runtime kailab does not have: {data['runtime']!r}")
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        try:
+            return cls(**known)
+        except TypeError as e:
+            raise cls._damaged(path, str(e)) from e
+
+    @staticmethod
+    def _damaged(path: Path, why: str) -> DamagedState:
+        return DamagedState(f"The lab's state file {path} is damaged: {why}.",
+                            hint="Remove the lab and start again: kailab down && kailab up")
+
+    def write(self, home: Path) -> None:
+        (home / self.FILE).write_text(json.dumps(asdict(self), indent=2))
 
 
 @dataclass
@@ -39,6 +114,29 @@ class Runtime(ABC):
     """Brings a lab cluster up and down. Small on purpose: up, down, info, kubeconfig."""
 
     name: str = ""
+    takes: frozenset[str] = frozenset()  # the runtime-specific UpOptions this runtime accepts
+    preference: int = 100  # --runtime auto tries runtimes in this order, lowest first
+    own_entries: tuple[str, ...] = ()  # what this runtime writes in the lab folder (down removes exactly these)
+
+    @classmethod
+    def check_options(cls, options: UpOptions) -> None:
+        """Refuse, before anything starts, options this runtime does not take."""
+        extra = sorted(options.given() - cls.takes)
+        if extra:
+            takers = {o: [n for n, c in _REGISTRY.items() if o in c.takes] for o in extra}
+            raise KailabError(
+                "; ".join(f"{UpOptions.FLAGS[o]} is for the {' or '.join(takers[o]) or 'no'} runtime, "
+                          f"not the {cls.name} runtime" for o in extra) + ".",
+                hint=f"Leave it out, or choose the runtime that takes it: kailab up --runtime {takers[extra[0]][0]}"
+                if takers[extra[0]] else "Leave it out.")
+
+    def __init__(self, home: Path | None = None):
+        from kailab.paths import lab_home
+
+        self.home = home or lab_home()
+
+    def state(self) -> LabState | None:
+        return LabState.read(self.home)
 
     @classmethod
     @abstractmethod
@@ -52,6 +150,12 @@ class Runtime(ABC):
     @abstractmethod
     def down(self, progress: Progress) -> None:
         """Remove everything this runtime made for the lab."""
+
+    def forget(self, progress: Progress) -> None:
+        """Remove what this runtime can identify as its own when the lab's state file is gone or damaged."""
+        from kailab import labdir
+
+        labdir.report_left(self.home, labdir.remove(self.home, list(self.own_entries)), progress)
 
     @abstractmethod
     def info(self) -> LabInfo | None:
@@ -70,20 +174,33 @@ def register(cls: type[Runtime]) -> type[Runtime]:
     return cls
 
 
+def runtime_names() -> list[str]:
+    """Every runtime, in the order ``--runtime auto`` tries them."""
+    _load_builtin()
+    return sorted(_REGISTRY, key=lambda n: (_REGISTRY[n].preference, n))
+
+
 def get_runtime(name: str) -> type[Runtime]:
     _load_builtin()
+    if name not in _REGISTRY:
+        raise KailabError(f"No runtime named {name!r}.", hint=f"Runtimes: auto, {', '.join(runtime_names())}.")
     return _REGISTRY[name]
 
 
 def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
-    """``auto`` → kind when a Docker engine answers, else local. Returns (runtime, why)."""
-    _load_builtin()
+    """``auto`` → the first runtime, in preference order, that fits this machine. Returns (runtime, why).
+
+    When none fits, the last one is tried: its own error says what to install.
+    """
     if requested != "auto":
-        return _REGISTRY[requested], f"--runtime {requested}"
-    kind_ok, kind_why = _REGISTRY["kind"].available()
-    if kind_ok:
-        return _REGISTRY["kind"], kind_why
-    return _REGISTRY["local"], f"{kind_why}; using the local runtime (no Docker needed)"
+        return get_runtime(requested), f"--runtime {requested}"
+    names, reasons = runtime_names(), []
+    for name in names:
+        ok, why = _REGISTRY[name].available()
+        if ok:
+            return _REGISTRY[name], "; ".join(reasons + [f"using the {name} runtime ({why})"]) if reasons else why
+        reasons.append(why)
+    return _REGISTRY[names[-1]], "; ".join(reasons) + f"; trying the {names[-1]} runtime, which says what it needs"
 
 
 def _load_builtin() -> None:

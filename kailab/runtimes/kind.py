@@ -8,7 +8,6 @@ interrupted half-way is completed by the next one.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -18,15 +17,19 @@ from typing import Callable
 
 import yaml
 
-from kailab import versions
+from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
-from kailab.paths import MANIFESTS, lab_home
+from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions, register
+from kailab.runtimes.base import ComponentHealth, LabInfo, LabState, Runtime, UpOptions, register
 
 CLUSTER = "kailab"
+COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
+# What the kind runtime writes in its lab folder; `down` removes exactly these.
+OWN_ENTRIES = ("lab.json", "kubeconfig.yaml", "kind.yaml", "fake-gpu-operator-values.yaml", "kai-values.yaml",
+               "reservation-rbac.yaml")
 LAB_LABEL = "kailab.io/lab"
 KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
 KAI_NAMESPACE = "kai-scheduler"
@@ -56,9 +59,11 @@ Runner = Callable[[list[str]], Result]
 def run_command(argv: list[str]) -> Result:
     """The real runner: run a command, capture its output."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
     except FileNotFoundError:
         return Result(127, "", f"{argv[0]}: command not found")
+    except subprocess.TimeoutExpired:
+        return Result(124, "", f"{' '.join(argv[:3])} did not finish in {COMMAND_TIMEOUT // 60} minutes")
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -170,15 +175,16 @@ class KindRuntime(Runtime):
     """
 
     name = "kind"
+    preference = 10  # first choice where a Docker engine answers
+    own_entries = OWN_ENTRIES
 
     def __init__(self, home: Path | None = None, runner: Runner = run_command,
-                 connect: Callable[[Path], Kube] = Kube, timeout: float = 300, **_: object):
-        self.home = home or lab_home()
+                 connect: Callable[[Path], Kube] = Kube, timeout: float = 300):
+        super().__init__(home)
         self.runner = runner
         self.connect = connect
         self.timeout = timeout
         self._client: Kube | None = None
-        self.state_file = self.home / "lab.json"
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -239,9 +245,10 @@ class KindRuntime(Runtime):
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
         self.check_tools()
-        self.home.mkdir(parents=True, exist_ok=True)
+        labdir.claim(self.home)
         exists = self.cluster_exists()
-        if exists and self._state().get("complete"):
+        state = self.state()
+        if exists and state and state.complete:
             info = self.info()
             if info and info.components and all(c.healthy for c in info.components):
                 progress.info(f"[green]✓[/green] The lab is already running (kind runtime); nothing to do. Kubeconfig: {self.kubeconfig()}")
@@ -253,17 +260,9 @@ class KindRuntime(Runtime):
         self._write_state(options.fleet, complete=True)
         return self.info() or LabInfo(self.name, self.kubeconfig())
 
-    def _state(self) -> dict:
-        try:
-            return json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
-
     def _write_state(self, fleet: Fleet, complete: bool) -> None:
-        self.state_file.write_text(json.dumps({
-            "runtime": self.name, "kubeconfig": str(self.kubeconfig()), "versions": versions.as_dict(),
-            "fleet": fleet.source, "total_gpus": fleet.total_gpus, "complete": complete,
-        }, indent=2))
+        LabState(self.name, str(self.kubeconfig()), fleet.source, fleet.total_gpus, versions.as_dict(),
+                 shape=fleet.describe(), complete=complete).write(self.home)
 
     def execute(self, step: Step, fleet: Fleet, progress: Progress) -> None:
         """Run one step; on failure say which step, what it ran, what it printed."""
@@ -301,14 +300,21 @@ class KindRuntime(Runtime):
             time.sleep(2)
 
     def down(self, progress: Progress) -> None:
+        labdir.refuse_unless_ours(self.home)
         with progress.step(f"Deleting kind cluster {CLUSTER}"):
             result = self.runner(["kind", "delete", "cluster", "--name", CLUSTER])
             if result.returncode != 0:
                 raise KailabError("kind delete cluster failed.", details=result.stderr.strip())
-            shutil.rmtree(self.home, ignore_errors=True)
+            left = labdir.remove(self.home, list(OWN_ENTRIES))
+        labdir.report_left(self.home, left, progress)
+
+    def forget(self, progress: Progress) -> None:
+        if (self.home / "kind.yaml").exists():
+            progress.info(f"A kind cluster may be left from this lab; if so, delete it: kind delete cluster --name {CLUSTER}")
+        super().forget(progress)
 
     def info(self) -> LabInfo | None:
-        if not self.state_file.exists():
+        if self.state() is None:
             return None
         comps = self.info_components()
         return LabInfo(self.name, self.kubeconfig(),

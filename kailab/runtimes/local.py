@@ -15,27 +15,27 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import yaml
 
-from kailab import build, versions
+from kailab import build, labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
-from kailab.paths import MANIFESTS, lab_home
+from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes import kai
-from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions, register
-from kailab.runtimes.processes import ProcessGroup, port_in_use
+from kailab.runtimes import local_kai as kai
+from kailab.runtimes.base import ComponentHealth, LabInfo, LabState, Runtime, UpOptions, register
+from kailab.runtimes.processes import Identity, ProcessGroup, port_in_use, stop
 
 CLUSTER = "kailab"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
 STAGES = MANIFESTS / "kwok-stages.yaml"
+# What the local runtime writes in its lab folder; `down` removes exactly these.
+OWN_ENTRIES = ("kwok", "kai", "lab.json", "kubeconfig.yaml", "kwokctl.yaml", "control-plane.pids")
 
 
 @register
@@ -43,15 +43,17 @@ class LocalRuntime(Runtime):
     """Everything on this machine, from binaries built out of Go modules."""
 
     name = "local"
+    takes = frozenset({"with_kai", "apiserver_port"})
+    preference = 20  # used when no Docker engine answers
+    own_entries = OWN_ENTRIES
 
-    def __init__(self, home: Path | None = None, cache: Path | None = None, apiserver_port: int | None = None):
-        self.home = home or lab_home()
+    def __init__(self, home: Path | None = None, cache: Path | None = None):
+        super().__init__(home)
         self.cache = cache
-        self.apiserver_port = apiserver_port
         self.kwok_workdir = self.home / "kwok"
         self.cluster_dir = self.kwok_workdir / "clusters" / CLUSTER
         self.kai_processes = ProcessGroup(self.home / "kai")
-        self.state_file = self.home / "lab.json"
+        self.control_plane_file = self.home / "control-plane.pids"
 
     # -- Runtime interface -----------------------------------------------------------------
 
@@ -71,18 +73,20 @@ class LocalRuntime(Runtime):
         if info and info.components and all(c.healthy for c in info.components):
             progress.info(f"[green]✓[/green] The lab is already running (local runtime); nothing to do. Kubeconfig: {self.kubeconfig()}")
             return info
-        if self.home.exists() and (self.cluster_dir.exists() or self.kai_processes.names()):
+        labdir.claim(self.home)  # before anything slow: a folder that is not the lab's is refused
+        if self.cluster_dir.exists() or self.kai_processes.names():
             with progress.step("Removing a lab that is not healthy (left by an earlier run)"):
                 self._teardown()
-        if self.apiserver_port and port_in_use(self.apiserver_port):
-            raise KailabError(f"Port {self.apiserver_port} on 127.0.0.1 is already in use.",
+                labdir.claim(self.home)
+        if options.apiserver_port and port_in_use(options.apiserver_port):
+            raise KailabError(f"Port {options.apiserver_port} on 127.0.0.1 is already in use.",
                               hint="Stop what listens there (ss -ltnp), or choose another --apiserver-port.")
         builds = [versions.build(n) for n in ("etcd", "kwok", "kubernetes")]
         if options.with_kai:
             builds.append(versions.build("kai"))
         bins = build.ensure_built(builds, progress, self.cache)
         try:
-            self._start_control_plane(bins, progress)
+            self._start_control_plane(bins, progress, options.apiserver_port)
             kube = Kube(self.kubeconfig())
             if options.with_kai:
                 with progress.step(f"Installing KAI {versions.KAI_VERSION} CRDs, priority classes and default queues"):
@@ -103,18 +107,25 @@ class LocalRuntime(Runtime):
         if not self.home.exists():
             progress.info("No local lab to remove.")
             return
+        labdir.refuse_unless_ours(self.home)
         with progress.step("Stopping the local lab and removing its state"):
-            self._teardown()
+            left = self._teardown()
+        labdir.report_left(self.home, left, progress)
+
+    def forget(self, progress: Progress) -> None:
+        """Without a state file the lab's processes are still known by identity (pid files): down works the same."""
+        self.down(progress)
 
     def info(self) -> LabInfo | None:
-        if not self.state_file.exists():
+        state = self.state()
+        if state is None:
             return None
-        state = json.loads(self.state_file.read_text())
         comps = []
+        control_plane = self._control_plane()
         for name in CONTROL_PLANE:
-            alive = _pid_alive(self.cluster_dir / "pids" / f"{name}.pid")
+            alive = name in control_plane and control_plane[name].alive()
             comps.append(ComponentHealth(name, alive, "running" if alive else f"not running; log: {self.cluster_dir / 'logs' / (name + '.log')}"))
-        for name in state.get("kai_components", []):
+        for name in state.kai_components:
             pid = self.kai_processes.pid(name)
             comps.append(ComponentHealth(name, pid is not None,
                                          f"pid {pid}" if pid else f"not running; log: {self.kai_processes.log_path(name)}"))
@@ -124,12 +135,17 @@ class LocalRuntime(Runtime):
 
     def _kwokctl(self, bins: dict[str, Path], *args: str, check: bool = True) -> subprocess.CompletedProcess:
         env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir), "KWOK_KUBE_VERSION": versions.KUBERNETES_VERSION}
-        proc = subprocess.run([str(bins["kwokctl"]), "--name", CLUSTER, *args], env=env, capture_output=True, text=True)
+        try:
+            proc = subprocess.run([str(bins["kwokctl"]), "--name", CLUSTER, *args], env=env,
+                                  capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired as e:
+            raise KailabError(f"kwokctl {' '.join(args[:2])} did not finish in 5 minutes.",
+                              hint=f"See the logs in {self.cluster_dir / 'logs'}") from e
         if check and proc.returncode != 0:
             raise KailabError(f"kwokctl {' '.join(args[:2])} failed.", details=_kwokctl_errors(proc.stderr or proc.stdout))
         return proc
 
-    def kwokctl_config(self, bins: dict[str, Path]) -> list[dict]:
+    def kwokctl_config(self, bins: dict[str, Path], apiserver_port: int | None = None) -> list[dict]:
         """The kwokctl configuration (one document) and kailab's KWOK stages (the rest)."""
         options = {
             "runtime": "binary",
@@ -144,20 +160,24 @@ class LocalRuntime(Runtime):
             "kwokControllerBinary": str(bins["kwok"]),
             "kubectlBinary": str(bins["kubectl"]),
         }
-        if self.apiserver_port:
-            options["kubeApiserverPort"] = self.apiserver_port
+        if apiserver_port:
+            options["kubeApiserverPort"] = apiserver_port
         conf = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options}
         return [conf, *yaml.safe_load_all(STAGES.read_text())]
 
-    def _start_control_plane(self, bins: dict[str, Path], progress: Progress) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
+    def _start_control_plane(self, bins: dict[str, Path], progress: Progress, apiserver_port: int | None) -> None:
         config_path = self.home / "kwokctl.yaml"
-        config_path.write_text(yaml.safe_dump_all(self.kwokctl_config(bins), sort_keys=False))
+        config_path.write_text(yaml.safe_dump_all(self.kwokctl_config(bins, apiserver_port), sort_keys=False))
         with progress.step("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK") as step:
-            proc = self._kwokctl(bins, "create", "cluster", "--config", str(config_path),
-                                 "--kubeconfig", str(self.kubeconfig()), "--wait", "90s", check=False)
+            since = time.time()
+            try:
+                proc = self._kwokctl(bins, "create", "cluster", "--config", str(config_path),
+                                     "--kubeconfig", str(self.kubeconfig()), "--wait", "90s", check=False)
+            finally:
+                self._record_control_plane(since)
             if proc.returncode != 0:
-                failed = [n for n in CONTROL_PLANE if not _pid_alive(self.cluster_dir / "pids" / f"{n}.pid")]
+                running = self._control_plane()
+                failed = [n for n in CONTROL_PLANE if n not in running or not running[n].alive()]
                 details = _kwokctl_errors(proc.stderr or proc.stdout)
                 for name in failed[:2]:
                     details += f"\n--- last lines of {name}.log ---\n" + _tail(self.cluster_dir / "logs" / f"{name}.log")
@@ -174,6 +194,35 @@ class LocalRuntime(Runtime):
                 time.sleep(0.2)
             step.note(f"API server {self._server()}")
 
+    def _record_control_plane(self, since: float) -> None:
+        """Remember, by pid and start time, the processes kwokctl started for this lab.
+
+        Read from kwokctl's pid files right after it started them; a pid whose process began
+        before this ``up`` did is not ours and is not recorded.
+        """
+        found = {}
+        for name in CONTROL_PLANE:
+            try:
+                pid = int((self.cluster_dir / "pids" / f"{name}.pid").read_text().strip())
+            except (OSError, ValueError):
+                continue
+            ident = Identity.of(pid)
+            if ident and ident.started >= since - 2:
+                found[name] = ident.dump()
+        self.control_plane_file.write_text(json.dumps(found, indent=1))
+
+    def _control_plane(self) -> dict[str, Identity]:
+        try:
+            recorded = json.loads(self.control_plane_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        parsed = {name: Identity.parse(str(text)) for name, text in recorded.items()} if isinstance(recorded, dict) else {}
+        return {name: ident for name, ident in parsed.items() if ident}
+
+    def processes(self) -> list[Identity]:
+        """Every process this lab started that still runs (the control plane and KAI's components)."""
+        return [i for i in self._control_plane().values() if i.alive()] + self.kai_processes.running()
+
     def _start_kai(self, bins: dict[str, Path], kube: Kube, progress: Progress) -> None:
         kai.check_fixed_ports()
         specs = kai.components(bins, self.kubeconfig(), self.home / "kai")
@@ -188,15 +237,8 @@ class LocalRuntime(Runtime):
             step.note(fleet.describe())
 
     def _write_state(self, options: UpOptions) -> None:
-        state = {
-            "runtime": self.name,
-            "kubeconfig": str(self.kubeconfig()),
-            "versions": versions.as_dict(),
-            "fleet": options.fleet.source,
-            "total_gpus": options.fleet.total_gpus,
-            "kai_components": self.kai_processes.names(),
-        }
-        self.state_file.write_text(json.dumps(state, indent=2))
+        LabState(self.name, str(self.kubeconfig()), options.fleet.source, options.fleet.total_gpus, versions.as_dict(),
+                 kai_components=self.kai_processes.names(), shape=options.fleet.describe()).write(self.home)
 
     def _server(self) -> str:
         try:
@@ -205,54 +247,19 @@ class LocalRuntime(Runtime):
         except Exception:
             return "?"
 
-    def _teardown(self) -> None:
-        """Stop every process of this lab (kwokctl's and ours) and remove the lab dir."""
+    def _teardown(self) -> list[str]:
+        """Stop every process this lab started and remove what it wrote; return what is left in its folder."""
         self.kai_processes.stop_all()
         kwokctl = build.binary_dir(versions.build("kwok"), self.cache) / "kwokctl"
         if kwokctl.exists() and self.cluster_dir.exists():
             env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir)}
-            subprocess.run([str(kwokctl), "--name", CLUSTER, "delete", "cluster"], env=env,
-                           capture_output=True, text=True, timeout=120)
-        kill_processes_under(self.home)
-        shutil.rmtree(self.home, ignore_errors=True)
-
-
-def kill_processes_under(root: Path) -> list[int]:
-    """Kill any process whose command line names a path in ``root`` (the last guard against orphans)."""
-    needle = str(root.resolve()) if root.exists() else str(root)
-    killed = []
-    for pid in lab_pids(needle):
-        try:
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-        except ProcessLookupError:
-            pass
-    return killed
-
-
-def lab_pids(needle: str) -> list[int]:
-    """Pids of processes whose command line mentions ``needle``."""
-    out = []
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if needle in cmd:
-            out.append(int(entry.name))
-    return out
-
-
-def _pid_alive(pid_file: Path) -> bool:
-    try:
-        pid = int(pid_file.read_text().strip())
-        os.kill(pid, 0)
-        return True
-    except (OSError, ValueError):
-        return False
+            try:
+                subprocess.run([str(kwokctl), "--name", CLUSTER, "delete", "cluster"], env=env,
+                               capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                pass  # what kwokctl did not stop is stopped below, by identity
+        stop(list(self._control_plane().values()), timeout=5)
+        return labdir.remove(self.home, list(OWN_ENTRIES))
 
 
 def _tail(path: Path, lines: int = 15) -> str:

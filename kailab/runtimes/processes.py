@@ -1,5 +1,8 @@
 """Background processes kailab starts itself (the KAI components), kwokctl-style:
 ``pids/<name>.pid`` and ``logs/<name>.log`` under one folder, each in its own session.
+
+A process is known by its identity — pid *and* start time — so a pid the system has since
+given to another program is never signalled. Nothing is ever found by matching a command line.
 """
 
 from __future__ import annotations
@@ -12,7 +15,71 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from kailab.errors import KailabError
+
+
+@dataclass(frozen=True)
+class Identity:
+    """One process, as pid and start time (seconds since the epoch, as psutil reports it)."""
+
+    pid: int
+    started: float
+
+    @classmethod
+    def of(cls, pid: int) -> "Identity | None":
+        """The identity of the live process ``pid``, or None when there is none."""
+        try:
+            return cls(pid, psutil.Process(pid).create_time())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+            return None
+
+    @classmethod
+    def parse(cls, text: str) -> "Identity | None":
+        """``"<pid> <start time>"`` as written by :meth:`dump`; anything else is None."""
+        try:
+            pid, started = text.split()
+            return cls(int(pid), float(started))
+        except ValueError:
+            return None
+
+    def dump(self) -> str:
+        return f"{self.pid} {self.started!r}"
+
+    def alive(self) -> bool:
+        """True while this very process runs (not a zombie, not a newer process with the same pid)."""
+        try:
+            proc = psutil.Process(self.pid)
+            return proc.create_time() == self.started and proc.status() != psutil.STATUS_ZOMBIE
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+
+
+def stop(identities: list[Identity], timeout: float = 10, group: bool = False) -> None:
+    """SIGTERM each process that is still the one we started, SIGKILL what is left after ``timeout``.
+
+    ``group``: signal its whole process group too (a process started in its own session leads one).
+    """
+    for ident in identities:
+        _signal(ident, signal.SIGTERM, group)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(i.alive() for i in identities):
+        time.sleep(0.1)
+    for ident in identities:
+        _signal(ident, signal.SIGKILL, group)
+
+
+def _signal(ident: Identity, sig: int, group: bool) -> None:
+    if not ident.alive():
+        return
+    try:
+        if group and os.getpgid(ident.pid) == ident.pid:
+            os.killpg(ident.pid, sig)
+        else:
+            os.kill(ident.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 @dataclass
@@ -36,12 +103,17 @@ class ProcessGroup:
     def log_path(self, name: str) -> Path:
         return self.logs / f"{name}.log"
 
-    def pid(self, name: str) -> int | None:
+    def identity(self, name: str) -> Identity | None:
+        """The process started as ``name``, while it still runs; None otherwise."""
         try:
-            pid = int((self.pids / f"{name}.pid").read_text().strip())
-        except (OSError, ValueError):
+            ident = Identity.parse((self.pids / f"{name}.pid").read_text())
+        except OSError:
             return None
-        return pid if _alive(pid) else None
+        return ident if ident and ident.alive() else None
+
+    def pid(self, name: str) -> int | None:
+        ident = self.identity(name)
+        return ident.pid if ident else None
 
     def start(self, spec: ProcessSpec) -> int:
         """Start a process unless it already runs; return its pid."""
@@ -55,24 +127,21 @@ class ProcessGroup:
                 spec.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **spec.env}, start_new_session=True, cwd=self.root,
             )
-        (self.pids / f"{spec.name}.pid").write_text(str(proc.pid))
+        ident = Identity.of(proc.pid) or Identity(proc.pid, 0.0)
+        (self.pids / f"{spec.name}.pid").write_text(ident.dump())
         return proc.pid
 
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.pids.glob("*.pid")) if self.pids.exists() else []
 
+    def running(self) -> list[Identity]:
+        """Every process of this group that still runs."""
+        return [i for i in map(self.identity, self.names()) if i]
+
     def stop_all(self, timeout: float = 10) -> None:
-        """SIGTERM each process group, SIGKILL what is left after ``timeout``."""
-        pids = {n: self.pid(n) for n in self.names()}
-        for pid in filter(None, pids.values()):
-            _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(p and _alive(p) for p in pids.values()):
-            time.sleep(0.1)
-        for pid in filter(None, pids.values()):
-            if _alive(pid):
-                _signal_group(pid, signal.SIGKILL)
-        for name in pids:
+        """Stop each process this group started (and its process group), then forget it."""
+        stop(self.running(), timeout, group=True)
+        for name in self.names():
             (self.pids / f"{name}.pid").unlink(missing_ok=True)
 
     def log_tail(self, name: str, lines: int = 20) -> str:
@@ -88,31 +157,6 @@ class ProcessGroup:
             hint=f"Full log: {self.log_path(name)}",
             details=f"last lines of its log:\n{self.log_tail(name)}",
         )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def free_port() -> int:

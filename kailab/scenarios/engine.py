@@ -11,6 +11,8 @@ import threading
 import time
 from datetime import datetime, timezone
 
+from kubernetes.client.exceptions import ApiException
+
 from kailab.checks import (
     Observation,
     PodView,
@@ -37,6 +39,13 @@ EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
 EVICTION_WORDS = ("preempted", "evict", "reclaim")
 VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)")
 WAITING_REASONS = {"Unschedulable", "FailedScheduling", "NotReady", "FailedBinding", "StaleJob", "PodGrouperWarning"}
+
+
+def failure_text(e: Exception) -> str:
+    """One line for an error that ended a scenario: the API's status and reason, or the error's own words."""
+    if isinstance(e, ApiException):
+        return f"the API server answered {e.status} {e.reason}" + (f": {str(e.body)[:300]}" if e.body else "")
+    return f"{type(e).__name__}: {getattr(e, 'message', None) or str(e)}"[:400]
 
 
 def clear_scenarios(kube: Kube, progress: Progress) -> None:
@@ -75,16 +84,20 @@ class Engine:
         verdict = Verdict(scenario=scenario.name, title=scenario.title, verify=verify_command(scenario),
                           namespace=scenario.namespace,
                           started=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        self.prepare(scenario, verdict)
-        run = _Run(self.kube, scenario, verdict)
         try:
-            for step in scenario.steps:
-                ok = self._play(run, step, verdict)
-                if not ok:
-                    break
-        finally:
-            run.sample(final=True)
-            run.stop()
+            self.prepare(scenario, verdict)
+            run = _Run(self.kube, scenario, verdict)
+            try:
+                for step in scenario.steps:
+                    ok = self._play(run, step, verdict)
+                    if not ok:
+                        break
+            finally:
+                run.sample(final=True)
+                run.stop()
+        except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
+            verdict.error = failure_text(e)
+            self.progress.info(f"[red]✗ {scenario.name} stopped: {verdict.error}[/red]")
         verdict.seconds = time.monotonic() - started
         return verdict
 

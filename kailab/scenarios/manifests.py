@@ -144,8 +144,9 @@ def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = Non
         labels = meta["labels"] if w.kind == "Pod" else tmpl["metadata"]["labels"]
         annotations = {**meta["annotations"], **tmpl["metadata"]["annotations"]}
         if w.kind == "PodGroup":
-            # The pod-grouper must leave these pods to the hand-made PodGroup.
-            labels = {**labels, "kai.scheduler/skip-podgrouper": "true"}
+            # The pod-grouper must leave these pods to the hand-made PodGroup. KAI v0.17.0 reads
+            # this as an annotation (pkg/podgrouper/pod_controller.go, shouldSkipPodGrouper).
+            annotations = {**annotations, "kai.scheduler/skip-podgrouper": "true"}
         objs.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": f"{w.name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
                      "spec": tmpl["spec"]})

@@ -6,10 +6,42 @@ The loader (``loader.py``) builds these from YAML and checks them; the engine
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 UNLIMITED = -1
+_BOUND = re.compile(r"^\s*(?:(>=|<=|>|<|==)?\s*(\d+)|(\d+)\s*\.\.\s*(\d+))\s*$")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The count an expectation wants: exactly 8, ``">=8"``, ``"<=8"``, ``">8"``, ``"<8"`` or ``"8..12"``."""
+
+    op: str
+    low: int
+    high: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "Bound":
+        m = _BOUND.match(text)
+        if not m:
+            raise ValueError(f"{text!r} is not a count; want 8, >=8, <=8, >8, <8 or 8..12")
+        if m.group(3) is not None:
+            low, high = int(m.group(3)), int(m.group(4))
+            if low > high:
+                raise ValueError(f"{text!r} is an empty range; write the smaller number first ({high}..{low})")
+            return cls("..", low, high)
+        return cls(m.group(1) or "==", int(m.group(2)))
+
+    def holds(self, value: int) -> bool:
+        a, b = self.low, self.high
+        return {"==": value == a, ">=": value >= a, "<=": value <= a, ">": value > a, "<": value < a,
+                "..": b is not None and a <= value <= b}[self.op]
+
+    def __str__(self) -> str:
+        a = self.low
+        return {"==": f"{a}", ">=": f"≥ {a}", "<=": f"≤ {a}", ">": f"> {a}", "<": f"< {a}", "..": f"{a} to {self.high}"}[self.op]
 
 
 @dataclass(frozen=True)
@@ -67,14 +99,15 @@ class WorkloadSpec:
 class Expectation:
     """One thing that must hold, about a queue, a workload or the whole namespace.
 
-    ``measure`` is what is counted (running, pending, bound, evicted, preempted,
-    allocated) or a property (all_or_none, reason, bound_before); ``want`` is
-    an exact number or a bound such as ``">=8"`` or ``"8..12"``.
+    ``measure`` is what is counted (running, pending, bound, evicted, allocated,
+    unschedulable) — then ``bound`` is the count wanted — or a property (all_or_none,
+    reason, bound_before), whose ``want`` is its text (the reason, the other workload).
     """
 
     title: str
     measure: str
     want: str
+    bound: Bound | None = None
     queue: str | None = None
     workload: str | None = None
     stable: float = 0.0  # the expectation must keep holding this long (seconds)

@@ -9,8 +9,9 @@ import sys
 import time
 
 from kailab.kube import Watched
+from kailab.runtimes.base import LabState
+from kailab.runtimes.processes import Identity
 from kailab.progress import Progress
-from kailab.runtimes.local import lab_pids
 from kailab.scenarios.engine import clear_scenarios
 
 POD = {
@@ -70,20 +71,21 @@ def test_a_stopped_component_shows_as_down(lab, tmp_path):
     """status must not claim health it does not have: a fake component pid that is dead shows as down."""
     group = lab.runtime.kai_processes
     group.pids.mkdir(parents=True, exist_ok=True)
-    state = json.loads(lab.runtime.state_file.read_text())
+    state_file = lab.home / LabState.FILE
+    original = state_file.read_text()
+    state = LabState.read(lab.home)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (group.pids / "ghost.pid").write_text(str(dead.pid))
-    state["kai_components"] = state["kai_components"] + ["ghost"]
-    original = lab.runtime.state_file.read_text()
-    lab.runtime.state_file.write_text(json.dumps(state))
+    (group.pids / "ghost.pid").write_text(Identity(dead.pid, 1.0).dump())
+    state.kai_components.append("ghost")
+    state.write(lab.home)
     try:
         proc = lab.cli("status", "--json")
         status = json.loads(proc.stdout)
         assert proc.returncode == 1 and not status["healthy"]
         assert [c["healthy"] for c in status["components"] if c["name"] == "ghost"] == [False]
     finally:
-        lab.runtime.state_file.write_text(original)
+        state_file.write_text(original)
         (group.pids / "ghost.pid").unlink()
 
 
@@ -97,15 +99,25 @@ def test_watch_stop_ends_its_thread(lab):
     assert time.monotonic() - started < 5
 
 
-def test_up_then_down_leaves_no_process(tmp_path):
-    """A second, separate lab: up (without KAI, binaries cached by now), down, nothing left behind."""
+def test_up_then_down_leaves_no_process_and_spares_strangers(tmp_path, processes_naming):
+    """A second, separate lab: up (without KAI, binaries cached by now), down, nothing of the lab left behind —
+    and a user's processes that merely name the lab's files, or a sibling path, survive."""
     home = tmp_path / "home"
     env = {**os.environ, "KAILAB_HOME": str(home)}
     up = subprocess.run([sys.executable, "-m", "kailab", "up", "--runtime", "local", "--no-kai", "--pool", "l40s=0"],
                         env=env, capture_output=True, text=True, timeout=900)
     assert up.returncode == 0, up.stderr
-    assert len(lab_pids(str(home))) >= 5
-    down = subprocess.run([sys.executable, "-m", "kailab", "down"], env=env, capture_output=True, text=True, timeout=120)
-    assert down.returncode == 0, down.stderr
-    assert lab_pids(str(home)) == []
-    assert not home.exists()
+    assert len(processes_naming(home)) >= 5
+    log = home / "kwok" / "clusters" / "kailab" / "logs" / "kube-apiserver.log"
+    strangers = [subprocess.Popen(["tail", "-f", str(log)], stdout=subprocess.DEVNULL),
+                 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", f"{home}-other"])]
+    try:
+        down = subprocess.run([sys.executable, "-m", "kailab", "down"], env=env, capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stderr
+        assert [p.poll() for p in strangers] == [None, None], "down stopped a process it did not start"
+        assert processes_naming(home, spare=tuple(p.pid for p in strangers)) == []
+        assert not home.exists()
+    finally:
+        for p in strangers:
+            p.kill()
+            p.wait()

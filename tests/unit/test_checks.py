@@ -1,7 +1,9 @@
 """Where verdicts are decided: expectations against observations, no cluster needed."""
 
-from kailab.checks import Observation, PodView, evaluate, matches, stragglers
-from kailab.scenarios.model import Expectation
+import pytest
+
+from kailab.checks import Observation, PodView, evaluate, stragglers
+from kailab.scenarios.model import Bound, Expectation
 
 
 def pods(workload, queue, running=0, pending=0, deleting=0):
@@ -12,7 +14,8 @@ def pods(workload, queue, running=0, pending=0, deleting=0):
 
 
 def exp(measure, want, **kw):
-    return Expectation(title=measure, measure=measure, want=want, **kw)
+    counting = measure not in ("all_or_none", "reason", "bound_before")
+    return Expectation(title=measure, measure=measure, want=want, bound=Bound.parse(want) if counting else None, **kw)
 
 
 def test_counts_by_queue_and_workload():
@@ -64,5 +67,27 @@ def test_bound_before():
     assert not evaluate(exp("bound_before", "a", workload="b"), obs).passed
 
 
-def test_matches_grammar():
-    assert matches(">=8", 8) and not matches(">8", 8) and matches("<=0", 0) and matches("2..4", 3) and not matches("2..4", 5)
+def test_bound_grammar():
+    holds = lambda text, value: Bound.parse(text).holds(value)  # noqa: E731
+    assert holds(">=8", 8) and not holds(">8", 8) and holds("<=0", 0) and holds("2..4", 3) and not holds("2..4", 5)
+    assert [str(Bound.parse(t)) for t in ("8", ">=8", "<3", "2..5")] == ["8", "≥ 8", "< 3", "2 to 5"]
+    with pytest.raises(ValueError, match="empty range"):
+        Bound.parse("8..2")
+
+
+def test_an_api_error_ends_the_scenario_on_its_verdict_not_the_run():
+    from types import SimpleNamespace
+
+    from kubernetes.client.exceptions import ApiException
+
+    from kailab.progress import Progress
+    from kailab.scenarios.engine import Engine
+    from kailab.scenarios.model import Scenario
+
+    def refuse(*a, **kw):
+        raise ApiException(status=503, reason="Service Unavailable")
+
+    kube = SimpleNamespace(core=SimpleNamespace(list_namespace=refuse))
+    verdict = Engine(kube, Progress(quiet=True)).run(Scenario(name="s", title="S", path="s.yaml", namespace="kailab-s"))
+    assert not verdict.passed
+    assert verdict.error.startswith("the API server answered 503 Service Unavailable")

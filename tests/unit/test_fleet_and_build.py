@@ -32,8 +32,9 @@ def test_pool_override_and_unknown_pool():
 def test_malformed_fleet_file(tmp_path):
     bad = tmp_path / "fleet.yaml"
     bad.write_text("pools:\n  - name: x\n    nodes: 1\n")
-    with pytest.raises(KailabError, match="every pool needs"):
+    with pytest.raises(KailabError) as err:
         load_fleet(bad)
+    assert err.value.message == f"{bad}:2: pools[1]: 'gpusPerNode' is missing (and 2 more problems)"
 
 
 def test_replaces_mirror_local_paths_as_versions():

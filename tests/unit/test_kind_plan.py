@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from kailab import versions
+from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import load_fleet
 from kailab.progress import Progress
-from kailab.runtimes import kai as local_kai
+from kailab.runtimes import local_kai
 from kailab.runtimes.base import UpOptions
 from kailab.runtimes import kind
 from kailab.runtimes.kind import KAI_DEPLOYMENTS, KindRuntime, Result, fake_gpu_operator_values, plan
@@ -184,10 +184,31 @@ def test_an_interrupted_up_is_completed_by_the_next_without_recreating_the_clust
 
 def test_down_deletes_only_the_kailab_cluster(tmp_path):
     runner = RecordingRunner()
+    labdir.claim(tmp_path)
     (tmp_path / "lab.json").write_text("{}")
     runtime(tmp_path, runner).down(Progress(quiet=True))
     assert runner.calls == [["kind", "delete", "cluster", "--name", "kailab"]]
     assert not tmp_path.exists()
+
+
+def test_down_leaves_a_folder_kailab_did_not_make_and_deletes_no_cluster(tmp_path):
+    runner = RecordingRunner()
+    (tmp_path / "lab.json").write_text("{}")
+    (tmp_path / "thesis.tex").write_text("chapter 1")
+    with pytest.raises(KailabError, match="not a lab folder made by kailab"):
+        runtime(tmp_path, runner).down(Progress(quiet=True))
+    assert runner.calls == []
+    assert (tmp_path / "thesis.tex").read_text() == "chapter 1" and (tmp_path / "lab.json").exists()
+
+
+def test_down_removes_only_the_files_the_plan_wrote(tmp_path, fleets_made):
+    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "")})
+    runtime(tmp_path, runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
+    written = {p.name for p in tmp_path.iterdir()} - {labdir.MARKER}
+    assert written <= set(kind.OWN_ENTRIES), f"the plan writes files down would not remove: {written - set(kind.OWN_ENTRIES)}"
+    (tmp_path / labdir.VERDICTS).write_text('{"scenario": "quota"}\n')
+    runtime(tmp_path, RecordingRunner()).down(Progress(quiet=True))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([labdir.MARKER, labdir.VERDICTS]), "uncaptured verdicts are kept"
 
 
 def test_missing_tools_are_named_with_how_to_install(tmp_path):

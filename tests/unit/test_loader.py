@@ -6,7 +6,8 @@ import pytest
 
 from kailab.errors import ScenarioError
 from kailab.paths import EXERCISES
-from kailab.scenarios.loader import load_scenario, parse_want
+from kailab.scenarios.loader import load_scenario
+from kailab.scenarios.model import Bound
 
 GOOD = """\
 name: tiny
@@ -60,8 +61,8 @@ def test_good_file_becomes_model(tmp_path):
         (("    minMember: 3\n", "    minMember: 4\n"), 9, "could never start"),
         (("  - apply: job\n", "  - apply: nojob\n"), 11, "does not declare"),
         (('        running: ">=2"\n', '        running: "lots"\n'), 14, "is not a count"),
-        (("    queue: team-a\n", "    queue: team-b\n"), 6, "does not declare"),
-        (("    timeout: 5s\n", "    timeout: soon\n"), 16, "want a duration"),
+        (("    queue: team-a\n", "    queue: team-b\n"), 7, "does not declare"),
+        (("    timeout: 5s\n", "    timeout: soon\n"), 16, "is not a duration"),
         (("    gpu: {quota: 2}\n", "    gpu: {quota: -5}\n"), 4, "or -1 for unlimited"),
         (("  - apply: job\n", "  - apply: job\n    bogus: 1\n"), 12, "unknown key 'bogus'"),
         (("name: tiny\n", "name: Tiny_One\n"), 1, "lower-case"),
@@ -82,7 +83,7 @@ def test_deployment_gang_is_refused(tmp_path):
         load_scenario(write(tmp_path, text))
 
 
-@pytest.mark.parametrize("want, parsed", [("8", ("==", 8, None)), (">=8", (">=", 8, None)),
-                                          ("<3", ("<", 3, None)), ("2..5", ("..", 2, 5))])
+@pytest.mark.parametrize("want, parsed", [("8", Bound("==", 8)), (">=8", Bound(">=", 8)),
+                                          ("<3", Bound("<", 3)), ("2..5", Bound("..", 2, 5))])
 def test_parse_want(want, parsed):
-    assert parse_want(want) == parsed
+    assert Bound.parse(want) == parsed

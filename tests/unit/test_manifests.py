@@ -54,3 +54,6 @@ steps: [{apply: gang}]
     assert [o["kind"] for o in objs] == ["PodGroup", "Pod", "Pod", "Pod"]
     assert objs[0]["spec"] == {"minMember": 3, "queue": "q", "priorityClassName": "train"}
     assert all(o["metadata"]["annotations"]["pod-group-name"] == "gang" for o in objs[1:])
+    # KAI v0.17.0 reads skip-podgrouper as an annotation; as a label it is ignored.
+    assert all(o["metadata"]["annotations"]["kai.scheduler/skip-podgrouper"] == "true" for o in objs[1:])
+    assert not any("kai.scheduler/skip-podgrouper" in o["metadata"]["labels"] for o in objs[1:])

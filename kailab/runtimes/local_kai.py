@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -33,9 +31,7 @@ def module_dir() -> Path:
     """
     if os.environ.get("KAILAB_KAI_MODULE_DIR"):
         return Path(os.environ["KAILAB_KAI_MODULE_DIR"])
-    proc = subprocess.run(["go", "mod", "download", "-json", f"{versions.KAI_MODULE}@{versions.KAI_VERSION}"],
-                          capture_output=True, text=True, env=build.go_env(), cwd=Path.home())
-    return Path(json.loads(proc.stdout)["Dir"])
+    return build.module_source(versions.build("kai"))
 
 
 def crd_objects(chart: Path) -> list[dict]:
@@ -85,7 +81,11 @@ def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) ->
             conds = ((crd or {}).get("status") or {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
                 pending.discard(name)
-        time.sleep(0.2)
+        if pending:
+            time.sleep(0.2)
+    if pending:
+        raise KailabError(f"KAI's CRDs were not established within {timeout:.0f}s: {', '.join(sorted(pending))}.",
+                          hint="See kube-apiserver's log in the lab folder (kailab status names it).")
 
 
 def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[ProcessSpec]:

@@ -1,0 +1,87 @@
+"""The lab folder (``KAILAB_HOME``) is kailab's only when kailab made it: a marker file says so.
+
+kailab writes the marker when it creates the folder (or finds it empty), and removes only
+the entries it names itself — never a folder or file it did not write. Verdicts a learner
+has not yet captured as evidence are kept across ``down`` and the next ``up``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from kailab.errors import KailabError
+from kailab.progress import Progress
+
+MARKER = ".kailab-lab"
+VERDICTS = "verdicts-since-capture.jsonl"  # what `kailab evidence` has not captured yet
+
+
+def is_ours(home: Path) -> bool:
+    return (home / MARKER).is_file()
+
+
+def claim(home: Path) -> Path:
+    """Make ``home`` the lab folder: create it (or adopt it while empty) and mark it as kailab's.
+
+    Refuses a folder that holds anything kailab did not write, and one it cannot write.
+    """
+    if is_ours(home):
+        return home
+    if home.exists() and not home.is_dir():
+        raise KailabError(f"The lab folder {home} is a file, not a folder.",
+                          hint="Point KAILAB_HOME at a new or empty folder.")
+    if home.is_dir() and any(home.iterdir()):
+        raise KailabError(
+            f"The lab folder {home} already holds files that kailab did not write.",
+            hint="kailab only uses a new or empty folder for its lab. Point KAILAB_HOME at one, "
+                 "e.g. KAILAB_HOME=~/.local/state/kailab",
+        )
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / MARKER).write_text("This folder was made by kailab for its lab; `kailab down` removes it.\n")
+    except OSError as e:
+        raise KailabError(f"The lab folder {home} cannot be written: {e.strerror or e}.",
+                          hint="Point KAILAB_HOME at a folder you can write.") from e
+    return home
+
+
+def refuse_unless_ours(home: Path) -> None:
+    """Raise when ``home`` exists but kailab did not make it (nothing is touched then)."""
+    if home.exists() and not is_ours(home):
+        raise KailabError(
+            f"{home} is not a lab folder made by kailab (it has no {MARKER} file), so kailab leaves it alone.",
+            hint="Point KAILAB_HOME at the lab you want to remove, or unset it for the default lab.",
+        )
+
+
+def remove(home: Path, entries: list[str]) -> list[str]:
+    """Remove the named entries kailab wrote in its lab folder, then the folder if nothing else is left.
+
+    Keeps uncaptured verdicts (and the marker with them). Returns the names left in the folder.
+    """
+    refuse_unless_ours(home)
+    if not home.exists():
+        return []
+    for name in entries:
+        path = home / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    if not (home / VERDICTS).exists():
+        (home / MARKER).unlink(missing_ok=True)
+    left = sorted(p.name for p in home.iterdir())
+    if not left:
+        home.rmdir()
+    return left
+
+
+def report_left(home: Path, left: list[str], progress: Progress) -> None:
+    """Say what ``down`` kept in the lab folder: uncaptured verdicts, and files kailab did not write."""
+    if VERDICTS in left:
+        progress.info(f"Kept the verdicts not yet captured as evidence: {home / VERDICTS} "
+                      "(the next `kailab evidence` includes them).")
+    strangers = [n for n in left if n not in (VERDICTS, MARKER)]
+    if strangers:
+        progress.info(f"Left {len(strangers)} file(s) in {home} that kailab did not write: {', '.join(strangers[:5])}")

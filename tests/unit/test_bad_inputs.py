@@ -1,0 +1,129 @@
+"""A corpus of bad inputs, each with the one message it must produce — no traceback, nothing changed.
+
+Scenario and fleet files live in tests/badinput/; each starts with ``# error: LINE: words``:
+the message must be ``<file>:<LINE>: …`` and contain the words.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kailab.errors import KailabError, ScenarioError
+from kailab.fleet import load_fleet
+from kailab.scenarios.loader import load_scenario
+
+CORPUS = Path(__file__).parent.parent / "badinput"
+SCENARIOS = sorted((CORPUS / "scenarios").glob("*.yaml"))
+FLEETS = sorted((CORPUS / "fleets").glob("*.yaml"))
+
+
+def expected(path: Path) -> tuple[int, str]:
+    m = re.match(r"# error: (\d+): (.*)", path.read_text().splitlines()[0])
+    assert m, f"{path} must start with '# error: LINE: words'"
+    return int(m.group(1)), m.group(2)
+
+
+def kailab(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KAILAB_HOME": str(home)}
+    env.pop("KAILAB_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "kailab", *args], env=env, capture_output=True, text=True,
+                          timeout=60, input=stdin)
+
+
+CASES = [(load_scenario, p) for p in SCENARIOS] + [(load_fleet, p) for p in FLEETS]
+
+
+@pytest.mark.parametrize("load, path", CASES, ids=[f"{p.parent.name}/{p.stem}" for _, p in CASES])
+def test_bad_file_says_file_line_and_what(load, path):
+    line, words = expected(path)
+    with pytest.raises(KailabError) as err:  # ScenarioError for scenarios
+        load(path)
+    assert err.value.message.startswith(f"{path}:{line}: "), err.value.message
+    assert words in err.value.message, err.value.message
+
+
+def test_binary_files_are_refused_in_words(tmp_path):
+    blob = tmp_path / "blob.yaml"
+    blob.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(ScenarioError, match="is not a text file"):
+        load_scenario(blob)
+    with pytest.raises(KailabError, match="is not a text file"):
+        load_fleet(blob)
+
+
+def test_run_checks_every_file_before_it_needs_a_lab(tmp_path):
+    """`kailab run` with a bad file: exit 1, the file:line message once, no traceback — even with no lab up."""
+    bad = CORPUS / "scenarios" / "parent-cycle.yaml"
+    proc = kailab("run", str(bad), home=tmp_path / "lab")
+    assert proc.returncode == 1
+    assert f"{bad}:4: queues form a loop" in proc.stderr and proc.stderr.count("loop of parents") == 1
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["nosuch"], 2, "No such command 'nosuch'"),
+    (["run"], 2, "Missing argument"),
+    (["up", "--apiserver-port", "abc"], 2, "Invalid value for '--apiserver-port'"),
+    (["up", "--apiserver-port", "99999"], 2, "Invalid value for '--apiserver-port'"),
+    (["up", "--apiserver-port", "-5"], 2, "Invalid value for '--apiserver-port'"),
+    (["up", "--runtime", "nosuch"], 2, "nosuch"),
+    (["up", "--pool", "a100=2.7"], 1, "--pool 'a100=2.7' is not POOL=COUNT"),
+    (["up", "--pool", "v100=2"], 1, "No pool named v100"),
+    (["up", "--runtime", "kind", "--apiserver-port", "7000"], 1, "--apiserver-port is for the local runtime"),
+    (["demo", "nosuch"], 1, "No exercise named 'nosuch'"),
+    (["lesson", "nosuch"], 1, "No lesson named 'nosuch'"),
+    (["lesson", "quota"], 1, "No lab is running"),
+    (["explain", "x"], 1, "No lab is running"),
+    (["status"], 1, "No lab is running"),
+    (["evidence"], 1, "No lab is running"),
+])
+def test_bad_command_lines_get_one_message(tmp_path, args, code, words):
+    proc = kailab(*args, home=tmp_path / "lab", stdin="")
+    assert proc.returncode == code, proc.stderr
+    assert words in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "lab").exists(), "a refused command made the lab folder"
+
+
+def test_bad_fleet_file_on_the_command_line(tmp_path):
+    empty = tmp_path / "fleet.yaml"
+    empty.write_text("")
+    proc = kailab("up", "--runtime", "local", "--fleet", str(empty), home=tmp_path / "lab")
+    assert proc.returncode == 1 and f"{empty}:1: a fleet file is a mapping" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "lab").exists()
+
+
+@pytest.mark.parametrize("state", [
+    "{}",
+    '{"runtime": "nosuch", "kubeconfig": "/nowhere"}',
+    '{"runtime": "local"}',
+    "not json at all",
+    "[1, 2]",
+])
+@pytest.mark.parametrize("command", [["status"], ["kubeconfig"], ["queues"], ["down"]])
+def test_stale_or_corrupt_lab_state_never_gives_a_traceback(tmp_path, state, command):
+    home = tmp_path / "lab"
+    home.mkdir()
+    (home / ".kailab-lab").write_text("")
+    (home / "lab.json").write_text(state)
+    proc = kailab(*command, home=home)
+    assert "Traceback" not in proc.stderr and "Unexpected error" not in proc.stderr, proc.stderr
+    if command == ["down"]:
+        # down always gets the user unstuck: the broken lab folder is removed.
+        assert proc.returncode == 0, proc.stderr
+        assert not home.exists()
+    else:
+        assert proc.returncode == 1
+        assert "kailab down" in proc.stderr, proc.stderr
+
+
+def test_lesson_handles_closed_stdin(tmp_path):
+    proc = kailab("lesson", home=tmp_path / "lab", stdin="")
+    assert proc.returncode == 0 and "Start one: kailab lesson NAME" in proc.stdout
