@@ -6,7 +6,6 @@ the message must be ``<file>:<LINE>: …`` and contain the words.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
