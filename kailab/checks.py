@@ -9,22 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kailab.pods import PodView
 from kailab.scenarios.model import Expectation
-
-
-@dataclass(frozen=True)
-class PodView:
-    """What a check needs to know about one pod."""
-
-    name: str
-    workload: str
-    queue: str
-    phase: str
-    node: str = ""
-    gpus: int = 0
-    deleting: bool = False
-    bound_at: float | None = None
-    unschedulable: bool = False
 
 
 @dataclass
@@ -78,7 +64,7 @@ def count(exp: Expectation, obs: Observation) -> int:
     if exp.measure == "unschedulable":
         return sum(p.unschedulable and not p.node for p in pods)
     if exp.measure == "allocated":
-        return sum(p.gpus for p in pods if p.node and p.phase in ("Pending", "Running"))
+        return sum(p.gpus for p in pods if p.holds_gpus)
     if exp.measure == "evicted":
         if exp.workload:
             return len(obs.evicted.get(exp.workload, set()))
@@ -169,12 +155,9 @@ class Verdict:
         return {**self.to_dict(), "namespace": self.namespace, "started": self.started,
                 "timeline": self.timeline, "applied": self.applied}
 
-
-def gpus_by_queue(obs: Observation) -> dict[str, int]:
-    """GPUs held by bound pods, per queue (pods with no queue label under "(no queue)")."""
-    out: dict[str, int] = {}
-    for p in obs.pods:
-        if p.node and p.phase in ("Pending", "Running"):
-            key = p.queue or "(no queue)"
-            out[key] = out.get(key, 0) + p.gpus
-    return out
+    @classmethod
+    def from_record(cls, d: dict) -> "Verdict":
+        """The inverse of :meth:`to_record` (``passed`` is derived, not read)."""
+        fields = {k: d[k] for k in ("scenario", "title", "seconds", "verify", "error", "timings", "namespace",
+                                    "started", "timeline", "applied") if k in d}
+        return cls(**fields, checks=[Check(**c) for c in d.get("checks", [])])

@@ -149,6 +149,8 @@ def demo(
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
     quiet: bool = QuietOpt,
+    record: Optional[Path] = typer.Option(None, hidden=True, help="Write each exercise's change stream under this "
+                                          "folder (DIR/NAME/changes.jsonl), for the golden tests."),
 ) -> None:
     """Run a built-in exercise (or all of them) and check what KAI did against the lesson."""
     from kailab.paths import EXERCISES
@@ -159,17 +161,18 @@ def demo(
         if n not in DEMOS:
             raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
     scenarios = [load_scenario(EXERCISES / f"{n}.yaml") for n in names]
-    _run_and_report(scenarios, as_json, quiet, evidence)
+    _run_and_report(scenarios, as_json, quiet, evidence, record)
 
 
-def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False) -> None:
+def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False, record: Optional[Path] = None) -> None:
     from kailab import evidence as ev
     from kailab.paths import lab_home
     from kailab.scenarios.engine import Engine
+    from kailab.scenarios.live import LiveCluster
 
     kube = lab.connect()
     progress = Progress(quiet or as_json)
-    engine = Engine(kube, progress)
+    engine = Engine(LiveCluster(kube), progress, record=record)
     verdicts = []
     if evidence:
         _capture(kube, progress, "before the exercise", allow_empty=True)
@@ -218,10 +221,11 @@ def explain(
 def watch(once: bool = typer.Option(False, "--once", help="Print one frame and exit.")) -> None:
     """Live view: queues (quota, limit, weight, allocated, pending) and every GPU, coloured by queue. Ctrl-C ends it."""
     from kailab import watch as live
+    from kailab.status import all_pods
 
     kube = lab.connect()
     if once:
-        render.stdout.print(live.current_frame(kube, kube.core.list_pod_for_all_namespaces().items))
+        render.stdout.print(live.current_frame(kube, all_pods(kube)))
         return
     live.run(kube, render.stdout)
 
@@ -232,42 +236,14 @@ def lesson(
     yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
-    from rich.markdown import Markdown
-    from rich.panel import Panel
-
-    from kailab import evidence as ev
-    from kailab.lesson import lesson_names, load_lesson
-    from kailab.paths import EXERCISES, lab_home
-    from kailab.scenarios.engine import Engine
-    from kailab.scenarios.loader import load_scenario
-    from kailab.status import queues as queue_rows
+    from kailab.lesson import lesson_names, load_lesson, run_lesson
 
     if name is None:
         for n in lesson_names():
             render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
         render.stdout.print("Start one: kailab lesson NAME")
         return
-    if name not in lesson_names():
-        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
-    les, scenario = load_lesson(name), load_scenario(EXERCISES / f"{name}.yaml")
-    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
-    out = render.stdout
-    out.print(Panel(les.sections.get("Concept", ""), title=les.title, title_align="left"), soft_wrap=False)
-    out.print(Panel(Markdown(les.sections.get("Predict", "")), title="Predict", title_align="left"), soft_wrap=False)
-    prediction = "(skipped: --yes)" if yes else _ask("Your prediction")
-    verdict = Engine(kube, Progress()).run(scenario)
-    out.print(render.queue_table(queue_rows(kube)))
-    out.print(render.verdict_table(verdict))
-    out.print(Panel(f"You predicted: {prediction}\nThe lesson expects: {les.sections.get('What you should see', '')}\n"
-                    f"KAI did: {'what the lesson expects' if verdict.passed else 'something else — see the FAIL rows'}",
-                    title="Prediction and result", title_align="left"), soft_wrap=False)
-    out.print(Panel(les.sections.get("Why", ""), title="Why", title_align="left"), soft_wrap=False)
-    record = verdict.to_record()
-    record["lesson"] = {"prediction": prediction, "expected": les.sections.get("What you should see", ""),
-                        "passed": verdict.passed}
-    ev.record_verdict(lab_home(), record)
-    out.print("Recorded for your evidence: kailab evidence")
-    if not verdict.passed:
+    if not run_lesson(name, ask=(lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))):
         raise typer.Exit(1)
 
 

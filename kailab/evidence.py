@@ -20,7 +20,9 @@ from jinja2 import Environment, PackageLoader
 
 from kailab import labdir, versions
 from kailab.kube import Kube
-from kailab.scenarios.manifests import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL
+from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL
+from kailab.pods import EventView, event_view, pod_view
+from kailab.render import num
 from kailab.status import nodes_and_gpus, queues
 
 PENDING = labdir.VERDICTS
@@ -58,11 +60,8 @@ def _plain(obj) -> dict:
     return d
 
 
-def _event_time(e) -> str:
-    for t in (e.last_timestamp, e.event_time, e.first_timestamp, e.metadata.creation_timestamp):
-        if t:
-            return t.isoformat()
-    return ""
+def _when(e: EventView) -> str:
+    return datetime.fromtimestamp(e.time, timezone.utc).isoformat() if e.time else ""
 
 
 def gather(kube: Kube, verdicts: list[dict]) -> dict[str, str]:
@@ -72,25 +71,26 @@ def gather(kube: Kube, verdicts: list[dict]) -> dict[str, str]:
     pods = [p for ns in namespaces for p in kube.core.list_namespaced_pod(ns).items]
     if not pods and not verdicts:
         raise NothingToCapture("No exercise is deployed and no exercise ran since the last capture.")
-    events = sorted((e for ns in namespaces for e in kube.core.list_namespaced_event(ns).items), key=_event_time)
-    pod_groups = [pg for ns in namespaces for pg in kube.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace=ns)]
+    views = [pod_view(p) for p in pods]
+    events = sorted((event_view(e) for ns in namespaces for e in kube.core.list_namespaced_event(ns).items),
+                    key=lambda e: e.time)
+    pod_groups = [pg for ns in namespaces for pg in kube.list(PODGROUP_API, "PodGroup", namespace=ns)]
     queue_rows = queues(kube)
     node_rows = nodes_and_gpus(kube)
     files = {
         "manifests.yaml": yaml.safe_dump_all([o for v in verdicts for o in v.get("applied", [])], sort_keys=False),
         "queues.yaml": yaml.safe_dump_all([_plain(q) for q in kube.list(QUEUE_API, "Queue")], sort_keys=False),
         "queues.md": _table(["queue", "parent", "priority", "GPU quota", "limit", "allocated", "over quota", "pending pods"],
-                            [[q["name"], q["parent"] or "-", q["priority"], _n(q["quota"]), _n(q["limit"]), q["allocated"],
+                            [[q["name"], q["parent"] or "-", q["priority"], num(q["quota"]), num(q["limit"]), q["allocated"],
                               max(0, q["allocated"] - (q["quota"] or 0)) if (q["quota"] or 0) >= 0 else 0, q["pending"]]
                              for q in queue_rows]),
         "podgroups.yaml": yaml.safe_dump_all([_plain(pg) for pg in pod_groups], sort_keys=False),
         "pods.yaml": yaml.safe_dump_all([_plain(kube.api.sanitize_for_serialization(p)) for p in pods], sort_keys=False),
         "pods.txt": _table(["namespace", "pod", "queue", "phase", "node", "GPUs", "scheduler"],
-                           [[p.metadata.namespace, p.metadata.name, (p.metadata.labels or {}).get(QUEUE_LABEL, "-"),
-                             p.status.phase, p.spec.node_name or "-", _pod_gpus(p), p.spec.scheduler_name] for p in pods]),
+                           [[p.namespace, p.name, p.queue or "-", p.phase, p.node or "-", p.gpus, p.scheduler]
+                            for p in views]),
         "events.txt": _table(["time", "namespace", "object", "reason", "message"],
-                             [[_event_time(e), e.metadata.namespace, f"{e.involved_object.kind}/{e.involved_object.name}",
-                               e.reason, " ".join((e.message or "").split())] for e in events]),
+                             [[_when(e), e.namespace, f"{e.kind}/{e.name}", e.reason, e.message] for e in events]),
         "nodes.txt": _table(["node", "pool", "GPUs", "used", "free"],
                             [[n["name"], n["pool"], n["gpus"], n["used"], n["free"]] for n in node_rows]),
         "versions.json": json.dumps(versions.as_dict(), indent=2),
@@ -98,16 +98,6 @@ def gather(kube: Kube, verdicts: list[dict]) -> dict[str, str]:
     }
     files["report.md"] = render_report(verdicts, queue_rows, events, bool(verdicts and any(v["timeline"] for v in verdicts)))
     return files
-
-
-def _pod_gpus(pod) -> int:
-    from kailab.status import pod_gpus
-
-    return pod_gpus(pod)
-
-
-def _n(x) -> str:
-    return "-" if x is None else "∞" if x == -1 else str(int(x)) if float(x).is_integer() else str(x)
 
 
 def _table(header: list[str], rows: list[list]) -> str:
@@ -131,18 +121,14 @@ def before_after(verdict: dict) -> list[dict]:
             for q in sorted(set(first) | set(last) | set(peak))]
 
 
-EVICTION = ("Evict", "Preempted", "Preempting")
-
-
-def render_report(verdicts: list[dict], queue_rows: list[dict], events, has_timeline: bool) -> str:
+def render_report(verdicts: list[dict], queue_rows: list[dict], events: list[EventView], has_timeline: bool) -> str:
     env = Environment(loader=PackageLoader("kailab", "templates"), trim_blocks=True, lstrip_blocks=True)
-    evictions = [{"time": _event_time(e), "object": f"{e.involved_object.kind}/{e.involved_object.name}",
-                  "message": " ".join((e.message or "").split())} for e in events if e.reason in EVICTION]
+    evictions = [{"time": _when(e), "object": f"{e.kind}/{e.name}", "message": e.message} for e in events if e.victim]
     return env.get_template("report.md.j2").render(
         taken=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         versions=versions.as_dict(),
         verdicts=[{**v, "queues": before_after(v)} for v in verdicts],
-        queues=queue_rows, evictions=evictions, has_timeline=has_timeline, n=_n,
+        queues=queue_rows, evictions=evictions, has_timeline=has_timeline, n=num,
     )
 
 

@@ -11,11 +11,10 @@ import re
 from dataclasses import dataclass, field
 
 from kailab.kube import Kube
-from kailab.scenarios.engine import WAITING_REASONS
-from kailab.scenarios.manifests import POD_GROUP_ANNOTATION, QUEUE_API, QUEUE_LABEL
+from kailab.labels import KAI_SCHEDULER as KAI
+from kailab.labels import QUEUE_API, QUEUE_LABEL
+from kailab.pods import PodView, event_view, pod_view
 from kailab.status import nodes_and_gpus
-
-KAI = "kai-scheduler"
 
 # KAI's words → (what it means, runbook). First match wins.
 KNOWN_REASONS = [
@@ -41,32 +40,30 @@ class Explanation:
     details: list[str] = field(default_factory=list)
 
 
-def explain_pod(pod: dict, messages: list[str], queue: dict | None, queue_exists: bool, is_leaf: bool,
+def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exists: bool, is_leaf: bool,
                 nodes: list[dict]) -> Explanation:
     """Decide the explanation from plain data.
 
     Args:
-        pod: the pod (as a dict: metadata, spec, status).
+        pod: the pod.
         messages: what schedulers reported for it, oldest first (PodGroup events, pod condition).
         queue: the pod's queue label value and the Queue object, if any ({"name", "object"}).
         queue_exists / is_leaf: facts about that queue.
         nodes: rows of ``status.nodes_and_gpus``.
     """
-    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
-    name = f"{meta.get('namespace')}/{meta['name']}"
-    scheduler = spec.get("schedulerName") or "default-scheduler"
-    node = spec.get("nodeName")
-    if node:
+    name = f"{pod.namespace}/{pod.name}"
+    scheduler = pod.scheduler
+    if pod.node:
         by = "KAI Scheduler" if scheduler == KAI else f"the {scheduler}"
-        return Explanation(name, "Bound", f"Bound to {node} by {by}; phase {status.get('phase', 'Pending')}.")
+        return Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
     last = messages[-1] if messages else ""
     if scheduler not in (KAI, "default-scheduler"):
         return Explanation(name, "Pending", f"No scheduler named '{scheduler}' runs here, so nothing will ever place it "
                            f"(KAI's is '{KAI}').", runbook="runbooks/pod-pending-forever.md")
-    if scheduler == KAI and not (meta.get("annotations") or {}).get(POD_GROUP_ANNOTATION):
+    if scheduler == KAI and not pod.pod_group:
         return Explanation(name, "Pending", "KAI's pod-grouper has not given it a PodGroup yet "
                            "(is kai-podgrouper running? kailab status).", runbook="runbooks/pod-pending-forever.md")
-    q = (meta.get("labels") or {}).get(QUEUE_LABEL, "default-queue")
+    q = pod.queue or "default-queue"
     if scheduler == KAI and queue_exists and not is_leaf:
         return Explanation(name, "Pending", f"Its queue '{q}' is a parent queue; KAI skips jobs in non-leaf queues "
                            "and says nothing. Submit to a leaf queue.", runbook="runbooks/pod-pending-forever.md")
@@ -74,8 +71,8 @@ def explain_pod(pod: dict, messages: list[str], queue: dict | None, queue_exists
         if re.search(pattern, last):
             exp = Explanation(name, "Pending", f"Pending because {meaning} (queue '{q}').", reported=last, runbook=runbook)
             if "room" in meaning:
-                exp.details.append(nearest_node(nodes, _gpus(spec)))
-            if QUEUE_LABEL not in (meta.get("labels") or {}) and scheduler == KAI:
+                exp.details.append(nearest_node(nodes, pod.gpus))
+            if not pod.queue and scheduler == KAI:
                 exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
             return exp
     if last:
@@ -92,13 +89,6 @@ def nearest_node(nodes: list[dict], need: int) -> str:
             f"the pod needs {need}.")
 
 
-def _gpus(spec: dict) -> int:
-    total = 0
-    for c in spec.get("containers") or []:
-        total += int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0) or 0)
-    return total
-
-
 def gather(kube: Kube, name: str, namespace: str) -> list[Explanation]:
     """Explanations for a pod, or for every pod of a Job of that name."""
     def owned_by(p) -> bool:
@@ -109,20 +99,15 @@ def gather(kube: Kube, name: str, namespace: str) -> list[Explanation]:
             if p.metadata.name == name or (p.metadata.labels or {}).get("job-name") == name or owned_by(p)]
     if not pods:
         return []
-    events = sorted(kube.core.list_namespaced_event(namespace).items,
-                    key=lambda e: (e.last_timestamp or e.event_time or e.metadata.creation_timestamp).isoformat())
+    events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
     nodes = nodes_and_gpus(kube)
     out = []
-    for p in pods:
-        pg = (p.metadata.annotations or {}).get(POD_GROUP_ANNOTATION)
-        messages = [e.message for e in events if e.message and e.reason in WAITING_REASONS
-                    and e.involved_object.name in (p.metadata.name, pg)]
-        for c in p.status.conditions or []:
-            if c.type == "PodScheduled" and c.status == "False" and c.message:
-                messages.append(c.message)
-        q = (p.metadata.labels or {}).get(QUEUE_LABEL, "default-queue")
-        out.append(explain_pod(kube.api.sanitize_for_serialization(p), messages, queues.get(q), q in queues,
-                               q not in parents, nodes))
+    for p in map(pod_view, pods):
+        messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
+        if p.waiting:
+            messages.append(p.waiting)
+        q = p.queue or "default-queue"
+        out.append(explain_pod(p, messages, queues.get(q), q in queues, q not in parents, nodes))
     return out

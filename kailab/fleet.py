@@ -15,15 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched, wait_until
+from kailab.labels import FLEET_LABEL, GPU, MANAGED, POOL_LABEL
 from kailab.paths import MANIFESTS
 from kailab.scenarios.schema import Quantity
 from kailab.yamlfile import YamlFile
 
 DEFAULT_FLEET = MANIFESTS / "fleet.yaml"
-POOL_LABEL = "run.ai/simulated-gpu-node-pool"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 MAX_NODES = 5000
-MANAGED_BY = {"app.kubernetes.io/managed-by": "kailab", "kailab.io/fleet": "true"}
+MANAGED_BY = {**MANAGED, FLEET_LABEL: "true"}
 
 
 @dataclass(frozen=True)
@@ -89,10 +89,7 @@ def load_fleet(path: Path | None = None) -> Fleet:
     """Read a fleet file; a malformed one fails with its path, line and what is wrong."""
     path = path or DEFAULT_FLEET
     f = YamlFile(path, KailabError, hint=f"See {DEFAULT_FLEET} for the shape of a fleet file.")
-    data = f.read()
-    if not isinstance(data, dict):
-        raise f.fail(getattr(data, "line", 1), "a fleet file is a mapping with a list of pools (pools: …), "
-                                               f"not {'an empty file' if data is None else type(data).__name__}")
+    data = f.read_mapping("a fleet file is a mapping with a list of pools (pools: …)")
     doc = f.check(_FleetFile, data)
     seen: set[str] = set()
     for i, p in enumerate(doc.pools):
@@ -117,7 +114,7 @@ def node_objects(fleet: Fleet) -> list[dict]:
                 "cpu": fleet.node_cpu,
                 "memory": fleet.node_memory,
                 "pods": fleet.node_pods,
-                "nvidia.com/gpu": str(pool.gpus_per_node),
+                GPU: str(pool.gpus_per_node),
             }
             nodes.append(
                 {
@@ -152,7 +149,7 @@ def node_ready(node) -> bool:
 
 
 def node_gpus(node) -> int:
-    return int((node.status.allocatable or {}).get("nvidia.com/gpu", "0"))
+    return int((node.status.allocatable or {}).get(GPU, "0"))
 
 
 def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str = "") -> None:
@@ -162,7 +159,7 @@ def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str 
     Status is applied separately (the status subresource), as a kubelet would report it.
     """
     nodes = node_objects(fleet)
-    want = {n["metadata"]["name"]: int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes}
+    want = {n["metadata"]["name"]: int(n["status"]["allocatable"][GPU]) for n in nodes}
     for node in nodes:
         kube.apply(node)
         kube.apply_status(node)

@@ -18,6 +18,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import NotRunning
+from kailab.labels import MANAGED, PODGROUP_API
 
 FIELD_MANAGER = "kailab"
 
@@ -115,19 +116,15 @@ class Kube:
     def ensure_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30) -> None:
         """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists)."""
         self.apply({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kailab", **(labels or {})}}})
+                    "metadata": {"name": name, "labels": {**MANAGED, **(labels or {})}}})
         self._watch_until(self.core.list_namespaced_service_account, [name], lambda names: "default" in names,
                           timeout, field_selector="metadata.name=default")
 
     def delete_namespace(self, name: str, timeout: float = 60) -> None:
         """Delete a namespace and wait until it is gone (its pods emptied first)."""
         self.empty_namespace(name, timeout)
-        try:
-            self.core.delete_namespace(name, body=client.V1DeleteOptions(grace_period_seconds=0))
-        except ApiException as e:
-            if e.status == 404:
-                return
-            raise
+        if not _found(lambda: self.core.delete_namespace(name, body=client.V1DeleteOptions(grace_period_seconds=0))):
+            return
         if not self._watch_until(self.core.list_namespace, [], lambda names: not names, timeout,
                                  field_selector=f"metadata.name={name}"):
             raise NotRunning(f"Namespace {name} was not deleted within {timeout:.0f}s.",
@@ -141,15 +138,15 @@ class Kube:
         events behind to be mistaken for new ones.
         """
         background = client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0)
-        try:
+
+        def workloads_and_pods() -> None:
             client.BatchV1Api(self.api).delete_collection_namespaced_job(name, body=background)
             self.apps.delete_collection_namespaced_deployment(name, body=background)
             self.apps.delete_collection_namespaced_replica_set(name, body=background)
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
-        except ApiException as e:
-            if e.status == 404:
-                return
-            raise
+
+        if not _found(workloads_and_pods):
+            return
         # A controller may create a pod just before its owner is gone: delete again until none is left.
         deadline = time.monotonic() + timeout
         while not self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
@@ -157,8 +154,8 @@ class Kube:
                 raise NotRunning(f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
                                  hint="Is the KWOK controller running? See: kailab status")
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
-        for pg in self.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace=name):
-            self.delete("scheduling.run.ai/v2alpha2", "PodGroup", pg["metadata"]["name"], name)
+        for pg in self.list(PODGROUP_API, "PodGroup", namespace=name):
+            self.delete(PODGROUP_API, "PodGroup", pg["metadata"]["name"], name)
         self.core.delete_collection_namespaced_event(name)
 
     def _watch_until(self, list_fn: Callable, args: list, done: Callable[[set[str]], bool], timeout: float, **kw) -> bool:
@@ -185,11 +182,25 @@ class Kube:
         return done({o.metadata.name for o in list_fn(*args, **kw).items})
 
 
-class Watched:
-    """A live cache of one kind, filled by a watch in a thread, with waits on it.
+def _found(call: Callable[[], object]) -> bool:
+    """Run an API call; False when the API answers 404 (nothing there), any other error raises."""
+    try:
+        call()
+        return True
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
 
-    Several Watched may share one ``threading.Condition``; :func:`wait_until` waits on it,
-    so a wait wakes on any change of any of them — event-driven, no polling sleeps.
+
+class Watched:
+    """A live cache of one kind, filled by a watch in a thread.
+
+    Listeners (``on_change``) get every change as ``(type, object)``: ADDED, MODIFIED, DELETED.
+    After a relist (the first list, or when the watch had to start again) the listeners get
+    the difference from what they saw — synthetic ADDED/MODIFIED/DELETED — so a listener's
+    picture never silently diverges. ``version`` counts changes (a cheap "anything new?").
+    Several Watched may share one ``threading.Condition``, notified on every change.
     """
 
     FAIL_AFTER = 30.0
@@ -199,7 +210,7 @@ class Watched:
         self._namespace = namespace
         self._kwargs = kwargs
         self.objects: dict[str, object] = {}
-        self.history: list[tuple[float, str, object]] = []
+        self.version = 0
         self._cond = cond or threading.Condition()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -233,15 +244,20 @@ class Watched:
             self._thread.join(0.05)
 
     def on_change(self, fn: Callable[[str, object], None]) -> None:
+        """Call ``fn(type, object)`` on every change; add listeners before :meth:`start`."""
         self._listeners.append(fn)
 
-    def snapshot(self) -> list:
-        """The objects as last seen; raises once the watch has failed without a break for FAIL_AFTER seconds."""
+    def check(self) -> None:
+        """Raise once the watch has failed without a break for FAIL_AFTER seconds."""
         since = self._failing_since
         if since is not None and time.monotonic() - since > self.FAIL_AFTER:
             raise NotRunning(f"Watching the cluster has failed for {self.FAIL_AFTER:.0f}s: "
                              f"{type(self.error).__name__}: {str(self.error)[:300]}",
                              hint="Is the lab's API server up? See: kailab status")
+
+    def snapshot(self) -> list:
+        """The objects as last seen (see :meth:`check`)."""
+        self.check()
         with self._cond:
             return list(self.objects.values())
 
@@ -253,35 +269,49 @@ class Watched:
             return self._list_fn(self._namespace, **self._kwargs, **extra)
         return self._list_fn(**self._kwargs, **extra)
 
+    def _changed(self, kind: str, obj) -> None:
+        with self._cond:
+            if kind == "DELETED":
+                self.objects.pop(self._key(obj), None)
+            else:
+                self.objects[self._key(obj)] = obj
+            self.version += 1
+            self._cond.notify_all()
+        for fn in self._listeners:
+            fn(kind, obj)
+
+    def _relisted(self, items: list) -> None:
+        """Tell the listeners how a fresh list differs from what they saw."""
+        fresh = {self._key(o): o for o in items}
+        for key, old in list(self.objects.items()):
+            if key not in fresh:
+                self._changed("DELETED", old)
+        for key, obj in fresh.items():
+            old = self.objects.get(key)
+            if old is None:
+                self._changed("ADDED", obj)
+            elif old.metadata.resource_version != obj.metadata.resource_version:
+                self._changed("MODIFIED", obj)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 listing = self._call()
                 self.error, self._failing_since = None, None
-                with self._cond:
-                    self.objects = {self._key(o): o for o in listing.items}
-                    self._cond.notify_all()
+                self._relisted(listing.items)
                 self._ready.set()
                 w = self._watch = watch.Watch()
                 if self._stop.is_set():
                     return
-                for ev in w.stream(self._list_fn, *( [self._namespace] if self._namespace is not None else []),
+                for ev in w.stream(self._list_fn, *([self._namespace] if self._namespace is not None else []),
                                    resource_version=listing.metadata.resource_version, timeout_seconds=30,
                                    **self._kwargs):
                     if self._stop.is_set():
                         w.stop()
                         break
-                    obj, kind = ev["object"], ev["type"]
-                    with self._cond:
-                        if kind == "DELETED":
-                            self.objects.pop(self._key(obj), None)
-                        elif kind in ("ADDED", "MODIFIED"):
-                            self.objects[self._key(obj)] = obj
-                        self.history.append((time.time(), kind, obj))
-                        self._cond.notify_all()
-                    for fn in self._listeners:
-                        fn(kind, obj)
-            except Exception as e:  # kept (and raised by snapshot() if it lasts); the watch starts again
+                    if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        self._changed(ev["type"], ev["object"])
+            except Exception as e:  # kept (and raised by check() if it lasts); the watch starts again
                 self.error = e
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()
@@ -295,12 +325,6 @@ def watch_pods(kube: Kube, namespace: str | None = None, cond: threading.Conditi
     if namespace is None:
         return Watched(kube.core.list_pod_for_all_namespaces, cond=cond).start()
     return Watched(kube.core.list_namespaced_pod, namespace, cond=cond).start()
-
-
-def watch_events(kube: Kube, namespace: str | None = None, cond: threading.Condition | None = None) -> Watched:
-    if namespace is None:
-        return Watched(kube.core.list_event_for_all_namespaces, cond=cond).start()
-    return Watched(kube.core.list_namespaced_event, namespace, cond=cond).start()
 
 
 def wait_until(cond: threading.Condition, predicate: Callable[[], bool], timeout: float) -> bool:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
+from kailab.errors import KailabError
 from kailab.paths import EXERCISES
 
 SECTIONS = ("Concept", "Predict", "Run", "What you should see", "Why")
@@ -39,3 +41,43 @@ def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
 
 def lesson_names(root: Path = EXERCISES) -> list[str]:
     return sorted(p.stem for p in root.glob("*.md") if p.stem != "README" and (root / f"{p.stem}.yaml").exists())
+
+
+def run_lesson(name: str, ask: Callable[[], str]) -> bool:
+    """The walk-through: concept, prediction (``ask``), the run on the lab, the result and why; True if KAI did what it teaches."""
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
+    from kailab import evidence, lab, render
+    from kailab.paths import lab_home
+    from kailab.progress import Progress
+    from kailab.scenarios.engine import Engine
+    from kailab.scenarios.live import LiveCluster
+    from kailab.scenarios.loader import load_scenario
+    from kailab.status import queues
+
+    if name not in lesson_names():
+        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
+    les, scenario = load_lesson(name), load_scenario(EXERCISES / f"{name}.yaml")
+    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
+    out = render.stdout
+
+    def panel(body, title: str) -> None:
+        out.print(Panel(body, title=title, title_align="left"), soft_wrap=False)
+
+    expected = les.sections.get("What you should see", "")
+    panel(les.sections.get("Concept", ""), les.title)
+    panel(Markdown(les.sections.get("Predict", "")), "Predict")
+    prediction = ask()
+    verdict = Engine(LiveCluster(kube), Progress()).run(scenario)
+    out.print(render.queue_table(queues(kube)))
+    out.print(render.verdict_table(verdict))
+    panel(f"You predicted: {prediction}\nThe lesson expects: {expected}\n"
+          f"KAI did: {'what the lesson expects' if verdict.passed else 'something else — see the FAIL rows'}",
+          "Prediction and result")
+    panel(les.sections.get("Why", ""), "Why")
+    record = verdict.to_record()
+    record["lesson"] = {"prediction": prediction, "expected": expected, "passed": verdict.passed}
+    evidence.record_verdict(lab_home(), record)
+    out.print("Recorded for your evidence: kailab evidence")
+    return verdict.passed

@@ -1,14 +1,38 @@
-"""Where kailab keeps its state (the running lab) and its cache (built binaries)."""
+"""Where kailab finds its lesson files (shipped in the package), keeps its state (the running lab) and its cache (built binaries)."""
 
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-MANIFESTS = PROJECT_ROOT / "manifests"
-EXERCISES = PROJECT_ROOT / "exercises"
-RUNBOOKS = PROJECT_ROOT / "runbooks"
+
+def _shipped(folder: str) -> Path:
+    """One of the repository's top-level folders (manifests, exercises, runbooks), as the package ``kailab.data.<folder>``.
+
+    pyproject.toml maps each folder to that package, so a wheel carries it (site-packages/kailab/data/<folder>)
+    and an editable install reads the repository folder itself. Either way it is a real directory: pip installs
+    a wheel unzipped, and the editable finder points at the checkout. So ``files()`` gives a ``pathlib.Path``,
+    which callers ``.glob`` and hand to subprocesses (``kubectl apply -f``, kwok's ``--config``).
+    """
+    try:
+        found = files(f"kailab.data.{folder}")
+    except ModuleNotFoundError:
+        # A checkout run without installing it (PYTHONPATH=.), or an editable install made before this
+        # mapping existed (pip install -e . again fixes it): the folder beside the package.
+        checkout = Path(__file__).resolve().parent.parent / folder
+        if (checkout / "__init__.py").is_file():
+            return checkout
+        raise
+    if not isinstance(found, Path):  # a zip (no file to give kubectl), or a namespace package (no __init__.py)
+        raise RuntimeError(f"kailab's {folder} folder is not one directory on disk ({found!r}): "
+                           f"is {folder}/__init__.py missing, or is kailab run from a zip?")
+    return found
+
+
+MANIFESTS = _shipped("manifests")
+EXERCISES = _shipped("exercises")
+RUNBOOKS = _shipped("runbooks")
 
 
 def lab_home() -> Path:

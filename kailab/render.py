@@ -66,14 +66,15 @@ def queue_table(queues: list[dict]) -> Table:
     for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "allocated", "pending pods"):
         t.add_column(col, justify="left" if col in ("queue", "parent") else "right")
     for q in queues:
-        t.add_row(q["name"], q["parent"] or "-", str(q["priority"]), _num(q["quota"]), _num(q["limit"]),
-                  _num(q["weight"]), _num(q["allocated"]), str(q["pending"]))
+        t.add_row(q["name"], q["parent"] or "-", str(q["priority"]), num(q["quota"]), num(q["limit"]),
+                  num(q["weight"]), num(q["allocated"]), str(q["pending"]))
     return t
 
 
-def _num(x) -> str:
+def num(x) -> str:
+    """A quota, limit, weight or count as a learner reads it: "-" unset, "∞" unlimited (-1), 8 not 8.0."""
     if x is None:
         return "-"
     if x == -1:
         return "∞"
-    return str(int(x)) if float(x).is_integer() else str(x)
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"

@@ -2,42 +2,44 @@
 
 from __future__ import annotations
 
-from kailab.fleet import POOL_LABEL
 from kailab.kube import Kube
+from kailab.labels import GPU, POOL_LABEL, QUEUE_API
+from kailab.pods import PodView, pod_view
 from kailab.runtimes.base import LabInfo
-from kailab.scenarios.manifests import QUEUE_API, QUEUE_LABEL
 
 
-def pod_gpus(pod) -> int:
-    return sum(int(((c.resources.limits or {}) if c.resources else {}).get("nvidia.com/gpu", 0) or 0)
-               for c in pod.spec.containers or [])
+def all_pods(kube: Kube) -> list[PodView]:
+    """Every pod in the cluster."""
+    return [pod_view(p) for p in kube.core.list_pod_for_all_namespaces().items]
 
 
-def nodes_and_gpus(kube: Kube, pods=None) -> list[dict]:
-    pods = pods if pods is not None else kube.core.list_pod_for_all_namespaces().items
+def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
+    """One row per node: its pool, GPUs, GPUs held by bound pods, free GPUs."""
+    pods = pods if pods is not None else all_pods(kube)
     used: dict[str, int] = {}
     for p in pods:
-        if p.spec.node_name and p.status.phase in ("Pending", "Running"):
-            used[p.spec.node_name] = used.get(p.spec.node_name, 0) + pod_gpus(p)
+        if p.holds_gpus:
+            used[p.node] = used.get(p.node, 0) + p.gpus
     out = []
     for n in kube.core.list_node().items:
-        gpus = int((n.status.allocatable or {}).get("nvidia.com/gpu", 0) or 0)
+        gpus = int((n.status.allocatable or {}).get(GPU, 0) or 0)
         out.append({"name": n.metadata.name, "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
                     "gpus": gpus, "used": used.get(n.metadata.name, 0), "free": gpus - used.get(n.metadata.name, 0)})
     return out
 
 
-def queues(kube: Kube, pods=None) -> list[dict]:
-    pods = pods if pods is not None else kube.core.list_pod_for_all_namespaces().items
+def queues(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
+    """One row per Queue: its GPU quota, limit and weight, GPUs its pods hold, its pending pods (parents sum children)."""
+    pods = pods if pods is not None else all_pods(kube)
     allocated: dict[str, int] = {}
     pending: dict[str, int] = {}
     for p in pods:
-        q = (p.metadata.labels or {}).get(QUEUE_LABEL)
-        if not q or p.metadata.deletion_timestamp:
+        q = p.queue
+        if not q or p.deleting:
             continue
-        if p.spec.node_name and p.status.phase in ("Pending", "Running"):
-            allocated[q] = allocated.get(q, 0) + pod_gpus(p)
-        elif not p.spec.node_name:
+        if p.holds_gpus:
+            allocated[q] = allocated.get(q, 0) + p.gpus
+        elif not p.node:
             pending[q] = pending.get(q, 0) + 1
     out = []
     for q in kube.list(QUEUE_API, "Queue"):
@@ -71,7 +73,7 @@ def lab_status(info: LabInfo, kube: Kube | None, with_queues: bool) -> dict:
         "queues": None,
     }
     if kube is not None:
-        pods = kube.core.list_pod_for_all_namespaces().items
+        pods = all_pods(kube)
         status["nodes"] = nodes_and_gpus(kube, pods)
         if with_queues:
             status["queues"] = queues(kube, pods)

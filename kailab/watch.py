@@ -12,20 +12,20 @@ from rich.table import Table
 from rich.text import Text
 
 from kailab.kube import Kube, wait_until, watch_pods
-from kailab.scenarios.manifests import QUEUE_LABEL
-from kailab.status import nodes_and_gpus, pod_gpus, queues
+from kailab.pods import PodView, pod_view
+from kailab.render import num
+from kailab.status import nodes_and_gpus, queues
 
 COLOURS = ["cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta"]
 FREE = "·"
 
 
-def gpu_cells(pods) -> dict[str, list[str]]:
+def gpu_cells(pods: list[PodView]) -> dict[str, list[str]]:
     """node → the queue of each GPU in use on it (pods without a queue label: "(no queue)")."""
     cells: dict[str, list[str]] = {}
-    for p in sorted(pods, key=lambda p: ((p.metadata.labels or {}).get(QUEUE_LABEL, ""), p.metadata.name)):
-        if p.spec.node_name and p.status.phase in ("Pending", "Running") and not p.metadata.deletion_timestamp:
-            q = (p.metadata.labels or {}).get(QUEUE_LABEL, "(no queue)")
-            cells.setdefault(p.spec.node_name, []).extend([q] * pod_gpus(p))
+    for p in sorted(pods, key=lambda p: (p.queue, p.name)):
+        if p.holds_gpus and not p.deleting:
+            cells.setdefault(p.node, []).extend([p.queue or "(no queue)"] * p.gpus)
     return cells
 
 
@@ -38,8 +38,8 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[s
         qt.add_column(col, justify="left" if col in ("queue", "parent") else "right")
     for q in queue_rows:
         qt.add_row(Text(q["name"], style=colour.get(q["name"], "")), q["parent"] or "-", str(q["priority"]),
-                   _n(q["quota"]), _n(q["limit"]), _n(q["weight"]), str(q["allocated"]), str(q["pending"]),
-                   _n(q.get("fair_share")))
+                   num(q["quota"]), num(q["limit"]), num(q["weight"]), str(q["allocated"]), str(q["pending"]),
+                   num(q.get("fair_share")))
     nt = Table(title="GPUs per node (one cell per GPU, coloured by queue; · is free)", title_justify="left")
     for col in ("node", "pool", "used", "GPUs"):
         nt.add_column(col)
@@ -56,13 +56,7 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[s
     return Group(qt, nt, legend)
 
 
-def _n(x) -> str:
-    if x is None:
-        return "-"
-    return "∞" if x == -1 else str(int(x)) if float(x).is_integer() else f"{x:.1f}"
-
-
-def current_frame(kube: Kube, pods) -> Group:
+def current_frame(kube: Kube, pods: list[PodView]) -> Group:
     return frame(queues(kube, pods), nodes_and_gpus(kube, pods), gpu_cells(pods))
 
 
@@ -73,17 +67,20 @@ def run(kube: Kube, console, stop: threading.Event | None = None) -> None:
     cond = threading.Condition()
     pods = watch_pods(kube, None, cond)
     stop = stop or threading.Event()
-    seen = [len(pods.history)]
+    seen = [pods.version]
 
     def changed() -> bool:
-        return stop.is_set() or len(pods.history) != seen[0]
+        return stop.is_set() or pods.version != seen[0]
+
+    def now() -> Group:
+        return current_frame(kube, [pod_view(p) for p in pods.snapshot()])
 
     try:
-        with Live(current_frame(kube, pods.snapshot()), console=console, refresh_per_second=4) as live:
+        with Live(now(), console=console, refresh_per_second=4) as live:
             while not stop.is_set():
                 wait_until(cond, changed, 2.0)
-                seen[0] = len(pods.history)
-                live.update(current_frame(kube, pods.snapshot()))
+                seen[0] = pods.version
+                live.update(now())
     except KeyboardInterrupt:
         pass
     finally:

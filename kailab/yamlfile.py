@@ -73,6 +73,14 @@ class YamlFile:
     def fail(self, line: int, message: str) -> KailabError:
         return self.error(f"{self.path}:{line}: {message}", hint=self.hint)
 
+    def read_mapping(self, shape: str) -> dict:
+        """The file's data, which must be a mapping; ``shape`` says what one holds (for the error)."""
+        data = self.read()
+        if not isinstance(data, dict):
+            found = "an empty file" if data is None else type(data).__name__
+            raise self.fail(getattr(data, "line", 1), f"{shape}, not {found}")
+        return data
+
     def read(self, documents: bool = False) -> Any:
         """The file's data (a list of documents when ``documents``); errors name file and line."""
         try:

@@ -138,6 +138,15 @@ class Runtime(ABC):
     def state(self) -> LabState | None:
         return LabState.read(self.home)
 
+    def running(self, progress: Progress) -> LabInfo | None:
+        """The lab when it already runs with every component healthy (``up`` then has nothing to do), else None."""
+        info = self.info()
+        if info and info.components and all(c.healthy for c in info.components):
+            progress.info(f"[green]✓[/green] The lab is already running ({self.name} runtime); nothing to do. "
+                          f"Kubeconfig: {self.kubeconfig()}")
+            return info
+        return None
+
     @classmethod
     @abstractmethod
     def available(cls) -> tuple[bool, str]:

@@ -248,11 +248,8 @@ class KindRuntime(Runtime):
         labdir.claim(self.home)
         exists = self.cluster_exists()
         state = self.state()
-        if exists and state and state.complete:
-            info = self.info()
-            if info and info.components and all(c.healthy for c in info.components):
-                progress.info(f"[green]✓[/green] The lab is already running (kind runtime); nothing to do. Kubeconfig: {self.kubeconfig()}")
-                return info
+        if exists and state and state.complete and (info := self.running(progress)):
+            return info
         # Written first, so that `kailab down` finds (and deletes) a cluster whose `up` was interrupted.
         self._write_state(options.fleet, complete=False)
         for step in plan(self.home, options.fleet, exists):

@@ -69,9 +69,7 @@ class LocalRuntime(Runtime):
         return self.home / "kubeconfig.yaml"
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
-        info = self.info()
-        if info and info.components and all(c.healthy for c in info.components):
-            progress.info(f"[green]✓[/green] The lab is already running (local runtime); nothing to do. Kubeconfig: {self.kubeconfig()}")
+        if info := self.running(progress):
             return info
         labdir.claim(self.home)  # before anything slow: a folder that is not the lab's is refused
         if self.cluster_dir.exists() or self.kai_processes.names():

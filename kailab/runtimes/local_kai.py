@@ -10,6 +10,7 @@ import yaml
 
 from kailab import build, versions
 from kailab.kube import Kube
+from kailab.labels import QUEUE_LABEL
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
@@ -18,7 +19,7 @@ DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
 NAMESPACES = ("kai-scheduler", "kai-resource-reservation")
 SCHEDULER_NAME = "kai-scheduler"
-QUEUE_LABEL = "kai.scheduler/queue"
+
 NODEPOOL_LABEL = "kai.scheduler/node-pool"
 SCHEDULER_CONFIG = MANIFESTS / "kai-scheduler-config.yaml"
 

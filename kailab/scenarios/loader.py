@@ -18,8 +18,14 @@ from kailab.scenarios.model import (
     PriorityClassSpec,
     QueueSpec,
     Resource,
+    Apply,
+    Delete,
+    Expect,
+    Scale,
     Scenario,
+    SetQueue,
     Step,
+    Wait,
     WorkloadSpec,
 )
 from kailab.yamlfile import YamlFile
@@ -39,10 +45,7 @@ MEASURE_OF = {"running": "running", "pending": "pending", "bound": "bound", "evi
 def load_scenario(path: Path | str) -> Scenario:
     """Parse and check one scenario file; raise ScenarioError with file:line on any problem."""
     f = YamlFile(Path(path), ScenarioError, FORMAT_HINT)
-    data = f.read()
-    if not isinstance(data, dict):
-        raise f.fail(getattr(data, "line", 1), "a scenario file is a mapping (name:, workloads:, steps: …), "
-                                               f"not {type(data).__name__}")
+    data = f.read_mapping("a scenario file is a mapping (name:, workloads:, steps: …)")
     return _Build(f, data).scenario(f.check(schema.ScenarioFile, data))
 
 
@@ -53,19 +56,23 @@ def load_queue_file(path: Path) -> tuple[QueueSpec, ...]:
     for doc in f.read(documents=True):
         obj = f.check(schema.QueueObject, doc)
         q, r = obj.spec, obj.spec.resources
-        specs.append(_queue(schema.QueueFile.model_construct(
-            name=obj.metadata.name, parent=q.parentQueue, priority=q.priority, gpu=r.gpu, cpu=r.cpu, memory=r.memory,
-            preemptMinRuntime=q.preemptMinRuntime, reclaimMinRuntime=q.reclaimMinRuntime)))
+        specs.append(_queue_spec(obj.metadata.name, q.parentQueue, q.priority, r.gpu, r.cpu, r.memory,
+                                 q.preemptMinRuntime, q.reclaimMinRuntime))
     return tuple(specs)
 
 
 def _queue(q: schema.QueueFile) -> QueueSpec:
+    return _queue_spec(q.name, q.parent, q.priority, q.gpu, q.cpu, q.memory, q.preemptMinRuntime, q.reclaimMinRuntime)
+
+
+def _queue_spec(name, parent, priority, gpu, cpu, memory, preempt_min_runtime, reclaim_min_runtime) -> QueueSpec:
+    """One queue, from a scenario's queue entry or a Queue object. Unset CPU and memory are unlimited."""
     def res(r: schema.ResourceFile | None, default: Resource) -> Resource:
         return default if r is None else Resource(r.quota, r.limit, r.overQuotaWeight)
 
-    return QueueSpec(name=q.name, parent=q.parent, priority=q.priority,
-                     gpu=res(q.gpu, Resource()), cpu=res(q.cpu, Resource(-1, -1)), memory=res(q.memory, Resource(-1, -1)),
-                     preempt_min_runtime=q.preemptMinRuntime, reclaim_min_runtime=q.reclaimMinRuntime)
+    return QueueSpec(name=name, parent=parent, priority=priority,
+                     gpu=res(gpu, Resource()), cpu=res(cpu, Resource(-1, -1)), memory=res(memory, Resource(-1, -1)),
+                     preempt_min_runtime=preempt_min_runtime, reclaim_min_runtime=reclaim_min_runtime)
 
 
 class _Build:
@@ -174,14 +181,15 @@ class _Build:
             return name
 
         if action in ("apply", "delete"):
-            return Step(action, workload=known(getattr(s, action), loc), **common)
+            kind = Apply if action == "apply" else Delete
+            return kind(workload=known(getattr(s, action), loc), **common)
         if action == "scale":
-            return Step(action, workload=known(s.scale.workload, loc + ("workload",)), pods=s.scale.pods, **common)
+            return Scale(workload=known(s.scale.workload, loc + ("workload",)), pods=s.scale.pods, **common)
         if action == "queue":
             names = {q.name for q in declared}
             if s.queue.parent is not None and s.queue.parent not in names:
                 raise self.fail(loc, f"queue '{s.queue.name}' names parent '{s.queue.parent}', which this scenario does not declare")
-            return Step(action, queue=_queue(s.queue), **common)
+            return SetQueue(queue=_queue(s.queue), **common)
         body = getattr(s, action)
         conditions = body if isinstance(body, list) else [body]
         raw = self.data["steps"][i][action]
@@ -192,7 +200,7 @@ class _Build:
             exps.extend(self.expectations(cond, keys, at, workloads, queues))
         if not exps:
             raise self.fail(loc, f"a '{action}' step needs at least one condition")
-        return Step(action, expectations=tuple(exps), **common)
+        return (Wait if action == "wait" else Expect)(expectations=tuple(exps), **common)
 
     def expectations(self, c: schema.ConditionFile, keys: dict, at: tuple, workloads: set[str],
                      queues: set[str]) -> list[Expectation]:

@@ -7,20 +7,24 @@ the **Job** (KAI's pod-grouper reads the top owner), not only on its pod templat
 
 from __future__ import annotations
 
+from kailab.labels import (
+    COMPLETE_DELAY_ANNOTATION,
+    GPU,
+    KAI_SCHEDULER,
+    KWOK_TOLERATION,
+    MANAGED,
+    MIN_MEMBER_ANNOTATION,
+    POD_GROUP_ANNOTATION,
+    PODGROUP_API,
+    PREEMPTIBILITY_LABEL,
+    QUEUE_API,
+    QUEUE_LABEL,
+    SCENARIO_LABEL,
+    WORKLOAD_LABEL,
+)
 from kailab.scenarios.model import PriorityClassSpec, QueueSpec, Resource, Scenario, WorkloadSpec
 
-QUEUE_LABEL = "kai.scheduler/queue"
-PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
-MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
-POD_GROUP_ANNOTATION = "pod-group-name"
-COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
-WORKLOAD_LABEL = "kailab.io/workload"
-SCENARIO_LABEL = "kailab.io/scenario"
-MANAGED = {"app.kubernetes.io/managed-by": "kailab"}
-KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
-QUEUE_API = "scheduling.run.ai/v2"
-PODGROUP_API = "scheduling.run.ai/v2alpha2"
 
 
 def _resource(r: Resource) -> dict:
@@ -62,7 +66,7 @@ def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
         labels[PREEMPTIBILITY_LABEL] = w.preemptibility
-    if w.priority_class and w.scheduler == "kai-scheduler":
+    if w.priority_class and w.scheduler == KAI_SCHEDULER:
         labels["priorityClassName"] = w.priority_class
     annotations = dict(w.annotations)
     if w.min_member is not None and w.kind == "Job":
@@ -73,7 +77,7 @@ def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
 def _resources(w: WorkloadSpec) -> dict:
     res: dict = {}
     if w.gpus:
-        res["limits"] = {"nvidia.com/gpu": str(w.gpus)}
+        res["limits"] = {GPU: str(w.gpus)}
     if w.cpu:
         res["requests"] = {"cpu": w.cpu}
     return res

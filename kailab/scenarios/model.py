@@ -122,18 +122,54 @@ class Expectation:
         return "all pods"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Step:
-    """One step: apply, delete, scale, set-queue, wait or expect."""
+    """What every step has. The engine dispatches on the step's type."""
 
-    action: str
-    workload: str | None = None
-    pods: int | None = None
-    queue: QueueSpec | None = None
-    expectations: tuple[Expectation, ...] = ()
     timeout: float = 30.0
     note: str = ""
     line: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadStep(Step):
+    """A step about one of the scenario's workloads."""
+
+    workload: str
+
+
+class Apply(WorkloadStep):
+    """Create (or update) a workload's objects."""
+
+
+class Delete(WorkloadStep):
+    """Delete a workload's objects and its pods."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scale(WorkloadStep):
+    """Set how many pods a workload asks for."""
+
+    pods: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetQueue(Step):
+    """Create or change a queue mid-scenario."""
+
+    queue: QueueSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wait(Step):
+    """Wait until every expectation holds; a row in the verdict only when it fails."""
+
+    expectations: tuple[Expectation, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expect(Wait):
+    """Wait until every expectation holds (and keeps holding); one verdict row each."""
 
 
 @dataclass(frozen=True)
@@ -152,3 +188,8 @@ class Scenario:
 
     def workload(self, name: str) -> WorkloadSpec:
         return next(w for w in self.workloads if w.name == name)
+
+    @property
+    def expectations(self) -> list[Expectation]:
+        """Every expectation of every wait and expect step, in order."""
+        return [e for step in self.steps if isinstance(step, Wait) for e in step.expectations]

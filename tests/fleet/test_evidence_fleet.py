@@ -51,10 +51,9 @@ def test_second_capture_is_a_new_folder(lab, tmp_path):
 
 
 def test_nothing_deployed_says_so(lab, tmp_path):
-    from kailab.progress import Progress
-    from kailab.scenarios.engine import clear_scenarios
+    from kailab.scenarios.live import clear_scenarios
 
-    clear_scenarios(lab.kube, Progress(quiet=True))
+    clear_scenarios(lab.kube)
     kailab_in(lab, tmp_path, "evidence")  # takes any verdicts still pending
     proc = kailab_in(lab, tmp_path, "evidence")
     assert proc.returncode == 1 and "No exercise is deployed" in proc.stderr

@@ -49,13 +49,22 @@ def test_kai_binds_one_gpu_pod_and_explains_a_nine_gpu_pod(kai_lab):
         kube.delete_namespace("kai-probe")
 
 
-def test_every_exercise_passes_on_real_kai(kai_lab):
-    proc = kai_lab.cli("demo", "all", "--json")
+def test_every_exercise_passes_on_real_kai_and_replays_to_the_same_verdict(kai_lab, tmp_path):
+    """Every lesson passes on the real KAI; its recorded change stream, replayed offline, gives the same verdict."""
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.loader import load_scenario
+    from kailab.scenarios.replay import replay
+
+    proc = kai_lab.cli("demo", "all", "--json", "--record", str(tmp_path))
     result = json.loads(proc.stdout or "{}")
     failed = [f"{v['scenario']}: {c['title']}: expected {c['expected']}, observed {c['observed']}; " + " / ".join(c["detail"])
               for v in result.get("verdicts", []) for c in v["checks"] if not c["passed"]]
     assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-3000:]
     assert [v["scenario"] for v in result["verdicts"]] == ["quota", "borrow", "reclaim", "gang", "priority", "baseline"]
+    for live in result["verdicts"]:
+        again = replay(load_scenario(EXERCISES / f"{live['scenario']}.yaml"), tmp_path / live["scenario"])
+        rows = lambda checks: [(c["title"], c["expected"], c["observed"], c["passed"]) for c in checks]  # noqa: E731
+        assert rows(c.to_dict() for c in again.checks) == rows(live["checks"]), live["scenario"]
 
 
 def test_reclaim_evidence_holds_the_evictions(kai_lab, tmp_path):

@@ -11,8 +11,7 @@ import time
 from kailab.kube import Watched
 from kailab.runtimes.base import LabState
 from kailab.runtimes.processes import Identity
-from kailab.progress import Progress
-from kailab.scenarios.engine import clear_scenarios
+from kailab.scenarios.live import clear_scenarios
 
 POD = {
     "apiVersion": "v1", "kind": "Pod",
@@ -42,7 +41,7 @@ def test_fleet_has_32_gpus_on_ready_kwok_nodes(lab):
 
 
 def test_default_scheduler_binds_a_pod_that_names_no_scheduler(lab):
-    clear_scenarios(lab.kube, Progress(quiet=True))  # exercises run earlier leave their pods on the fleet
+    clear_scenarios(lab.kube)  # exercises run earlier leave their pods on the fleet
     lab.kube.apply(POD)
     try:
         pod = wait_pod(lab.kube, "plain", "default", lambda p: p.status.phase == "Running")

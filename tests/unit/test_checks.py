@@ -76,18 +76,17 @@ def test_bound_grammar():
 
 
 def test_an_api_error_ends_the_scenario_on_its_verdict_not_the_run():
-    from types import SimpleNamespace
-
     from kubernetes.client.exceptions import ApiException
 
     from kailab.progress import Progress
     from kailab.scenarios.engine import Engine
     from kailab.scenarios.model import Scenario
+    from kailab.scenarios.replay import ReplayCluster
 
-    def refuse(*a, **kw):
-        raise ApiException(status=503, reason="Service Unavailable")
+    class Refusing(ReplayCluster):
+        def clear_scenarios(self):
+            raise ApiException(status=503, reason="Service Unavailable")
 
-    kube = SimpleNamespace(core=SimpleNamespace(list_namespace=refuse))
-    verdict = Engine(kube, Progress(quiet=True)).run(Scenario(name="s", title="S", path="s.yaml", namespace="kailab-s"))
+    verdict = Engine(Refusing([]), Progress(quiet=True)).run(Scenario(name="s", title="S", path="s.yaml", namespace="kailab-s"))
     assert not verdict.passed
     assert verdict.error.startswith("the API server answered 503 Service Unavailable")

@@ -1,17 +1,14 @@
 """explain_pod: from what the schedulers wrote to plain words and a runbook."""
 
 from kailab.explain import explain_pod
+from kailab.pods import PodView
 
 NODES = [{"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "free": 2}, {"name": "kwok-l40s-0", "pool": "l40s", "gpus": 4, "free": 0}]
 
 
 def pod(scheduler="kai-scheduler", queue="team-a", node=None, gpus=1, grouped=True):
-    labels = {"kai.scheduler/queue": queue} if queue else {}
-    return {"metadata": {"name": "p", "namespace": "ns", "labels": labels,
-                         "annotations": {"pod-group-name": "pg-p"} if grouped else {}},
-            "spec": {"schedulerName": scheduler, "nodeName": node,
-                     "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
-            "status": {"phase": "Running" if node else "Pending"}}
+    return PodView("p", namespace="ns", queue=queue or "", scheduler=scheduler, node=node or "", gpus=gpus,
+                   phase="Running" if node else "Pending", pod_group="pg-p" if grouped else "")
 
 
 def test_bound_pod_names_node_and_scheduler():

@@ -1,0 +1,2 @@
+"""Not code: marks exercises/ as the package kailab.data.exercises (pyproject.toml), so the wheel ships these files and
+kailab reads them through importlib.resources, installed or editable (see kailab/paths.py)."""

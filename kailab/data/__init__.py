@@ -1,0 +1,2 @@
+"""kailab's lesson files. Its subpackages are the repository's top-level folders, mapped in pyproject.toml
+(``[tool.setuptools.package-dir]``): manifests/, exercises/, runbooks/. Read them through kailab.paths."""

@@ -1,0 +1,28 @@
+"""Names kailab and KAI agree on: labels, annotations and API groups. One home for each."""
+
+from __future__ import annotations
+
+# KAI Scheduler's (v0.17.0)
+QUEUE_LABEL = "kai.scheduler/queue"
+PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
+POD_GROUP_ANNOTATION = "pod-group-name"
+QUEUE_API = "scheduling.run.ai/v2"
+PODGROUP_API = "scheduling.run.ai/v2alpha2"
+BIND_REQUEST_API = "scheduling.run.ai/v1alpha2"
+KAI_SCHEDULER = "kai-scheduler"
+
+# KWOK's
+COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+
+# fake-gpu-operator's: a node's simulated GPU pool
+POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+
+# kailab's own: every object it creates carries MANAGED
+MANAGED = {"app.kubernetes.io/managed-by": "kailab"}
+WORKLOAD_LABEL = "kailab.io/workload"
+SCENARIO_LABEL = "kailab.io/scenario"
+FLEET_LABEL = "kailab.io/fleet"
+
+GPU = "nvidia.com/gpu"

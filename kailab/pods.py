@@ -1,0 +1,140 @@
+"""What kailab reads from pods and events — one shape each, one place that reads the API objects.
+
+:func:`pod_view` and :func:`event_view` are the only readers of the client's objects; every
+other module (checks, the engine, status, watch, explain, evidence) works on
+:class:`PodView` and :class:`EventView`, which are plain data and serialize to JSON
+(golden change streams are files of them).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from kailab.labels import GPU, POD_GROUP_ANNOTATION, QUEUE_LABEL, WORKLOAD_LABEL
+
+# Events that report a pod losing its place: KAI on the victim's PodGroup, kube-scheduler on the pod.
+EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
+EVICTION_WORDS = ("preempted", "evict", "reclaim")
+VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)")
+# Events in which a scheduler says why something waits.
+WAITING_REASONS = {"Unschedulable", "FailedScheduling", "NotReady", "FailedBinding", "StaleJob", "PodGrouperWarning"}
+
+
+@dataclass(frozen=True)
+class PodView:
+    """What kailab needs to know about one pod."""
+
+    name: str
+    workload: str = ""
+    queue: str = ""  # the kai.scheduler/queue label; "" when it has none
+    phase: str = "Pending"
+    node: str = ""
+    gpus: int = 0
+    deleting: bool = False
+    bound_at: float | None = None
+    unschedulable: bool = False
+    namespace: str = ""
+    scheduler: str = "default-scheduler"
+    pod_group: str = ""  # KAI's pod-group-name annotation
+    waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
+
+    @property
+    def holds_gpus(self) -> bool:
+        """Bound and not finished: its GPUs are taken (also while it is being deleted)."""
+        return bool(self.node) and self.phase in ("Pending", "Running")
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in ("", None, False, 0) or k == "name"}
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One event: about which object, why, in whose words, when (seconds since the epoch)."""
+
+    kind: str
+    name: str
+    reason: str = ""
+    message: str = ""
+    time: float = 0.0
+    namespace: str = ""
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in ("", None, 0.0)}
+
+    @property
+    def victim(self) -> str | None:
+        """The pod this event reports evicted or preempted, or None.
+
+        KAI reports it on the victim's PodGroup: "Pod <ns>/<pod> was preempted by ...";
+        kube-scheduler and the kubelet on the pod itself (reason Preempted, Killing …).
+        """
+        if self.reason not in EVICTION_REASONS:
+            return None
+        m = VICTIM.search(self.message)
+        if m:
+            return m.group(2)
+        if self.kind == "Pod" and any(w in self.message.lower() for w in EVICTION_WORDS):
+            return self.name
+        return None
+
+    @property
+    def says_why_waiting(self) -> bool:
+        return self.reason in WAITING_REASONS and bool(self.message)
+
+
+def pod_gpus(pod) -> int:
+    """Whole GPUs a pod (client object) asks for: the sum of its containers' limits."""
+    total = 0
+    for c in pod.spec.containers or []:
+        limits = (c.resources.limits or {}) if c.resources else {}
+        total += int(limits.get(GPU, 0) or 0)
+    return total
+
+
+def pod_view(pod) -> PodView:
+    """A client V1Pod → PodView."""
+    meta, spec, status = pod.metadata, pod.spec, pod.status
+    labels = meta.labels or {}
+    bound_at, unschedulable, waiting = None, False, ""
+    for cond in (status.conditions if status else None) or []:
+        if cond.type != "PodScheduled":
+            continue
+        if cond.status == "True" and cond.last_transition_time:
+            bound_at = cond.last_transition_time.timestamp()
+        elif cond.status == "False":
+            unschedulable = cond.reason == "Unschedulable"
+            waiting = cond.message or ""
+    if spec.node_name and bound_at is None:
+        bound_at = meta.creation_timestamp.timestamp() if meta.creation_timestamp else time.time()
+    return PodView(
+        name=meta.name, workload=labels.get(WORKLOAD_LABEL, ""), queue=labels.get(QUEUE_LABEL, ""),
+        phase=(status.phase if status else None) or "Pending", node=spec.node_name or "", gpus=pod_gpus(pod),
+        deleting=meta.deletion_timestamp is not None, bound_at=bound_at, unschedulable=unschedulable,
+        namespace=meta.namespace or "", scheduler=spec.scheduler_name or "default-scheduler",
+        pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""), waiting=waiting,
+    )
+
+
+def event_view(ev) -> EventView:
+    """A client CoreV1Event → EventView."""
+    ref = ev.involved_object
+    when = 0.0
+    for t in (ev.last_timestamp, ev.event_time, ev.first_timestamp, ev.metadata.creation_timestamp):
+        if isinstance(t, datetime):
+            when = t.timestamp()
+            break
+    return EventView(kind=ref.kind or "", name=ref.name or "", reason=ev.reason or "",
+                     message=" ".join((ev.message or "").split()), time=when, namespace=ev.metadata.namespace or "")
+
+
+def gpus_by_queue(pods) -> dict[str, int]:
+    """GPUs held by bound pods, per queue (pods with no queue label under "(no queue)")."""
+    out: dict[str, int] = {}
+    for p in pods:
+        if p.holds_gpus:
+            key = p.queue or "(no queue)"
+            out[key] = out.get(key, 0) + p.gpus
+    return out

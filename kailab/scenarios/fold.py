@@ -1,0 +1,91 @@
+"""The pure core of a scenario run: fold each change the cluster reports into a RunState, observe it.
+
+No I/O and no clock: ``fold(state, change)`` takes one change of a pod or an event and
+returns the state; ``observe(state)`` gives the :class:`~kailab.checks.Observation` the
+checks decide on. The engine feeds it live changes; the golden tests feed it recorded ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kailab.checks import Observation
+from kailab.pods import EventView, PodView
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change the cluster reported: a pod or an event ADDED, MODIFIED or DELETED, at ``t`` seconds into the run."""
+
+    type: str
+    pod: PodView | None = None
+    event: EventView | None = None
+    t: float = 0.0
+
+    def to_json(self) -> dict:
+        body = {"pod": self.pod.to_json()} if self.pod else {"event": self.event.to_json() if self.event else {}}
+        return {"t": round(self.t, 3), "type": self.type, **body}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Change":
+        pod = PodView(**d["pod"]) if "pod" in d else None
+        event = EventView(**d["event"]) if "event" in d else None
+        return cls(d["type"], pod=pod, event=event, t=float(d.get("t", 0.0)))
+
+
+@dataclass
+class RunState:
+    """Everything a scenario run has seen, kept small: live pods, and what the events said."""
+
+    pods: dict[str, PodView] = field(default_factory=dict)  # live pods by name
+    seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # every pod ever seen → (workload, queue)
+    pod_groups: dict[str, str] = field(default_factory=dict)  # PodGroup name → workload
+    evicted: set[str] = field(default_factory=set)  # pods an event reported evicted or preempted
+    waiting: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (kind, name) → {message: time}
+    sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
+
+
+def fold(state: RunState, change: Change) -> RunState:
+    """Take one change into the state (in place: the state has one owner) and return it."""
+    if change.pod is not None:
+        pod = change.pod
+        state.seen.setdefault(pod.name, (pod.workload, pod.queue))
+        if pod.pod_group:
+            state.pod_groups[pod.pod_group] = pod.workload
+        if change.type == "DELETED":
+            state.pods.pop(pod.name, None)
+        else:
+            state.pods[pod.name] = pod
+    elif change.event is not None and change.type != "DELETED":  # an expired event still happened
+        ev = change.event
+        victim = ev.victim
+        if victim:
+            state.evicted.add(victim)
+        elif ev.says_why_waiting and ev.kind in ("Pod", "PodGroup"):
+            said = state.waiting.setdefault((ev.kind, ev.name), {})
+            said[ev.message] = max(said.get(ev.message, 0.0), ev.time)
+    return state
+
+
+def observe(state: RunState) -> Observation:
+    """The snapshot the checks decide on."""
+    obs = Observation(pods=list(state.pods.values()), sizes=dict(state.sizes))
+    for p in obs.pods:
+        if p.bound_at is not None:
+            first = obs.first_bound.get(p.workload)
+            obs.first_bound[p.workload] = p.bound_at if first is None else min(first, p.bound_at)
+        if p.waiting:
+            obs.reasons.setdefault(p.workload, []).append(p.waiting)
+    for name in sorted(state.evicted):
+        workload, queue = state.seen.get(name, ("", ""))
+        obs.evicted.setdefault(workload, set()).add(name)
+        if queue:
+            obs.evicted_queue.setdefault(queue, set()).add(name)
+    said = []
+    for (kind, name), messages in state.waiting.items():
+        workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
+        if workload:
+            said.extend((t, workload, m) for m, t in messages.items())
+    for _, workload, message in sorted(said):
+        obs.reasons.setdefault(workload, []).append(message)
+    return obs

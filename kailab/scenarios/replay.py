@@ -1,0 +1,86 @@
+"""The engine's cluster when it is a recording: a scenario's change stream played back on a virtual clock.
+
+A stream is written by ``kailab demo NAME --record DIR`` (``DIR/NAME/changes.jsonl``, one
+:class:`~kailab.scenarios.fold.Change` per line, ``t`` in seconds since the run began).
+Replaying it through the same engine gives the verdict again, offline and in a moment:
+that is what the golden tests (``tests/golden``) check.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kailab.checks import Verdict
+from kailab.progress import Progress
+from kailab.scenarios.engine import CHANGES_FILE, Engine
+from kailab.scenarios.fold import Change
+from kailab.scenarios.model import Scenario
+
+
+class ReplayCluster:
+    """Applies nothing (it remembers what it was asked to do); its clock moves only with the recording."""
+
+    def __init__(self, changes: list[Change]):
+        self._changes = changes
+        self._at = 0
+        self.now = 0.0
+        self.calls: list[tuple[str, str]] = []  # (verb, "kind/name") in order
+
+    def clock(self) -> float:
+        return self.now
+
+    def clear_scenarios(self) -> list[str]:
+        return []
+
+    def ensure_namespace(self, name: str, labels: dict[str, str]) -> None:
+        self.calls.append(("namespace", name))
+
+    def apply(self, obj: dict) -> None:
+        self.calls.append(("apply", f"{obj['kind']}/{obj['metadata']['name']}"))
+
+    def delete(self, obj: dict) -> None:
+        self.calls.append(("delete", f"{obj['kind']}/{obj['metadata']['name']}"))
+
+    def delete_pods(self, namespace: str, workload: str) -> None:
+        self.calls.append(("delete pods", workload))
+
+    def changes(self, namespace: str) -> "ReplayCluster":
+        return self
+
+    def next(self, timeout: float) -> Change | None:
+        """The next recorded change if it happened within ``timeout`` of now (the clock moves to it); else None."""
+        if self._at < len(self._changes) and self._changes[self._at].t <= self.now + timeout:
+            change = self._changes[self._at]
+            self._at += 1
+            self.now = max(self.now, change.t)
+            return change
+        self.now += max(timeout, 0.0)
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def read_changes(path: Path) -> list[Change]:
+    """A recorded stream; a malformed line is an error naming its file and line."""
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Change.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{path}:{n}: not a recorded change: {e}") from e
+    return out
+
+
+def replay(scenario: Scenario, recording: Path) -> Verdict:
+    """The verdict the engine reaches on a recorded change stream (``recording``: a folder or the file)."""
+    path = recording / CHANGES_FILE if recording.is_dir() else recording
+    return Engine(ReplayCluster(read_changes(path)), Progress(quiet=True)).run(scenario)
+
+
+def golden(verdict: Verdict) -> dict:
+    """What a golden file holds of a verdict: every check, the timings and the GPU timeline."""
+    return {**verdict.to_dict(), "timeline": verdict.timeline}

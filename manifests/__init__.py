@@ -1,0 +1,2 @@
+"""Not code: marks manifests/ as the package kailab.data.manifests (pyproject.toml), so the wheel ships these files and
+kailab reads them through importlib.resources, installed or editable (see kailab/paths.py)."""

@@ -1,0 +1,72 @@
+"""The pure core: changes folded into a RunState, observed as the checks see it."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kailab.kube import Watched
+from kailab.pods import EventView, PodView
+from kailab.scenarios.fold import Change, RunState, fold, observe
+
+
+def pod(name, workload="w", queue="q", node="", phase="Pending", pod_group="", waiting="", bound_at=None):
+    return PodView(name, workload=workload, queue=queue, node=node, phase=phase, gpus=1, pod_group=pod_group,
+                   waiting=waiting, bound_at=bound_at)
+
+
+def run(*changes: Change) -> RunState:
+    state = RunState()
+    for c in changes:
+        fold(state, c)
+    return state
+
+
+def test_a_deleted_pod_leaves_the_observation_but_its_eviction_keeps_its_workload_and_queue():
+    state = run(
+        Change("ADDED", pod=pod("a-0", workload="a", queue="team-prod", node="n1", phase="Running", pod_group="pg-a")),
+        Change("DELETED", pod=pod("a-0", workload="a", queue="team-prod", node="n1", phase="Running")),
+        Change("ADDED", event=EventView("PodGroup", "pg-a", "Evict", "Pod ns/a-0 was preempted by workload ns/b", 5.0)),
+    )
+    obs = observe(state)
+    assert obs.pods == [] and obs.evicted == {"a": {"a-0"}} and obs.evicted_queue == {"team-prod": {"a-0"}}
+
+
+def test_waiting_reasons_come_from_pods_and_podgroups_in_time_order_once_each():
+    state = run(
+        Change("ADDED", pod=pod("g-0", workload="g", pod_group="pg-g", waiting="pod says")),
+        Change("ADDED", event=EventView("PodGroup", "pg-g", "Unschedulable", "second", 20.0)),
+        Change("ADDED", event=EventView("PodGroup", "pg-g", "Unschedulable", "first", 10.0)),
+        Change("MODIFIED", event=EventView("PodGroup", "pg-g", "Unschedulable", "second", 30.0)),  # count+1
+        Change("ADDED", event=EventView("PodGroup", "pg-other", "Unschedulable", "not ours", 1.0)),
+        Change("ADDED", event=EventView("Pod", "g-0", "Scheduled", "not a reason", 2.0)),
+    )
+    assert observe(state).reasons == {"g": ["pod says", "first", "second"]}
+
+
+def test_first_bound_is_the_earliest_bind_of_each_workload():
+    state = run(Change("ADDED", pod=pod("a-0", workload="a", node="n", bound_at=12.0)),
+                Change("ADDED", pod=pod("a-1", workload="a", node="n", bound_at=10.0)),
+                Change("ADDED", pod=pod("b-0", workload="b")))
+    assert observe(state).first_bound == {"a": 10.0}
+
+
+def test_a_change_survives_its_json_line():
+    c = Change("MODIFIED", pod=pod("a-0", node="n1", phase="Running", bound_at=3.5), t=1.25)
+    assert Change.from_json(c.to_json()) == c
+    e = Change("ADDED", event=EventView("Pod", "a-0", "Preempted", "preempted by x", 9.0, "ns"), t=2.0)
+    assert Change.from_json(e.to_json()) == e
+
+
+def obj(name: str, rv: str):
+    return SimpleNamespace(metadata=SimpleNamespace(namespace="ns", name=name, resource_version=rv))
+
+
+def test_a_relist_tells_listeners_what_changed_while_the_watch_was_down():
+    w = Watched(lambda **_: None)
+    seen: list[tuple[str, str]] = []
+    w.on_change(lambda kind, o: seen.append((kind, o.metadata.name)))
+    w._relisted([obj("a", "1"), obj("b", "1")])
+    w._relisted([obj("a", "1"), obj("b", "2"), obj("c", "1")])  # b changed, c new
+    w._relisted([obj("c", "1")])  # a and b gone
+    assert seen == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "b"), ("ADDED", "c"), ("DELETED", "a"), ("DELETED", "b")]
+    assert sorted(w.objects) == ["ns/c"] and w.version == 6
