@@ -8,9 +8,10 @@ engine builds the Observation from watches of the real cluster.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
-from kailab.pods import PodView
-from kailab.scenarios.model import Expectation
+from kailab.pods import PodGroupView, PodView
+from kailab.scenarios.model import Expectation, Requirements
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Observation:
     reasons: dict[str, list[str]] = field(default_factory=dict)  # workload → why it waits (scheduler's words)
     first_bound: dict[str, float] = field(default_factory=dict)  # workload → time its first pod was bound
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for
+    groups: dict[str, list[PodGroupView]] = field(default_factory=dict)  # workload → its PodGroups
 
 
 @dataclass
@@ -45,61 +47,129 @@ def _in_scope(exp: Expectation, pod: PodView, deleting: bool = False) -> bool:
     """Is the pod about this expectation? Pods being deleted count only where ``deleting`` says."""
     if exp.workload and pod.workload != exp.workload:
         return False
+    if exp.subgroup and pod.subgroup != exp.subgroup:
+        return False
     if exp.queue and pod.queue != exp.queue:
+        return False
+    if exp.node and pod.node != exp.node:
         return False
     return deleting or not pod.deleting
 
 
-def count(exp: Expectation, obs: Observation) -> int:
+def _evicted(exp: Expectation, obs: Observation) -> int:
+    if exp.workload:
+        return len(obs.evicted.get(exp.workload, set()))
+    if exp.queue:
+        return len(obs.evicted_queue.get(exp.queue, set()))
+    return len(set().union(*obs.evicted.values())) if obs.evicted else 0
+
+
+# measure → how to count it over the pods in scope. A pod being deleted still exists and
+# holds its GPUs until it is gone, so it counts for pods, bound, allocated and nodes.
+COUNTERS: dict[str, tuple[bool, Callable[[list[PodView]], float]]] = {
+    "pods": (True, len),
+    "running": (False, lambda pods: sum(p.phase == "Running" for p in pods)),
+    "pending": (False, lambda pods: sum(p.phase == "Pending" for p in pods)),
+    "bound": (True, lambda pods: sum(bool(p.node) for p in pods)),
+    "unschedulable": (False, lambda pods: sum(p.unschedulable and not p.node for p in pods)),
+    "allocated": (True, lambda pods: sum(p.gpus for p in pods if p.holds_gpus)),
+    "nodes": (True, lambda pods: len({p.node for p in pods if p.node})),
+}
+
+
+def count(exp: Expectation, obs: Observation) -> float:
     """The number an expectation of a counting kind is about."""
-    # A pod being deleted still holds its GPUs until it is gone.
-    holding = exp.measure in ("bound", "allocated")
-    pods = [p for p in obs.pods if _in_scope(exp, p, deleting=holding)]
-    if exp.measure == "running":
-        return sum(p.phase == "Running" for p in pods)
-    if exp.measure == "pending":
-        return sum(p.phase == "Pending" for p in pods)
-    if exp.measure == "bound":
-        return sum(bool(p.node) for p in pods)
-    if exp.measure == "unschedulable":
-        return sum(p.unschedulable and not p.node for p in pods)
-    if exp.measure == "allocated":
-        return sum(p.gpus for p in pods if p.holds_gpus)
     if exp.measure == "evicted":
-        if exp.workload:
-            return len(obs.evicted.get(exp.workload, set()))
-        if exp.queue:
-            return len(obs.evicted_queue.get(exp.queue, set()))
-        return len(set().union(*obs.evicted.values())) if obs.evicted else 0
-    raise ValueError(f"not a counting measure: {exp.measure}")
+        return _evicted(exp, obs)
+    if exp.measure not in COUNTERS:
+        raise ValueError(f"not a counting measure: {exp.measure}")
+    with_deleting, counter = COUNTERS[exp.measure]
+    return counter([p for p in obs.pods if _in_scope(exp, p, deleting=with_deleting)])
+
+
+def _all_or_none(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    pods = [p for p in obs.pods if _in_scope(exp, p)]
+    size = obs.sizes.get(exp.workload or "", len(pods))
+    bound = sum(bool(p.node) for p in pods)
+    return f"0 or {size} of {size} bound", f"{bound} of {size} bound", bound in (0, size)
+
+
+def _placement(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    nodes = [p.node for p in obs.pods if _in_scope(exp, p) and p.node]
+    distinct = len(set(nodes))
+    observed = f"{len(nodes)} bound pods on {distinct} node{'s' if distinct != 1 else ''}"
+    if exp.want == "distinct":
+        return "each bound pod on its own node", observed, bool(nodes) and distinct == len(nodes)
+    return "every bound pod on one node", observed, distinct == 1
+
+
+def _said(exp: Expectation, obs: Observation) -> list[str]:
+    return obs.reasons.get(exp.workload or "", []) if exp.workload else [m for ms in obs.reasons.values() for m in ms]
+
+
+def _reason(exp: Expectation, obs: Observation, mentioned: bool = True) -> tuple[str, str, bool]:
+    """Whether a reason the scheduler gave mentions the text (``mentioned``), or none does."""
+    said = _said(exp, obs)
+    hit = next((m for m in said if exp.want.lower() in m.lower()), None)
+    observed = hit or (said[-1] if said else "no reason reported yet")
+    expected = f"mentions “{exp.want}”" if mentioned else f"never mentions “{exp.want}”"
+    return expected, _short(observed), (hit is not None) == mentioned
+
+
+def _bound_before(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    mine, other = obs.first_bound.get(exp.workload or ""), obs.first_bound.get(exp.want)
+    passed = mine is not None and (other is None or mine <= other)
+    if mine is None:
+        observed = f"{exp.workload} not bound yet"
+    elif other is None:
+        observed = f"{exp.workload} bound, {exp.want} not yet"
+    else:
+        observed = f"{exp.workload} {'before' if mine <= other else 'after'} {exp.want} ({abs(other - mine):.1f}s apart)"
+    return f"{exp.workload} first", observed, passed
+
+
+def _pod_group_field(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    path, _, want = exp.want.partition("=")
+    groups = obs.groups.get(exp.workload or "", [])
+    seen = [_text(g.fields.get(path)) for g in groups]
+    observed = ", ".join(seen) if seen else "no PodGroup yet"
+    return want, observed, bool(seen) and all(v == want for v in seen)
+
+
+def _scheduling_condition(exp: Expectation, obs: Observation, present: bool) -> tuple[str, str, bool]:
+    groups = obs.groups.get(exp.workload or "", [])
+    having = sum(exp.want in g.conditions for g in groups)
+    observed = f"on {having} of {len(groups)} PodGroups" if groups else "no PodGroup yet"
+    if present:
+        return f"{exp.want} on a PodGroup", observed, having > 0
+    return f"{exp.want} on none", observed, bool(groups) and having == 0
+
+
+def _text(value) -> str:
+    return "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# measure → (expected, observed, passed) for the properties; counts go through COUNTERS.
+PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]]] = {
+    "all_or_none": _all_or_none,
+    "placement": _placement,
+    "reason": _reason,
+    "not_reason": lambda e, o: _reason(e, o, mentioned=False),
+    "bound_before": _bound_before,
+    "pod_group_field": _pod_group_field,
+    "scheduling_condition": lambda e, o: _scheduling_condition(e, o, True),
+    "no_scheduling_condition": lambda e, o: _scheduling_condition(e, o, False),
+}
 
 
 def evaluate(exp: Expectation, obs: Observation) -> Check:
     """Decide one expectation. The observed text says what was seen, in the expectation's terms."""
     base = {"title": exp.title, "scope": exp.scope, "measure": exp.measure}
-    if exp.measure == "all_or_none":
-        pods = [p for p in obs.pods if _in_scope(exp, p)]
-        size = obs.sizes.get(exp.workload or "", len(pods))
-        bound = sum(bool(p.node) for p in pods)
-        return Check(expected=f"0 or {size} of {size} bound", observed=f"{bound} of {size} bound",
-                     passed=bound in (0, size), **base)
-    if exp.measure == "reason":
-        said = obs.reasons.get(exp.workload or "", []) if exp.workload else [m for ms in obs.reasons.values() for m in ms]
-        hit = next((m for m in said if exp.want.lower() in m.lower()), None)
-        observed = hit or (said[-1] if said else "no reason reported yet")
-        return Check(expected=f"mentions “{exp.want}”", observed=_short(observed), passed=hit is not None, **base)
-    if exp.measure == "bound_before":
-        mine, other = obs.first_bound.get(exp.workload or ""), obs.first_bound.get(exp.want)
-        passed = mine is not None and (other is None or mine <= other)
-        if mine is None:
-            observed = f"{exp.workload} not bound yet"
-        elif other is None:
-            observed = f"{exp.workload} bound, {exp.want} not yet"
-        else:
-            observed = f"{exp.workload} {'before' if mine <= other else 'after'} {exp.want} ({abs(other - mine):.1f}s apart)"
-        return Check(expected=f"{exp.workload} first", observed=observed, passed=passed, **base)
+    if exp.measure in PROPERTIES:
+        expected, observed, passed = PROPERTIES[exp.measure](exp, obs)
+        return Check(expected=expected, observed=observed, passed=passed, **base)
     value = count(exp, obs)
-    return Check(expected=str(exp.bound), observed=str(value), passed=exp.bound.holds(value), **base)
+    return Check(expected=str(exp.bound), observed=f"{value:g}", passed=exp.bound.holds(value), **base)
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -140,13 +210,25 @@ class Verdict:
     started: str = ""  # UTC, ISO 8601
     timeline: list = field(default_factory=list)  # [[seconds since start, {queue: GPUs allocated}], …]
     applied: list = field(default_factory=list)  # the objects kailab applied, in order
+    not_applicable: str = ""  # why the scenario does not fit this fleet (then it did not run)
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks) and not self.error
+        return bool(self.checks) and all(c.passed for c in self.checks) and not self.error and not self.not_applicable
+
+    @property
+    def outcome(self) -> str:
+        """PASS, FAIL, or NOT APPLICABLE (the scenario needs another fleet: not a failure)."""
+        return "NOT APPLICABLE" if self.not_applicable else "PASS" if self.passed else "FAIL"
+
+    @property
+    def ok(self) -> bool:
+        """Nothing to fix: it passed, or it does not apply to this fleet."""
+        return self.passed or bool(self.not_applicable)
 
     def to_dict(self) -> dict:
-        return {"scenario": self.scenario, "title": self.title, "passed": self.passed, "seconds": round(self.seconds, 2),
+        return {"scenario": self.scenario, "title": self.title, "passed": self.passed, "outcome": self.outcome,
+                "not_applicable": self.not_applicable, "seconds": round(self.seconds, 2),
                 "verify": self.verify, "error": self.error, "timings": self.timings,
                 "checks": [c.to_dict() for c in self.checks]}
 
@@ -159,5 +241,24 @@ class Verdict:
     def from_record(cls, d: dict) -> "Verdict":
         """The inverse of :meth:`to_record` (``passed`` is derived, not read)."""
         fields = {k: d[k] for k in ("scenario", "title", "seconds", "verify", "error", "timings", "namespace",
-                                    "started", "timeline", "applied") if k in d}
+                                    "started", "timeline", "applied", "not_applicable") if k in d}
         return cls(**fields, checks=[Check(**c) for c in d.get("checks", [])])
+
+
+def misfit(requires: Requirements, node_gpus: list[float]) -> str:
+    """Why a fleet (GPUs of each node; 0 for a CPU-only node) does not fit a scenario's requirements; "" if it does."""
+    gpu_nodes = [g for g in node_gpus if g > 0]
+    wrong = []
+    if requires.gpus and not requires.gpus.holds(sum(gpu_nodes)):
+        wrong.append(f"it needs {requires.gpus} GPUs, the fleet has {sum(gpu_nodes):g}")
+    if requires.nodes and not requires.nodes.holds(len(node_gpus)):
+        wrong.append(f"it needs {requires.nodes} nodes, the fleet has {len(node_gpus)}")
+    if requires.gpus_per_node and not all(requires.gpus_per_node.holds(g) for g in gpu_nodes):
+        sizes = ", ".join(f"{g:g}" for g in sorted(set(gpu_nodes))) or "none"
+        wrong.append(f"it needs {requires.gpus_per_node} GPUs on every GPU node, the fleet's nodes have {sizes}")
+    if requires.homogeneous and len(set(gpu_nodes)) > 1:
+        wrong.append("it needs every GPU node alike, the fleet mixes " + ", ".join(f"{g:g}" for g in sorted(set(gpu_nodes))) + " GPUs per node")
+    cpu_only = len(node_gpus) - len(gpu_nodes)
+    if requires.cpu_only_nodes and not requires.cpu_only_nodes.holds(cpu_only):
+        wrong.append(f"it needs {requires.cpu_only_nodes} CPU-only nodes, the fleet has {cpu_only}")
+    return "; ".join(wrong)

@@ -185,7 +185,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     if evidence:
         _capture(kube, progress, "after the exercise")
     render.print_verdicts(verdicts, as_json)
-    if not all(v.passed for v in verdicts):
+    if not all(v.ok for v in verdicts):
         raise typer.Exit(1)
 
 

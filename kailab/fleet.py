@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched, wait_until
@@ -53,7 +53,8 @@ class Fleet:
 
     def describe(self) -> str:
         """"2×a100 (8 GPUs), 1×h100 (8 GPUs), …" for progress lines."""
-        return ", ".join(f"{p.nodes}×{p.name} ({p.gpus_per_node} GPUs)" for p in self.pools)
+        return ", ".join(f"{p.nodes}×{p.name} ({p.gpus_per_node} GPUs)" if p.gpus_per_node else f"{p.nodes}×{p.name} (CPU only)"
+                         for p in self.pools)
 
     def with_counts(self, counts: dict[str, int]) -> "Fleet":
         """The same fleet with some pools resized (``--pool a100=3``)."""
@@ -72,9 +73,18 @@ class _PoolFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: Annotated[StrictStr, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
     nodes: Annotated[StrictInt, Field(ge=0, le=MAX_NODES)]
-    gpusPerNode: Annotated[StrictInt, Field(ge=1, le=64)]
-    gpuProduct: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")]
-    gpuMemoryMiB: Annotated[StrictInt, Field(ge=1)]
+    gpusPerNode: Annotated[StrictInt, Field(ge=0, le=64)]  # 0: a CPU-only pool
+    gpuProduct: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")] = "none"
+    gpuMemoryMiB: Annotated[StrictInt, Field(ge=1)] = 1
+
+    @model_validator(mode="after")
+    def _gpu_shape(self):
+        given = "gpuProduct" in self.model_fields_set or "gpuMemoryMiB" in self.model_fields_set
+        if self.gpusPerNode == 0 and given:
+            raise ValueError("a CPU-only pool (gpusPerNode: 0) has no gpuProduct or gpuMemoryMiB")
+        if self.gpusPerNode > 0 and not ("gpuProduct" in self.model_fields_set and "gpuMemoryMiB" in self.model_fields_set):
+            raise ValueError("a GPU pool needs gpuProduct and gpuMemoryMiB")
+        return self
 
 
 class _FleetFile(BaseModel):
@@ -110,12 +120,17 @@ def node_objects(fleet: Fleet) -> list[dict]:
     for pool in fleet.pools:
         for i in range(pool.nodes):
             name = node_name(pool, i)
-            resources = {
-                "cpu": fleet.node_cpu,
-                "memory": fleet.node_memory,
-                "pods": fleet.node_pods,
-                GPU: str(pool.gpus_per_node),
-            }
+            resources = {"cpu": fleet.node_cpu, "memory": fleet.node_memory, "pods": fleet.node_pods}
+            gpu_labels = {}
+            if pool.gpus_per_node:  # what fake-gpu-operator labels a GPU node with; a CPU-only node has none
+                resources[GPU] = str(pool.gpus_per_node)
+                gpu_labels = {
+                    "nvidia.com/gpu.present": "true",
+                    "nvidia.com/gpu.count": str(pool.gpus_per_node),
+                    "nvidia.com/gpu.product": pool.gpu_product,
+                    "nvidia.com/gpu.memory": str(pool.gpu_memory_mib),
+                    "run.ai/fake.gpu": "true",
+                }
             nodes.append(
                 {
                     "apiVersion": "v1",
@@ -130,11 +145,7 @@ def node_objects(fleet: Fleet) -> list[dict]:
                             "kubernetes.io/os": "linux",
                             "kubernetes.io/arch": "amd64",
                             POOL_LABEL: pool.name,
-                            "nvidia.com/gpu.present": "true",
-                            "nvidia.com/gpu.count": str(pool.gpus_per_node),
-                            "nvidia.com/gpu.product": pool.gpu_product,
-                            "nvidia.com/gpu.memory": str(pool.gpu_memory_mib),
-                            "run.ai/fake.gpu": "true",
+                            **gpu_labels,
                         },
                     },
                     "spec": {"taints": [dict(KWOK_TAINT)]},
@@ -159,7 +170,7 @@ def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str 
     Status is applied separately (the status subresource), as a kubelet would report it.
     """
     nodes = node_objects(fleet)
-    want = {n["metadata"]["name"]: int(n["status"]["allocatable"][GPU]) for n in nodes}
+    want = {n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0)) for n in nodes}
     for node in nodes:
         kube.apply(node)
         kube.apply_status(node)

@@ -182,6 +182,21 @@ class Kube:
         return done({o.metadata.name for o in list_fn(*args, **kw).items})
 
 
+def _identity(obj) -> tuple[str, str]:
+    """("namespace/name", resourceVersion) of a typed client object or a plain dict (custom resources)."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        return f"{meta.get('namespace')}/{meta.get('name')}", meta.get("resourceVersion", "")
+    return f"{obj.metadata.namespace}/{obj.metadata.name}", obj.metadata.resource_version
+
+
+def _listing(listing) -> tuple[list, str]:
+    """(items, resourceVersion) of a typed list or a plain dict list (custom resources)."""
+    if isinstance(listing, dict):
+        return listing.get("items") or [], (listing.get("metadata") or {}).get("resourceVersion", "")
+    return listing.items, listing.metadata.resource_version
+
+
 def _found(call: Callable[[], object]) -> bool:
     """Run an API call; False when the API answers 404 (nothing there), any other error raises."""
     try:
@@ -262,7 +277,7 @@ class Watched:
             return list(self.objects.values())
 
     def _key(self, obj) -> str:
-        return f"{obj.metadata.namespace}/{obj.metadata.name}"
+        return _identity(obj)[0]
 
     def _call(self, **extra):
         if self._namespace is not None:
@@ -290,7 +305,7 @@ class Watched:
             old = self.objects.get(key)
             if old is None:
                 self._changed("ADDED", obj)
-            elif old.metadata.resource_version != obj.metadata.resource_version:
+            elif _identity(old)[1] != _identity(obj)[1]:
                 self._changed("MODIFIED", obj)
 
     def _run(self) -> None:
@@ -298,13 +313,14 @@ class Watched:
             try:
                 listing = self._call()
                 self.error, self._failing_since = None, None
-                self._relisted(listing.items)
+                items, version = _listing(listing)
+                self._relisted(items)
                 self._ready.set()
                 w = self._watch = watch.Watch()
                 if self._stop.is_set():
                     return
                 for ev in w.stream(self._list_fn, *([self._namespace] if self._namespace is not None else []),
-                                   resource_version=listing.metadata.resource_version, timeout_seconds=30,
+                                   resource_version=version, timeout_seconds=30,
                                    **self._kwargs):
                     if self._stop.is_set():
                         w.stop()

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from kailab.labels import GPU, POD_GROUP_ANNOTATION, QUEUE_LABEL, WORKLOAD_LABEL
+from kailab.labels import (
+    GPU,
+    GPU_FRACTION_ANNOTATION,
+    POD_GROUP_ANNOTATION,
+    QUEUE_LABEL,
+    SUBGROUP_LABEL,
+    WORKLOAD_LABEL,
+)
 
 # Events that report a pod losing its place: KAI on the victim's PodGroup, kube-scheduler on the pod.
 EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
@@ -32,7 +39,7 @@ class PodView:
     queue: str = ""  # the kai.scheduler/queue label; "" when it has none
     phase: str = "Pending"
     node: str = ""
-    gpus: int = 0
+    gpus: float = 0  # whole GPUs, or the fraction of one it asked for (gpu-fraction)
     deleting: bool = False
     bound_at: float | None = None
     unschedulable: bool = False
@@ -40,6 +47,7 @@ class PodView:
     scheduler: str = "default-scheduler"
     pod_group: str = ""  # KAI's pod-group-name annotation
     waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
+    subgroup: str = ""  # KAI's kai.scheduler/subgroup-name label
 
     @property
     def holds_gpus(self) -> bool:
@@ -85,12 +93,17 @@ class EventView:
         return self.reason in WAITING_REASONS and bool(self.message)
 
 
-def pod_gpus(pod) -> int:
-    """Whole GPUs a pod (client object) asks for: the sum of its containers' limits."""
+def pod_gpus(pod) -> float:
+    """GPUs a pod (client object) asks for: its containers' limits, or KAI's gpu-fraction annotation."""
     total = 0
     for c in pod.spec.containers or []:
         limits = (c.resources.limits or {}) if c.resources else {}
         total += int(limits.get(GPU, 0) or 0)
+    if not total:
+        try:
+            return float((pod.metadata.annotations or {}).get(GPU_FRACTION_ANNOTATION, 0))
+        except ValueError:
+            return 0
     return total
 
 
@@ -115,7 +128,43 @@ def pod_view(pod) -> PodView:
         deleting=meta.deletion_timestamp is not None, bound_at=bound_at, unschedulable=unschedulable,
         namespace=meta.namespace or "", scheduler=spec.scheduler_name or "default-scheduler",
         pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""), waiting=waiting,
+        subgroup=labels.get(SUBGROUP_LABEL, ""),
     )
+
+
+@dataclass(frozen=True)
+class PodGroupView:
+    """A KAI PodGroup: its scalar fields by path (``spec.preemptibility``) and its scheduling conditions."""
+
+    name: str
+    workload: str = ""  # kailab's workload label, when the PodGroup carries it (hand-made ones do)
+    fields: dict = field(default_factory=dict)
+    conditions: tuple[str, ...] = ()  # status.schedulingConditions types
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "workload": self.workload, "fields": self.fields, "conditions": list(self.conditions)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "PodGroupView":
+        return cls(d["name"], d.get("workload", ""), dict(d.get("fields") or {}), tuple(d.get("conditions") or ()))
+
+
+def podgroup_view(obj: dict) -> PodGroupView:
+    """A PodGroup as the API returns it (a dict) → PodGroupView."""
+    meta = obj.get("metadata") or {}
+    fields: dict = {}
+
+    def flatten(prefix: str, value) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                flatten(f"{prefix}.{k}", v)
+        elif not isinstance(value, list):
+            fields[prefix] = value
+
+    flatten("spec", obj.get("spec") or {})
+    status = obj.get("status") or {}
+    conditions = tuple(sorted({c.get("type", "") for c in status.get("schedulingConditions") or []}))
+    return PodGroupView(meta.get("name", ""), (meta.get("labels") or {}).get(WORKLOAD_LABEL, ""), fields, conditions)
 
 
 def event_view(ev) -> EventView:

@@ -14,7 +14,7 @@ stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatt
 
 
 def verdict_table(v: Verdict) -> Table:
-    table = Table(title=f"{v.title} — {'PASS' if v.passed else 'FAIL'}", title_justify="left", show_lines=False)
+    table = Table(title=f"{v.title} — {v.outcome}", title_justify="left", show_lines=False)
     table.add_column("expectation")
     table.add_column("expected", justify="right")
     table.add_column("observed", justify="right")
@@ -29,9 +29,12 @@ def verdict_table(v: Verdict) -> Table:
 
 def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"passed": all(v.passed for v in verdicts), "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
+        print(json.dumps({"passed": all(v.ok for v in verdicts), "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
         return
     for v in verdicts:
+        if v.not_applicable:
+            stdout.print(f"{v.title} — [yellow]not applicable on this fleet[/yellow]: {v.not_applicable}")
+            continue
         stdout.print(verdict_table(v))
         if v.error:
             stdout.print(f"[red]Error:[/red] {v.error}")
@@ -39,8 +42,10 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
         stdout.print(f"[dim]{len(v.checks)} checks in {v.seconds:.1f}s[/dim]\n")
     if len(verdicts) > 1:
         passed = sum(v.passed for v in verdicts)
-        stdout.print(f"{passed} of {len(verdicts)} exercises passed: "
-                     + ", ".join(f"{v.scenario} {'PASS' if v.passed else 'FAIL'}" for v in verdicts))
+        skipped = sum(bool(v.not_applicable) for v in verdicts)
+        stdout.print(f"{passed} of {len(verdicts) - skipped} exercises passed"
+                     + (f" ({skipped} not applicable on this fleet)" if skipped else "") + ": "
+                     + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts))
 
 
 def status_tables(status: dict) -> list[Table]:

@@ -17,13 +17,14 @@ from typing import Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from kailab.checks import Verdict, evaluate, stragglers
+from kailab.checks import Verdict, evaluate, misfit, stragglers
 from kailab.labels import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.pods import gpus_by_queue
 from kailab.progress import Progress
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
-from kailab.scenarios.model import Apply, Delete, Expect, Scale, Scenario, SetQueue, Step, Wait
+from kailab.scenarios import model
+from kailab.scenarios.model import Scenario, SchedulerChange, Step, WorkloadSpec
 
 CHANGES_FILE = "changes.jsonl"
 
@@ -58,6 +59,18 @@ class Cluster(Protocol):
 
     def changes(self, namespace: str) -> Changes: ...
 
+    def node_gpus(self) -> list[float] | None:
+        """GPUs of each node of the fleet (0 for a CPU-only node); None when unknown (a recording)."""
+
+    def scenario_objects(self) -> list[dict]:
+        """Queues and priority classes an earlier scenario made (labelled as kailab's): apiVersion, kind, metadata."""
+
+    def stop_scheduler(self) -> None:
+        """Stop KAI's scheduler; return once it no longer runs."""
+
+    def start_scheduler(self, settings: SchedulerChange) -> None:
+        """Start KAI's scheduler with these settings (unset ones: the lab's defaults); return once it is healthy."""
+
 
 class Engine:
     """Plays scenarios on one cluster; each verdict carries a timeline of GPUs per queue and what was applied.
@@ -76,6 +89,11 @@ class Engine:
                           namespace=scenario.namespace,
                           started=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         start = self.cluster.clock()
+        nodes = self.cluster.node_gpus()
+        if nodes is not None and (why := misfit(scenario.requires, nodes)):
+            verdict.not_applicable = why
+            self.progress.info(f"[yellow]–[/yellow] {scenario.name} is not applicable on this fleet: {why}")
+            return verdict
         try:
             self.prepare(scenario, verdict)
             run = _Run(self.cluster, scenario, verdict, start, self._changes(scenario))
@@ -97,9 +115,14 @@ class Engine:
         with self.progress.step("Clearing earlier exercises") as st:
             st.note(", ".join(self.cluster.clear_scenarios()) or "none running")
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
+            declared = {("Queue", q.name) for q in scenario.queues} | {("PriorityClass", p.name) for p in scenario.priority_classes}
+            for obj in self.cluster.scenario_objects():  # an earlier scenario's, which this one does not declare
+                if (obj["kind"], obj["metadata"]["name"]) not in declared:
+                    self.cluster.delete(obj)
             for name in scenario.missing_queues:
                 self.cluster.delete({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}})
             for obj in [*map(priority_class_object, scenario.priority_classes), *map(queue_object, scenario.queues)]:
+                obj["metadata"]["labels"][SCENARIO_LABEL] = scenario.name  # so the next scenario can clean it up
                 self.cluster.apply(obj)
                 verdict.applied.append(obj)
             self.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
@@ -117,27 +140,75 @@ class Engine:
         """Play one step; False ends the scenario."""
         raise TypeError(f"no player for step {type(step).__name__}")
 
-    @play.register(Apply)
-    def _(self, step: Apply, run: "_Run") -> bool:
+    @play.register(model.Apply)
+    def _(self, step: model.Apply, run: "_Run") -> bool:
         w = run.scenario.workload(step.workload)
-        with self.progress.step(f"Apply {w.kind} {w.name}: {w.pods} pods × {w.gpus} GPU, queue {w.queue or '-'}"):
+        what = f"{w.jobs} Jobs {w.name}-0…{w.jobs - 1}" if w.jobs else f"{w.kind} {w.name}"
+        with self.progress.step(f"Apply {what}: {w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}, "
+                                f"queue {w.queue or '-'}"):
             for obj in workload_objects(w, run.scenario):
                 run.apply(obj)
-            run.resized(w.name, w.pods)
+            run.resized(w.name, w.total_pods)
         return True
 
-    @play.register(Delete)
-    def _(self, step: Delete, run: "_Run") -> bool:
-        s, w = run.scenario, run.scenario.workload(step.workload)
+    @play.register(model.Delete)
+    def _(self, step: model.Delete, run: "_Run") -> bool:
+        w = run.scenario.workload(step.workload)
         with self.progress.step(f"Delete {w.kind} {w.name}"):
-            for obj in reversed(workload_objects(w, s)):
-                self.cluster.delete(obj)
-            self.cluster.delete_pods(s.namespace, w.name)
-            run.resized(w.name, None)
+            self._delete_workload(w, run)
         return True
 
-    @play.register(Scale)
-    def _(self, step: Scale, run: "_Run") -> bool:
+    def _delete_workload(self, w: WorkloadSpec, run: "_Run") -> None:
+        for obj in reversed(workload_objects(w, run.scenario)):
+            self.cluster.delete(obj)
+        self.cluster.delete_pods(run.scenario.namespace, w.name)
+        run.resized(w.name, None)
+
+    @play.register(model.DeletePods)
+    def _(self, step: model.DeletePods, run: "_Run") -> bool:
+        with self.progress.step(f"Delete the pods on {step.node}") as st:
+            names = sorted(p.name for p in run.state.pods.values() if p.node == step.node)
+            for name in names:
+                self.cluster.delete({"apiVersion": "v1", "kind": "Pod",
+                                     "metadata": {"name": name, "namespace": run.scenario.namespace}})
+            st.note(", ".join(names) or "none were there")
+            run.resized(None, None)
+        return True
+
+    @play.register(model.DeleteWorkloads)
+    def _(self, step: model.DeleteWorkloads, run: "_Run") -> bool:
+        with self.progress.step(f"Delete the workloads with a pod on {step.node}") as st:
+            names = sorted({p.workload for p in run.state.pods.values() if p.node == step.node and p.workload})
+            for name in names:
+                self._delete_workload(run.scenario.workload(name), run)
+            st.note(", ".join(names) or "none were there")
+        return True
+
+    @play.register(model.Sleep)
+    def _(self, step: model.Sleep, run: "_Run") -> bool:
+        with self.progress.step(f"Sleep {step.seconds:g}s"):
+            run.breaks(lambda obs: True, step.seconds)  # changes keep arriving; nothing can break
+        return True
+
+    @play.register(model.StopScheduler)
+    def _(self, step: model.StopScheduler, run: "_Run") -> bool:
+        with self.progress.step("Stop KAI's scheduler"):
+            self.cluster.stop_scheduler()
+            run.resized(None, None)
+        return True
+
+    @play.register(model.StartScheduler)
+    def _(self, step: model.StartScheduler, run: "_Run") -> bool:
+        said = describe_settings(step.settings)
+        with self.progress.step(f"{'Restart' if step.restart else 'Start'} KAI's scheduler ({said})"):
+            if step.restart:
+                self.cluster.stop_scheduler()
+            self.cluster.start_scheduler(step.settings)
+            run.resized(None, None)
+        return True
+
+    @play.register(model.Scale)
+    def _(self, step: model.Scale, run: "_Run") -> bool:
         s, w = run.scenario, run.scenario.workload(step.workload)
         with self.progress.step(f"Scale {w.name} to {step.pods} pods"):
             objects = workload_objects(w, s, step.pods)
@@ -153,22 +224,22 @@ class Engine:
             run.resized(w.name, step.pods)
         return True
 
-    @play.register(SetQueue)
-    def _(self, step: SetQueue, run: "_Run") -> bool:
+    @play.register(model.SetQueue)
+    def _(self, step: model.SetQueue, run: "_Run") -> bool:
         q = step.queue
         with self.progress.step(f"Set queue {q.name}: GPU quota {q.gpu.quota}, limit {q.gpu.limit}"):
             run.apply(queue_object(q))
             run.resized(None, None)
         return True
 
-    @play.register(Wait)
-    def _(self, step: Wait, run: "_Run") -> bool:
+    @play.register(model.Wait)
+    def _(self, step: model.Wait, run: "_Run") -> bool:
         """Wait until every condition holds, then keep it for ``stable`` seconds.
 
         A Wait only gates the run (it shows as a row only when it fails); an Expect adds
         one row per condition. Either ends the run on failure.
         """
-        exps, rows = step.expectations, isinstance(step, Expect)
+        exps, rows = step.expectations, isinstance(step, model.Expect)
         label = step.note or "; ".join(f"{e.title} = {e.want}" for e in exps)
         hold = max(e.stable for e in exps)
 
@@ -283,6 +354,13 @@ class Recorder:
     def close(self) -> None:
         self.file.close()
         self.changes.close()
+
+
+def describe_settings(c: SchedulerChange) -> str:
+    """ "gpu spread, full-hierarchy fairness on" — or "the lab's defaults"."""
+    parts = [f"gpu {c.gpu_placement}" if c.gpu_placement else "", f"cpu {c.cpu_placement}" if c.cpu_placement else "",
+             "" if c.full_hierarchy_fairness is None else f"full-hierarchy fairness {'on' if c.full_hierarchy_fairness else 'off'}"]
+    return ", ".join(p for p in parts if p) or "the lab's defaults"
 
 
 def failure_text(e: Exception) -> str:

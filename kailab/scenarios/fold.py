@@ -10,27 +10,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kailab.checks import Observation
-from kailab.pods import EventView, PodView
+from kailab.pods import EventView, PodGroupView, PodView
 
 
 @dataclass(frozen=True)
 class Change:
-    """One change the cluster reported: a pod or an event ADDED, MODIFIED or DELETED, at ``t`` seconds into the run."""
+    """One change the cluster reported: a pod, an event or a PodGroup ADDED, MODIFIED or DELETED, ``t`` seconds in."""
 
     type: str
     pod: PodView | None = None
     event: EventView | None = None
+    group: PodGroupView | None = None
     t: float = 0.0
 
     def to_json(self) -> dict:
-        body = {"pod": self.pod.to_json()} if self.pod else {"event": self.event.to_json() if self.event else {}}
+        if self.pod:
+            body = {"pod": self.pod.to_json()}
+        elif self.group:
+            body = {"podGroup": self.group.to_json()}
+        else:
+            body = {"event": self.event.to_json() if self.event else {}}
         return {"t": round(self.t, 3), "type": self.type, **body}
 
     @classmethod
     def from_json(cls, d: dict) -> "Change":
         pod = PodView(**d["pod"]) if "pod" in d else None
         event = EventView(**d["event"]) if "event" in d else None
-        return cls(d["type"], pod=pod, event=event, t=float(d.get("t", 0.0)))
+        group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
+        if pod is None and event is None and group is None:
+            raise KeyError("a change holds a pod, an event or a podGroup")
+        return cls(d["type"], pod=pod, event=event, group=group, t=float(d.get("t", 0.0)))
 
 
 @dataclass
@@ -43,6 +52,7 @@ class RunState:
     evicted: set[str] = field(default_factory=set)  # pods an event reported evicted or preempted
     waiting: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (kind, name) → {message: time}
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
+    groups: dict[str, PodGroupView] = field(default_factory=dict)  # live PodGroups by name
 
 
 def fold(state: RunState, change: Change) -> RunState:
@@ -56,6 +66,11 @@ def fold(state: RunState, change: Change) -> RunState:
             state.pods.pop(pod.name, None)
         else:
             state.pods[pod.name] = pod
+    elif change.group is not None:
+        if change.type == "DELETED":
+            state.groups.pop(change.group.name, None)
+        else:
+            state.groups[change.group.name] = change.group
     elif change.event is not None and change.type != "DELETED":  # an expired event still happened
         ev = change.event
         victim = ev.victim
@@ -88,4 +103,8 @@ def observe(state: RunState) -> Observation:
             said.extend((t, workload, m) for m, t in messages.items())
     for _, workload, message in sorted(said):
         obs.reasons.setdefault(workload, []).append(message)
+    for name, group in sorted(state.groups.items()):
+        workload = group.workload or state.pod_groups.get(name, "")
+        if workload:
+            obs.groups.setdefault(workload, []).append(group)
     return obs

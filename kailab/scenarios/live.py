@@ -5,48 +5,77 @@ from __future__ import annotations
 
 import queue
 import time
+from functools import partial
 
+from kubernetes import client
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
-from kailab.labels import SCENARIO_LABEL, WORKLOAD_LABEL
-from kailab.pods import event_view, pod_view
+from kailab.labels import GPU, MANAGED, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
+from kailab.pods import event_view, pod_view, podgroup_view
 from kailab.scenarios.fold import Change
+from kailab.scenarios.model import SchedulerChange
 
 
 class LiveChanges:
-    """Watches of one namespace's pods and events; their threads only put changes on a queue."""
+    """Watches of one namespace's pods, events and PodGroups; their threads only put changes on a queue."""
 
     def __init__(self, kube: Kube, namespace: str, clock):
         self._queue: queue.Queue[Change] = queue.Queue()
         self._clock = clock
-        self._pods = Watched(kube.core.list_namespaced_pod, namespace)
-        self._events = Watched(kube.core.list_namespaced_event, namespace)
-        self._pods.on_change(lambda kind, obj: self._queue.put(Change(kind, pod=pod_view(obj), t=self._clock())))
-        self._events.on_change(lambda kind, obj: self._queue.put(Change(kind, event=event_view(obj), t=self._clock())))
+        self._watches = [
+            self._watch(Watched(kube.core.list_namespaced_pod, namespace), lambda kind, o: Change(kind, pod=pod_view(o))),
+            self._watch(Watched(kube.core.list_namespaced_event, namespace),
+                        lambda kind, o: Change(kind, event=event_view(o))),
+        ]
+        if _serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
+            group, version = PODGROUP_API.split("/")
+            pod_groups = partial(client.CustomObjectsApi(kube.api).list_namespaced_custom_object,
+                                 group, version, namespace, "podgroups")
+            self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         try:
-            self._pods.start()
-            self._events.start()
+            for w in self._watches:
+                w.start()
         except BaseException:
             self.close()
             raise
 
+    def _watch(self, watched: Watched, change) -> Watched:
+        def put(kind: str, obj) -> None:
+            c = change(kind, obj)
+            self._queue.put(Change(c.type, c.pod, c.event, c.group, t=self._clock()))
+
+        watched.on_change(put)
+        return watched
+
     def next(self, timeout: float) -> Change | None:
-        self._pods.check()  # a watch that keeps failing ends the scenario with its reason
-        self._events.check()
+        for w in self._watches:
+            w.check()  # a watch that keeps failing ends the scenario with its reason
         try:
             return self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
         except queue.Empty:
             return None
 
     def close(self) -> None:
-        self._pods.stop()
-        self._events.stop()
+        for w in self._watches:
+            w.stop()
+
+
+def _serves(kube: Kube, api_version: str, kind: str) -> bool:
+    try:
+        kube.resource(api_version, kind)
+        return True
+    except ResourceNotFoundError:
+        return False
 
 
 class LiveCluster:
-    """A running lab, as the engine sees it."""
+    """A running lab, as the engine sees it. ``scheduler``: the runtime's control of KAI's scheduler, if it has one."""
 
-    def __init__(self, kube: Kube):
+    def __init__(self, kube: Kube, scheduler=None):
         self.kube = kube
+        self.scheduler = scheduler
 
     def clock(self) -> float:
         return time.monotonic()
@@ -73,6 +102,29 @@ class LiveCluster:
 
     def changes(self, namespace: str) -> LiveChanges:
         return LiveChanges(self.kube, namespace, self.clock)
+
+    def node_gpus(self) -> list[float]:
+        return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in self.kube.core.list_node().items]
+
+    def scenario_objects(self) -> list[dict]:
+        selector = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), SCENARIO_LABEL])
+        out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q["metadata"]["name"]}}
+               for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
+        classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
+        return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": p["metadata"]["name"]}} for p in classes]
+
+    def _control(self):
+        if self.scheduler is None:
+            raise KailabError("This lab cannot stop or start KAI's scheduler from a scenario.",
+                              hint="Run the scenario on a lab made by kailab up (local or kind runtime).")
+        return self.scheduler
+
+    def stop_scheduler(self) -> None:
+        self._control().stop()
+
+    def start_scheduler(self, settings: SchedulerChange) -> None:
+        self._control().start(settings)
 
 
 def clear_scenarios(kube: Kube) -> list[str]:

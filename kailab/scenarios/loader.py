@@ -14,17 +14,26 @@ from kailab.errors import ScenarioError
 from kailab.paths import MANIFESTS
 from kailab.scenarios import schema
 from kailab.scenarios.model import (
+    COUNTS,
+    Apply,
+    Delete,
+    DeletePods,
+    DeleteWorkloads,
+    Expect,
     Expectation,
     PriorityClassSpec,
     QueueSpec,
+    Requirements,
     Resource,
-    Apply,
-    Delete,
-    Expect,
     Scale,
     Scenario,
+    SchedulerChange,
     SetQueue,
+    Sleep,
+    StartScheduler,
     Step,
+    StopScheduler,
+    SubGroupSpec,
     Wait,
     WorkloadSpec,
 )
@@ -37,9 +46,12 @@ KNOWN_PRIORITY_CLASSES = {"train", "build-preemptible", "build", "inference",
                           "system-cluster-critical", "system-node-critical"}
 SCHEDULERS = ("kai-scheduler", "default-scheduler")
 # file key → the measure's name in the model
-MEASURE_OF = {"running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
-              "allocated": "allocated", "gpus": "allocated", "unschedulable": "unschedulable",
-              "allOrNone": "all_or_none", "reason": "reason", "boundBefore": "bound_before"}
+MEASURE_OF = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
+              "allocated": "allocated", "gpus": "allocated", "unschedulable": "unschedulable", "nodes": "nodes",
+              "placement": "placement", "allOrNone": "all_or_none", "reason": "reason", "notReason": "not_reason",
+              "boundBefore": "bound_before", "podGroupField": "pod_group_field",
+              "schedulingCondition": "scheduling_condition", "noSchedulingCondition": "no_scheduling_condition"}
+FIELD_OF = {m: k for k, m in MEASURE_OF.items() if k != "gpus"}  # measure → the ConditionFile attribute
 
 
 def load_scenario(path: Path | str) -> Scenario:
@@ -91,14 +103,23 @@ class _Build:
         queues = self.queues(doc)
         pcs = self.priority_classes(doc)
         workloads = self.workloads(doc, {q.name for q in queues} | set(doc.missingQueues), pcs)
-        names = {w.name for w in workloads}
+        self.workloads_by_name = {w.name: w for w in workloads}
+        names = set(self.workloads_by_name)
         used_queues = {q.name for q in queues} | {w.queue for w in workloads if w.queue}
         steps = tuple(self.step(i, s, names, used_queues, queues) for i, s in enumerate(doc.steps))
         return Scenario(
             name=doc.name, title=doc.title or doc.name, path=str(self.f.path), lesson=doc.lesson,
             namespace=doc.namespace or f"kailab-{doc.name}", queues=queues, priority_classes=pcs,
             workloads=workloads, steps=steps, verify=doc.verify, missing_queues=tuple(doc.missingQueues),
+            requires=self.requires(doc),
         )
+
+    def requires(self, doc: schema.ScenarioFile) -> Requirements:
+        r = doc.requires
+        if r is None:
+            return Requirements()
+        return Requirements(gpus=r.gpus, nodes=r.nodes, gpus_per_node=r.gpusPerNode, homogeneous=r.homogeneous,
+                            cpu_only_nodes=r.cpuOnlyNodes)
 
     def queues(self, doc: schema.ScenarioFile) -> tuple[QueueSpec, ...]:
         """``queues: lesson`` takes manifests/queues.yaml; a list declares queues here (and may include lesson)."""
@@ -157,13 +178,27 @@ class _Build:
                 raise self.fail(("workloads", i, "scheduler"), f"workload '{w.name}' names scheduler '{w.scheduler}'; "
                                 f"the lab has {' and '.join(SCHEDULERS)} (list a name under missingSchedulers to "
                                 "show a pod that no scheduler looks at)")
-            if w.priorityClass and w.priorityClass not in known_pcs:
-                raise self.fail(("workloads", i, "priorityClass"), f"workload '{w.name}' uses priority class "
-                                f"'{w.priorityClass}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
+            pc_key = "priorityClassName" if w.priorityClassName else "priorityClass"
+            pc = w.priorityClassName or w.priorityClass
+            if pc and pc not in known_pcs:
+                raise self.fail(("workloads", i, pc_key), f"workload '{w.name}' uses priority class "
+                                f"'{pc}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
                                 "nor declared under priorityClasses")
+            if w.kind == "Deployment" and 0 < w.gpus < 1:
+                raise self.fail(("workloads", i, "gpus"), f"workload '{w.name}': kailab makes fractional pods as "
+                                "Jobs, Pods or PodGroups; use one of those kinds")
+            for j, g in enumerate(w.subGroups):
+                if g.minMember is not None and g.minMember > g.pods:
+                    raise self.fail(("workloads", i, "subGroups", j, "minMember"), f"subgroup '{g.name}' has minMember "
+                                    f"{g.minMember} but only {g.pods} pods: it could never start")
+                if g.name in {x.name for x in w.subGroups[:j]}:
+                    raise self.fail(("workloads", i, "subGroups", j, "name"), f"two subgroups are named '{g.name}'")
             out.append(WorkloadSpec(
-                name=w.name, kind=w.kind, pods=w.pods, gpus=w.gpus, queue=w.queue, scheduler=w.scheduler,
-                priority_class=w.priorityClass, preemptibility=w.preemptibility, min_member=w.minMember,
+                name=w.name, kind=w.kind, pods=w.pods, jobs=w.jobs, gpus=w.gpus, queue=w.queue, scheduler=w.scheduler,
+                priority_class=pc, priority_in_spec_only=bool(w.priorityClassName),
+                subgroups=tuple(SubGroupSpec(g.name, g.pods, g.minMember) for g in w.subGroups),
+                pod_group_after_pods=w.podGroupAfterPods, node=w.node,
+                preemptibility=w.preemptibility, min_member=w.minMember,
                 complete_after=None if w.completeAfter is None else f"{w.completeAfter:g}s",
                 cpu=w.cpu, labels=dict(w.labels), annotations=dict(w.annotations), line=self.line("workloads", i),
             ))
@@ -184,7 +219,23 @@ class _Build:
             kind = Apply if action == "apply" else Delete
             return kind(workload=known(getattr(s, action), loc), **common)
         if action == "scale":
-            return Scale(workload=known(s.scale.workload, loc + ("workload",)), pods=s.scale.pods, **common)
+            name = known(s.scale.workload, loc + ("workload",))
+            w = self.workloads_by_name[name]
+            if w.jobs is not None or w.kind == "PodGroup":
+                raise self.fail(loc, f"workload '{name}' cannot be scaled: scale a single Job, a Deployment or bare Pods")
+            return Scale(workload=name, pods=s.scale.pods, **common)
+        if action == "sleep":
+            return Sleep(seconds=s.sleep, **common)
+        if action == "deletePods":
+            return DeletePods(node=s.deletePods.node, **common)
+        if action == "deleteWorkloads":
+            return DeleteWorkloads(node=s.deleteWorkloads.node, **common)
+        if action == "stopScheduler":
+            return StopScheduler(**common)
+        if action in ("startScheduler", "schedulerConfig"):
+            c = s.schedulerConfig or schema.SchedulerFile()
+            settings = SchedulerChange(c.gpuPlacement, c.cpuPlacement, c.fullHierarchyFairness)
+            return StartScheduler(settings=settings, restart=action == "schedulerConfig", **common)
         if action == "queue":
             names = {q.name for q in declared}
             if s.queue.parent is not None and s.queue.parent not in names:
@@ -212,26 +263,43 @@ class _Build:
                             "scenario declares, so it could only count nothing")
         if c.boundBefore is not None and c.boundBefore not in workloads:
             raise self.fail(at + ("boundBefore",), f"boundBefore names workload '{c.boundBefore}', which the scenario does not declare")
+        if c.subGroup is not None:
+            groups = {g.name for g in self.workloads_by_name[c.workload].subgroups}
+            if c.subGroup not in groups:
+                raise self.fail(at + ("subGroup",), f"workload '{c.workload}' has no subgroup '{c.subGroup}'"
+                                + (f" (its subgroups: {', '.join(sorted(groups))})" if groups else ""))
         out = []
         for key in keys:
             measure = MEASURE_OF.get(key)
             if measure is None:
                 continue
-            field = "allocated" if measure == "allocated" else {"all_or_none": "allOrNone", "bound_before": "boundBefore"}.get(measure, measure)
-            value = getattr(c, field)
-            bound = value if measure not in ("all_or_none", "reason", "bound_before") else None
-            want = "true" if measure == "all_or_none" else str(keys[key]) if bound is not None else str(value)
-            title = c.title or _title(measure, want, c.queue, c.workload)
+            value = getattr(c, FIELD_OF[measure])
+            bound = value if measure in COUNTS else None
+            if measure == "pod_group_field":
+                want = f"{value.path}={str(value.equals).lower() if isinstance(value.equals, bool) else value.equals}"
+            else:
+                want = "true" if measure == "all_or_none" else str(keys[key]) if bound is not None else str(value)
+            who = " ".join(filter(None, [c.workload, c.subGroup and f"subgroup {c.subGroup}", c.queue,
+                                         c.node and f"on {c.node}"])) or None
+            title = c.title or _title(measure, want, who)
             out.append(Expectation(title=title, measure=measure, want=want, bound=bound, queue=c.queue,
-                                   workload=c.workload, stable=c.stable or 0.0, line=self.line(*at, key)))
+                                   workload=c.workload, node=c.node, subgroup=c.subGroup, stable=c.stable or 0.0,
+                                   line=self.line(*at, key)))
         if len(out) > 1 and c.title:
             out = [Expectation(**{**e.__dict__, "title": f"{c.title} ({e.measure.replace('_', ' ')})"}) for e in out]
         return out
 
 
-def _title(measure: str, want: str, queue: str | None, workload: str | None) -> str:
-    who = workload or queue or "all pods"
+def _title(measure: str, want: str, who: str | None) -> str:
+    who = who or "all pods"
     return {
+        "pods": f"{who}: pods that exist",
+        "nodes": f"{who}: nodes its bound pods are on",
+        "placement": f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}",
+        "not_reason": f"{who}: reason given does not mention",
+        "pod_group_field": f"{who}: PodGroup {want.split('=')[0]}",
+        "scheduling_condition": f"{who}: PodGroup has scheduling condition",
+        "no_scheduling_condition": f"{who}: PodGroup has no scheduling condition",
         "running": f"{who}: pods Running",
         "pending": f"{who}: pods Pending",
         "bound": f"{who}: pods bound to a node",

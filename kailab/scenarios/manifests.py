@@ -10,6 +10,7 @@ from __future__ import annotations
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     GPU,
+    GPU_FRACTION_ANNOTATION,
     KAI_SCHEDULER,
     KWOK_TOLERATION,
     MANAGED,
@@ -20,6 +21,8 @@ from kailab.labels import (
     QUEUE_API,
     QUEUE_LABEL,
     SCENARIO_LABEL,
+    SKIP_PODGROUPER_ANNOTATION,
+    SUBGROUP_LABEL,
     WORKLOAD_LABEL,
 )
 from kailab.scenarios.model import PriorityClassSpec, QueueSpec, Resource, Scenario, WorkloadSpec
@@ -66,8 +69,8 @@ def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
         labels[PREEMPTIBILITY_LABEL] = w.preemptibility
-    if w.priority_class and w.scheduler == KAI_SCHEDULER:
-        labels["priorityClassName"] = w.priority_class
+    if w.priority_class and w.scheduler == KAI_SCHEDULER and not w.priority_in_spec_only:
+        labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
     annotations = dict(w.annotations)
     if w.min_member is not None and w.kind == "Job":
         annotations[MIN_MEMBER_ANNOTATION] = str(w.min_member)
@@ -76,8 +79,8 @@ def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
 
 def _resources(w: WorkloadSpec) -> dict:
     res: dict = {}
-    if w.gpus:
-        res["limits"] = {GPU: str(w.gpus)}
+    if w.gpus and not w.fraction:  # a fraction is KAI's gpu-fraction annotation, not a limit
+        res["limits"] = {GPU: str(int(w.gpus))}
     if w.cpu:
         res["requests"] = {"cpu": w.cpu}
     return res
@@ -90,6 +93,8 @@ def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
         annotations[COMPLETE_DELAY_ANNOTATION] = w.complete_after
     if w.kind == "PodGroup":
         annotations[POD_GROUP_ANNOTATION] = w.name
+    if w.fraction:
+        annotations[GPU_FRACTION_ANNOTATION] = f"{w.gpus:g}"
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
@@ -102,6 +107,8 @@ def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
     }
     if w.scheduler != "default-scheduler":
         spec["schedulerName"] = w.scheduler
+    if w.node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": w.node}
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     return {"metadata": {"labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName"},
@@ -114,16 +121,17 @@ def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = Non
     ns = scenario.namespace
     meta = _owner_meta(w, scenario)
     if w.kind == "Job":
+        names = [w.name] if w.jobs is None else [f"{w.name}-{i}" for i in range(w.jobs)]
         return [{
             "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": w.name, "namespace": ns, **meta},
+            "metadata": {"name": name, "namespace": ns, **meta},
             "spec": {
                 "parallelism": n, "completions": max(w.pods, n),
                 # KAI's evictions delete pods; each counts as a failure to the Job controller.
                 "backoffLimit": 100000,
                 "template": pod_template(w, scenario, "Never"),
             },
-        }]
+        } for name in names]
     if w.kind == "Deployment":
         return [{
             "apiVersion": "apps/v1", "kind": "Deployment",
@@ -134,15 +142,20 @@ def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = Non
                 "template": pod_template(w, scenario, "Always"),
             },
         }]
-    objs = []
+    pod_group = []
     if w.kind == "PodGroup":
         spec = {"minMember": w.min_member or n, "queue": w.queue or "default-queue"}
         if w.priority_class:
             spec["priorityClassName"] = w.priority_class
         if w.preemptibility:
             spec["preemptibility"] = w.preemptibility
-        objs.append({"apiVersion": PODGROUP_API, "kind": "PodGroup",
-                     "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]}, "spec": spec})
+        if w.subgroups:
+            spec["subGroups"] = [{"name": g.name, **({"minMember": g.min_member} if g.min_member else {})}
+                                 for g in w.subgroups]
+        pod_group.append({"apiVersion": PODGROUP_API, "kind": "PodGroup",
+                          "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]}, "spec": spec})
+    subgroup_of = [g.name for g in w.subgroups for _ in range(g.pods)]
+    pods = []
     for i in range(n):
         tmpl = pod_template(w, scenario, "Never")
         labels = meta["labels"] if w.kind == "Pod" else tmpl["metadata"]["labels"]
@@ -150,8 +163,10 @@ def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = Non
         if w.kind == "PodGroup":
             # The pod-grouper must leave these pods to the hand-made PodGroup. KAI v0.17.0 reads
             # this as an annotation (pkg/podgrouper/pod_controller.go, shouldSkipPodGrouper).
-            annotations = {**annotations, "kai.scheduler/skip-podgrouper": "true"}
-        objs.append({"apiVersion": "v1", "kind": "Pod",
+            annotations = {**annotations, SKIP_PODGROUPER_ANNOTATION: "true"}
+        if i < len(subgroup_of):
+            labels = {**labels, SUBGROUP_LABEL: subgroup_of[i]}
+        pods.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": f"{w.name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
                      "spec": tmpl["spec"]})
-    return objs
+    return pods + pod_group if w.pod_group_after_pods else pod_group + pods

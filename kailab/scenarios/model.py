@@ -11,16 +11,20 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 UNLIMITED = -1
-_BOUND = re.compile(r"^\s*(?:(>=|<=|>|<|==)?\s*(\d+)|(\d+)\s*\.\.\s*(\d+))\s*$")
+_N = r"\d+(?:\.\d+)?"
+_BOUND = re.compile(rf"^\s*(?:(>=|<=|>|<|==)?\s*({_N})|({_N})\s*\.\.\s*({_N}))\s*$")
 
 
 @dataclass(frozen=True)
 class Bound:
-    """The count an expectation wants: exactly 8, ``">=8"``, ``"<=8"``, ``">8"``, ``"<8"`` or ``"8..12"``."""
+    """The count an expectation wants: exactly 8, ``">=8"``, ``"<=8"``, ``">8"``, ``"<8"`` or ``"8..12"``.
+
+    Numbers may have decimals (GPUs allocated to fractional pods: ``"1.5"``).
+    """
 
     op: str
-    low: int
-    high: int | None = None
+    low: float
+    high: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> "Bound":
@@ -28,20 +32,27 @@ class Bound:
         if not m:
             raise ValueError(f"{text!r} is not a count; want 8, >=8, <=8, >8, <8 or 8..12")
         if m.group(3) is not None:
-            low, high = int(m.group(3)), int(m.group(4))
+            low, high = _number(m.group(3)), _number(m.group(4))
             if low > high:
                 raise ValueError(f"{text!r} is an empty range; write the smaller number first ({high}..{low})")
             return cls("..", low, high)
-        return cls(m.group(1) or "==", int(m.group(2)))
+        return cls(m.group(1) or "==", _number(m.group(2)))
 
-    def holds(self, value: int) -> bool:
+    def holds(self, value: float) -> bool:
         a, b = self.low, self.high
         return {"==": value == a, ">=": value >= a, "<=": value <= a, ">": value > a, "<": value < a,
                 "..": b is not None and a <= value <= b}[self.op]
 
     def __str__(self) -> str:
-        a = self.low
-        return {"==": f"{a}", ">=": f"≥ {a}", "<=": f"≤ {a}", ">": f"> {a}", "<": f"< {a}", "..": f"{a} to {self.high}"}[self.op]
+        a = f"{self.low:g}"
+        if self.op == "..":
+            return f"{a} to {self.high:g}"
+        return {"==": a, ">=": f"≥ {a}", "<=": f"≤ {a}", ">": f"> {a}", "<": f"< {a}"}[self.op]
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    return int(value) if value.is_integer() else value
 
 
 @dataclass(frozen=True)
@@ -76,32 +87,56 @@ WorkloadKind = Literal["Job", "Pod", "PodGroup", "Deployment"]
 
 
 @dataclass(frozen=True)
+class SubGroupSpec:
+    name: str
+    pods: int
+    min_member: int | None = None
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
-    """A group of identical pods: a Job, bare Pods, a hand-made PodGroup with pods, or a Deployment."""
+    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment."""
 
     name: str
     kind: WorkloadKind = "Job"
-    pods: int = 1
-    gpus: int = 1
+    pods: int = 1  # per Job when ``jobs`` is set
+    jobs: int | None = None  # that many separate Jobs, <name>-0 …, each its own PodGroup
+    gpus: float = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
     queue: str | None = None
     scheduler: str = "kai-scheduler"
     priority_class: str | None = None
+    priority_in_spec_only: bool = False  # priorityClassName only in the pods' spec, no label
     preemptibility: str | None = None  # "preemptible" | "non-preemptible"
     min_member: int | None = None  # gang: batch-min-member on a Job, minMember on a PodGroup
+    subgroups: tuple[SubGroupSpec, ...] = ()  # a hand-made PodGroup's subgroups
+    pod_group_after_pods: bool = False  # a hand-made PodGroup is created after its pods
+    node: str | None = None  # pods pinned to this node
     complete_after: str | None = None  # let KWOK complete the pods after this delay ("30s")
     cpu: str | None = None  # CPU request per pod ("1"); pods ask for no CPU unless set
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     line: int = 0
 
+    @property
+    def fraction(self) -> bool:
+        return 0 < self.gpus < 1
+
+    @property
+    def total_pods(self) -> int:
+        return self.pods * (self.jobs or 1)
+
+
+# Measures that count (their ``bound`` is the number wanted); the rest are properties with a text ``want``.
+COUNTS = ("pods", "running", "pending", "bound", "evicted", "allocated", "unschedulable", "nodes")
+
 
 @dataclass(frozen=True)
 class Expectation:
-    """One thing that must hold, about a queue, a workload or the whole namespace.
+    """One thing that must hold, about a queue, a workload (or one of its subgroups), a node, or every pod.
 
-    ``measure`` is what is counted (running, pending, bound, evicted, allocated,
-    unschedulable) — then ``bound`` is the count wanted — or a property (all_or_none,
-    reason, bound_before), whose ``want`` is its text (the reason, the other workload).
+    ``measure`` is a count (see COUNTS) — then ``bound`` is the number wanted — or a property
+    (all_or_none, placement, reason, not_reason, bound_before, pod_group_field,
+    scheduling_condition, no_scheduling_condition), whose ``want`` is its text.
     """
 
     title: str
@@ -110,16 +145,21 @@ class Expectation:
     bound: Bound | None = None
     queue: str | None = None
     workload: str | None = None
+    node: str | None = None
+    subgroup: str | None = None
     stable: float = 0.0  # the expectation must keep holding this long (seconds)
     line: int = 0
 
     @property
     def scope(self) -> str:
+        parts = []
         if self.workload:
-            return f"workload {self.workload}"
+            parts.append(f"workload {self.workload}" + (f" subgroup {self.subgroup}" if self.subgroup else ""))
         if self.queue:
-            return f"queue {self.queue}"
-        return "all pods"
+            parts.append(f"queue {self.queue}")
+        if self.node:
+            parts.append(f"node {self.node}")
+        return ", ".join(parts) or "all pods"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,6 +201,49 @@ class SetQueue(Step):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Sleep(Step):
+    """Let time pass (changes are still folded in), e.g. for a protection window to elapse."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeletePods(Step):
+    """Delete the scenario's pods on one node (their owners may make new ones)."""
+
+    node: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteWorkloads(Step):
+    """Delete every workload that has a pod on one node."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class SchedulerChange:
+    """Settings of KAI's scheduler a scenario changes; None keeps the lab's default."""
+
+    gpu_placement: str | None = None  # binpack | spread
+    cpu_placement: str | None = None
+    full_hierarchy_fairness: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopScheduler(Step):
+    """Stop KAI's scheduler: pods submitted now wait, together, until it starts."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartScheduler(Step):
+    """Start KAI's scheduler with these settings (the lab's defaults when empty)."""
+
+    settings: SchedulerChange = field(default_factory=SchedulerChange)
+    restart: bool = False  # stop it first (a configuration change)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Wait(Step):
     """Wait until every expectation holds; a row in the verdict only when it fails."""
 
@@ -170,6 +253,17 @@ class Wait(Step):
 @dataclass(frozen=True, kw_only=True)
 class Expect(Wait):
     """Wait until every expectation holds (and keeps holding); one verdict row each."""
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a scenario needs of the fleet (None: anything)."""
+
+    gpus: Bound | None = None
+    nodes: Bound | None = None
+    gpus_per_node: Bound | None = None
+    homogeneous: bool | None = None
+    cpu_only_nodes: Bound | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +279,7 @@ class Scenario:
     steps: tuple[Step, ...] = ()
     verify: str = ""
     missing_queues: tuple[str, ...] = ()  # queues that must not exist (kailab deletes them first)
+    requires: Requirements = field(default_factory=Requirements)
 
     def workload(self, name: str) -> WorkloadSpec:
         return next(w for w in self.workloads if w.name == name)

@@ -21,8 +21,9 @@ from kailab.scenarios.model import Scenario
 class ReplayCluster:
     """Applies nothing (it remembers what it was asked to do); its clock moves only with the recording."""
 
-    def __init__(self, changes: list[Change]):
+    def __init__(self, changes: list[Change], node_gpus: list[float] | None = None):
         self._changes = changes
+        self._node_gpus = node_gpus
         self._at = 0
         self.now = 0.0
         self.calls: list[tuple[str, str]] = []  # (verb, "kind/name") in order
@@ -47,6 +48,18 @@ class ReplayCluster:
 
     def changes(self, namespace: str) -> "ReplayCluster":
         return self
+
+    def node_gpus(self) -> list[float] | None:
+        return self._node_gpus
+
+    def scenario_objects(self) -> list[dict]:
+        return []
+
+    def stop_scheduler(self) -> None:
+        self.calls.append(("stop", "kai-scheduler"))
+
+    def start_scheduler(self, settings) -> None:
+        self.calls.append(("start", "kai-scheduler"))
 
     def next(self, timeout: float) -> Change | None:
         """The next recorded change if it happened within ``timeout`` of now (the clock moves to it); else None."""

@@ -117,20 +117,66 @@ class PriorityClassFile(FileModel):
     preemptible: StrictBool | None = None
 
 
+def _gpus(value: float) -> float:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= 64:
+        return value
+    if isinstance(value, float) and 0 < value < 1:
+        return value
+    raise ValueError(f"{value!r} — want whole GPUs (0 to 64) or a fraction of one GPU (0.5)")
+
+
+Gpus = Annotated[Number, AfterValidator(_gpus)]
+
+
+class SubGroupFile(FileModel):
+    """A subgroup of a hand-made PodGroup: its own gang size and pods (label kai.scheduler/subgroup-name)."""
+
+    name: Name
+    pods: Count
+    minMember: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
 class WorkloadFile(FileModel):
     name: Name
     kind: Literal["Job", "Pod", "PodGroup", "Deployment"] = "Job"
     pods: Count = 1
-    gpus: Annotated[StrictInt, Field(ge=0, le=64)] = 1
+    jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs (kind Job)
+    gpus: Gpus = 1
     queue: Name | None = None
     scheduler: Name = "kai-scheduler"
-    priorityClass: Name | None = None
+    priorityClass: Name | None = None  # the priorityClassName label on the owner and the pods' spec
+    priorityClassName: Name | None = None  # only the pods' spec.priorityClassName (no label)
     preemptibility: Literal["preemptible", "non-preemptible"] | None = None
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
+    subGroups: list[SubGroupFile] = []
+    podGroupAfterPods: StrictBool = False
+    node: Name | None = None  # pin the pods to this node (nodeSelector kubernetes.io/hostname)
     completeAfter: Seconds | None = None
     cpu: Quantity | None = None
     labels: dict[LabelKey, StrictStr] = {}
     annotations: dict[LabelKey, StrictStr] = {}
+
+    @model_validator(mode="after")
+    def _kind_words(self):
+        if self.jobs is not None and self.kind != "Job":
+            raise ValueError("jobs: N makes N separate Jobs; it needs kind: Job")
+        if (self.subGroups or self.podGroupAfterPods) and self.kind != "PodGroup":
+            raise ValueError("subGroups and podGroupAfterPods are for a hand-made PodGroup (kind: PodGroup)")
+        if self.priorityClass and self.priorityClassName:
+            raise ValueError("give priorityClass (label and spec) or priorityClassName (spec only), not both")
+        if self.subGroups and sum(g.pods for g in self.subGroups) != self.pods:
+            raise ValueError(f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
+                             f"but the workload has pods: {self.pods}")
+        return self
+
+
+class PodGroupFieldFile(FileModel):
+    """A PodGroup field's value, e.g. ``{path: spec.preemptibility, equals: preemptible}``."""
+
+    path: Annotated[StrictStr, Field(pattern=r"^(spec|status|metadata)(\.[A-Za-z][A-Za-z0-9]*)+$")]
+    equals: Union[StrictStr, StrictInt, StrictBool]
 
 
 class ConditionFile(FileModel):
@@ -140,17 +186,26 @@ class ConditionFile(FileModel):
 
     queue: Name | None = None
     workload: Name | None = None
+    node: Name | None = None
+    subGroup: Name | None = None
     title: StrictStr | None = None
     stable: Seconds | None = None
+    pods: Want | None = None
     running: Want | None = None
     pending: Want | None = None
     bound: Want | None = None
     evicted: Want | None = None
     allocated: Want | None = Field(None, alias="gpus")
     unschedulable: Want | None = None
+    nodes: Want | None = None
+    placement: Literal["distinct", "oneNode"] | None = None
     allOrNone: Literal[True] | None = None
     reason: StrictStr | None = None
+    notReason: StrictStr | None = None
     boundBefore: Name | None = None
+    podGroupField: PodGroupFieldFile | None = None
+    schedulingCondition: StrictStr | None = None
+    noSchedulingCondition: StrictStr | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -166,16 +221,20 @@ class ConditionFile(FileModel):
     def _one_measure(self):
         if not any(getattr(self, m) is not None for m in MEASURES):
             raise ValueError("a condition needs a measure: " + ", ".join(MEASURE_WORDS.values()))
-        for m in ("allOrNone", "boundBefore"):
+        for m in ("allOrNone", "boundBefore", "podGroupField", "schedulingCondition", "noSchedulingCondition"):
             if getattr(self, m) is not None and not self.workload:
                 raise ValueError(f"{m} is about one workload: add 'workload: NAME'")
+        if self.subGroup is not None and not self.workload:
+            raise ValueError("subGroup names a subgroup of one workload: add 'workload: NAME'")
         return self
 
 
 # measure attribute → the word a scenario file uses
-MEASURE_WORDS = {"running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
-                 "allocated": "allocated", "unschedulable": "unschedulable", "allOrNone": "allOrNone",
-                 "reason": "reason", "boundBefore": "boundBefore"}
+MEASURE_WORDS = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
+                 "allocated": "allocated", "unschedulable": "unschedulable", "nodes": "nodes",
+                 "placement": "placement", "allOrNone": "allOrNone", "reason": "reason", "notReason": "notReason",
+                 "boundBefore": "boundBefore", "podGroupField": "podGroupField",
+                 "schedulingCondition": "schedulingCondition", "noSchedulingCondition": "noSchedulingCondition"}
 MEASURES = tuple(MEASURE_WORDS)
 
 
@@ -194,7 +253,20 @@ class ScaleFile(FileModel):
     pods: Count
 
 
-ACTIONS = ("apply", "delete", "scale", "queue", "wait", "expect")
+class OnNodeFile(FileModel):
+    node: Name
+
+
+class SchedulerFile(FileModel):
+    """What a scenario may set in KAI's scheduler; what is left out keeps the lab's default."""
+
+    gpuPlacement: Literal["binpack", "spread"] | None = None
+    cpuPlacement: Literal["binpack", "spread"] | None = None
+    fullHierarchyFairness: StrictBool | None = None
+
+
+ACTIONS = ("apply", "delete", "scale", "queue", "wait", "expect", "sleep", "deletePods", "deleteWorkloads",
+           "stopScheduler", "startScheduler", "schedulerConfig")
 
 
 class StepFile(FileModel):
@@ -204,6 +276,12 @@ class StepFile(FileModel):
     queue: QueueFile | None = None
     wait: Conditions | None = None
     expect: Conditions | None = None
+    sleep: Seconds | None = None
+    deletePods: OnNodeFile | None = None  # the scenario's pods on that node
+    deleteWorkloads: OnNodeFile | None = None  # every workload with a pod on that node
+    stopScheduler: Literal[True] | None = None
+    startScheduler: Literal[True] | None = None
+    schedulerConfig: SchedulerFile | None = None  # restart the scheduler with these settings
     timeout: Seconds | None = None
     note: StrictStr | None = None
 
@@ -240,6 +318,16 @@ Queues = Annotated[
 ]
 
 
+class RequiresFile(FileModel):
+    """What the scenario needs of the fleet; on another fleet its verdict is "not applicable"."""
+
+    gpus: Want | None = None
+    nodes: Want | None = None
+    gpusPerNode: Want | None = None  # every GPU node
+    homogeneous: StrictBool | None = None  # every GPU node has the same number of GPUs
+    cpuOnlyNodes: Want | None = None
+
+
 class ScenarioFile(FileModel):
     name: Annotated[Name, Field(max_length=56)]  # the namespace kailab-<name> must fit in 63
     title: StrictStr | None = None
@@ -250,6 +338,7 @@ class ScenarioFile(FileModel):
     missingSchedulers: list[Name] = []  # scheduler names no scheduler answers to (a typo, on purpose)
     priorityClasses: list[PriorityClassFile] = []
     workloads: list[WorkloadFile] = []
+    requires: RequiresFile | None = None
     steps: Annotated[list[StepFile], Field(min_length=1)]
     verify: StrictStr = ""
 
