@@ -25,6 +25,7 @@ class Observation:
     first_bound: dict[str, float] = field(default_factory=dict)  # workload → time its first pod was bound
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for
     groups: dict[str, list[PodGroupView]] = field(default_factory=dict)  # workload → its PodGroups
+    fair_share: dict[str, float] = field(default_factory=dict)  # queue → GPUs of fair share (the scheduler's)
 
 
 @dataclass
@@ -145,6 +146,13 @@ def _scheduling_condition(exp: Expectation, obs: Observation, present: bool) -> 
     return f"{exp.want} on none", observed, bool(groups) and having == 0
 
 
+def _fair_share(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    share = obs.fair_share.get(exp.queue or "")
+    if share is None:
+        return str(exp.bound), "not published yet", False
+    return str(exp.bound), f"{share:g}", exp.bound.holds(share)
+
+
 def _text(value) -> str:
     return "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -157,6 +165,7 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
     "not_reason": lambda e, o: _reason(e, o, mentioned=False),
     "bound_before": _bound_before,
     "pod_group_field": _pod_group_field,
+    "fair_share": _fair_share,
     "scheduling_condition": lambda e, o: _scheduling_condition(e, o, True),
     "no_scheduling_condition": lambda e, o: _scheduling_condition(e, o, False),
 }

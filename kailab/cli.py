@@ -84,7 +84,8 @@ def down(quiet: bool = QuietOpt) -> None:
 
 @app.command()
 def status(
-    queues: bool = typer.Option(False, "--queues", help="Also list queues with GPUs allocated and pods pending."),
+    queues: bool = typer.Option(False, "--queues", help="Also list queues: quota, limit, weight, fair share, "
+                                                        "GPUs allocated, pods pending."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show the lab's components, GPU nodes (used/free) and queues."""
@@ -99,7 +100,8 @@ def status(
         kube = lab.connect()
     except NotRunning:
         pass
-    result = lab_status(info, kube, with_queues=queues or as_json)
+    with_queues = queues or as_json
+    result = lab_status(info, kube, with_queues, lab.fair_shares() if with_queues and kube else None)
     if as_json:
         print(json.dumps(result, indent=2))
     else:
@@ -127,7 +129,7 @@ def apply_queues(quiet: bool = QuietOpt) -> None:
     with Progress(quiet).step(f"Applying {len(specs)} queues from {LESSON_QUEUES.name}"):
         for q in specs:
             kube.apply(queue_object(q))
-    render.stdout.print(render.queue_table(list_queues(kube)))
+    render.stdout.print(render.queue_table(list_queues(kube, fair_shares=lab.fair_shares())))
 
 
 @app.command()
@@ -172,7 +174,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
 
     kube = lab.connect()
     progress = Progress(quiet or as_json)
-    engine = Engine(LiveCluster(kube), progress, record=record)
+    engine = Engine(LiveCluster(kube, lab.scheduler_control()), progress, record=record)
     verdicts = []
     if evidence:
         _capture(kube, progress, "before the exercise", allow_empty=True)
@@ -225,9 +227,9 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
 
     kube = lab.connect()
     if once:
-        render.stdout.print(live.current_frame(kube, all_pods(kube)))
+        render.stdout.print(live.current_frame(kube, all_pods(kube), lab.fair_shares()))
         return
-    live.run(kube, render.stdout)
+    live.run(kube, render.stdout, fair_shares=lab.fair_shares)
 
 
 @app.command()
@@ -260,7 +262,7 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
 
     try:
         with progress.step(f"Capturing evidence {what}") as step:
-            path = ev.capture(kube, lab_home(), Path.cwd() / "evidence", out)
+            path = ev.capture(kube, lab_home(), Path.cwd() / "evidence", out, lab.fair_shares())
             step.note(str(path))
     except ev.NothingToCapture as e:
         if allow_empty:

@@ -64,7 +64,7 @@ def _when(e: EventView) -> str:
     return datetime.fromtimestamp(e.time, timezone.utc).isoformat() if e.time else ""
 
 
-def gather(kube: Kube, verdicts: list[dict]) -> dict[str, str]:
+def gather(kube: Kube, verdicts: list[dict], fair_shares: dict[str, float] | None = None) -> dict[str, str]:
     """The files of a snapshot, name → text. Raises NothingToCapture when there is nothing to show."""
     namespaces = sorted({ns.metadata.name for ns in kube.core.list_namespace(label_selector=SCENARIO_LABEL).items}
                         | {v["namespace"] for v in verdicts if v.get("namespace")})
@@ -75,13 +75,15 @@ def gather(kube: Kube, verdicts: list[dict]) -> dict[str, str]:
     events = sorted((event_view(e) for ns in namespaces for e in kube.core.list_namespaced_event(ns).items),
                     key=lambda e: e.time)
     pod_groups = [pg for ns in namespaces for pg in kube.list(PODGROUP_API, "PodGroup", namespace=ns)]
-    queue_rows = queues(kube)
+    queue_rows = queues(kube, fair_shares=fair_shares)
     node_rows = nodes_and_gpus(kube)
     files = {
         "manifests.yaml": yaml.safe_dump_all([o for v in verdicts for o in v.get("applied", [])], sort_keys=False),
         "queues.yaml": yaml.safe_dump_all([_plain(q) for q in kube.list(QUEUE_API, "Queue")], sort_keys=False),
-        "queues.md": _table(["queue", "parent", "priority", "GPU quota", "limit", "allocated", "over quota", "pending pods"],
-                            [[q["name"], q["parent"] or "-", q["priority"], num(q["quota"]), num(q["limit"]), q["allocated"],
+        "queues.md": _table(["queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated",
+                             "over quota", "pending pods"],
+                            [[q["name"], q["parent"] or "-", q["priority"], num(q["quota"]), num(q["limit"]),
+                              num(q["weight"]), num(q.get("fair_share")), num(q["allocated"]),
                               max(0, q["allocated"] - (q["quota"] or 0)) if (q["quota"] or 0) >= 0 else 0, q["pending"]]
                              for q in queue_rows]),
         "podgroups.yaml": yaml.safe_dump_all([_plain(pg) for pg in pod_groups], sort_keys=False),
@@ -191,10 +193,11 @@ def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) ->
     return target
 
 
-def capture(kube: Kube, home: Path, root: Path, out: Path | None = None) -> Path:
+def capture(kube: Kube, home: Path, root: Path, out: Path | None = None,
+            fair_shares: dict[str, float] | None = None) -> Path:
     """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts."""
     verdicts = pending_verdicts(home)
-    files = gather(kube, verdicts)
+    files = gather(kube, verdicts, fair_shares)
     target = write_snapshot(files, verdicts, out or snapshot_dir(root))
     (home / PENDING).unlink(missing_ok=True)
     return target

@@ -61,3 +61,22 @@ def connect() -> Kube:
         raise NotRunning(f"The lab's API server does not answer ({path}).",
                          hint="Check it with: kailab status — or start again: kailab down && kailab up")
     return kube
+
+
+def fair_shares() -> dict[str, float] | None:
+    """Each queue's fair share of GPUs now, as KAI's scheduler publishes it; None when this lab cannot say."""
+    from kailab import fairshare
+
+    try:
+        control = scheduler_control()
+        text = control.metrics() if control is not None else None
+    except Exception:  # no fair share is no reason to fail a status or a watch
+        return None
+    return {q: s.gpu for q, s in fairshare.parse(text).items()} if text else None
+
+
+def scheduler_control():
+    """The running lab's control of KAI's scheduler (stop, start, metrics), or None."""
+    rt = current_runtime()
+    control = getattr(rt, "scheduler_control", None)
+    return control() if control is not None else None

@@ -69,8 +69,8 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     panel(les.sections.get("Concept", ""), les.title)
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
     prediction = ask()
-    verdict = Engine(LiveCluster(kube), Progress()).run(scenario)
-    out.print(render.queue_table(queues(kube)))
+    verdict = Engine(LiveCluster(kube, lab.scheduler_control()), Progress()).run(scenario)
+    out.print(render.queue_table(queues(kube, fair_shares=lab.fair_shares())))
     out.print(render.verdict_table(verdict))
     panel(f"You predicted: {prediction}\nThe lesson expects: {expected}\n"
           f"KAI did: {'what the lesson expects' if verdict.passed else 'something else — see the FAIL rows'}",

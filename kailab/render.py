@@ -68,11 +68,11 @@ def status_tables(status: dict) -> list[Table]:
 
 def queue_table(queues: list[dict]) -> Table:
     t = Table(title="Queues", title_justify="left")
-    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "allocated", "pending pods"):
+    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated", "pending pods"):
         t.add_column(col, justify="left" if col in ("queue", "parent") else "right")
     for q in queues:
         t.add_row(q["name"], q["parent"] or "-", str(q["priority"]), num(q["quota"]), num(q["limit"]),
-                  num(q["weight"]), num(q["allocated"]), str(q["pending"]))
+                  num(q["weight"]), num(q.get("fair_share")), num(q["allocated"]), str(q["pending"]))
     return t
 
 

@@ -28,8 +28,9 @@ def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
     return out
 
 
-def queues(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
-    """One row per Queue: its GPU quota, limit and weight, GPUs its pods hold, its pending pods (parents sum children)."""
+def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None) -> list[dict]:
+    """One row per Queue: its GPU quota, limit and weight, GPUs its pods hold, its pending pods (parents sum
+    children), and its fair share of GPUs when KAI's scheduler published one (``fair_shares``)."""
     pods = pods if pods is not None else all_pods(kube)
     allocated: dict[str, int] = {}
     pending: dict[str, int] = {}
@@ -48,7 +49,8 @@ def queues(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
         name = q["metadata"]["name"]
         out.append({"name": name, "parent": spec.get("parentQueue"), "priority": spec.get("priority", 100),
                     "quota": gpu.get("quota"), "limit": gpu.get("limit"), "weight": gpu.get("overQuotaWeight"),
-                    "allocated": allocated.get(name, 0), "pending": pending.get(name, 0)})
+                    "allocated": allocated.get(name, 0), "pending": pending.get(name, 0),
+                    "fair_share": (fair_shares or {}).get(name)})
     # A parent queue holds what its children hold.
     children: dict[str, list[dict]] = {}
     for q in out:
@@ -63,7 +65,7 @@ def queues(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
     return sorted(out, key=lambda q: (q["parent"] or q["name"], q["parent"] is not None, q["name"]))
 
 
-def lab_status(info: LabInfo, kube: Kube | None, with_queues: bool) -> dict:
+def lab_status(info: LabInfo, kube: Kube | None, with_queues: bool, fair_shares: dict[str, float] | None = None) -> dict:
     status = {
         "runtime": info.runtime,
         "kubeconfig": str(info.kubeconfig),
@@ -76,5 +78,5 @@ def lab_status(info: LabInfo, kube: Kube | None, with_queues: bool) -> dict:
         pods = all_pods(kube)
         status["nodes"] = nodes_and_gpus(kube, pods)
         if with_queues:
-            status["queues"] = queues(kube, pods)
+            status["queues"] = queues(kube, pods, fair_shares)
     return status

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 from rich.console import Group
 from rich.table import Table
@@ -34,12 +35,12 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[s
     names = sorted({q for used in cells.values() for q in used} | {q["name"] for q in queue_rows})
     colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(names)}
     qt = Table(title="Queues", title_justify="left")
-    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "allocated", "pending pods", "fair share"):
+    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated", "pending pods"):
         qt.add_column(col, justify="left" if col in ("queue", "parent") else "right")
     for q in queue_rows:
         qt.add_row(Text(q["name"], style=colour.get(q["name"], "")), q["parent"] or "-", str(q["priority"]),
-                   num(q["quota"]), num(q["limit"]), num(q["weight"]), str(q["allocated"]), str(q["pending"]),
-                   num(q.get("fair_share")))
+                   num(q["quota"]), num(q["limit"]), num(q["weight"]), num(q.get("fair_share")), num(q["allocated"]),
+                   str(q["pending"]))
     nt = Table(title="GPUs per node (one cell per GPU, coloured by queue; · is free)", title_justify="left")
     for col in ("node", "pool", "used", "GPUs"):
         nt.add_column(col)
@@ -56,12 +57,13 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[s
     return Group(qt, nt, legend)
 
 
-def current_frame(kube: Kube, pods: list[PodView]) -> Group:
-    return frame(queues(kube, pods), nodes_and_gpus(kube, pods), gpu_cells(pods))
+def current_frame(kube: Kube, pods: list[PodView], fair_shares: dict[str, float] | None = None) -> Group:
+    return frame(queues(kube, pods, fair_shares), nodes_and_gpus(kube, pods), gpu_cells(pods))
 
 
-def run(kube: Kube, console, stop: threading.Event | None = None) -> None:
-    """Redraw on every pod change until Ctrl-C (or ``stop``)."""
+def run(kube: Kube, console, stop: threading.Event | None = None,
+        fair_shares: Callable[[], dict[str, float] | None] = lambda: None) -> None:
+    """Redraw on every pod change (and every 2 s, for fair shares) until Ctrl-C (or ``stop``)."""
     from rich.live import Live
 
     cond = threading.Condition()
@@ -73,7 +75,7 @@ def run(kube: Kube, console, stop: threading.Event | None = None) -> None:
         return stop.is_set() or pods.version != seen[0]
 
     def now() -> Group:
-        return current_frame(kube, [pod_view(p) for p in pods.snapshot()])
+        return current_frame(kube, [pod_view(p) for p in pods.snapshot()], fair_shares())
 
     try:
         with Live(now(), console=console, refresh_per_second=4) as live:

@@ -7,9 +7,10 @@ checks decide on. The engine feeds it live changes; the golden tests feed it rec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from kailab.checks import Observation
+from kailab.fairshare import FairShare
 from kailab.pods import EventView, PodGroupView, PodView
 
 
@@ -21,6 +22,7 @@ class Change:
     pod: PodView | None = None
     event: EventView | None = None
     group: PodGroupView | None = None
+    share: FairShare | None = None  # a queue's fair share, as the scheduler last published it
     t: float = 0.0
 
     def to_json(self) -> dict:
@@ -28,6 +30,8 @@ class Change:
             body = {"pod": self.pod.to_json()}
         elif self.group:
             body = {"podGroup": self.group.to_json()}
+        elif self.share:
+            body = {"fairShare": asdict(self.share)}
         else:
             body = {"event": self.event.to_json() if self.event else {}}
         return {"t": round(self.t, 3), "type": self.type, **body}
@@ -37,9 +41,10 @@ class Change:
         pod = PodView(**d["pod"]) if "pod" in d else None
         event = EventView(**d["event"]) if "event" in d else None
         group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
-        if pod is None and event is None and group is None:
-            raise KeyError("a change holds a pod, an event or a podGroup")
-        return cls(d["type"], pod=pod, event=event, group=group, t=float(d.get("t", 0.0)))
+        share = FairShare(**d["fairShare"]) if "fairShare" in d else None
+        if pod is None and event is None and group is None and share is None:
+            raise KeyError("a change holds a pod, an event, a podGroup or a fairShare")
+        return cls(d["type"], pod=pod, event=event, group=group, share=share, t=float(d.get("t", 0.0)))
 
 
 @dataclass
@@ -53,6 +58,7 @@ class RunState:
     waiting: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (kind, name) → {message: time}
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
     groups: dict[str, PodGroupView] = field(default_factory=dict)  # live PodGroups by name
+    shares: dict[str, FairShare] = field(default_factory=dict)  # queue → its fair share
 
 
 def fold(state: RunState, change: Change) -> RunState:
@@ -66,6 +72,8 @@ def fold(state: RunState, change: Change) -> RunState:
             state.pods.pop(pod.name, None)
         else:
             state.pods[pod.name] = pod
+    elif change.share is not None:
+        state.shares[change.share.queue] = change.share
     elif change.group is not None:
         if change.type == "DELETED":
             state.groups.pop(change.group.name, None)
@@ -84,7 +92,8 @@ def fold(state: RunState, change: Change) -> RunState:
 
 def observe(state: RunState) -> Observation:
     """The snapshot the checks decide on."""
-    obs = Observation(pods=list(state.pods.values()), sizes=dict(state.sizes))
+    obs = Observation(pods=list(state.pods.values()), sizes=dict(state.sizes),
+                      fair_share={q: s.gpu for q, s in state.shares.items()})
     for p in obs.pods:
         if p.bound_at is not None:
             first = obs.first_bound.get(p.workload)

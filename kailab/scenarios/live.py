@@ -4,12 +4,15 @@ changes from watches of the scenario's pods and events, handed over through a qu
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from functools import partial
+from typing import Callable
 
 from kubernetes import client
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from kailab import fairshare
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
 from kailab.labels import GPU, MANAGED, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
@@ -21,9 +24,13 @@ from kailab.scenarios.model import SchedulerChange
 class LiveChanges:
     """Watches of one namespace's pods, events and PodGroups; their threads only put changes on a queue."""
 
-    def __init__(self, kube: Kube, namespace: str, clock):
+    POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default)
+
+    def __init__(self, kube: Kube, namespace: str, clock, metrics: Callable[[], str | None] | None = None):
         self._queue: queue.Queue[Change] = queue.Queue()
         self._clock = clock
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
         self._watches = [
             self._watch(Watched(kube.core.list_namespaced_pod, namespace), lambda kind, o: Change(kind, pod=pod_view(o))),
             self._watch(Watched(kube.core.list_namespaced_event, namespace),
@@ -40,11 +47,28 @@ class LiveChanges:
         except BaseException:
             self.close()
             raise
+        if metrics is not None:
+            self._poller = threading.Thread(target=self._poll_fair_shares, args=(metrics,), daemon=True)
+            self._poller.start()
+
+    def _poll_fair_shares(self, metrics: Callable[[], str | None]) -> None:
+        """Each queue's fair share from the scheduler's metrics, as a change whenever it moves."""
+        last: dict = {}
+        while not self._stop.is_set():
+            try:
+                text = metrics()
+            except Exception:  # a scheduler being restarted has no metrics for a moment
+                text = None
+            for q, share in fairshare.parse(text or "").items():
+                if last.get(q) != share:
+                    last[q] = share
+                    self._queue.put(Change("MODIFIED", share=share, t=self._clock()))
+            self._stop.wait(self.POLL)
 
     def _watch(self, watched: Watched, change) -> Watched:
         def put(kind: str, obj) -> None:
             c = change(kind, obj)
-            self._queue.put(Change(c.type, c.pod, c.event, c.group, t=self._clock()))
+            self._queue.put(Change(c.type, c.pod, c.event, c.group, t=self._clock()))  # stamped on arrival
 
         watched.on_change(put)
         return watched
@@ -58,8 +82,11 @@ class LiveChanges:
             return None
 
     def close(self) -> None:
+        self._stop.set()
         for w in self._watches:
             w.stop()
+        if self._poller is not None:
+            self._poller.join(5)
 
 
 def _serves(kube: Kube, api_version: str, kind: str) -> bool:
@@ -101,7 +128,8 @@ class LiveCluster:
         self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
 
     def changes(self, namespace: str) -> LiveChanges:
-        return LiveChanges(self.kube, namespace, self.clock)
+        metrics = getattr(self.scheduler, "metrics", None)
+        return LiveChanges(self.kube, namespace, self.clock, metrics)
 
     def node_gpus(self) -> list[float]:
         return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in self.kube.core.list_node().items]

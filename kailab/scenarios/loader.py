@@ -48,6 +48,7 @@ SCHEDULERS = ("kai-scheduler", "default-scheduler")
 # file key → the measure's name in the model
 MEASURE_OF = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
               "allocated": "allocated", "gpus": "allocated", "unschedulable": "unschedulable", "nodes": "nodes",
+              "fairShare": "fair_share",
               "placement": "placement", "allOrNone": "all_or_none", "reason": "reason", "notReason": "not_reason",
               "boundBefore": "bound_before", "podGroupField": "pod_group_field",
               "schedulingCondition": "scheduling_condition", "noSchedulingCondition": "no_scheduling_condition"}
@@ -274,7 +275,7 @@ class _Build:
             if measure is None:
                 continue
             value = getattr(c, FIELD_OF[measure])
-            bound = value if measure in COUNTS else None
+            bound = value if measure in COUNTS or measure == "fair_share" else None
             if measure == "pod_group_field":
                 want = f"{value.path}={str(value.equals).lower() if isinstance(value.equals, bool) else value.equals}"
             else:
@@ -294,6 +295,7 @@ def _title(measure: str, want: str, who: str | None) -> str:
     who = who or "all pods"
     return {
         "pods": f"{who}: pods that exist",
+        "fair_share": f"{who}: fair share of GPUs (KAI's)",
         "nodes": f"{who}: nodes its bound pods are on",
         "placement": f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}",
         "not_reason": f"{who}: reason given does not mention",

@@ -198,6 +198,7 @@ class ConditionFile(FileModel):
     allocated: Want | None = Field(None, alias="gpus")
     unschedulable: Want | None = None
     nodes: Want | None = None
+    fairShare: Want | None = None  # the queue's fair share of GPUs, as KAI's scheduler publishes it
     placement: Literal["distinct", "oneNode"] | None = None
     allOrNone: Literal[True] | None = None
     reason: StrictStr | None = None
@@ -224,6 +225,8 @@ class ConditionFile(FileModel):
         for m in ("allOrNone", "boundBefore", "podGroupField", "schedulingCondition", "noSchedulingCondition"):
             if getattr(self, m) is not None and not self.workload:
                 raise ValueError(f"{m} is about one workload: add 'workload: NAME'")
+        if self.fairShare is not None and not self.queue:
+            raise ValueError("fairShare is a queue's: add 'queue: NAME'")
         if self.subGroup is not None and not self.workload:
             raise ValueError("subGroup names a subgroup of one workload: add 'workload: NAME'")
         return self
@@ -231,7 +234,7 @@ class ConditionFile(FileModel):
 
 # measure attribute → the word a scenario file uses
 MEASURE_WORDS = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
-                 "allocated": "allocated", "unschedulable": "unschedulable", "nodes": "nodes",
+                 "allocated": "allocated", "unschedulable": "unschedulable", "nodes": "nodes", "fairShare": "fairShare",
                  "placement": "placement", "allOrNone": "allOrNone", "reason": "reason", "notReason": "notReason",
                  "boundBefore": "boundBefore", "podGroupField": "podGroupField",
                  "schedulingCondition": "schedulingCondition", "noSchedulingCondition": "noSchedulingCondition"}

@@ -1,0 +1,47 @@
+"""Each queue's fair share, as KAI's scheduler publishes it on its metrics endpoint.
+
+KAI v0.17.0 computes fair share in its proportion plugin every cycle
+(pkg/scheduler/plugins/proportion/resource_division) and exports it as the gauges
+``<namespace>_queue_fair_share_gpu`` / ``_cpu_cores`` / ``_memory_gb`` labelled by
+``queue_name``; no Kubernetes object carries it. :func:`parse` reads that text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_SAMPLE = re.compile(r'^(?P<name>[A-Za-z_:][\w:]*)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+RESOURCES = {"queue_fair_share_gpu": "gpu", "queue_fair_share_cpu_cores": "cpu", "queue_fair_share_memory_gb": "memory"}
+
+
+@dataclass(frozen=True)
+class FairShare:
+    """One queue's fair share right now: GPUs, CPU cores, memory in GB."""
+
+    queue: str
+    gpu: float = 0.0
+    cpu: float = 0.0
+    memory: float = 0.0
+
+
+def parse(metrics: str) -> dict[str, FairShare]:
+    """Prometheus text → queue name → FairShare (queues the scheduler has not divided yet are absent)."""
+    found: dict[str, dict[str, float]] = {}
+    for line in metrics.splitlines():
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        resource = next((r for suffix, r in RESOURCES.items() if m["name"].endswith(suffix)), None)
+        if resource is None:
+            continue
+        labels = dict(_LABEL.findall(m["labels"]))
+        queue = labels.get("queue_name")
+        try:
+            value = float(m["value"])
+        except ValueError:
+            continue
+        if queue:
+            found.setdefault(queue, {})[resource] = value
+    return {q: FairShare(q, **values) for q, values in found.items()}
