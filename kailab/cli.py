@@ -21,7 +21,7 @@ from kailab.progress import Progress, stderr
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.")
 
-DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "baseline")
+DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "protection", "baseline")
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
 

@@ -9,6 +9,7 @@ No fixed sleeps: a wait ends when a change makes its conditions hold, or at its 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timezone
 from functools import singledispatchmethod
@@ -347,7 +348,7 @@ class Recorder:
     def next(self, timeout: float) -> Change | None:
         change = self.changes.next(timeout)
         if change is not None:
-            rel = Change(change.type, change.pod, change.event, change.t - self.start)
+            rel = dataclasses.replace(change, t=change.t - self.start)
             self.file.write(json.dumps(rel.to_json(), ensure_ascii=False) + "\n")
         return change
 

@@ -3,6 +3,7 @@ changes from watches of the scenario's pods and events, handed over through a qu
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -67,8 +68,7 @@ class LiveChanges:
 
     def _watch(self, watched: Watched, change) -> Watched:
         def put(kind: str, obj) -> None:
-            c = change(kind, obj)
-            self._queue.put(Change(c.type, c.pod, c.event, c.group, t=self._clock()))  # stamped on arrival
+            self._queue.put(dataclasses.replace(change(kind, obj), t=self._clock()))  # stamped on arrival
 
         watched.on_change(put)
         return watched

@@ -62,3 +62,9 @@ def test_a_malformed_recording_names_its_file_and_line(tmp_path):
     bad.write_text('{"t": 0, "type": "ADDED", "pod": {"name": "a"}}\n{"t": 1, "type": "ADDED", "pod": {"nme": "b"}}\n')
     with pytest.raises(ValueError, match=r"changes.jsonl:2: not a recorded change"):
         read_changes(bad)
+
+
+def test_demo_all_runs_every_lesson():
+    from kailab.cli import DEMOS
+
+    assert sorted(DEMOS) == sorted(lesson_names())
