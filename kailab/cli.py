@@ -275,6 +275,32 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
 
 
 @app.command()
+def bench(
+    nodes: int = typer.Option(4, min=1, max=5000, help="KWOK nodes to add for the run."),
+    gpus_per_node: int = typer.Option(8, min=1, max=64, help="GPUs on each of them."),
+    pods: int = typer.Option(32, min=1, max=100000, help="One-GPU pods in the Job (at most nodes × GPUs)."),
+    scheduler: str = typer.Option("both", help="kai, default (kube-scheduler) or both."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Time KAI binding one Job's pods, beside the default kube-scheduler, on the running lab: to all bound,
+    to all Running, pods/s, and each stage (created → grouped → bound → Running) by the cluster's clock."""
+    from kailab import bench as b
+
+    if scheduler not in ("kai", "default", "both"):
+        raise typer.BadParameter(f"{scheduler!r}: choose kai, default or both.", param_hint="--scheduler")
+    if pods > nodes * gpus_per_node:
+        raise typer.BadParameter(f"{pods} pods do not fit on {nodes} × {gpus_per_node} GPUs.", param_hint="--pods")
+    names = [b.SCHEDULERS[s] for s in (("kai", "default") if scheduler == "both" else (scheduler,))]
+    runs = b.run(lab.connect(), names, pods, nodes, gpus_per_node, Progress(as_json))
+    if as_json:
+        print(json.dumps({"nodes": nodes, "gpus_per_node": gpus_per_node, "runs": [r.to_dict() for r in runs]}, indent=2))
+    else:
+        render.stdout.print(render.bench_table(runs))
+    if not all(r.finished for r in runs):
+        raise typer.Exit(1)
+
+
+@app.command()
 def doctor() -> None:
     """Check the tools each runtime needs and say how to install what is missing."""
     from rich.table import Table
