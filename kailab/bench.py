@@ -151,9 +151,12 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
         with progress.step(f"Adding {nodes} bench nodes × {gpus_per_node} GPUs"):
             create_fleet(kube, fleet)
         kube.ensure_namespace(NAMESPACE, {SCENARIO_LABEL: "bench"})
+        # Its quota covers every bench pod: KAI binds them as deserved, not as a share of spare GPUs that
+        # other queues (a lesson left running) may be asking for too.
+        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
         kube.apply({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": QUEUE, "labels": dict(MANAGED)},
-                    "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-                                           for r in ("gpu", "cpu", "memory")}}})
+                    "spec": {"resources": {"gpu": {"quota": pods, "limit": -1, "overQuotaWeight": 1},
+                                           "cpu": unlimited, "memory": unlimited}}})
         for name in schedulers:
             kube.empty_namespace(NAMESPACE)
             runs.append(run_one(kube, name, pods, timeout, progress))

@@ -75,6 +75,7 @@ COUNTERS: dict[str, tuple[bool, Callable[[list[PodView]], float]]] = {
     "unschedulable": (False, lambda pods: sum(p.unschedulable and not p.node for p in pods)),
     "allocated": (True, lambda pods: sum(p.gpus for p in pods if p.holds_gpus)),
     "nodes": (True, lambda pods: len({p.node for p in pods if p.node})),
+    "fraction_gpus": (True, lambda pods: len({(p.node, p.gpu_group) for p in pods if p.node and p.gpu_group})),
 }
 
 
@@ -85,7 +86,8 @@ def count(exp: Expectation, obs: Observation) -> float:
     if exp.measure not in COUNTERS:
         raise ValueError(f"not a counting measure: {exp.measure}")
     with_deleting, counter = COUNTERS[exp.measure]
-    return counter([p for p in obs.pods if _in_scope(exp, p, deleting=with_deleting)])
+    # Rounded: fractions add up in binary floating point (0.5 + 0.5 + 0.9 + 0.3 is 2.2000000000000006).
+    return round(counter([p for p in obs.pods if _in_scope(exp, p, deleting=with_deleting)]), 6)
 
 
 def _all_or_none(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:

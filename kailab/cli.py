@@ -21,7 +21,8 @@ from kailab.progress import Progress, stderr
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.")
 
-DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "protection", "baseline")
+DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
+         "consolidation", "fractions", "protection", "baseline")
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
 
@@ -290,7 +291,7 @@ def bench(
         raise typer.BadParameter(f"{scheduler!r}: choose kai, default or both.", param_hint="--scheduler")
     if pods > nodes * gpus_per_node:
         raise typer.BadParameter(f"{pods} pods do not fit on {nodes} × {gpus_per_node} GPUs.", param_hint="--pods")
-    names = [b.SCHEDULERS[s] for s in (("kai", "default") if scheduler == "both" else (scheduler,))]
+    names = [b.SCHEDULERS[s] for s in (("default", "kai") if scheduler == "both" else (scheduler,))]
     runs = b.run(lab.connect(), names, pods, nodes, gpus_per_node, Progress(as_json))
     if as_json:
         print(json.dumps({"nodes": nodes, "gpus_per_node": gpus_per_node, "runs": [r.to_dict() for r in runs]}, indent=2))

@@ -7,6 +7,7 @@ labels, the pool label, and KWOK's fake-node annotation and taint.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -171,9 +172,13 @@ def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str 
     """
     nodes = node_objects(fleet)
     want = {n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0)) for n in nodes}
-    for node in nodes:
+    def create(node: dict) -> None:
         kube.apply(node)
         kube.apply_status(node)
+
+    # Two calls per node; a thousand-node fleet goes in parallel (the client's pool holds 16 connections).
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(nodes)))) as pool:
+        list(pool.map(create, nodes))
     watched = Watched(kube.core.list_node).start()
     try:
         def missing() -> list[str]:

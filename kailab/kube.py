@@ -30,7 +30,10 @@ class Kube:
 
     def __init__(self, kubeconfig: Path | str, context: str | None = None):
         self.kubeconfig = str(kubeconfig)
-        self.api = config.new_client_from_config(config_file=self.kubeconfig, context=context)
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=self.kubeconfig, context=context, client_configuration=cfg)
+        cfg.connection_pool_maxsize = 16  # a fleet is created by 16 threads at once (fleet.create_fleet)
+        self.api = client.ApiClient(cfg)
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
         self._dyn: DynamicClient | None = None

@@ -77,6 +77,10 @@ def fair_shares() -> dict[str, float] | None:
 
 def scheduler_control():
     """The running lab's control of KAI's scheduler (stop, start, metrics), or None."""
+    from kailab.errors import KailabError
+
     rt = current_runtime()
-    control = getattr(rt, "scheduler_control", None)
-    return control() if control is not None else None
+    try:
+        return rt.scheduler_control() if rt is not None else None
+    except KailabError:  # a runtime without one: scenarios that stop or start the scheduler say so
+        return None

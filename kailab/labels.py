@@ -10,6 +10,7 @@ POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
 SKIP_PODGROUPER_ANNOTATION = "kai.scheduler/skip-podgrouper"
+GPU_GROUP_LABEL = "runai-gpu-group"  # the binder's: pods sharing one GPU carry the same value
 QUEUE_API = "scheduling.run.ai/v2"
 PODGROUP_API = "scheduling.run.ai/v2alpha2"
 BIND_REQUEST_API = "scheduling.run.ai/v1alpha2"

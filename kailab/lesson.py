@@ -54,7 +54,8 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     from kailab.scenarios.engine import Engine
     from kailab.scenarios.live import LiveCluster
     from kailab.scenarios.loader import load_scenario
-    from kailab.status import queues
+    from kailab.status import all_pods
+    from kailab.watch import current_frame
 
     if name not in lesson_names():
         raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
@@ -70,7 +71,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
     prediction = ask()
     verdict = Engine(LiveCluster(kube, lab.scheduler_control()), Progress()).run(scenario)
-    out.print(render.queue_table(queues(kube, fair_shares=lab.fair_shares())))
+    out.print(current_frame(kube, all_pods(kube), lab.fair_shares()))  # queues, and who holds each GPU
     out.print(render.verdict_table(verdict))
     panel(f"You predicted: {prediction}\nThe lesson expects: {expected}\n"
           f"KAI did: {'what the lesson expects' if verdict.passed else 'something else — see the FAIL rows'}",

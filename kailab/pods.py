@@ -17,6 +17,7 @@ from kailab.labels import (
     GPU,
     GPU_FRACTION_ANNOTATION,
     POD_GROUP_ANNOTATION,
+    GPU_GROUP_LABEL,
     QUEUE_LABEL,
     SUBGROUP_LABEL,
     WORKLOAD_LABEL,
@@ -48,6 +49,7 @@ class PodView:
     pod_group: str = ""  # KAI's pod-group-name annotation
     waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
     subgroup: str = ""  # KAI's kai.scheduler/subgroup-name label
+    gpu_group: str = ""  # the GPU a fraction pod shares (the binder's runai-gpu-group label)
 
     @property
     def holds_gpus(self) -> bool:
@@ -128,7 +130,7 @@ def pod_view(pod) -> PodView:
         deleting=meta.deletion_timestamp is not None, bound_at=bound_at, unschedulable=unschedulable,
         namespace=meta.namespace or "", scheduler=spec.scheduler_name or "default-scheduler",
         pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""), waiting=waiting,
-        subgroup=labels.get(SUBGROUP_LABEL, ""),
+        subgroup=labels.get(SUBGROUP_LABEL, ""), gpu_group=labels.get(GPU_GROUP_LABEL, ""),
     )
 
 

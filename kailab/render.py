@@ -55,11 +55,20 @@ def status_tables(status: dict) -> list[Table]:
     comps.add_column("detail")
     for c in status["components"]:
         comps.add_row(c["name"], "[green]healthy[/green]" if c["healthy"] else "[red]down[/red]", c["detail"])
-    nodes = Table(title="Nodes", title_justify="left")
-    for col in ("node", "pool", "GPUs", "used", "free"):
-        nodes.add_column(col, justify="right" if col in ("GPUs", "used", "free") else "left")
-    for n in status["nodes"]:
-        nodes.add_row(n["name"], n["pool"], str(n["gpus"]), str(n["used"]), str(n["free"]))
+    from kailab.status import MAX_NODE_ROWS, pool_rows
+
+    if len(status["nodes"]) > MAX_NODE_ROWS:
+        nodes = Table(title=f"Nodes: {len(status['nodes'])}, by pool", title_justify="left")
+        for col in ("pool", "nodes", "GPUs", "used", "free"):
+            nodes.add_column(col, justify="left" if col == "pool" else "right")
+        for p in pool_rows(status["nodes"]):
+            nodes.add_row(p["pool"], str(p["nodes"]), num(p["gpus"]), num(p["used"]), num(p["free"]))
+    else:
+        nodes = Table(title="Nodes", title_justify="left")
+        for col in ("node", "pool", "GPUs", "used", "free"):
+            nodes.add_column(col, justify="right" if col in ("GPUs", "used", "free") else "left")
+        for n in status["nodes"]:
+            nodes.add_row(n["name"], n["pool"], num(n["gpus"]), num(n["used"]), num(n["free"]))
     tables = [comps, nodes]
     if status.get("queues") is not None:
         tables.append(queue_table(status["queues"]))

@@ -28,6 +28,20 @@ def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
     return out
 
 
+MAX_NODE_ROWS = 24  # more nodes than this are shown as one row per pool
+
+
+def pool_rows(node_rows: list[dict]) -> list[dict]:
+    """Nodes summed per pool (for fleets too big for a row per node): pool, nodes, GPUs, used, free."""
+    pools: dict[str, dict] = {}
+    for n in node_rows:
+        p = pools.setdefault(n["pool"], {"pool": n["pool"], "nodes": 0, "gpus": 0, "used": 0, "free": 0})
+        p["nodes"] += 1
+        for k in ("gpus", "used", "free"):
+            p[k] += n[k]
+    return [pools[k] for k in sorted(pools)]
+
+
 def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None) -> list[dict]:
     """One row per Queue: its GPU quota, limit and weight, GPUs its pods hold, its pending pods (parents sum
     children), and its fair share of GPUs when KAI's scheduler published one (``fair_shares``)."""

@@ -15,7 +15,7 @@ from rich.text import Text
 from kailab.kube import Kube, wait_until, watch_pods
 from kailab.pods import PodView, pod_view
 from kailab.render import num
-from kailab.status import nodes_and_gpus, queues
+from kailab.status import MAX_NODE_ROWS, nodes_and_gpus, pool_rows, queues
 
 COLOURS = ["cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta"]
 FREE = "·"
@@ -41,6 +41,14 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[s
         qt.add_row(Text(q["name"], style=colour.get(q["name"], "")), q["parent"] or "-", str(q["priority"]),
                    num(q["quota"]), num(q["limit"]), num(q["weight"]), num(q.get("fair_share")), num(q["allocated"]),
                    str(q["pending"]))
+    if len(node_rows) > MAX_NODE_ROWS:  # a big fleet: one row per pool, GPUs used of all
+        pt = Table(title=f"GPUs per pool ({len(node_rows)} nodes)", title_justify="left")
+        for col in ("pool", "nodes", "used", "GPUs", "use"):
+            pt.add_column(col, justify="left" if col in ("pool", "use") else "right")
+        for p in pool_rows(node_rows):
+            share = p["used"] / p["gpus"] if p["gpus"] else 0
+            pt.add_row(p["pool"], str(p["nodes"]), num(p["used"]), num(p["gpus"]), "█" * round(share * 30) + "·" * (30 - round(share * 30)))
+        return Group(qt, pt)
     nt = Table(title="GPUs per node (one cell per GPU, coloured by queue; · is free)", title_justify="left")
     for col in ("node", "pool", "used", "GPUs"):
         nt.add_column(col)

@@ -10,6 +10,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
@@ -110,6 +111,75 @@ class LabInfo:
     components: list[ComponentHealth] = field(default_factory=list)
 
 
+PLACEMENTS = ("binpack", "spread")
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """What a scenario may set in KAI's scheduler. ``SchedulerSettings()`` is the lab's default, KAI v0.17.0's own.
+
+    Placement is the SchedulingShard's ``placementStrategy`` (what KAI's operator turns into the config
+    file's plugins and actions); full-hierarchy fairness is the scheduler's flag ``--full-hierarchy-fairness``.
+    """
+
+    gpu_placement: str = "binpack"
+    cpu_placement: str = "binpack"
+    full_hierarchy_fairness: bool = True
+
+    ARGS: ClassVar[tuple[str, ...]] = ("full-hierarchy-fairness",)  # every flag args() may set
+
+    def __post_init__(self):
+        for name in ("gpu_placement", "cpu_placement"):
+            if getattr(self, name) not in PLACEMENTS:
+                raise KailabError(f"{name} must be binpack or spread, not {getattr(self, name)!r}.")
+        if not isinstance(self.full_hierarchy_fairness, bool):
+            raise KailabError(f"full_hierarchy_fairness must be true or false, not {self.full_hierarchy_fairness!r}.")
+
+    @classmethod
+    def of(cls, change: "SchedulerSettings | object | None") -> "SchedulerSettings":
+        """These settings; None → the defaults; any object with the same attribute names → them, None keeping the default."""
+        if change is None or isinstance(change, cls):
+            return change or cls()
+        given = {k: getattr(change, k, None) for k in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in given.items() if v is not None})
+
+    def args(self) -> dict[str, str]:
+        """The scheduler's command-line flags these settings need beyond KAI's defaults (SchedulingShard ``spec.args``)."""
+        return {} if self.full_hierarchy_fairness else {"full-hierarchy-fairness": "false"}
+
+    def describe(self) -> str:
+        return (f"GPU {self.gpu_placement}, CPU {self.cpu_placement}, "
+                f"full-hierarchy fairness {'on' if self.full_hierarchy_fairness else 'off'}")
+
+
+class SchedulerControl(ABC):
+    """Stop, start and reconfigure KAI's scheduler of a running lab (scenarios do, as KAI's own e2e tests do)."""
+
+    @property
+    @abstractmethod
+    def settings(self) -> SchedulerSettings:
+        """What the scheduler runs with now (or ran with last, while it is stopped)."""
+
+    @abstractmethod
+    def running(self) -> bool:
+        """True while the scheduler runs."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the scheduler; return once it no longer runs. Stopping a stopped scheduler does nothing."""
+
+    @abstractmethod
+    def start(self, settings: SchedulerSettings | None = None) -> None:
+        """Start the scheduler with ``settings`` (None: the lab's defaults); return once it is healthy.
+
+        A scheduler already running with other settings is restarted with these; with the same ones, nothing happens.
+        """
+
+    def metrics(self) -> str | None:
+        """The scheduler's Prometheus metrics, as text; None when it does not answer."""
+        return None
+
+
 class Runtime(ABC):
     """Brings a lab cluster up and down. Small on purpose: up, down, info, kubeconfig."""
 
@@ -173,6 +243,10 @@ class Runtime(ABC):
     @abstractmethod
     def kubeconfig(self) -> Path:
         """Where the lab's kubeconfig is (it may not exist yet)."""
+
+    def scheduler_control(self) -> SchedulerControl:
+        """Stop, start and reconfigure KAI's scheduler of this lab."""
+        raise KailabError(f"The {self.name} runtime cannot stop, start or reconfigure KAI's scheduler.")
 
 
 _REGISTRY: dict[str, type[Runtime]] = {}

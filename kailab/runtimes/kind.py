@@ -8,6 +8,7 @@ interrupted half-way is completed by the next one.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -23,7 +24,8 @@ from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes.base import ComponentHealth, LabInfo, LabState, Runtime, UpOptions, register
+from kailab.runtimes.base import (ComponentHealth, LabInfo, LabState, Runtime, SchedulerControl, SchedulerSettings,
+                                  UpOptions, register)
 
 CLUSTER = "kailab"
 COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
@@ -38,6 +40,14 @@ RESERVATION_NAMESPACE = "kai-resource-reservation"
 # The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
 KAI_DEPLOYMENTS = ("kai-operator", "admission", "binder", "pod-grouper", "podgroup-controller", "queue-controller",
                    "kai-scheduler-default")
+# KAI's operator makes the scheduler's Deployment (pods labelled app=<name>), its ConfigMap and Service for the
+# chart's SchedulingShard "default" from that shard and the cluster's Config "kai-config"; it rewrites any of
+# them changed by hand, so the scheduler is stopped, started and configured through those two objects.
+SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
+SCHEDULER_SHARD = ("schedulingshards.kai.scheduler", "default")
+KAI_CONFIG = ("configs.kai.scheduler", "kai-config")
+# The operator's Service for the shard names its port http-metrics (resources_for_shard.go, serviceForShard).
+SCHEDULER_METRICS = f"/api/v1/namespaces/{KAI_NAMESPACE}/services/{SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics"
 TOOLS = {
     "docker": "Install Docker Engine or Docker Desktop, and start it.",
     "kind": f"Install kind {versions.KIND_VERSION} (for example: go install sigs.k8s.io/kind@{versions.KIND_VERSION}).",
@@ -75,6 +85,7 @@ class Step:
     commands: list[list[str]]
     files: dict[str, str] = field(default_factory=dict)
     wait_for: tuple[str, ...] = ()  # Deployments in kai-scheduler that must exist and be Available
+    wait_gone: tuple[str, ...] = ()  # Deployments in kai-scheduler whose pods (label app=<name>) must all be gone
     create_fleet: bool = False  # create the fleet's nodes through the client, as the local runtime does
 
 
@@ -164,6 +175,54 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
              [], create_fleet=True),
     ]
     return steps
+
+
+def shard_patch(settings: SchedulerSettings) -> dict:
+    """The merge patch that gives the default SchedulingShard these settings (an arg set to None is removed).
+
+    ``spec.placementStrategy.{gpu,cpu}`` is what the operator turns into the config file's plugins and actions
+    (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
+    (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
+    """
+    return {"spec": {"placementStrategy": {"gpu": settings.gpu_placement, "cpu": settings.cpu_placement},
+                     "args": {**{a: None for a in SchedulerSettings.ARGS}, **settings.args()}}}
+
+
+def settings_from_shard(shard: dict) -> SchedulerSettings:
+    """The settings a SchedulingShard gives (KAI's defaults for what it leaves out)."""
+    spec = shard.get("spec") or {}
+    placement = spec.get("placementStrategy") or {}
+    fairness = str((spec.get("args") or {}).get("full-hierarchy-fairness", "true")).lower() != "false"
+    return SchedulerSettings(placement.get("gpu") or "binpack", placement.get("cpu") or "binpack", fairness)
+
+
+def _scheduler_enabled(enabled: bool) -> str:
+    return json.dumps({"spec": {"scheduler": {"service": {"enabled": enabled}}}})
+
+
+def scheduler_stop_plan(home: Path) -> list[Step]:
+    """Stop KAI's scheduler as KAI's own e2e tests do (test/e2e/modules/configurations/scheduler.go):
+    the Config's ``spec.scheduler.service.enabled: false``, then wait until its pods are gone."""
+    kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
+    return [Step("Stopping KAI's scheduler (kai-config: scheduler disabled)",
+                 [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(False)]],
+                 wait_gone=(SCHEDULER_DEPLOYMENT,))]
+
+
+def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
+    """Configure the default SchedulingShard, enable the scheduler again, wait until its Deployment is Ready."""
+    kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
+    return [
+        Step(f"Configuring KAI's scheduler: {settings.describe()}",
+             [[*kubectl, "patch", *SCHEDULER_SHARD, "--type", "merge", "-p", json.dumps(shard_patch(settings))]]),
+        Step("Starting KAI's scheduler (kai-config: scheduler enabled)",
+             [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(True)]],
+             wait_for=(SCHEDULER_DEPLOYMENT,)),
+        # The operator may roll the new Deployment once more (its pod template carries the ConfigMap's
+        # resourceVersion, unknown until the ConfigMap exists): wait until the newest rollout is done.
+        Step("Waiting until KAI's scheduler has rolled out",
+             [[*kubectl, "-n", KAI_NAMESPACE, "rollout", "status", f"deployment/{SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]),
+    ]
 
 
 @register
@@ -276,6 +335,8 @@ class KindRuntime(Runtime):
                     )
             if step.wait_for:
                 self.wait_deployments(step)
+            if step.wait_gone:
+                self.wait_pods_gone(step)
             if step.create_fleet:
                 hint = (f"Look at KWOK and fake-gpu-operator: kubectl --kubeconfig {self.kubeconfig()} "
                         f"get pods -n kube-system -l app=kwok-controller; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods")
@@ -295,6 +356,27 @@ class KindRuntime(Runtime):
                     hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
                 )
             time.sleep(2)
+
+    def wait_pods_gone(self, step: Step) -> None:
+        """Until no pod of the named Deployments is left (the operator deletes them a moment after it is told)."""
+        deadline = time.monotonic() + self.timeout
+        selector = f"app in ({','.join(step.wait_gone)})"
+        while True:
+            try:
+                left = [p.metadata.name for p in self.kube().core.list_namespaced_pod(
+                    KAI_NAMESPACE, label_selector=selector, _request_timeout=10).items]
+            except Exception:
+                left = ["(the API server does not answer)"]
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise KailabError(
+                    f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {', '.join(left)}.",
+                    hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events")
+            time.sleep(1)
+
+    def scheduler_control(self) -> "KindSchedulerControl":
+        return KindSchedulerControl(self)
 
     def down(self, progress: Progress) -> None:
         labdir.refuse_unless_ours(self.home)
@@ -329,3 +411,38 @@ class KindRuntime(Runtime):
             ready = (d.status.ready_replicas if d.status else 0) or 0
             comps.append(ComponentHealth(d.metadata.name, ready >= want, f"{ready}/{want} ready"))
         return comps
+
+
+class KindSchedulerControl(SchedulerControl):
+    """KAI's scheduler of a kind lab, through the objects KAI's operator reads (see ``scheduler_*_plan``)."""
+
+    def __init__(self, runtime: KindRuntime):
+        self.rt = runtime
+
+    def _kubectl(self, *args: str) -> Result:
+        return self.rt.runner(["kubectl", "--kubeconfig", str(self.rt.kubeconfig()), *args])
+
+    @property
+    def settings(self) -> SchedulerSettings:
+        out = self._kubectl("get", *SCHEDULER_SHARD, "-o", "json")
+        if out.returncode != 0:
+            raise KailabError("Cannot read KAI's SchedulingShard 'default'.", details=out.stderr.strip()[-800:])
+        return settings_from_shard(json.loads(out.stdout))
+
+    def running(self) -> bool:
+        return any(c.name == SCHEDULER_DEPLOYMENT and c.healthy for c in self.rt.info_components() or [])
+
+    def stop(self) -> None:
+        for step in scheduler_stop_plan(self.rt.home):
+            self.rt.execute(step, None, Progress(quiet=True))
+
+    def start(self, settings: SchedulerSettings | None = None) -> None:
+        settings = SchedulerSettings.of(settings)
+        if self.running() and settings == self.settings:
+            return
+        for step in scheduler_stop_plan(self.rt.home) + scheduler_start_plan(self.rt.home, settings):
+            self.rt.execute(step, None, Progress(quiet=True))
+
+    def metrics(self) -> str | None:
+        out = self._kubectl("get", "--raw", SCHEDULER_METRICS)
+        return out.stdout if out.returncode == 0 else None

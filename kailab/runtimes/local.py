@@ -13,10 +13,12 @@ How the local fleet starts:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -28,8 +30,9 @@ from kailab.kube import Kube
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import local_kai as kai
-from kailab.runtimes.base import ComponentHealth, LabInfo, LabState, Runtime, UpOptions, register
-from kailab.runtimes.processes import Identity, ProcessGroup, port_in_use, stop
+from kailab.runtimes.base import (ComponentHealth, LabInfo, LabState, Runtime, SchedulerControl, SchedulerSettings,
+                                  UpOptions, register)
+from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
 
 CLUSTER = "kailab"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
@@ -228,6 +231,10 @@ class LocalRuntime(Runtime):
             for spec in specs:
                 self.kai_processes.start(spec)
             kai.wait_healthy(specs, self.kai_processes, timeout=60)
+        self.scheduler_control().record(next(s for s in specs if s.name == kai.SCHEDULER), SchedulerSettings())
+
+    def scheduler_control(self) -> "LocalSchedulerControl":
+        return LocalSchedulerControl(self)
 
     def _create_fleet(self, kube: Kube, fleet: Fleet, progress: Progress) -> None:
         with progress.step(f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs") as step:
@@ -258,6 +265,91 @@ class LocalRuntime(Runtime):
                 pass  # what kwokctl did not stop is stopped below, by identity
         stop(list(self._control_plane().values()), timeout=5)
         return labdir.remove(self.home, list(OWN_ENTRIES))
+
+
+class LocalSchedulerControl(SchedulerControl):
+    """KAI's scheduler process of a local lab: stopped by its recorded identity, started again with a config file and
+    flags made from the settings, on fresh ports. Its pid file is where ``down`` and ``status`` find it; what it runs
+    with (settings, metrics address) is in ``kai/scheduler.json``.
+    """
+
+    RECORD = "scheduler.json"
+
+    def __init__(self, runtime: LocalRuntime, timeout: float = 60):
+        self.rt = runtime
+        self.timeout = timeout
+        self.workdir = runtime.home / "kai"
+
+    def _record(self) -> dict:
+        try:
+            data = json.loads((self.workdir / self.RECORD).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def record(self, spec: ProcessSpec, settings: SchedulerSettings) -> None:
+        """Remember what the scheduler started from ``spec`` runs with."""
+        (self.workdir / self.RECORD).write_text(json.dumps(
+            {"settings": dataclasses.asdict(settings), "metrics": spec.health_url, "binary": spec.argv[0]}, indent=1))
+
+    @property
+    def settings(self) -> SchedulerSettings:
+        try:
+            return SchedulerSettings(**self._record().get("settings", {}))
+        except (TypeError, KailabError):
+            return SchedulerSettings()
+
+    def running(self) -> bool:
+        return self.rt.kai_processes.identity(kai.SCHEDULER) is not None
+
+    def stop(self) -> None:
+        ident = self.rt.kai_processes.identity(kai.SCHEDULER)
+        if ident is not None:
+            stop([ident], timeout=10, group=True)
+            if ident.alive():
+                raise KailabError(f"KAI's scheduler (pid {ident.pid}) did not stop.",
+                                  hint=f"Its log: {self.rt.kai_processes.log_path(kai.SCHEDULER)}")
+        (self.rt.kai_processes.pids / f"{kai.SCHEDULER}.pid").unlink(missing_ok=True)
+
+    def start(self, settings: SchedulerSettings | None = None) -> None:
+        settings = SchedulerSettings.of(settings)
+        state = self.rt.state()
+        if state is None or kai.SCHEDULER not in state.kai_components:
+            raise KailabError("This lab runs no KAI scheduler to start (it was brought up without KAI).",
+                              hint="Bring it up with KAI: kailab down && kailab up")
+        if self.running() and settings == self.settings:
+            return
+        binary = Path(self._record().get("binary") or "")
+        if binary.is_file():  # the binary this lab started with, whatever KAILAB_CACHE says now
+            bins = {kai.SCHEDULER: binary}
+        else:
+            bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
+        self.stop()
+        spec = kai.scheduler_spec(bins, self.rt.kubeconfig(), self.workdir, settings)
+        self.rt.kai_processes.start(spec)
+        self.record(spec, settings)
+        kai.wait_healthy([spec], self.rt.kai_processes, timeout=self.timeout)
+        self._wait_scheduling()
+
+    def _wait_scheduling(self) -> None:
+        """Until the new scheduler has run a cycle: its caches are synced and it binds again."""
+        deadline = time.monotonic() + self.timeout
+        while not kai.actions_run(self.metrics() or ""):
+            if self.rt.kai_processes.pid(kai.SCHEDULER) is None:
+                raise self.rt.kai_processes.fail(kai.SCHEDULER, "exited while starting")
+            if time.monotonic() > deadline:
+                raise self.rt.kai_processes.fail(kai.SCHEDULER, f"ran no scheduling cycle within {self.timeout:.0f}s")
+            time.sleep(0.2)
+
+    def metrics(self) -> str | None:
+        url = self._record().get("metrics")
+        if not url or not self.running():
+            return None
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return r.read().decode(errors="replace")
+        except OSError:
+            return None
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -10,10 +11,12 @@ import yaml
 
 from kailab import build, versions
 from kailab.kube import Kube
-from kailab.labels import QUEUE_LABEL
+from kailab.labels import MANAGED, QUEUE_LABEL
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
+from kailab.runtimes.base import SchedulerSettings
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
+from kailab import gpu_ledger
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
@@ -66,6 +69,12 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     kube.dyn.resources.invalidate_cache()
     for ns in NAMESPACES:
         kube.ensure_namespace(ns)
+    # The binder creates GPU reservation pods (fractions) with this service account; KAI's operator makes it
+    # (pkg/operator/operands/binder/resources.go, resourceReservationServiceAccount). Without it the API server
+    # refuses them: "error looking up service account kai-resource-reservation/kai-resource-reservation".
+    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": gpu_ledger.RESERVATION_SERVICE_ACCOUNT, "namespace": gpu_ledger.RESERVATION_NAMESPACE,
+                             "labels": dict(MANAGED)}})
     for pc in priority_class_objects(chart):
         kube.apply(pc)
     for obj in yaml.safe_load_all(DEFAULT_QUEUES.read_text()):
@@ -89,6 +98,59 @@ def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) ->
                           hint="See kube-apiserver's log in the lab folder (kailab status names it).")
 
 
+SCHEDULER = "kai-scheduler"  # the scheduler's process name (pids/, logs/)
+
+
+def scheduler_config(settings: SchedulerSettings = SchedulerSettings()) -> str:
+    """The scheduler's ``--scheduler-conf`` file: what KAI's operator renders for a SchedulingShard with these settings.
+
+    The defaults give ``manifests/kai-scheduler-config.yaml`` as it is. Placement follows the operator
+    (pkg/apis/kai/v1/schedulingshard_types.go, setDefaultPlugins and setDefaultActions): GPU spread
+    enables gpuspread in gpupack's place (both priority 300) and disables gpupack and gpusharingorder;
+    nodeplacement takes both strategies as its arguments; spread for either resource disables the
+    consolidation action.
+    """
+    text = SCHEDULER_CONFIG.read_text()
+    if settings.gpu_placement == "binpack" and settings.cpu_placement == "binpack":
+        return text
+    conf = yaml.safe_load(text)
+    plugins = []
+    for p in conf["tiers"][0]["plugins"]:
+        if settings.gpu_placement == "spread" and p["name"] == "gpusharingorder":
+            continue
+        if settings.gpu_placement == "spread" and p["name"] == "gpupack":
+            p = {"name": "gpuspread"}
+        if p["name"] == "nodeplacement":
+            p = {**p, "arguments": {"cpu": settings.cpu_placement, "gpu": settings.gpu_placement}}
+        plugins.append(p)
+    conf["tiers"][0]["plugins"] = plugins
+    conf["actions"] = ", ".join(a.strip() for a in conf["actions"].split(",") if a.strip() != "consolidation")
+    return (f"# Written by kailab: what KAI {versions.KAI_VERSION}'s operator renders for placementStrategy "
+            f"gpu: {settings.gpu_placement}, cpu: {settings.cpu_placement}\n" + yaml.safe_dump(conf, sort_keys=False))
+
+
+def scheduler_flags(settings: SchedulerSettings = SchedulerSettings()) -> list[str]:
+    """The settings' command-line flags (none for the defaults), as KAI's operator adds a shard's ``spec.args``."""
+    return [f"--{name}={value}" for name, value in settings.args().items()]
+
+
+def scheduler_spec(bins: dict[str, Path], kubeconfig: Path, workdir: Path,
+                   settings: SchedulerSettings = SchedulerSettings()) -> ProcessSpec:
+    """KAI's scheduler with these settings, on fresh loopback ports; writes its config file in ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    conf = workdir / "scheduler-config.yaml"
+    conf.write_text(scheduler_config(settings))
+    metrics, plugins = free_port(), free_port()
+    return ProcessSpec(SCHEDULER, [
+        # The flags KAI's operator gives the scheduler of the chart's default shard.
+        str(bins["kai-scheduler"]), f"--scheduler-conf={conf}", f"--scheduler-name={SCHEDULER_NAME}",
+        f"--namespace={NAMESPACES[0]}",
+        f"--nodepool-label-key={NODEPOOL_LABEL}", "--partition-label-value=",
+        f"--resource-reservation-app-label={NAMESPACES[1]}", f"--queue-label-key={QUEUE_LABEL}",
+        f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}", *scheduler_flags(settings),
+    ], {"KUBECONFIG": str(kubeconfig)}, health_url=f"http://127.0.0.1:{metrics}/metrics")
+
+
 def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[ProcessSpec]:
     """KAI's components with the settings its Helm chart gives them, each on its own loopback ports.
 
@@ -101,16 +163,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     common = [f"--scheduler-name={SCHEDULER_NAME}"]
     specs = []
 
-    conf = workdir / "scheduler-config.yaml"
-    conf.write_text(SCHEDULER_CONFIG.read_text())
-    metrics, plugins = free_port(), free_port()
-    specs.append(ProcessSpec("kai-scheduler", [
-        # The flags KAI's operator gives the scheduler of the chart's default shard.
-        str(bins["kai-scheduler"]), f"--scheduler-conf={conf}", *common, f"--namespace={NAMESPACES[0]}",
-        f"--nodepool-label-key={NODEPOOL_LABEL}", "--partition-label-value=",
-        f"--resource-reservation-app-label={NAMESPACES[1]}", f"--queue-label-key={QUEUE_LABEL}",
-        f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}",
-    ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
+    specs.append(scheduler_spec(bins, kubeconfig, workdir))
 
     # (flags, health path): podgrouper and podgroupcontroller serve /healthz on the probe port;
     # the binder has no health check, so its metrics endpoint answers for it.
@@ -118,7 +171,12 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     # to create the same PodGroup, the losers are requeued with a growing backoff, and a 32-pod Job
     # took 16 s to be grouped and bound instead of 5 s (measured; see bench/ and the README).
     controllers = {
-        "kai-binder": ([], "metrics"),
+        # The reservation flags KAI's operator passes (their defaults, said here); --fake-gpu-nodes because the
+        # fleet's nodes carry run.ai/fake.gpu=true (pkg/operator/operands/binder/resources.go, hasFakeGPUNodes).
+        # No --runtime-class-name: the operator sets none by default, so reservation pods need no RuntimeClass.
+        "kai-binder": ([f"--resource-reservation-namespace={NAMESPACES[1]}",
+                        f"--resource-reservation-service-account={gpu_ledger.RESERVATION_SERVICE_ACCOUNT}",
+                        f"--resource-reservation-app-label={NAMESPACES[1]}", "--fake-gpu-nodes"], "metrics"),
         "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}", f"--nodepool-label-key={NODEPOOL_LABEL}", "--max-concurrent-reconciles=1"], "healthz"),
         "kai-podgroupcontroller": (["--enable-podgroup-webhook=false"], "healthz"),
     }
@@ -134,7 +192,29 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     specs.append(ProcessSpec("kai-queuecontroller", [
         str(bins["kai-queuecontroller"]), "--enable-webhook=false", f"--metrics-listen-address=127.0.0.1:{metrics}",
     ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
+    specs.append(gpu_ledger_spec(kubeconfig))
     return specs
+
+
+def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
+    """kailab's stand-in for fake-gpu-operator's status-updater (kailab/gpu_ledger.py), on a fresh loopback port.
+
+    It gives KAI's GPU reservation pods their GPU id, so fractional pods bind, and keeps the ledger of
+    which pod holds which fake GPU. The kubeconfig is on its command line (not only in the environment), so
+    the process names the lab folder like KAI's components do.
+    """
+    import sys
+
+    import kailab
+
+    health = free_port()
+    # kailab importable from the process's folder (lab/kai) even when it runs from a source checkout
+    path = [str(Path(kailab.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
+    env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PYTHONUNBUFFERED": "1"}
+    return ProcessSpec(gpu_ledger.PROCESS_NAME, [
+        sys.executable, "-m", "kailab.gpu_ledger", f"--kubeconfig={kubeconfig}", f"--health-port={health}",
+        f"--scheduler-name={SCHEDULER_NAME}",
+    ], env, health_url=f"http://127.0.0.1:{health}/healthz")
 
 
 # KAI v0.17.0's podgroup-controller ignores --metrics-bind-address (cmd/podgroupcontroller/app/app.go
@@ -176,3 +256,12 @@ def wait_healthy(specs: list[ProcessSpec], group: ProcessGroup, timeout: float =
             name = next(iter(waiting))
             raise group.fail(name, f"did not become healthy within {timeout:.0f}s")
         time.sleep(0.3)
+
+
+def actions_run(metrics: str) -> set[str]:
+    """The actions the scheduler has run, from its metrics (``kai_action_scheduling_latency_milliseconds{action=…}``).
+
+    Set once per action per scheduling cycle (pkg/scheduler/scheduler.go runOnce), so a non-empty set says a
+    cycle has run: the scheduler's caches are synced and it schedules.
+    """
+    return set(re.findall(r'^kai_action_scheduling_latency_milliseconds\{action="([^"]+)"\}', metrics, re.MULTILINE))

@@ -105,6 +105,10 @@ class Engine:
             finally:
                 run.sample(final=True)
                 run.changes.close()
+                if any(isinstance(s, (model.StopScheduler, model.StartScheduler)) for s in scenario.steps):
+                    # The next scenario starts from the lab's scheduler as it was: running, default settings.
+                    with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
+                        self.cluster.start_scheduler(SchedulerChange())
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
             verdict.error = failure_text(e)
             self.progress.info(f"[red]✗ {scenario.name} stopped: {verdict.error}[/red]")
@@ -123,8 +127,7 @@ class Engine:
             for name in scenario.missing_queues:
                 self.cluster.delete({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}})
             for obj in [*map(priority_class_object, scenario.priority_classes), *map(queue_object, scenario.queues)]:
-                obj["metadata"]["labels"][SCENARIO_LABEL] = scenario.name  # so the next scenario can clean it up
-                self.cluster.apply(obj)
+                self.cluster.apply(labelled(obj, scenario))
                 verdict.applied.append(obj)
             self.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
 
@@ -229,7 +232,7 @@ class Engine:
     def _(self, step: model.SetQueue, run: "_Run") -> bool:
         q = step.queue
         with self.progress.step(f"Set queue {q.name}: GPU quota {q.gpu.quota}, limit {q.gpu.limit}"):
-            run.apply(queue_object(q))
+            run.apply(labelled(queue_object(q), run.scenario))
             run.resized(None, None)
         return True
 
@@ -355,6 +358,13 @@ class Recorder:
     def close(self) -> None:
         self.file.close()
         self.changes.close()
+
+
+def labelled(obj: dict, scenario: Scenario) -> dict:
+    """A queue or priority class as this scenario's, so the next scenario that does not declare it deletes it.
+    (Server-side apply drops a label the same manager leaves out, so every apply of it carries the label.)"""
+    obj["metadata"]["labels"][SCENARIO_LABEL] = scenario.name
+    return obj
 
 
 def describe_settings(c: SchedulerChange) -> str:

@@ -48,7 +48,7 @@ SCHEDULERS = ("kai-scheduler", "default-scheduler")
 # file key → the measure's name in the model
 MEASURE_OF = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
               "allocated": "allocated", "gpus": "allocated", "unschedulable": "unschedulable", "nodes": "nodes",
-              "fairShare": "fair_share",
+              "fairShare": "fair_share", "fractionGpus": "fraction_gpus",
               "placement": "placement", "allOrNone": "all_or_none", "reason": "reason", "notReason": "not_reason",
               "boundBefore": "bound_before", "podGroupField": "pod_group_field",
               "schedulingCondition": "scheduling_condition", "noSchedulingCondition": "no_scheduling_condition"}
@@ -296,6 +296,7 @@ def _title(measure: str, want: str, who: str | None) -> str:
     return {
         "pods": f"{who}: pods that exist",
         "fair_share": f"{who}: fair share of GPUs (KAI's)",
+        "fraction_gpus": f"{who}: GPUs its fractions are on",
         "nodes": f"{who}: nodes its bound pods are on",
         "placement": f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}",
         "not_reason": f"{who}: reason given does not mention",

@@ -127,7 +127,7 @@ class WorkloadSpec:
 
 
 # Measures that count (their ``bound`` is the number wanted); the rest are properties with a text ``want``.
-COUNTS = ("pods", "running", "pending", "bound", "evicted", "allocated", "unschedulable", "nodes")
+COUNTS = ("pods", "running", "pending", "bound", "evicted", "allocated", "unschedulable", "nodes", "fraction_gpus")
 
 
 @dataclass(frozen=True)

@@ -198,6 +198,7 @@ class ConditionFile(FileModel):
     allocated: Want | None = Field(None, alias="gpus")
     unschedulable: Want | None = None
     nodes: Want | None = None
+    fractionGpus: Want | None = None  # distinct GPUs the scope's bound fraction pods are on
     fairShare: Want | None = None  # the queue's fair share of GPUs, as KAI's scheduler publishes it
     placement: Literal["distinct", "oneNode"] | None = None
     allOrNone: Literal[True] | None = None
@@ -234,7 +235,7 @@ class ConditionFile(FileModel):
 
 # measure attribute → the word a scenario file uses
 MEASURE_WORDS = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
-                 "allocated": "allocated", "unschedulable": "unschedulable", "nodes": "nodes", "fairShare": "fairShare",
+                 "allocated": "allocated", "unschedulable": "unschedulable", "nodes": "nodes", "fractionGpus": "fractionGpus", "fairShare": "fairShare",
                  "placement": "placement", "allOrNone": "allOrNone", "reason": "reason", "notReason": "notReason",
                  "boundBefore": "boundBefore", "podGroupField": "podGroupField",
                  "schedulingCondition": "schedulingCondition", "noSchedulingCondition": "noSchedulingCondition"}

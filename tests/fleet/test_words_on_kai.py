@@ -21,12 +21,14 @@ def test_every_new_word_can_report_fail(kai_lab):
     (verdict,) = result["verdicts"]
     assert code == 1 and verdict["outcome"] == "FAIL" and not verdict["error"]
     rows = {c["title"]: c for c in verdict["checks"]}
-    assert len(rows) == 10, sorted(rows)
+    assert len(rows) == 12, sorted(rows)
     wrongly_passed = [t for t, c in rows.items() if c["passed"]]
     assert not wrongly_passed, wrongly_passed
     assert rows["pods (2 exist)"]["observed"] == "2"
     assert rows["podGroupField (train)"]["observed"] == "train, train"
     assert "allowable limit" in rows["notReason (it says so)"]["observed"]
+    assert rows["fractionGpus (whole GPUs, no fractions)"]["observed"] == "0"
+    assert float(rows["fairShare (it is far smaller)"]["observed"]) < 100  # a number KAI published
 
 
 def test_a_scenario_that_does_not_fit_the_fleet_is_not_applicable(kai_lab, tmp_path):

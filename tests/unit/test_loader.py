@@ -37,7 +37,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_every_builtin_exercise_loads():
     names = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
-    assert names == ["baseline", "borrow", "gang", "hierarchy", "priority", "protection", "quota", "reclaim"]
+    assert names == ["baseline", "borrow", "consolidation", "fairshare", "fractions", "gang", "hierarchy", "placement",
+                     "priority", "protection", "quota", "reclaim"]
     for name in names:
         s = load_scenario(EXERCISES / f"{name}.yaml")
         assert s.name == name and s.steps

@@ -31,3 +31,14 @@ def test_cells_are_coloured_per_queue():
     l40s = next(line for line in styled.splitlines() if "kwok-l40s-0" in line)
     codes = {seg.split("m")[0] for seg in l40s.split("\x1b[")[1:] if "■" in seg}
     assert len(codes) == 2  # team-prod and (no queue) in two colours
+
+
+def test_a_big_fleet_is_shown_per_pool():
+    nodes = [{"name": f"kwok-a100-{i}", "pool": "a100", "gpus": 8, "used": 8 if i < 500 else 0,
+              "free": 0 if i < 500 else 8} for i in range(1000)]
+    console = Console(record=True, width=140)
+    console.print(frame(QUEUES, nodes, {}))
+    text = console.export_text()
+    assert "GPUs per pool (1000 nodes)" in text and "kwok-a100-999" not in text
+    row = next(line for line in text.splitlines() if "a100" in line and "█" in line)
+    assert "1000" in row and "4000" in row and "8000" in row

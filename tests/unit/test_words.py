@@ -141,5 +141,7 @@ def test_the_engine_does_not_run_a_scenario_the_fleet_cannot_hold(tmp_path):
     big = ReplayCluster([], node_gpus=[8] * 8)
     verdict = Engine(big, Progress(quiet=True)).run(s)
     assert verdict.outcome == "PASS"
-    assert [c for c in big.calls if c[0] in ("stop", "start", "apply")][-4:] == [
-        ("stop", "kai-scheduler"), ("apply", "Job/w"), ("stop", "kai-scheduler"), ("start", "kai-scheduler")]
+    # ... and the scheduler is left running with the lab's defaults for the next scenario
+    assert [c for c in big.calls if c[0] in ("stop", "start", "apply")][-5:] == [
+        ("stop", "kai-scheduler"), ("apply", "Job/w"), ("stop", "kai-scheduler"), ("start", "kai-scheduler"),
+        ("start", "kai-scheduler")]

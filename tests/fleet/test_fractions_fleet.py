@@ -1,0 +1,142 @@
+"""Fractional GPUs on the local runtime's real KAI: its reservation pods get their GPU id from kailab's ledger.
+
+KAI v0.17.0 shares a GPU through a reservation pod per shared GPU (namespace kai-resource-reservation); the
+binder binds a fractional pod only once something has annotated that pod with the GPU it holds — on the
+local runtime, kailab's ledger (kailab/gpu_ledger.py), started by ``up`` and stopped by ``down``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from kailab.gpu_ledger import GPU_GROUP_LABEL, PROCESS_NAME, RESERVATION_NAMESPACE, RESERVE_ANNOTATION, read_ledger
+from kailab.labels import KWOK_TOLERATION
+
+NS = "kailab-fractions"
+
+
+def pod(name: str, *, fraction: str | None = None, gpus: int = 0) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": {"kai.scheduler/queue": "team-research"},
+                     "annotations": {"gpu-fraction": fraction} if fraction else {}},
+        "spec": {
+            "schedulerName": "kai-scheduler", "terminationGracePeriodSeconds": 0,
+            "tolerations": [dict(KWOK_TOLERATION)],
+            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}}],
+        },
+    }
+
+
+def wait_for(what: str, fn, timeout: float = 60):
+    """Poll ``fn`` until it returns something truthy; that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f}s: {what}")
+        time.sleep(0.2)
+
+
+def running(kube, names: list[str]) -> dict | None:
+    pods = {p.metadata.name: p for p in kube.core.list_namespaced_pod(NS).items}
+    if all(n in pods and pods[n].status.phase == "Running" for n in names):
+        return pods
+    return None
+
+
+def cells_of(kube, names: set[str]) -> dict[str, tuple[str, str]] | None:
+    """pod name → (node, gpu id) of every cell holding one of ``names`` in the ledger; None until all are there."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for node, cells in read_ledger(kube).items():
+        for c in cells:
+            for h in c.holders:
+                if h.namespace == NS and h.name in names:
+                    found.setdefault(h.name, []).append((node, c.gpu))
+    if set(found) != names:
+        return None
+    return {name: at[0] if len(at) == 1 else tuple(at) for name, at in found.items()}
+
+
+def reservation_pods(kube) -> list:
+    return [p for p in kube.core.list_namespaced_pod(RESERVATION_NAMESPACE).items if p.metadata.deletion_timestamp is None]
+
+
+def ours_in_ledger(kube) -> list[str]:
+    return [f"{node}/{c.gpu}: {h.namespace}/{h.name}" for node, cells in read_ledger(kube).items()
+            for c in cells for h in c.holders if h.namespace in (NS, RESERVATION_NAMESPACE)]
+
+
+def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting_frees_them(kai_lab):
+    kube, runtime = kai_lab.kube, kai_lab.runtime
+    kai_lab.cli("queues", check=True)
+    kube.ensure_namespace(NS)
+    times = {}
+    try:
+        # the ledger runs as one of the lab's processes: known by identity, named after the lab (so down stops it)
+        ident = runtime.kai_processes.identity(PROCESS_NAME)
+        assert ident is not None and ident in runtime.processes()
+        assert any(str(kai_lab.home) in arg for arg in psutil.Process(ident.pid).cmdline())
+        assert any(c.name == PROCESS_NAME and c.healthy for c in runtime.info().components)
+
+        # two halves and a two-GPU pod
+        start = time.monotonic()
+        for obj in (pod("half-1", fraction="0.5"), pod("half-2", fraction="0.5"), pod("two", gpus=2)):
+            kube.apply(obj)
+        pods = wait_for("half-1, half-2 and two Running", lambda: running(kube, ["half-1", "half-2", "two"]))
+        times["two halves bound"] = time.monotonic() - start
+        assert pods["half-1"].spec.node_name == pods["half-2"].spec.node_name
+        at = wait_for("the ledger holds both halves and the two-GPU pod", lambda: cells_of(kube, {"half-1", "half-2", "two"}))
+        assert at["half-1"] == at["half-2"], at
+        node, gpu = at["half-1"]
+        assert node == pods["half-1"].spec.node_name
+        group = pods["half-1"].metadata.labels[GPU_GROUP_LABEL]
+        assert pods["half-2"].metadata.labels[GPU_GROUP_LABEL] == group
+        reserving = [p for p in reservation_pods(kube) if (p.metadata.labels or {}).get(GPU_GROUP_LABEL) == group]
+        assert len(reserving) == 1 and len(reservation_pods(kube)) == 1, [p.metadata.name for p in reservation_pods(kube)]
+        assert reserving[0].spec.node_name == node and reserving[0].metadata.annotations[RESERVE_ANNOTATION] == gpu
+        assert len(at["two"]) == 2 and (node, gpu) not in at["two"], at  # whole GPUs: two ids, not the shared one
+
+        # the ledger survives its process restarting: same ids after it lists the cluster again
+        before = read_ledger(kube)
+        from kailab.runtimes import local_kai
+        from kailab.runtimes.processes import stop
+
+        stop([ident], timeout=10, group=True)
+        assert not ident.alive()
+        assert read_ledger(kube) == before
+        spec = local_kai.gpu_ledger_spec(runtime.kubeconfig())
+        runtime.kai_processes.start(spec)
+        local_kai.wait_healthy([spec], runtime.kai_processes, timeout=60)
+        kube.apply(pod("one", gpus=1))  # the new process writes the ledger with it: the others keep their ids
+        wait_for("one Running", lambda: running(kube, ["one"]))
+        at_one = wait_for("the restarted ledger holds one", lambda: cells_of(kube, {"one"}))
+        after = {node: [c if not any(h.name == "one" for h in c.holders) else type(c)(c.node, c.gpu) for c in cells]
+                 for node, cells in read_ledger(kube).items()}
+        assert after == before and at_one["one"] not in (at["half-1"], *at["two"])
+
+        # 0.9 and 0.3: two GPUs, two reservation pods
+        start = time.monotonic()
+        kube.apply(pod("point-nine", fraction="0.9"))
+        kube.apply(pod("point-three", fraction="0.3"))
+        wait_for("point-nine and point-three Running", lambda: running(kube, ["point-nine", "point-three"]))
+        times["0.9 and 0.3 bound"] = time.monotonic() - start
+        at2 = wait_for("the ledger holds 0.9 and 0.3", lambda: cells_of(kube, {"point-nine", "point-three"}))
+        assert at2["point-nine"] != at2["point-three"], at2
+        assert (node, gpu) not in (at2["point-nine"], at2["point-three"]), "a full GPU took more"
+        assert len(reservation_pods(kube)) == 3
+
+        # deleting the pods frees every id, and KAI's binder deletes its reservation pods
+        start = time.monotonic()
+        kube.empty_namespace(NS)
+        wait_for("the ledger holds nothing of the test's pods and no reservation pod is left",
+                 lambda: not ours_in_ledger(kube) and not reservation_pods(kube), timeout=30)
+        times["freed"] = time.monotonic() - start
+        print("times: " + ", ".join(f"{k} {v:.1f}s" for k, v in times.items()))
+    finally:
+        kube.delete_namespace(NS)

@@ -1,0 +1,224 @@
+"""The GPU ledger's pure core: which fake GPU id each pod holds, and what it asks the driver to write."""
+
+from __future__ import annotations
+
+import random
+
+from kubernetes import client
+
+from kailab.gpu_ledger import (
+    CONFIGMAP_ANNOTATION,
+    FRACTION,
+    RESERVATION,
+    RESERVATION_NAMESPACE,
+    RESERVE_ANNOTATION,
+    WHOLE,
+    Annotate,
+    NodeShape,
+    PodFacts,
+    Topology,
+    dump_ledger,
+    facts_of,
+    node_shape,
+    parse_ledger,
+    shared_gpu_prep,
+)
+
+NODE = "kwok-a100-0"
+
+
+def topo(gpus: int = 8, memory: int = 81920) -> Topology:
+    t = Topology()
+    t.set_node(NODE, NodeShape(gpus, memory))
+    return t
+
+
+def whole(name: str, gpus: int, node: str | None = NODE, **kw) -> PodFacts:
+    return PodFacts("team", name, uid=f"uid-{name}", node=node, gpus=gpus, scheduler="kai-scheduler", **kw)
+
+
+def reservation(name: str, group: str, **kw) -> PodFacts:
+    return PodFacts(RESERVATION_NAMESPACE, name, uid=f"uid-{name}", node=NODE, gpus=1, groups=(group,), **kw)
+
+
+def fraction(name: str, portion: float | None, group: str | None, **kw) -> PodFacts:
+    return PodFacts("team", name, uid=f"uid-{name}", node=NODE if group else None, groups=(group,) if group else (),
+                    fraction=portion, scheduler="kai-scheduler", **kw)
+
+
+def held(t: Topology) -> dict[str, list[tuple[str, float | None]]]:
+    """gpu id → [(kind:name, portion)] of the cells someone holds, on NODE."""
+    return {c.gpu: [(f"{h.kind}:{h.name}", h.portion) for h in c.holders] for c in t.cells()[NODE] if c.holders}
+
+
+def test_whole_pods_get_the_lowest_free_ids_and_free_them_when_they_go():
+    t = topo()
+    assert t.update(whole("a", 2)) == []
+    t.update(whole("b", 1))
+    assert held(t) == {"0": [("whole:a", 1.0)], "1": [("whole:a", 1.0)], "2": [("whole:b", 1.0)]}
+    t.remove("team/a")
+    assert held(t) == {"2": [("whole:b", 1.0)]}
+    t.update(whole("c", 3))
+    assert sorted(held(t)) == ["0", "1", "2", "3"]  # c takes 0, 1 and the next free, 3
+    t.update(whole("b", 1, finished=True))  # a finished pod frees its GPU, deleted or not
+    assert sorted(held(t)) == ["0", "1", "3"]
+    assert len(t.cells()[NODE]) == 8 and all(c.free for c in t.cells()[NODE] if c.gpu not in {"0", "1", "3"})
+
+
+def test_an_unbound_pod_holds_nothing_until_it_is_bound_and_its_node_is_known():
+    t = Topology()
+    t.update(whole("a", 1, node=None))
+    assert t.cells() == {}
+    t.update(whole("a", 1))  # bound, to a node not seen yet
+    assert t.cells() == {}
+    t.set_node(NODE, NodeShape(4))
+    assert held(t) == {"0": [("whole:a", 1.0)]}
+
+
+def test_a_pod_that_finds_no_free_gpu_waits_and_gets_one_when_one_is_freed():
+    t = topo(gpus=2)
+    t.update(whole("a", 2))
+    t.update(whole("late", 1))
+    assert held(t) == {"0": [("whole:a", 1.0)], "1": [("whole:a", 1.0)]}
+    t.remove("team/a")
+    assert held(t) == {"0": [("whole:late", 1.0)]}
+
+
+def test_a_reservation_pod_gets_an_id_and_the_annotation_the_binder_waits_for():
+    t = topo()
+    t.update(whole("a", 1))
+    actions = t.update(reservation("gpu-reservation-1", "g1"))
+    assert actions == [Annotate(RESERVATION_NAMESPACE, "gpu-reservation-1", RESERVE_ANNOTATION, "1")]
+    # the pod comes back with other changes before the annotation lands: not asked twice
+    assert t.update(reservation("gpu-reservation-1", "g1")) == []
+    # and once it carries it, nothing more
+    assert t.update(reservation("gpu-reservation-1", "g1", reserved_index="1")) == []
+    assert held(t)["1"] == [("reservation:gpu-reservation-1", 1.0)]
+
+
+def test_a_reservation_pod_annotated_by_someone_else_keeps_its_id():
+    t = topo()
+    assert t.update(reservation("gpu-reservation-1", "g1", reserved_index="5")) == []
+    assert list(held(t)) == ["5"]
+
+
+def test_two_halves_share_the_id_of_their_groups_reservation_pod():
+    t = topo()
+    t.update(whole("a", 1))
+    t.update(reservation("gpu-reservation-1", "g1"))
+    t.update(fraction("half-1", 0.5, "g1"))
+    t.update(fraction("half-2", 0.5, "g1"))
+    cells = {c.gpu: c for c in t.cells()[NODE] if c.holders}
+    assert held(t)["1"] == [("reservation:gpu-reservation-1", 1.0), ("fraction:half-1", 0.5), ("fraction:half-2", 0.5)]
+    assert cells["1"].shared and cells["1"].used == 1.0 and [h.name for h in cells["1"].pods] == ["half-1", "half-2"]
+    # one half goes: the GPU stays the reservation's; the other goes: the binder deletes the reservation pod
+    t.remove("team/half-1")
+    assert held(t)["1"] == [("reservation:gpu-reservation-1", 1.0), ("fraction:half-2", 0.5)]
+    t.remove("team/half-2")
+    t.remove(f"{RESERVATION_NAMESPACE}/gpu-reservation-1")
+    assert list(held(t)) == ["0"]
+
+
+def test_a_point_nine_and_a_point_three_do_not_share_a_gpu():
+    t = topo()
+    t.update(reservation("gpu-reservation-1", "g1"))
+    t.update(reservation("gpu-reservation-2", "g2"))
+    t.update(fraction("big", 0.9, "g1"))
+    t.update(fraction("small", 0.3, "g2"))
+    assert held(t) == {"0": [("reservation:gpu-reservation-1", 1.0), ("fraction:big", 0.9)],
+                       "1": [("reservation:gpu-reservation-2", 1.0), ("fraction:small", 0.3)]}
+    assert [round(c.used, 2) for c in t.cells()[NODE] if c.holders] == [0.9, 0.3]
+
+
+def test_a_fraction_by_memory_is_its_share_of_the_nodes_gpu_memory():
+    t = topo(memory=80000)
+    t.update(reservation("gpu-reservation-1", "g1"))
+    t.update(fraction("mem", None, "g1", memory_mib=20000))
+    assert held(t)["0"][1] == ("fraction:mem", 0.25)
+
+
+def test_a_finished_fraction_and_an_unbound_one_hold_nothing():
+    t = topo()
+    t.update(reservation("gpu-reservation-1", "g1"))
+    t.update(fraction("done", 0.5, "g1", finished=True))
+    t.update(fraction("pending", 0.5, None))
+    assert held(t) == {"0": [("reservation:gpu-reservation-1", 1.0)]}
+
+
+def test_the_stored_ledger_round_trips_and_a_restart_gives_whole_pods_the_same_ids():
+    t = topo()
+    t.update(whole("a", 1))
+    t.update(whole("b", 2))
+    t.remove("team/a")  # b keeps 1 and 2; 0 is free
+    t.update(reservation("gpu-reservation-1", "g1", reserved_index="0"))
+    t.update(fraction("half", 0.5, "g1"))
+    data = dump_ledger(t.cells(), t.nodes)
+    stored = parse_ledger(data)
+    assert stored == t.cells()
+    assert [c.gpu for c in stored[NODE]] == [str(i) for i in range(8)]
+
+    again = Topology()
+    again.restore(stored)
+    again.set_node(NODE, NodeShape(8, 81920))
+    again.update(whole("c", 1))  # a new pod seen first must not take b's ids
+    again.update(whole("b", 2))
+    again.update(reservation("gpu-reservation-1", "g1", reserved_index="0"))
+    assert "3" not in held(again)  # c waits until every pod has been listed
+    again.synced()
+    assert held(again)["1"] == held(again)["2"] == [("whole:b", 1.0)]
+    assert held(again)["3"] == [("whole:c", 1.0)]
+
+
+def test_a_ledger_that_is_not_json_reads_as_what_can_be_read():
+    assert parse_ledger({"n1": "{not json", "n2": '{"gpus": 2, "cells": {}}'}) == {
+        "n2": parse_ledger({"n2": '{"gpus": 2}'})["n2"]}
+    assert parse_ledger(None) == {}
+
+
+def test_facts_of_a_pod_from_the_kubernetes_client():
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(
+            namespace="team", name="p", uid="u1",
+            labels={"runai-gpu-group": "g1", "runai-gpu-group/g2": "g2"},
+            annotations={"gpu-fraction": "0.5", "gpu-fraction-container-name": "main"},
+            owner_references=[client.V1OwnerReference(api_version="batch/v1", kind="Job", name="train", uid="j")]),
+        spec=client.V1PodSpec(node_name=NODE, scheduler_name="kai-scheduler", containers=[
+            client.V1Container(name="side", resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "2"})),
+            client.V1Container(name="main", resources=client.V1ResourceRequirements(requests={"nvidia.com/gpu": "1"}))]),
+        status=client.V1PodStatus(phase="Running"))
+    f = facts_of(pod)
+    assert (f.key, f.uid, f.node, f.gpus, f.groups, f.fraction, f.finished, f.owner, f.fraction_container) == (
+        "team/p", "u1", NODE, 3, ("g1", "g2"), 0.5, False, "train", "1")
+    labels = {"nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "81920"}
+    node = client.V1Node(metadata=client.V1ObjectMeta(name=NODE, labels=labels),
+                         status=client.V1NodeStatus(allocatable={"nvidia.com/gpu": "4"}))
+    assert node_shape(node) == NodeShape(8, 81920)  # the count label wins, as in KAI
+    node.metadata.labels = {}
+    assert node_shape(node) == NodeShape(4, None)
+
+
+def test_a_fractional_pod_gets_a_shared_gpu_configmap_name_before_kai_binds_it():
+    rand = random.Random(1)
+    pending = fraction("a-very-long-pod-name-that-goes-on-and-on-and-on", 0.5, None)
+    prep = shared_gpu_prep(pending, "kai-scheduler", rand)
+    assert prep is not None and prep.annotate and prep.prefix.endswith("-shared-gpu")
+    assert all(len(name) + len("-vol") <= 63 for name in prep.configmaps)
+    assert prep.configmaps == (f"{prep.prefix}-0", f"{prep.prefix}-0-evar")
+    # already named (by admission, or by the ledger before it restarted): the ConfigMaps only
+    named = fraction("b", 0.5, None, configmap_prefix="b-xyz-shared-gpu")
+    assert shared_gpu_prep(named, "kai-scheduler", rand).annotate is False
+    # bound, not a fraction, or not KAI's: nothing
+    assert shared_gpu_prep(fraction("c", 0.5, "g1"), "kai-scheduler", rand) is None
+    assert shared_gpu_prep(whole("d", 1, node=None), "kai-scheduler", rand) is None
+    assert shared_gpu_prep(fraction("e", 0.5, None), "default-scheduler", rand) is None
+    assert CONFIGMAP_ANNOTATION == "runai/shared-gpu-configmap"
+
+
+def test_cells_name_their_kinds():
+    t = topo(gpus=2)
+    t.update(whole("a", 1))
+    t.update(reservation("gpu-reservation-1", "g1"))
+    kinds = {c.gpu: {h.kind for h in c.holders} for c in t.cells()[NODE]}
+    assert kinds == {"0": {WHOLE}, "1": {RESERVATION}}
+    t.update(fraction("f", 0.25, "g1"))
+    assert {h.kind for h in t.cells()[NODE][1].holders} == {RESERVATION, FRACTION}
