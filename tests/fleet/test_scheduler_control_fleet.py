@@ -78,8 +78,12 @@ def control(kai_lab):
 
 @pytest.fixture
 def space(kai_lab):
-    """Namespaces and queues of these tests, removed afterwards."""
+    """Namespaces and queues of these tests, removed afterwards; exercises run earlier are cleared first
+    (their pods stay on the fleet until the next exercise, and would leave these tests no room)."""
+    from kailab.scenarios.live import clear_scenarios
+
     kube = kai_lab.kube
+    clear_scenarios(kube)
     made = []
 
     def make(namespace: str, q: dict) -> None:

@@ -70,3 +70,21 @@ def test_a_relist_tells_listeners_what_changed_while_the_watch_was_down():
     w._relisted([obj("c", "1")])  # a and b gone
     assert seen == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "b"), ("ADDED", "c"), ("DELETED", "a"), ("DELETED", "b")]
     assert sorted(w.objects) == ["ns/c"] and w.version == 6
+
+
+def test_the_recorder_writes_every_kind_of_change_with_its_time_into_the_run(tmp_path):
+    from kailab.fairshare import FairShare
+    from kailab.pods import PodGroupView
+    from kailab.scenarios.engine import Recorder
+    from kailab.scenarios.replay import ReplayCluster, read_changes
+
+    stream = [Change("ADDED", pod=pod("a-0"), t=0.5), Change("ADDED", group=PodGroupView("pg-a", "a"), t=1.0),
+              Change("MODIFIED", share=FairShare("q", gpu=8.5), t=2.0)]
+    source = ReplayCluster(stream)
+    rec = Recorder(source, tmp_path / "s" / "changes.jsonl", start=0.25)  # the run began at 0.25 on that clock
+    while rec.next(5) is not None:
+        pass
+    rec.close()
+    again = read_changes(tmp_path / "s" / "changes.jsonl")
+    assert [c.t for c in again] == [0.25, 0.75, 1.75]
+    assert again[1].group == PodGroupView("pg-a", "a") and again[2].share == FairShare("q", gpu=8.5)
