@@ -203,7 +203,7 @@ def explain(
 
     from kailab.explain import gather
 
-    found = gather(lab.connect(), name, namespace)
+    found = gather(lab.connect(), name, namespace, lab.fair_shares())
     if not found:
         raise KailabError(f"No pod or Job named {name!r} in namespace {namespace}.",
                           hint="Name the namespace with -n (the exercises use kailab-<exercise>).")

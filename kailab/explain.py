@@ -15,6 +15,7 @@ from kailab.labels import KAI_SCHEDULER as KAI
 from kailab.labels import QUEUE_API, QUEUE_LABEL
 from kailab.pods import PodView, event_view, pod_view
 from kailab.status import nodes_and_gpus
+from kailab.status import queues as queue_rows
 
 # KAI's words → (what it means, runbook). First match wins.
 KNOWN_REASONS = [
@@ -41,7 +42,7 @@ class Explanation:
 
 
 def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exists: bool, is_leaf: bool,
-                nodes: list[dict]) -> Explanation:
+                nodes: list[dict], standing: dict | None = None) -> Explanation:
     """Decide the explanation from plain data.
 
     Args:
@@ -50,6 +51,7 @@ def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exi
         queue: the pod's queue label value and the Queue object, if any ({"name", "object"}).
         queue_exists / is_leaf: facts about that queue.
         nodes: rows of ``status.nodes_and_gpus``.
+        standing: the pod's queue's row of ``status.queues`` (quota, allocated, fair share), if known.
     """
     name = f"{pod.namespace}/{pod.name}"
     scheduler = pod.scheduler
@@ -72,12 +74,27 @@ def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exi
             exp = Explanation(name, "Pending", f"Pending because {meaning} (queue '{q}').", reported=last, runbook=runbook)
             if "room" in meaning:
                 exp.details.append(nearest_node(nodes, pod.gpus))
+                if standing:
+                    exp.details.append(queue_standing(standing))
             if not pod.queue and scheduler == KAI:
                 exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
             return exp
     if last:
         return Explanation(name, "Pending", f"Pending (queue '{q}'); the scheduler says:", reported=last)
     return Explanation(name, "Pending", "Pending, and no scheduler has reported on it yet; look again in a few seconds.")
+
+
+def queue_standing(row: dict) -> str:
+    """Why a full fleet may or may not make room: where the queue stands against its quota and fair share."""
+    name, held, quota, share = row["name"], row["allocated"], row.get("quota"), row.get("fair_share")
+    if share is not None and held >= share:
+        return (f"Its queue '{name}' holds {held:g} GPUs, its fair share is {share:g}: the spare GPUs are "
+                "other queues' share now, so KAI will not reclaim for it.")
+    if quota is not None and quota >= 0 and held < quota:
+        return (f"Its queue '{name}' holds {held:g} of its quota {quota:g}: KAI reclaims for it from queues over "
+                "theirs — unless their pods are non-preemptible or still inside a protection window "
+                "(reclaimMinRuntime / preemptMinRuntime).")
+    return f"Its queue '{name}' holds {held:g} GPUs" + (f" (fair share {share:g})." if share is not None else ".")
 
 
 def nearest_node(nodes: list[dict], need: int) -> str:
@@ -89,7 +106,7 @@ def nearest_node(nodes: list[dict], need: int) -> str:
             f"the pod needs {need}.")
 
 
-def gather(kube: Kube, name: str, namespace: str) -> list[Explanation]:
+def gather(kube: Kube, name: str, namespace: str, fair_shares: dict[str, float] | None = None) -> list[Explanation]:
     """Explanations for a pod, or for every pod of a Job of that name."""
     def owned_by(p) -> bool:
         refs = p.metadata.owner_references or []
@@ -103,11 +120,12 @@ def gather(kube: Kube, name: str, namespace: str) -> list[Explanation]:
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
     nodes = nodes_and_gpus(kube)
+    standing = {row["name"]: row for row in queue_rows(kube, fair_shares=fair_shares)}
     out = []
     for p in map(pod_view, pods):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
             messages.append(p.waiting)
         q = p.queue or "default-queue"
-        out.append(explain_pod(p, messages, queues.get(q), q in queues, q not in parents, nodes))
+        out.append(explain_pod(p, messages, queues.get(q), q in queues, q not in parents, nodes, standing.get(q)))
     return out

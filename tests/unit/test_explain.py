@@ -41,3 +41,11 @@ def test_silent_cases_are_explained_by_kailab():
     assert "pod-grouper" in explain_pod(pod(grouped=False), [], None, True, True, NODES).summary
     e = explain_pod(pod(queue=None), ["Non-preemptible workload is over quota."], None, True, True, NODES)
     assert any("default-queue" in d for d in e.details)
+
+
+def test_no_room_says_where_the_queue_stands():
+    reason = ["no nodes with enough resources were found: 5 node(s) didn't have enough resources: GPUs."]
+    owed = explain_pod(pod(), reason, None, True, True, NODES, {"name": "team-a", "allocated": 0, "quota": 8, "fair_share": 8})
+    assert "holds 0 of its quota 8" in owed.details[-1] and "reclaimMinRuntime" in owed.details[-1]
+    full = explain_pod(pod(), reason, None, True, True, NODES, {"name": "team-a", "allocated": 10, "quota": 4, "fair_share": 10})
+    assert "its fair share is 10" in full.details[-1] and "will not reclaim" in full.details[-1]
