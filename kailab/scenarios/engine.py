@@ -176,7 +176,7 @@ class Engine:
                 self.cluster.delete({"apiVersion": "v1", "kind": "Pod",
                                      "metadata": {"name": name, "namespace": run.scenario.namespace}})
             st.note(", ".join(names) or "none were there")
-            run.resized(None, None)
+            run.stepped()
         return True
 
     @play.register(model.DeleteWorkloads)
@@ -198,7 +198,7 @@ class Engine:
     def _(self, step: model.StopScheduler, run: "_Run") -> bool:
         with self.progress.step("Stop KAI's scheduler"):
             self.cluster.stop_scheduler()
-            run.resized(None, None)
+            run.stepped()
         return True
 
     @play.register(model.StartScheduler)
@@ -208,7 +208,7 @@ class Engine:
             if step.restart:
                 self.cluster.stop_scheduler()
             self.cluster.start_scheduler(step.settings)
-            run.resized(None, None)
+            run.stepped()
         return True
 
     @play.register(model.Scale)
@@ -233,7 +233,7 @@ class Engine:
         q = step.queue
         with self.progress.step(f"Set queue {q.name}: GPU quota {q.gpu.quota}, limit {q.gpu.limit}"):
             run.apply(labelled(queue_object(q), run.scenario))
-            run.resized(None, None)
+            run.stepped()
         return True
 
     @play.register(model.Wait)
@@ -291,14 +291,17 @@ class _Run:
         self.cluster.apply(obj)
         self.verdict.applied.append(obj)
 
-    def resized(self, workload: str | None, pods: int | None) -> None:
-        """A step changed what is asked for: remember the size, and time the next wait from now."""
-        if workload is not None:
-            if pods is None:
-                self.state.sizes.pop(workload, None)
-            else:
-                self.state.sizes[workload] = pods
+    def stepped(self) -> None:
+        """A step changed the cluster: the next wait is timed from now."""
         self.mark = self.clock()
+
+    def resized(self, workload: str, pods: int | None) -> None:
+        """A step changed what a workload asks for (None: it is gone)."""
+        if pods is None:
+            self.state.sizes.pop(workload, None)
+        else:
+            self.state.sizes[workload] = pods
+        self.stepped()
 
     def take(self, timeout: float) -> bool:
         """Fold the next change (waiting up to ``timeout``) and every one already here; False if none came."""
