@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from kailab.pods import PodGroupView, PodView
-from kailab.scenarios.model import Expectation, Requirements
+from kailab.scenarios.model import ABILITIES, Expectation, Requirements
 
 
 @dataclass
@@ -273,3 +273,8 @@ def misfit(requires: Requirements, node_gpus: list[float]) -> str:
     if requires.cpu_only_nodes and not requires.cpu_only_nodes.holds(cpu_only):
         wrong.append(f"it needs {requires.cpu_only_nodes} CPU-only nodes, the fleet has {cpu_only}")
     return "; ".join(wrong)
+
+
+def unable(needs: frozenset[str], abilities: frozenset[str]) -> str:
+    """Why a cluster cannot run a scenario that needs these abilities (see model.ABILITIES); "" if it can."""
+    return "; ".join(ABILITIES[n] for n in sorted(needs - abilities))

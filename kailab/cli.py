@@ -35,19 +35,38 @@ def _runtime_name(value: str) -> str:
     return value
 
 
+def _prefix(value: Optional[str]) -> Optional[str]:
+    from kailab.scenarios.prefix import check_prefix
+
+    try:
+        return None if value is None else check_prefix(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+
+
 @app.command()
 def up(
     runtime: str = typer.Option("auto", callback=_runtime_name,
-                                help="auto (kind when Docker answers, else local), local or kind."),
+                                help="auto (kind when Docker answers, else local), local, kind, or existing "
+                                     "(adopt a cluster you already have; never chosen by auto)."),
     fleet: Optional[Path] = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
     pool: List[str] = typer.Option([], help="Resize a pool: --pool a100=3 (repeatable)."),
     no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
     apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535,
                                                  help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
     retain: bool = typer.Option(False, "--retain", help="Keep a half-made lab after a failure, to debug it."),
+    kubeconfig_path: Optional[Path] = typer.Option(None, "--kubeconfig",
+                                                   help="Existing runtime: the cluster's kubeconfig (default: $KUBECONFIG "
+                                                        "or ~/.kube/config); used where it is, never copied."),
+    context: Optional[str] = typer.Option(None, help="Existing runtime: a context of that kubeconfig."),
+    kwok: bool = typer.Option(False, "--kwok", help="Existing runtime: install KWOK and kailab's fleet of fake GPUs there "
+                                                    "(labelled as this lab's; down removes them)."),
+    prefix: Optional[str] = typer.Option(None, callback=_prefix,
+                                         help="Existing runtime: NAME- in front of every queue and namespace of this "
+                                              "lab, so several labs share one cluster."),
     quiet: bool = QuietOpt,
 ) -> None:
-    """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler."""
+    """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
     from kailab.fleet import load_fleet
     from kailab.runtimes.base import UpOptions, choose_runtime, get_runtime
 
@@ -55,7 +74,9 @@ def up(
     spec = load_fleet(fleet)
     if pool:
         spec = spec.with_counts(_pool_counts(pool))
-    options = UpOptions(fleet=spec, with_kai=not no_kai, retain=retain, apiserver_port=apiserver_port)
+    options = UpOptions(fleet=spec, with_kai=not no_kai, retain=retain, apiserver_port=apiserver_port,
+                        fleet_given=bool(fleet or pool), kubeconfig=kubeconfig_path, context=context, kwok=kwok,
+                        prefix=prefix)
     running = lab.state()
     if running and runtime not in ("auto", running.runtime):
         raise KailabError(f"A lab is already running on the {running.runtime} runtime.",
@@ -71,9 +92,13 @@ def up(
         cls, why = choose_runtime(runtime)
     cls.check_options(options)
     progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
-    info = cls().up(options, progress)
-    render.stdout.print(f"Lab is up: {spec.total_gpus} GPUs on {spec.node_count} KWOK nodes. "
-                        f"kubectl --kubeconfig {info.kubeconfig} get nodes")
+    rt = cls()
+    found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes
+    if found:
+        render.stdout.print(render.findings_table(found))
+    info = rt.up(options, progress)
+    render.stdout.print(info.summary or f"Lab is up: {spec.total_gpus} GPUs on {spec.node_count} KWOK nodes. "
+                                        f"kubectl --kubeconfig {info.kubeconfig} get nodes")
 
 
 @app.command()
@@ -116,20 +141,31 @@ def status(
 def kubeconfig() -> None:
     """Print the path of the lab's kubeconfig (for kubectl --kubeconfig)."""
     print(lab.kubeconfig())
+    if ctx := lab.context():
+        stderr.print(f"The lab uses its context {ctx}: kubectl --kubeconfig \"$(kailab kubeconfig)\" --context {ctx} …")
 
 
 @app.command("queues")
 def apply_queues(quiet: bool = QuietOpt) -> None:
     """Apply the lesson's queue hierarchy from manifests/queues.yaml."""
+    from kailab import ownership
     from kailab.scenarios.loader import LESSON_QUEUES, load_queue_file
     from kailab.scenarios.manifests import queue_object
+    from kailab.scenarios.prefix import prefixed_queues
     from kailab.status import queues as list_queues
 
     kube = lab.connect()
     specs = load_queue_file(LESSON_QUEUES)
+    state = lab.state()
+    if state and state.prefix:
+        specs = prefixed_queues(specs, state.prefix)
+    objects = [queue_object(q) for q in specs]
+    cluster = lab.live_cluster(kube)
+    if taken := cluster.foreign(objects):
+        raise ownership.refused(taken)
     with Progress(quiet).step(f"Applying {len(specs)} queues from {LESSON_QUEUES.name}"):
-        for q in specs:
-            kube.apply(queue_object(q))
+        for obj in objects:
+            cluster.apply(obj)
     render.stdout.print(render.queue_table(list_queues(kube, fair_shares=lab.fair_shares())))
 
 
@@ -142,7 +178,7 @@ def run(
     """Run scenario files (an instructor's own, or a built-in one) and print their verdicts."""
     from kailab.scenarios.loader import load_scenario
 
-    scenarios = [load_scenario(f) for f in files]  # all checked before anything is applied
+    scenarios = [lab.for_this_lab(load_scenario(f)) for f in files]  # all checked before anything is applied
     _run_and_report(scenarios, as_json, quiet)
 
 
@@ -163,7 +199,7 @@ def demo(
     for n in names:
         if n not in DEMOS:
             raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
-    scenarios = [load_scenario(EXERCISES / f"{n}.yaml") for n in names]
+    scenarios = [lab.for_this_lab(load_scenario(EXERCISES / f"{n}.yaml")) for n in names]
     _run_and_report(scenarios, as_json, quiet, evidence, record)
 
 
@@ -171,11 +207,11 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     from kailab import evidence as ev
     from kailab.paths import lab_home
     from kailab.scenarios.engine import Engine
-    from kailab.scenarios.live import LiveCluster
 
     kube = lab.connect()
     progress = Progress(quiet or as_json)
-    engine = Engine(LiveCluster(kube, lab.scheduler_control()), progress, record=record)
+    engine = Engine(lab.live_cluster(kube), progress, record=record)
+    engine.refuse_foreign(scenarios)  # another's queue or priority class of the same name: nothing is applied
     verdicts = []
     if evidence:
         _capture(kube, progress, "before the exercise", allow_empty=True)
@@ -206,7 +242,8 @@ def explain(
     found = gather(lab.connect(), name, namespace, lab.fair_shares())
     if not found:
         raise KailabError(f"No pod or Job named {name!r} in namespace {namespace}.",
-                          hint="Name the namespace with -n (the exercises use kailab-<exercise>).")
+                          hint="Name the namespace with -n (the exercises use kailab-<exercise>, after your "
+                               "lab's prefix and a '-' if it has one).")
     if as_json:
         print(json.dumps([asdict(e) for e in found], indent=2))
         return
@@ -259,11 +296,13 @@ def evidence_cmd(out: Optional[Path] = typer.Option(None, help="Write the snapsh
 
 def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, allow_empty: bool = False) -> Optional[Path]:
     from kailab import evidence as ev
+    from kailab.labels import SCENARIO_LABEL
     from kailab.paths import lab_home
 
     try:
         with progress.step(f"Capturing evidence {what}") as step:
-            path = ev.capture(kube, lab_home(), Path.cwd() / "evidence", out, lab.fair_shares())
+            path = ev.capture(kube, lab_home(), Path.cwd() / "evidence", out, lab.fair_shares(),
+                              namespaces=lab.owner().selector(SCENARIO_LABEL))
             step.note(str(path))
     except ev.NothingToCapture as e:
         if allow_empty:
@@ -287,6 +326,12 @@ def bench(
     to all Running, pods/s, and each stage (created → grouped → bound → Running) by the cluster's clock."""
     from kailab import bench as b
 
+    rt = lab.current_runtime()
+    if rt is not None and not rt.makes_cluster:
+        raise KailabError("kailab bench adds nodes and a queue of its own names for its run, so it runs only on a "
+                          "cluster kailab made, not on an adopted one.",
+                          hint="Run it on a lab of its own: KAILAB_HOME=/tmp/bench-lab kailab up && "
+                               "KAILAB_HOME=/tmp/bench-lab kailab bench")
     if scheduler not in ("kai", "default", "both"):
         raise typer.BadParameter(f"{scheduler!r}: choose kai, default or both.", param_hint="--scheduler")
     if pods > nodes * gpus_per_node:

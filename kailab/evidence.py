@@ -64,9 +64,13 @@ def _when(e: EventView) -> str:
     return datetime.fromtimestamp(e.time, timezone.utc).isoformat() if e.time else ""
 
 
-def gather(kube: Kube, verdicts: list[dict], fair_shares: dict[str, float] | None = None) -> dict[str, str]:
-    """The files of a snapshot, name → text. Raises NothingToCapture when there is nothing to show."""
-    namespaces = sorted({ns.metadata.name for ns in kube.core.list_namespace(label_selector=SCENARIO_LABEL).items}
+def gather(kube: Kube, verdicts: list[dict], fair_shares: dict[str, float] | None = None,
+           namespaces_of: str = SCENARIO_LABEL) -> dict[str, str]:
+    """The files of a snapshot, name → text. Raises NothingToCapture when there is nothing to show.
+
+    ``namespaces_of``: the label selector of the lab's exercise namespaces (on a shared cluster, this lab's only).
+    """
+    namespaces = sorted({ns.metadata.name for ns in kube.core.list_namespace(label_selector=namespaces_of).items}
                         | {v["namespace"] for v in verdicts if v.get("namespace")})
     pods = [p for ns in namespaces for p in kube.core.list_namespaced_pod(ns).items]
     if not pods and not verdicts:
@@ -194,10 +198,12 @@ def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) ->
 
 
 def capture(kube: Kube, home: Path, root: Path, out: Path | None = None,
-            fair_shares: dict[str, float] | None = None) -> Path:
-    """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts."""
+            fair_shares: dict[str, float] | None = None, namespaces: str = SCENARIO_LABEL) -> Path:
+    """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts.
+
+    ``namespaces``: the label selector of the lab's exercise namespaces."""
     verdicts = pending_verdicts(home)
-    files = gather(kube, verdicts, fair_shares)
+    files = gather(kube, verdicts, fair_shares, namespaces)
     target = write_snapshot(files, verdicts, out or snapshot_dir(root))
     (home / PENDING).unlink(missing_ok=True)
     return target

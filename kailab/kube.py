@@ -30,6 +30,7 @@ class Kube:
 
     def __init__(self, kubeconfig: Path | str, context: str | None = None):
         self.kubeconfig = str(kubeconfig)
+        self.context = context
         cfg = client.Configuration()
         config.load_kube_config(config_file=self.kubeconfig, context=context, client_configuration=cfg)
         cfg.connection_pool_maxsize = 16  # a fleet is created by 16 threads at once (fleet.create_fleet)
@@ -42,11 +43,12 @@ class Kube:
     def dyn(self) -> DynamicClient:
         if self._dyn is None:
             # The client caches discovery in a file named after the server address; every lab on
-            # this machine may reuse 127.0.0.1:<port>, so key the cache by this kubeconfig instead
-            # (in kailab's cache folder: never beside a kubeconfig that may be the user's).
+            # this machine may reuse 127.0.0.1:<port>, so key the cache by this kubeconfig (and context)
+            # instead (in kailab's cache folder: never beside a kubeconfig that may be the user's).
             from kailab.paths import cache_home
 
-            key = hashlib.sha256(str(Path(self.kubeconfig).resolve()).encode()).hexdigest()[:16]
+            where = str(Path(self.kubeconfig).resolve()) + (f"\0{self.context}" if self.context else "")
+            key = hashlib.sha256(where.encode()).hexdigest()[:16]
             cache = cache_home() / "discovery" / f"{key}.json"
             cache.parent.mkdir(parents=True, exist_ok=True)
             self._dyn = DynamicClient(self.api, cache_file=str(cache))

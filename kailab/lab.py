@@ -8,6 +8,7 @@ from pathlib import Path
 from kailab import labdir
 from kailab.errors import NotRunning
 from kailab.kube import Kube
+from kailab.ownership import Owner
 from kailab.paths import lab_home
 from kailab.progress import Progress
 from kailab.runtimes.base import LabState, Runtime, get_runtime, runtime_names
@@ -51,12 +52,20 @@ def kubeconfig() -> Path:
     return Path(s.kubeconfig)
 
 
+def context() -> str | None:
+    """The kubeconfig's context the lab uses (an adopted cluster's ``--context``); None: its current one."""
+    if os.environ.get("KAILAB_KUBECONFIG"):
+        return None
+    s = state()
+    return (s.context or None) if s else None
+
+
 def connect() -> Kube:
     """A client for the lab; a clear error when the lab is not up or does not answer."""
     path = kubeconfig()
     if not path.is_file():
         raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
-    kube = Kube(path)
+    kube = Kube(path, context=context())
     if not kube.ping():
         raise NotRunning(f"The lab's API server does not answer ({path}).",
                          hint="Check it with: kailab status — or start again: kailab down && kailab up")
@@ -68,11 +77,40 @@ def fair_shares() -> dict[str, float] | None:
     from kailab import fairshare
 
     try:
-        control = scheduler_control()
-        text = control.metrics() if control is not None else None
+        read = scheduler_metrics()
+        text = read() if read is not None else None
     except Exception:  # no fair share is no reason to fail a status or a watch
         return None
     return {q: s.gpu for q, s in fairshare.parse(text).items()} if text else None
+
+
+def scheduler_metrics():
+    """A reader of the lab's KAI scheduler metrics, or None when this lab cannot read them."""
+    rt = current_runtime()
+    return rt.scheduler_metrics() if rt is not None else None
+
+
+def owner() -> Owner:
+    """Whose objects the lab's are (an adopted cluster's lab has an id; a cluster kailab made is the lab's own)."""
+    s = state()
+    return Owner(s.lab_id if s else "")
+
+
+def live_cluster(kube: Kube):
+    """The engine's view of this lab: its scheduler control and metrics (where it has them), its owner labels."""
+    from kailab.scenarios.live import LiveCluster
+
+    rt = current_runtime()
+    sharing = rt.gpu_sharing() if rt is not None else True
+    return LiveCluster(kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing)
+
+
+def for_this_lab(scenario):
+    """The scenario as this lab runs it: with the lab's prefix on its queues and namespace, if it has one."""
+    from kailab.scenarios.prefix import prefixed
+
+    s = state()
+    return prefixed(scenario, s.prefix) if s and s.prefix else scenario
 
 
 def scheduler_control():

@@ -30,3 +30,6 @@ SCENARIO_LABEL = "kailab.io/scenario"
 FLEET_LABEL = "kailab.io/fleet"
 
 GPU = "nvidia.com/gpu"
+# On a cluster kailab did not make, each lab's objects also carry its id, so two labs there never
+# clean up each other's objects (a lab on a cluster kailab made has no id: the cluster is its own).
+LAB_ID_LABEL = "kailab.io/lab-id"

@@ -44,7 +44,8 @@ def lesson_names(root: Path = EXERCISES) -> list[str]:
 
 
 def run_lesson(name: str, ask: Callable[[], str]) -> bool:
-    """The walk-through: concept, prediction (``ask``), the run on the lab, the result and why; True if KAI did what it teaches."""
+    """The walk-through: concept, prediction (``ask``), the run on the lab, the result and why; True if KAI did what it teaches
+    (or the lesson does not apply to this cluster)."""
     from rich.markdown import Markdown
     from rich.panel import Panel
 
@@ -52,15 +53,16 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     from kailab.paths import lab_home
     from kailab.progress import Progress
     from kailab.scenarios.engine import Engine
-    from kailab.scenarios.live import LiveCluster
     from kailab.scenarios.loader import load_scenario
     from kailab.status import all_pods
     from kailab.watch import current_frame
 
     if name not in lesson_names():
         raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
-    les, scenario = load_lesson(name), load_scenario(EXERCISES / f"{name}.yaml")
+    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
     kube = lab.connect()  # before asking for a prediction: no lab, no lesson
+    engine = Engine(lab.live_cluster(kube), Progress())
+    engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     out = render.stdout
 
     def panel(body, title: str) -> None:
@@ -70,15 +72,23 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     panel(les.sections.get("Concept", ""), les.title)
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
     prediction = ask()
-    verdict = Engine(LiveCluster(kube, lab.scheduler_control()), Progress()).run(scenario)
+    verdict = engine.run(scenario)
     out.print(current_frame(kube, all_pods(kube), lab.fair_shares()))  # queues, and who holds each GPU
     out.print(render.verdict_table(verdict))
     panel(f"You predicted: {prediction}\nThe lesson expects: {expected}\n"
-          f"KAI did: {'what the lesson expects' if verdict.passed else 'something else — see the FAIL rows'}",
+          f"KAI did: {_what_kai_did(verdict)}",
           "Prediction and result")
     panel(les.sections.get("Why", ""), "Why")
     record = verdict.to_record()
     record["lesson"] = {"prediction": prediction, "expected": expected, "passed": verdict.passed}
     evidence.record_verdict(lab_home(), record)
     out.print("Recorded for your evidence: kailab evidence")
-    return verdict.passed
+    return verdict.ok
+
+
+def _what_kai_did(verdict) -> str:
+    if verdict.passed:
+        return "what the lesson expects"
+    if verdict.not_applicable:
+        return f"nothing — the lesson is not applicable {verdict.not_applicable}"
+    return "something else — see the FAIL rows"

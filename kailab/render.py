@@ -33,7 +33,7 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
         return
     for v in verdicts:
         if v.not_applicable:
-            stdout.print(f"{v.title} — [yellow]not applicable on this fleet[/yellow]: {v.not_applicable}")
+            stdout.print(f"{v.title} — [yellow]not applicable[/yellow] {v.not_applicable}")
             continue
         stdout.print(verdict_table(v))
         if v.error:
@@ -44,7 +44,7 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
         passed = sum(v.passed for v in verdicts)
         skipped = sum(bool(v.not_applicable) for v in verdicts)
         stdout.print(f"{passed} of {len(verdicts) - skipped} exercises passed"
-                     + (f" ({skipped} not applicable on this fleet)" if skipped else "") + ": "
+                     + (f" ({skipped} not applicable here)" if skipped else "") + ": "
                      + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts))
 
 
@@ -109,3 +109,14 @@ def bench_table(runs) -> Table:
                      "as long as kube-scheduler to bind every pod. Stage columns: seconds after the first pod "
                      "was created until the last pod got there, by the cluster's timestamps (whole seconds).")
     return t
+
+
+def findings_table(findings: list) -> Table:
+    """What ``kailab up --runtime existing`` found before adopting a cluster: one row per check."""
+    marks = {"ok": "[green]✓[/green]", "warning": "[yellow]![/yellow]", "problem": "[red]✗[/red]"}
+    table = Table(title="The cluster, before kailab adopts it", title_justify="left")
+    for col in ("", "check", "found", "what to do"):
+        table.add_column(col)
+    for f in findings:
+        table.add_row(marks.get(f.status, f.status), f.check, f.found, f.todo)
+    return table

@@ -10,7 +10,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
@@ -25,17 +25,23 @@ class UpOptions:
     with_kai: bool = True
     retain: bool = False  # keep a half-made lab after a failure, to debug it
     apiserver_port: int | None = None  # a fixed port for kube-apiserver (local runtime)
+    fleet_given: bool = False  # --fleet or --pool was on the command line
+    kubeconfig: Path | None = None  # existing runtime: the cluster to adopt
+    context: str | None = None  # existing runtime: a context of that kubeconfig
+    kwok: bool = False  # existing runtime: add KWOK and kailab's fleet of fake GPUs
+    prefix: str | None = None  # existing runtime: put NAME- in front of the lab's queues and namespaces
 
     # option → how the command line spells it, for "… is for the local runtime"
-    FLAGS = {"with_kai": "--no-kai", "apiserver_port": "--apiserver-port"}
+    FLAGS = {"with_kai": "--no-kai", "apiserver_port": "--apiserver-port", "kubeconfig": "--kubeconfig",
+             "context": "--context", "kwok": "--kwok", "prefix": "--prefix"}
 
     def given(self) -> set[str]:
         """The runtime-specific options that differ from their defaults."""
-        out = set()
+        out = {name for name in ("apiserver_port", "kubeconfig", "context", "prefix") if getattr(self, name) is not None}
         if not self.with_kai:
             out.add("with_kai")
-        if self.apiserver_port is not None:
-            out.add("apiserver_port")
+        if self.kwok:
+            out.add("kwok")
         return out
 
 
@@ -58,6 +64,10 @@ class LabState:
     shape: str = ""  # the fleet's pools, as Fleet.describe() says them
     kai_components: list[str] = field(default_factory=list)  # local runtime: KAI processes it started
     complete: bool = True  # kind runtime: False while an `up` is under way (or was interrupted)
+    context: str = ""  # existing runtime: the kubeconfig's context it adopted ("" its current one)
+    prefix: str = ""  # existing runtime: in front of the lab's queue and namespace names
+    lab_id: str = ""  # existing runtime: on every object the lab makes (kailab.io/lab-id)
+    kwok_objects: list[dict] = field(default_factory=list)  # existing runtime with --kwok: what it applied, in order
 
     FILE = "lab.json"
 
@@ -109,6 +119,7 @@ class LabInfo:
     runtime: str
     kubeconfig: Path
     components: list[ComponentHealth] = field(default_factory=list)
+    summary: str = ""  # what `kailab up` says the lab is, when the runtime says it itself
 
 
 PLACEMENTS = ("binpack", "spread")
@@ -187,6 +198,7 @@ class Runtime(ABC):
     takes: frozenset[str] = frozenset()  # the runtime-specific UpOptions this runtime accepts
     preference: int = 100  # --runtime auto tries runtimes in this order, lowest first
     own_entries: tuple[str, ...] = ()  # what this runtime writes in the lab folder (down removes exactly these)
+    makes_cluster: bool = True  # False: it adopts a cluster kailab did not make (never chosen by --runtime auto)
 
     @classmethod
     def check_options(cls, options: UpOptions) -> None:
@@ -248,6 +260,22 @@ class Runtime(ABC):
         """Stop, start and reconfigure KAI's scheduler of this lab."""
         raise KailabError(f"The {self.name} runtime cannot stop, start or reconfigure KAI's scheduler.")
 
+    def scheduler_metrics(self) -> Callable[[], str | None] | None:
+        """A reader of KAI's scheduler metrics (fair shares), or None when this lab cannot read them."""
+        try:
+            return self.scheduler_control().metrics
+        except KailabError:
+            return None
+
+    def gpu_sharing(self) -> bool:
+        """Whether KAI's GPU sharing is on (a lab kailab made has it on)."""
+        return True
+
+    def preflight(self, options: UpOptions) -> list:
+        """What ``up`` found before changing anything (kailab.preflight.Finding rows); none for a runtime that
+        makes its own cluster."""
+        return []
+
 
 _REGISTRY: dict[str, type[Runtime]] = {}
 
@@ -277,7 +305,7 @@ def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
     """
     if requested != "auto":
         return get_runtime(requested), f"--runtime {requested}"
-    names, reasons = runtime_names(), []
+    names, reasons = [n for n in runtime_names() if _REGISTRY[n].makes_cluster], []
     for name in names:
         ok, why = _REGISTRY[name].available()
         if ok:
@@ -287,4 +315,4 @@ def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
 
 
 def _load_builtin() -> None:
-    from kailab.runtimes import kind, local  # noqa: F401  (registers them)
+    from kailab.runtimes import existing, kind, local  # noqa: F401  (registers them)

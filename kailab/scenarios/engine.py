@@ -18,7 +18,8 @@ from typing import Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from kailab.checks import Verdict, evaluate, misfit, stragglers
+from kailab import ownership
+from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
 from kailab.labels import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.pods import gpus_by_queue
 from kailab.progress import Progress
@@ -64,7 +65,13 @@ class Cluster(Protocol):
         """GPUs of each node of the fleet (0 for a CPU-only node); None when unknown (a recording)."""
 
     def scenario_objects(self) -> list[dict]:
-        """Queues and priority classes an earlier scenario made (labelled as kailab's): apiVersion, kind, metadata."""
+        """Queues and priority classes an earlier scenario of this lab made (by its labels): apiVersion, kind, metadata."""
+
+    def foreign(self, objects: list[dict]) -> list[str]:
+        """Of these objects (apiVersion, kind, metadata.name), the ones that exist and are not this lab's: "Kind name"."""
+
+    def abilities(self) -> frozenset[str]:
+        """What this cluster lets a scenario do (see model.ABILITIES)."""
 
     def stop_scheduler(self) -> None:
         """Stop KAI's scheduler; return once it no longer runs."""
@@ -90,10 +97,9 @@ class Engine:
                           namespace=scenario.namespace,
                           started=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         start = self.cluster.clock()
-        nodes = self.cluster.node_gpus()
-        if nodes is not None and (why := misfit(scenario.requires, nodes)):
+        if why := self.not_applicable(scenario):
             verdict.not_applicable = why
-            self.progress.info(f"[yellow]–[/yellow] {scenario.name} is not applicable on this fleet: {why}")
+            self.progress.info(f"[yellow]–[/yellow] {scenario.name} is not applicable {why}")
             return verdict
         try:
             self.prepare(scenario, verdict)
@@ -115,8 +121,26 @@ class Engine:
         verdict.seconds = self.cluster.clock() - start
         return verdict
 
+    def not_applicable(self, scenario: Scenario) -> str:
+        """Why this cluster cannot run the scenario, where ("on this fleet: …", "on this cluster: …"); "" if it can."""
+        nodes = self.cluster.node_gpus()
+        if nodes is not None and (why := misfit(scenario.requires, nodes)):
+            return f"on this fleet: {why}"
+        if why := unable(scenario.needs, self.cluster.abilities()):
+            return f"on this cluster: {why}"
+        return ""
+
+    def refuse_foreign(self, scenarios: list[Scenario]) -> None:
+        """Raise, before anything is applied, when a scenario would change or delete a queue or priority class
+        of the same name that this lab did not make."""
+        claimed = {(o["kind"], o["metadata"]["name"]): o for s in scenarios for o in claims(s)}
+        names = self.cluster.foreign(list(claimed.values()))
+        if names:
+            raise ownership.refused(names)
+
     def prepare(self, scenario: Scenario, verdict: Verdict) -> None:
-        """Empty the fleet of earlier exercises, then apply this scenario's queues and priority classes."""
+        """Refuse another's objects; empty the fleet of earlier exercises; apply this scenario's queues and classes."""
+        self.refuse_foreign([scenario])
         with self.progress.step("Clearing earlier exercises") as st:
             st.note(", ".join(self.cluster.clear_scenarios()) or "none running")
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
@@ -361,6 +385,16 @@ class Recorder:
     def close(self) -> None:
         self.file.close()
         self.changes.close()
+
+
+def claims(scenario: Scenario) -> list[dict]:
+    """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
+    exist) and its priority classes — by apiVersion, kind and name."""
+    queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)]
+    out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": n}}
+           for n in dict.fromkeys([*queues, *scenario.missing_queues])]
+    return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
+                  for p in scenario.priority_classes]
 
 
 def labelled(obj: dict, scenario: Scenario) -> dict:

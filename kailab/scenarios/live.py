@@ -16,7 +16,8 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kailab import fairshare
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
-from kailab.labels import GPU, MANAGED, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
+from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
+from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import event_view, pod_view, podgroup_view
 from kailab.scenarios.fold import Change
 from kailab.scenarios.model import SchedulerChange
@@ -98,23 +99,47 @@ def _serves(kube: Kube, api_version: str, kind: str) -> bool:
 
 
 class LiveCluster:
-    """A running lab, as the engine sees it. ``scheduler``: the runtime's control of KAI's scheduler, if it has one."""
+    """A running lab, as the engine sees it.
 
-    def __init__(self, kube: Kube, scheduler=None):
+    ``scheduler``: the runtime's control of KAI's scheduler, if it has one; ``metrics``: a reader of the scheduler's
+    metrics (by default the control's); ``owner``: whose objects this lab's are — every object applied here carries
+    its labels, and every cleanup selects by them; ``gpu_sharing``: whether KAI's GPU sharing is on.
+    """
+
+    def __init__(self, kube: Kube, scheduler=None, owner: Owner = Owner(),
+                 metrics: Callable[[], str | None] | None = None, gpu_sharing: bool = True):
         self.kube = kube
         self.scheduler = scheduler
+        self.owner = owner
+        self.metrics = metrics if metrics is not None else getattr(scheduler, "metrics", None)
+        self.gpu_sharing = gpu_sharing
 
     def clock(self) -> float:
         return time.monotonic()
 
+    def abilities(self) -> frozenset[str]:
+        return frozenset(name for name, has in (("scheduler-control", self.scheduler is not None),
+                                                ("fair-share", self.metrics is not None),
+                                                ("gpu-sharing", self.gpu_sharing)) if has)
+
     def clear_scenarios(self) -> list[str]:
-        return clear_scenarios(self.kube)
+        return clear_scenarios(self.kube, self.owner)
 
     def ensure_namespace(self, name: str, labels: dict[str, str]) -> None:
-        self.kube.ensure_namespace(name, labels)
+        self.kube.ensure_namespace(name, {**self.owner.labels, **labels})
 
     def apply(self, obj: dict) -> None:
-        self.kube.apply(obj)
+        self.kube.apply(stamped(obj, self.owner))
+
+    def foreign(self, objects: list[dict]) -> list[str]:
+        found = {}
+        for o in objects:
+            try:
+                got = self.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+            except ResourceNotFoundError:  # the cluster does not serve the kind: no such object
+                got = None
+            found[f"{o['kind']} {o['metadata']['name']}"] = None if got is None else (got["metadata"].get("labels") or {})
+        return foreign(found, self.owner)
 
     def delete(self, obj: dict) -> None:
         meta = obj["metadata"]
@@ -128,14 +153,13 @@ class LiveCluster:
         self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
 
     def changes(self, namespace: str) -> LiveChanges:
-        metrics = getattr(self.scheduler, "metrics", None)
-        return LiveChanges(self.kube, namespace, self.clock, metrics)
+        return LiveChanges(self.kube, namespace, self.clock, self.metrics)
 
     def node_gpus(self) -> list[float]:
         return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in self.kube.core.list_node().items]
 
     def scenario_objects(self) -> list[dict]:
-        selector = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), SCENARIO_LABEL])
+        selector = self.owner.selector(SCENARIO_LABEL)
         out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q["metadata"]["name"]}}
                for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
         classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
@@ -155,9 +179,12 @@ class LiveCluster:
         self._control().start(settings)
 
 
-def clear_scenarios(kube: Kube) -> list[str]:
-    """Empty every scenario namespace (workloads, pods, events) so the fleet is free; the ones that had pods."""
-    namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=SCENARIO_LABEL).items]
+def clear_scenarios(kube: Kube, owner: Owner = Owner()) -> list[str]:
+    """Empty every scenario namespace of this lab (workloads, pods, events) so the fleet is free; the ones that had pods.
+
+    Only the lab's own namespaces, by its labels: another lab's on the same cluster are left alone.
+    """
+    namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner.selector(SCENARIO_LABEL)).items]
     busy = [n for n in namespaces if kube.core.list_namespaced_pod(n, limit=1).items]
     for name in namespaces:
         kube.empty_namespace(name)

@@ -288,3 +288,23 @@ class Scenario:
     def expectations(self) -> list[Expectation]:
         """Every expectation of every wait and expect step, in order."""
         return [e for step in self.steps if isinstance(step, Wait) for e in step.expectations]
+
+    @property
+    def needs(self) -> frozenset[str]:
+        """What the scenario needs of the cluster beyond its fleet (see ABILITIES)."""
+        out = set()
+        if any(isinstance(s, (StopScheduler, StartScheduler)) for s in self.steps):
+            out.add("scheduler-control")
+        if any(e.measure == "fair_share" for e in self.expectations):
+            out.add("fair-share")
+        if any(w.fraction for w in self.workloads):
+            out.add("gpu-sharing")
+        return frozenset(out)
+
+
+# What a cluster may or may not let a scenario do, and why a scenario needs it (said when it cannot).
+ABILITIES = {
+    "scheduler-control": "it stops, starts or reconfigures KAI's scheduler, which kailab does only on a cluster it made",
+    "fair-share": "it checks KAI's fair share, read from the scheduler's metrics, which kailab cannot read here",
+    "gpu-sharing": "it runs GPU fractions, and KAI's GPU sharing is not known to be on here",
+}

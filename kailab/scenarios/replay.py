@@ -15,7 +15,7 @@ from kailab.checks import Verdict
 from kailab.progress import Progress
 from kailab.scenarios.engine import CHANGES_FILE, Engine
 from kailab.scenarios.fold import Change
-from kailab.scenarios.model import Scenario
+from kailab.scenarios.model import ABILITIES, Scenario
 
 
 class ReplayCluster:
@@ -54,6 +54,12 @@ class ReplayCluster:
 
     def scenario_objects(self) -> list[dict]:
         return []
+
+    def foreign(self, objects: list[dict]) -> list[str]:
+        return []
+
+    def abilities(self) -> frozenset[str]:
+        return frozenset(ABILITIES)
 
     def stop_scheduler(self) -> None:
         self.calls.append(("stop", "kai-scheduler"))

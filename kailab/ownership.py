@@ -1,0 +1,62 @@
+"""Whose object is it? kailab changes and deletes only what this lab made.
+
+Every object a lab creates carries ``app.kubernetes.io/managed-by: kailab``; a lab on a cluster
+kailab adopted (``kailab up --runtime existing``) adds ``kailab.io/lab-id: <its id>``. A lab on a
+cluster kailab made has no id, and its objects carry none. Cleanup selects by these labels only,
+and a Queue or PriorityClass of the same name that is not this lab's is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kailab.errors import KailabError
+from kailab.labels import LAB_ID_LABEL, MANAGED
+
+
+@dataclass(frozen=True)
+class Owner:
+    """One lab, as its labels say it: ``lab_id`` "" is the lab of a cluster kailab made."""
+
+    lab_id: str = ""
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """What every object this lab creates carries."""
+        return {**MANAGED, LAB_ID_LABEL: self.lab_id} if self.lab_id else dict(MANAGED)
+
+    def selector(self, *extra: str) -> str:
+        """A label selector for this lab's objects (and ``extra`` terms such as ``kailab.io/scenario``)."""
+        mine = f"{LAB_ID_LABEL}={self.lab_id}" if self.lab_id else f"!{LAB_ID_LABEL}"
+        return ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), mine, *extra])
+
+    def owns(self, labels: dict[str, str] | None) -> bool:
+        """True when an object with these labels is this lab's."""
+        labels = labels or {}
+        return all(labels.get(k) == v for k, v in MANAGED.items()) and labels.get(LAB_ID_LABEL, "") == self.lab_id
+
+
+def stamped(obj: dict, owner: Owner) -> dict:
+    """``obj`` with the owner's labels on it, and on its pod template if it has one (Jobs, Deployments)."""
+    obj.setdefault("metadata", {}).setdefault("labels", {}).update(owner.labels)
+    template = (obj.get("spec") or {}).get("template")
+    if isinstance(template, dict):
+        template.setdefault("metadata", {}).setdefault("labels", {}).update(owner.labels)
+    return obj
+
+
+def foreign(found: dict[str, dict[str, str] | None], owner: Owner) -> list[str]:
+    """Of the objects looked up (``"Kind name"`` → its labels, None when it does not exist), those that
+    exist and are not this lab's: kailab may not change or delete them."""
+    return sorted(name for name, labels in found.items() if labels is not None and not owner.owns(labels))
+
+
+def refused(names: list[str]) -> KailabError:
+    """The error for a run that would change or delete objects kailab did not make (for this lab)."""
+    it = "it" if len(names) == 1 else "them"
+    return KailabError(
+        f"kailab will not change or delete {', '.join(names)}: {'it exists' if len(names) == 1 else 'they exist'} "
+        f"on this cluster, and kailab did not make {it} for this lab. Nothing was applied.",
+        hint="Give this lab's queues and namespaces a prefix of their own: kailab down, then "
+             "kailab up --runtime existing --kubeconfig PATH --prefix NAME (or remove "
+             f"{it} yourself if {it} {'is' if len(names) == 1 else 'are'} yours and no longer needed).")

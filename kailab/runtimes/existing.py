@@ -1,0 +1,490 @@
+"""The existing runtime: run the lessons on a cluster kailab did not make — and touch nothing else on it.
+
+``kailab up --runtime existing [--kubeconfig PATH] [--context NAME] [--prefix NAME] [--kwok]`` reads the
+cluster first (:func:`read_facts` → ``kailab.preflight`` findings) and adopts it only when nothing blocks:
+it writes ``lab.json`` (the kubeconfig's path as given — never a copy —, the context, the prefix and a lab
+id) and nothing on the cluster, unless ``--kwok`` asks for KWOK and kailab's fleet (:func:`kwok_plan`).
+Every object the lab makes carries ``kailab.io/lab-id: <id>`` beside ``managed-by: kailab``; ``down``
+deletes by those labels only and leaves the cluster running.
+
+KAI's scheduler here is not kailab's: scenarios that stop, start or reconfigure it are "not applicable on
+this cluster". Fair shares are read through the API server's service proxy when KAI's chart made the
+scheduler's metrics Service.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from kailab import labdir, versions
+from kailab.errors import KailabError
+from kailab.fleet import Fleet, create_fleet, node_objects
+from kailab.kube import Kube
+from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER, QUEUE_API
+from kailab.ownership import Owner, foreign, stamped
+from kailab.paths import MANIFESTS
+from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, blocking, findings
+from kailab.progress import Progress
+from kailab.runtimes.base import ComponentHealth, LabInfo, LabState, Runtime, UpOptions, register
+from kailab.runtimes.kind import KWOK_RELEASE
+
+OWN_ENTRIES = ("lab.json",)
+SCHEDULER = "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
+METRICS_PORT = "http-metrics"  # the port of the operator's Service for that scheduler
+KAI_CONFIG = ("kai.scheduler", "v1", "configs", "kai-config")
+STAGES_CRD = "stages.kwok.x-k8s.io"
+KWOK_CONTROLLER = ("kube-system", "kwok-controller")
+STAGES = MANIFESTS / "kwok-stages.yaml"
+FLEET = "fleet"  # a KwokStep source: kailab's fleet (kailab.fleet), not a manifest
+
+
+@dataclass(frozen=True)
+class KwokStep:
+    """One step of ``--kwok``: what it says, where its objects come from (a URL, a file, or the fleet), what it waits for."""
+
+    title: str
+    source: str
+    wait_controller: bool = False  # then wait until KWOK's controller is Available
+
+
+def kwok_plan(fleet: Fleet) -> list[KwokStep]:
+    """Everything ``--kwok`` applies, in order: KWOK's release manifest at the pinned version, kailab's stages
+    (no instant pod-complete), then kailab's fleet — every object labelled as this lab's."""
+    return [
+        KwokStep(f"Installing KWOK {versions.KWOK_VERSION} (its release manifest)", f"{KWOK_RELEASE}/kwok.yaml"),
+        KwokStep("Applying kailab's KWOK stages (no instant pod-complete)", str(STAGES), wait_controller=True),
+        KwokStep(f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}", FLEET),
+    ]
+
+
+def manifest_objects(text: str, owner: Owner) -> list[dict]:
+    """A manifest's objects, each labelled as the owner's. Namespaces are left out: a release that names one
+    (kube-system) must not make kailab its owner, nor its ``down`` delete it."""
+    docs = [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and d.get("kind")]
+    return [stamped(d, owner) for d in docs if d["kind"] != "Namespace"]
+
+
+def ref(obj: dict) -> dict:
+    """What ``lab.json`` keeps of an applied object, so ``down`` can find it: apiVersion, kind, name, namespace."""
+    meta = obj["metadata"]
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "namespace": meta.get("namespace")}
+
+
+def download(url: str) -> str:
+    """A release manifest's text; a clear error when this machine cannot reach it."""
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:
+            return r.read().decode()
+    except OSError as e:
+        raise KailabError(f"Cannot download {url}: {e}.",
+                          hint="--kwok needs this machine to reach github.com (or leave out --kwok).") from e
+
+
+def default_kubeconfig() -> Path:
+    """The kubeconfig kubectl would use: ``$KUBECONFIG`` (one file) or ``~/.kube/config``."""
+    env = os.environ.get("KUBECONFIG", "")
+    if os.pathsep in env:
+        raise KailabError("KUBECONFIG names several files; kailab adopts a cluster from one.",
+                          hint="Name it: kailab up --runtime existing --kubeconfig PATH [--context NAME]")
+    return Path(env or "~/.kube/config").expanduser()
+
+
+def connect(path: Path, context: str | None) -> Kube:
+    """A client for the kubeconfig's context; a clear error when the file or the context is not there."""
+    if not path.is_file():
+        raise KailabError(f"The kubeconfig {path} does not exist.",
+                          hint="Name the cluster's kubeconfig: kailab up --runtime existing --kubeconfig PATH")
+    try:
+        return Kube(path, context=context)
+    except config.ConfigException as e:
+        try:
+            names = ", ".join(c["name"] for c in config.list_kube_config_contexts(config_file=str(path))[0])
+        except Exception:
+            names = "none readable"
+        raise KailabError(f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {e}.",
+                          hint=f"Its contexts: {names}. Choose one with --context NAME.") from e
+
+
+def _exists(call: Callable[[], object]) -> object | None:
+    """The API's answer, or None when it says 404."""
+    try:
+        return call()
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+def find_scheduler(kube: Kube) -> SchedulerDeployment | None:
+    """KAI's scheduler Deployment (the operator's ``kai-scheduler-default``), in whatever namespace KAI is."""
+    items = kube.apps.list_deployment_for_all_namespaces(field_selector=f"metadata.name={SCHEDULER}",
+                                                        _request_timeout=10).items
+    if not items:
+        return None
+    d = items[0]
+    containers = d.spec.template.spec.containers or []
+    wanted = d.spec.replicas if d.spec.replicas is not None else 1
+    return SchedulerDeployment(d.metadata.namespace, d.metadata.name, containers[0].image if containers else "",
+                               (d.status.ready_replicas if d.status else 0) or 0, wanted)
+
+
+def gpu_sharing(kube: Kube) -> bool | None:
+    """KAI's Config ``kai-config``: ``spec.admission.gpuSharing`` (false when unset); None without the Config."""
+    group, version, plural, name = KAI_CONFIG
+    conf = _exists(lambda: client.CustomObjectsApi(kube.api).get_cluster_custom_object(group, version, plural, name))
+    if conf is None:
+        return None
+    return bool(((conf.get("spec") or {}).get("admission") or {}).get("gpuSharing", False))
+
+
+def _established(kube: Kube, crd: str) -> bool:
+    conds = client.ApiextensionsV1Api(kube.api).read_custom_resource_definition(crd).status.conditions or []
+    return any(c.type == "Established" and c.status == "True" for c in conds)
+
+
+def _available(kube: Kube, namespace: str, name: str) -> bool:
+    d = _exists(lambda: kube.apps.read_namespaced_deployment(name, namespace))
+    return bool(d is not None and d.status and (d.status.available_replicas or 0) >= 1)
+
+
+def _gpus(node) -> float:
+    return float(((node.status.allocatable if node.status else None) or {}).get(GPU, 0) or 0)
+
+
+def _labels(obj) -> dict[str, str] | None:
+    return None if obj is None else (obj.metadata.labels or {})
+
+
+def kwok_state(kube: Kube, owner: Owner) -> str:
+    """Is KWOK here? "absent", "ours" (every part found is this lab's) or "foreign"."""
+    ext = client.ApiextensionsV1Api(kube.api)
+    found = [_labels(_exists(lambda: ext.read_custom_resource_definition(STAGES_CRD))),
+             _labels(_exists(lambda: kube.apps.read_namespaced_deployment(KWOK_CONTROLLER[1], KWOK_CONTROLLER[0])))]
+    found = [f for f in found if f is not None]
+    return "absent" if not found else "ours" if all(owner.owns(f) for f in found) else "foreign"
+
+
+def read_facts(kube: Kube, owner: Owner, fleet: Fleet | None) -> Facts:
+    """What the preflight checks need, read from the cluster (``fleet``: with --kwok, the fleet to add)."""
+    try:
+        server = client.VersionApi(kube.api).get_code(_request_timeout=5).git_version
+    except Exception:
+        return Facts()
+    unread: dict[str, str] = {}
+
+    def read(what: str, call: Callable[[], object], default):
+        try:
+            return call()
+        except ApiException as e:
+            unread[what] = f"{e.status} {e.reason}"
+        except Exception as e:  # a timeout, a refused connection: said, not raised
+            unread[what] = f"{type(e).__name__}: {str(e)[:120]}"
+        return default
+
+    ext = client.ApiextensionsV1Api(kube.api)
+    crds = frozenset(c for c in KAI_CRDS
+                     if read(f"CRD {c}", lambda c=c: _exists(lambda: ext.read_custom_resource_definition(c)), None))
+    nodes = read("nodes", lambda: kube.core.list_node(_request_timeout=10).items, [])
+    gpu_nodes = tuple((n.metadata.name, _gpus(n)) for n in nodes)
+    bound = read("pods", lambda: kube.core.list_pod_for_all_namespaces(
+        field_selector=f"spec.schedulerName={KAI_SCHEDULER},spec.nodeName!=", limit=500, _request_timeout=10).items, [])
+    facts = dict(server=server, crds=crds, scheduler=read("Deployments", lambda: find_scheduler(kube), None),
+                 kai_bound_pods=len(bound), gpu_nodes=tuple((n, g) for n, g in gpu_nodes if g > 0),
+                 gpu_sharing=read("KAI's Config", lambda: gpu_sharing(kube), None))
+    if fleet is not None:
+        others = {n.metadata.name for n in nodes if not owner.owns(n.metadata.labels)}
+        taken = tuple(o["metadata"]["name"] for o in node_objects(fleet) if o["metadata"]["name"] in others)
+        facts.update(kwok=read("KWOK", lambda: kwok_state(kube, owner), "foreign"), fleet_gpus=fleet.total_gpus,
+                     fleet_nodes=fleet.node_count, taken_nodes=taken)
+    return Facts(**facts, unread=unread)
+
+
+def leaves_first(queues: list[dict]) -> list[str]:
+    """Queue names ordered so that each comes before its parent (a parent is deleted after its children)."""
+    parent = {q["metadata"]["name"]: (q.get("spec") or {}).get("parentQueue") for q in queues}
+
+    def depth(name: str) -> int:
+        seen, d = {name}, 0
+        while (name := parent.get(name)) in parent and name not in seen:
+            seen.add(name)
+            d += 1
+        return d
+
+    return sorted(parent, key=lambda n: (-depth(n), n))
+
+
+@register
+class ExistingRuntime(Runtime):
+    """A cluster kailab did not make, adopted through its kubeconfig; kailab's objects on it carry this lab's id."""
+
+    name = "existing"
+    takes = frozenset({"kubeconfig", "context", "kwok", "prefix"})
+    preference = 90
+    makes_cluster = False
+    own_entries = OWN_ENTRIES
+
+    def __init__(self, home: Path | None = None, fetch: Callable[[str], str] = download):
+        super().__init__(home)
+        self.fetch = fetch
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        return True, "adopts the cluster you name (never chosen by --runtime auto)"
+
+    @classmethod
+    def check_options(cls, options: UpOptions) -> None:
+        super().check_options(options)
+        if options.fleet_given and not options.kwok:
+            raise KailabError("--fleet and --pool shape kailab's fake fleet, which an adopted cluster has only with --kwok.",
+                              hint="Add --kwok, or leave them out to use the cluster's own nodes.")
+
+    def kubeconfig(self) -> Path:
+        state = self.state()
+        return Path(state.kubeconfig) if state else default_kubeconfig()
+
+    def kube(self) -> Kube:
+        state = self.state()
+        if state is None:
+            raise KailabError("No cluster is adopted.", hint="Adopt one: kailab up --runtime existing --kubeconfig PATH")
+        return connect(Path(state.kubeconfig), state.context or None)
+
+    def _target(self, options: UpOptions) -> tuple[Path, str | None]:
+        """The kubeconfig (absolute, as given) and context to adopt: the options', else the adopted lab's."""
+        state = self.state()
+        path = Path(options.kubeconfig).expanduser().absolute() if options.kubeconfig else \
+            Path(state.kubeconfig) if state else default_kubeconfig().absolute()
+        return path, options.context if options.context is not None else (state.context or None) if state else None
+
+    def _owner(self) -> Owner:
+        state = self.state()
+        return Owner(state.lab_id if state and state.lab_id else secrets.token_hex(4))
+
+    def preflight(self, options: UpOptions) -> list[Finding]:
+        path, context = self._target(options)
+        return findings(read_facts(connect(path, context), self._owner(), options.fleet if options.kwok else None))
+
+    def up(self, options: UpOptions, progress: Progress) -> LabInfo:
+        state = self.state()
+        if state is not None:
+            self._refuse_changes(state, options)
+        path, context = self._target(options)
+        kube, owner = connect(path, context), self._owner()
+        with progress.step("Checking the cluster before adopting it"):
+            facts = read_facts(kube, owner, options.fleet if options.kwok else None)
+            if problems := blocking(findings(facts)):
+                raise KailabError(f"kailab did not adopt the cluster: "
+                                  f"{'; '.join(f'{p.check}: {p.found}' for p in problems)}.", hint=problems[0].todo)
+        labdir.claim(self.home)
+        kwok = options.kwok or bool(state and state.shape)
+        new = LabState(self.name, str(path), options.fleet.source if kwok else "", versions=versions.as_dict(),
+                       shape=options.fleet.describe() if kwok else "", context=context or "",
+                       prefix=options.prefix if options.prefix is not None else state.prefix if state else "",
+                       lab_id=owner.lab_id, kwok_objects=list(state.kwok_objects) if state else [])
+        new.write(self.home)  # first: a `down` after an interrupted --kwok finds what was applied
+        if options.kwok:
+            self._install_kwok(kube, owner, new, options.fleet, progress)
+        new.total_gpus = int(sum(_gpus(n) for n in kube.core.list_node().items))
+        new.write(self.home)
+        return self.info() or LabInfo(self.name, path)
+
+    def _refuse_changes(self, state: LabState, options: UpOptions) -> None:
+        """A second ``up`` may not point the adopted lab elsewhere: that is a new lab (``down`` first)."""
+        kubeconfig = str(Path(options.kubeconfig).expanduser().absolute()) if options.kubeconfig else None
+        given = {"--kubeconfig": (kubeconfig, state.kubeconfig), "--context": (options.context, state.context),
+                 "--prefix": (options.prefix, state.prefix)}
+        differ = [f"{flag} {new} (the lab has {old or 'none'})" for flag, (new, old) in given.items()
+                  if new is not None and new != old]
+        if differ:
+            raise KailabError(f"This lab already adopted {state.kubeconfig}; kailab up does not change it: "
+                              f"{'; '.join(differ)}.",
+                              hint="Remove it first (kailab down leaves the cluster running), then adopt again.")
+
+    def _install_kwok(self, kube: Kube, owner: Owner, state: LabState, fleet: Fleet, progress: Progress) -> None:
+        """Apply the --kwok plan; every object applied is recorded in lab.json at once, for ``down``."""
+        for step in kwok_plan(fleet):
+            with progress.step(step.title):
+                if step.source == FLEET:
+                    self._create_fleet(kube, owner, fleet)
+                    continue
+                text = self.fetch(step.source) if step.source.startswith("https://") else Path(step.source).read_text()
+                objects = manifest_objects(text, owner)
+                taken = foreign({f"{o['kind']} {o['metadata']['name']}": self._labels_of(kube, o) for o in objects}, owner)
+                if taken:
+                    raise KailabError(f"KWOK's objects already exist on this cluster and are not this lab's: "
+                                      f"{', '.join(taken[:5])}. kailab leaves them as they are; nothing more was applied.",
+                                      hint="Leave out --kwok, or ask whoever installed KWOK here.")
+                crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+                for obj in crds:  # first, and served, before anything that may be of their kinds
+                    self._apply(kube, obj, state)
+                if crds:
+                    self._wait(kube, "its CRDs", lambda: all(_established(kube, c["metadata"]["name"]) for c in crds))
+                    kube.dyn.resources.invalidate_cache()
+                for obj in objects:
+                    if obj["kind"] != "CustomResourceDefinition":
+                        self._apply(kube, obj, state)
+                if step.wait_controller:
+                    self._wait(kube, "KWOK's controller", lambda: _available(kube, *KWOK_CONTROLLER))
+
+    def _apply(self, kube: Kube, obj: dict, state: LabState) -> None:
+        """Apply one object and record it in lab.json at once (so ``down`` finds it even after a failure)."""
+        if ref(obj) not in state.kwok_objects:
+            state.kwok_objects.append(ref(obj))
+            state.write(self.home)
+        kube.apply(obj)
+
+    @staticmethod
+    def _labels_of(kube: Kube, obj: dict) -> dict[str, str] | None:
+        try:
+            got = kube.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+        except Exception:  # a kind the cluster does not serve yet (a CRD of this manifest): not there
+            return None
+        return None if got is None else (got["metadata"].get("labels") or {})
+
+    @staticmethod
+    def _wait(kube: Kube, what: str, ready: Callable[[], bool], timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if time.monotonic() > deadline:
+                raise KailabError(f"KWOK: {what} not ready after {timeout:.0f}s.",
+                                  hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} get pods,events")
+            time.sleep(1)
+
+    @staticmethod
+    def _create_fleet(kube: Kube, owner: Owner, fleet: Fleet) -> None:
+        """The fleet's nodes (kailab.fleet), then this lab's id on each — also when the wait for them fails."""
+        try:
+            create_fleet(kube, fleet, timeout=180,
+                         logs_hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} logs deployment/{KWOK_CONTROLLER[1]}")
+        finally:
+            for node in node_objects(fleet):
+                name = node["metadata"]["name"]
+                if _exists(lambda: kube.core.read_node(name)) is not None:
+                    kube.core.patch_node(name, {"metadata": {"labels": owner.labels}})
+
+    def down(self, progress: Progress) -> None:
+        labdir.refuse_unless_ours(self.home)
+        state = self.state()
+        if state is None:
+            progress.info("No adopted cluster to let go of.")
+            return super().forget(progress)
+        if not state.lab_id:
+            progress.info("[yellow]The lab's state has no lab id, so kailab cannot tell its objects from others' "
+                          "and deletes none on the cluster.[/yellow]")
+        else:
+            try:
+                kube = self.kube()
+                answers = kube.ping()
+            except KailabError:
+                answers = False
+            if answers:
+                self._remove_owned(kube, Owner(state.lab_id), state, progress)
+            else:
+                progress.info(f"[yellow]The cluster does not answer; what this lab made there is left. Find it later "
+                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}"
+                              "[/yellow]")
+        labdir.report_left(self.home, labdir.remove(self.home, list(OWN_ENTRIES)), progress)
+        progress.info("The cluster itself was left running, with everything kailab did not make.")
+
+    def _remove_owned(self, kube: Kube, owner: Owner, state: LabState, progress: Progress) -> None:
+        """Delete this lab's namespaces (their pods with them), queues, priority classes, fleet nodes and KWOK objects —
+        selected by its labels, nothing else. A failure keeps lab.json, so ``down`` can be run again."""
+        if not owner.lab_id:  # without an id the selector would be the cluster's own lab's: never
+            raise KailabError("This lab has no id, so kailab cannot tell its objects from others' and deletes none.")
+        failed: list[str] = []
+        selector = owner.selector()
+        kinds = [  # what, how to list this lab's (by its labels), how to delete one
+            ("namespaces", lambda: [n.metadata.name for n in kube.core.list_namespace(label_selector=selector).items],
+             lambda n: kube.delete_namespace(n, timeout=120)),
+            ("queues", lambda: leaves_first(kube.list(QUEUE_API, "Queue", label_selector=selector)),
+             lambda n: kube.delete(QUEUE_API, "Queue", n)),
+            ("priority classes", lambda: [p["metadata"]["name"] for p in
+                                          kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)],
+             lambda n: kube.delete("scheduling.k8s.io/v1", "PriorityClass", n)),
+            ("fleet nodes", lambda: [n.metadata.name for n in
+                                     kube.core.list_node(label_selector=owner.selector(FLEET_LABEL)).items],
+             lambda n: kube.delete("v1", "Node", n)),
+        ]
+        for what, listed, delete in kinds:
+            with progress.step(f"Removing this lab's {what}") as st:
+                try:
+                    names = listed()
+                except ApiException as e:  # said, and down can be run again
+                    failed.append(f"{what} (could not list them: {e.status} {e.reason})")
+                    continue
+                for name in names:
+                    try:
+                        delete(name)
+                    except Exception as e:
+                        failed.append(f"{what} {name} ({getattr(e, 'message', None) or str(e)[:120]})")
+                st.note(", ".join(names) or "none")
+        if state.kwok_objects:
+            with progress.step(f"Removing KWOK, which this lab installed ({len(state.kwok_objects)} objects)"):
+                for r in reversed(state.kwok_objects):
+                    got = self._labels_of(kube, {"apiVersion": r["apiVersion"], "kind": r["kind"],
+                                                 "metadata": {"name": r["name"], "namespace": r.get("namespace")}})
+                    if got is not None and owner.owns(got):  # still this lab's: deleted; anything else: left
+                        kube.delete(r["apiVersion"], r["kind"], r["name"], r.get("namespace"))
+        if failed:
+            raise KailabError(f"Could not remove: {'; '.join(failed)}.", hint="Run kailab down again; the lab's state is kept.")
+
+    def info(self) -> LabInfo | None:
+        state = self.state()
+        if state is None:
+            return None
+        try:
+            kube = self.kube()
+            answers = kube.ping()
+        except KailabError:
+            kube, answers = None, False
+        where = state.kubeconfig + (f" --context {state.context}" if state.context else "")
+        comps = [ComponentHealth("kube-apiserver", answers, f"{'answers' if answers else 'does not answer'} ({where})")]
+        scheduler = None
+        if answers:
+            try:
+                scheduler = find_scheduler(kube)
+            except ApiException:
+                pass
+        if scheduler is not None:
+            comps.append(ComponentHealth(f"{scheduler.namespace}/{scheduler.name}", scheduler.ready >= scheduler.wanted > 0,
+                                         f"{scheduler.ready}/{scheduler.wanted} ready, {scheduler.image}"))
+        summary = (f"Adopted the cluster of {where} as lab {state.lab_id}"
+                   + (f", prefix {state.prefix}" if state.prefix else "") + f": {state.total_gpus} GPUs. kailab changes only "
+                   f"objects labelled kailab.io/lab-id={state.lab_id}. kubectl --kubeconfig {where} get nodes")
+        return LabInfo(self.name, Path(state.kubeconfig), comps, summary=summary)
+
+    def scheduler_metrics(self) -> Callable[[], str | None] | None:
+        """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
+        try:
+            kube = self.kube()
+            services = kube.core.list_service_for_all_namespaces(field_selector=f"metadata.name={SCHEDULER}",
+                                                                 _request_timeout=5).items
+        except Exception:
+            return None
+        svc = next((s for s in services if any(p.name == METRICS_PORT for p in s.spec.ports or [])), None)
+        if svc is None:
+            return None
+
+        def read() -> str | None:
+            try:
+                return kube.core.connect_get_namespaced_service_proxy_with_path(
+                    f"{SCHEDULER}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5)
+            except Exception:
+                return None
+
+        return read
+
+    def gpu_sharing(self) -> bool:
+        try:
+            return bool(gpu_sharing(self.kube()))
+        except Exception:
+            return False

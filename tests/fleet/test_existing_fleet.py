@@ -1,0 +1,211 @@
+"""The local lab's cluster standing in for "a cluster kailab did not make": a second lab adopts it.
+
+What it proves, on the real KAI of the local fleet: ``kailab up --runtime existing`` adopts a cluster through
+its kubeconfig and changes nothing there; a lesson whose queue name is taken by an object kailab did not make
+is refused, and that object is left as it was; with ``--prefix`` every lesson runs (or says it is not
+applicable here) beside a foreign queue, priority class, namespace and pod; ``down`` removes the second lab's
+objects — and those only: every foreign object keeps its resourceVersion, and the local lab still runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kailab.labels import KWOK_TOLERATION, LAB_ID_LABEL, QUEUE_API
+from kailab.ownership import Owner
+from kailab.preflight import blocking, findings
+from kailab.runtimes.base import LabState
+from kailab.runtimes.existing import leaves_first, read_facts
+from kailab.scenarios.live import clear_scenarios
+
+PC_API = "scheduling.k8s.io/v1"
+FOREIGN_NS, FOREIGN_POD = "platform-team", "keeper"
+FOREIGN_QUEUE = "team-prod"  # the lessons' own queue name, on purpose
+FOREIGN_CLASS = "platform-critical"
+KAI_DEFAULT_QUEUES = ("default-queue", "default-parent-queue")  # the local lab's install of KAI, kept throughout
+PREFIX = "guest"
+# Lessons the adopted local cluster cannot run: they stop or reconfigure KAI's scheduler (not the guest's to
+# touch), read fair shares from its metrics (no metrics Service here), or need GPU sharing known to be on (no
+# KAI Config here).
+NOT_APPLICABLE = {"fairshare", "placement", "consolidation", "fractions"}
+
+
+def unlimited(gpu_quota: int) -> dict:
+    free = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {"gpu": {"quota": gpu_quota, "limit": -1, "overQuotaWeight": 1}, "cpu": free, "memory": free}
+
+
+FOREIGN = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FOREIGN_NS, "labels": {"team": "platform"}}},
+    {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": FOREIGN_QUEUE, "labels": {"team": "platform"}},
+     "spec": {"resources": unlimited(0)}},
+    {"apiVersion": PC_API, "kind": "PriorityClass", "metadata": {"name": FOREIGN_CLASS, "labels": {"team": "platform"}},
+     "value": 1000, "globalDefault": False},
+    # No GPU, the default scheduler: it sits on a KWOK node through every lesson and holds nothing they count.
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": FOREIGN_POD, "namespace": FOREIGN_NS, "labels": {"team": "platform"}},
+     "spec": {"tolerations": [dict(KWOK_TOLERATION)], "terminationGracePeriodSeconds": 0,
+              "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}},
+]
+
+
+def key(obj: dict) -> tuple:
+    meta = obj["metadata"]
+    return obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")
+
+
+def until(what: str, check, timeout: float = 60, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f}s: {what}")
+        time.sleep(every)
+
+
+def versions_now(kube) -> dict[tuple, str]:
+    """The resourceVersion of each foreign object (and of the local lab's KAI default queues)."""
+    objs = [*(key(o) for o in FOREIGN), *((QUEUE_API, "Queue", q, None) for q in KAI_DEFAULT_QUEUES)]
+    out = {}
+    for api, kind, name, ns in objs:
+        got = kube.get(api, kind, name, ns)
+        out[(kind, name)] = got["metadata"]["resourceVersion"] if got else None
+    return out
+
+
+def settled(kube) -> dict[tuple, str]:
+    """The versions once nothing changes them for 3 s (KAI's queue-controller writes a new queue's status once)."""
+    def stable():
+        first = versions_now(kube)
+        time.sleep(3)
+        return first if versions_now(kube) == first else None
+
+    return until("the foreign objects to settle", stable, timeout=60, every=0)
+
+
+@pytest.fixture
+def foreign(kai_lab):
+    """Foreign objects on the local lab's cluster; the local lab's own exercises and queues out of the way while
+    the guest runs (their quotas would add up past the fleet), and restored after."""
+    kube = kai_lab.kube
+    clear_scenarios(kube)  # the local lab's exercise pods would leave the guest's lessons no GPUs
+    host_queues = [q for q in kube.list(QUEUE_API, "Queue", label_selector=Owner().selector())
+                   if q["metadata"]["name"] not in KAI_DEFAULT_QUEUES]
+    for name in leaves_first(host_queues):
+        kube.delete(QUEUE_API, "Queue", name)
+    until("the local lab's queues to be gone",
+          lambda: all(kube.get(QUEUE_API, "Queue", q["metadata"]["name"]) is None for q in host_queues))
+    for obj in FOREIGN[:-1]:
+        kube.apply(obj)
+    until("the foreign namespace's default ServiceAccount",  # pods are refused until it exists
+          lambda: any(a.metadata.name == "default" for a in kube.core.list_namespaced_service_account(FOREIGN_NS).items))
+    kube.apply(FOREIGN[-1])
+    until("the foreign pod to run", lambda: kube.core.read_namespaced_pod(FOREIGN_POD, FOREIGN_NS).status.phase == "Running")
+    try:
+        yield settled(kube)
+    finally:
+        kube.delete_namespace(FOREIGN_NS)
+        kube.delete(QUEUE_API, "Queue", FOREIGN_QUEUE)
+        kube.delete(PC_API, "PriorityClass", FOREIGN_CLASS)
+        for name in reversed(leaves_first(host_queues)):  # parents first
+            q = next(q for q in host_queues if q["metadata"]["name"] == name)
+            kube.apply({"apiVersion": QUEUE_API, "kind": "Queue",
+                        "metadata": {"name": name, "labels": q["metadata"].get("labels") or {}}, "spec": q["spec"]})
+
+
+class Guest:
+    """A second lab, in its own KAILAB_HOME, on the local lab's cluster — driven through the command line."""
+
+    def __init__(self, home, kubeconfig):
+        self.home, self.kubeconfig = home, str(kubeconfig)
+
+    def cli(self, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+        env = {**os.environ, "KAILAB_HOME": str(self.home)}
+        env.pop("KAILAB_KUBECONFIG", None)
+        return subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env,
+                              timeout=timeout)
+
+    def up(self, *extra: str) -> tuple[str, str]:
+        """Adopt the cluster; (the lab's id, what up printed)."""
+        proc = self.cli("up", "--runtime", "existing", "--kubeconfig", self.kubeconfig, *extra, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return LabState.read(self.home).lab_id, proc.stdout
+
+    def down(self) -> None:
+        proc = self.cli("down", timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert not (self.home / LabState.FILE).exists()
+
+
+@pytest.fixture
+def guest(kai_lab, foreign, tmp_path):
+    """The second lab; removed at the end if a failed test left it up (before the foreign objects go)."""
+    g = Guest(tmp_path / "guest", kai_lab.runtime.kubeconfig())
+    yield g
+    if (g.home / LabState.FILE).exists():
+        g.cli("down", timeout=300)
+
+
+def owned_by(kube, lab_id: str) -> dict[str, list[str]]:
+    selector = f"{LAB_ID_LABEL}={lab_id}"
+    return {"namespaces": [n.metadata.name for n in kube.core.list_namespace(label_selector=selector).items],
+            "queues": [q["metadata"]["name"] for q in kube.list(QUEUE_API, "Queue", label_selector=selector)],
+            "priority classes": [p["metadata"]["name"] for p in kube.list(PC_API, "PriorityClass", label_selector=selector)]}
+
+
+def test_a_lesson_whose_queue_name_is_taken_is_refused_and_the_queue_left_as_it_was(kai_lab, foreign, guest):
+    kube = kai_lab.kube
+    lab_id, said = guest.up()
+    assert "The cluster, before kailab adopts it" in said and "KAI's CRDs" in said, said  # the findings table
+    # What it found on the local lab: KAI's CRDs; no scheduler Deployment (KAI runs as processes) — a warning; 32 GPUs
+    rows = {f.check: f for f in findings(read_facts(kube, Owner(lab_id), None))}
+    assert {c: rows[c].status for c in ("API server", "KAI's CRDs", "KAI's scheduler", "GPU nodes")} == {
+        "API server": "ok", "KAI's CRDs": "ok", "KAI's scheduler": "warning", "GPU nodes": "ok"}
+    assert rows["GPU nodes"].found.startswith("5 nodes with 32 GPUs") and not blocking(list(rows.values()))
+    state = LabState.read(guest.home)
+    assert state.kubeconfig == str(kai_lab.runtime.kubeconfig())  # used where it is, not copied
+    assert sorted(p.name for p in guest.home.iterdir()) == [".kailab-lab", "lab.json"]
+    proc = guest.cli("demo", "quota")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Queue team-prod" in proc.stderr and "--prefix" in proc.stderr
+    assert owned_by(kube, lab_id) == {"namespaces": [], "queues": [], "priority classes": []}  # nothing applied
+    guest.down()
+    assert versions_now(kube) == foreign
+    assert kube.get(QUEUE_API, "Queue", FOREIGN_QUEUE)["spec"]["resources"]["gpu"]["quota"] == 0
+
+
+def test_with_a_prefix_every_lesson_runs_beside_foreign_objects_and_down_leaves_them(kai_lab, foreign, guest):
+    kube = kai_lab.kube
+    lab_id, _ = guest.up("--prefix", PREFIX)
+    assert LabState.read(guest.home).prefix == PREFIX
+
+    proc = guest.cli("demo", "all", "--json")
+    result = json.loads(proc.stdout or "{}")
+    outcomes = {v["scenario"]: v["outcome"] for v in result.get("verdicts", [])}
+    failed = [f"{v['scenario']}: {v.get('error') or ''} " + "; ".join(
+        f"{c['title']}: expected {c['expected']}, observed {c['observed']}" for c in v["checks"] if not c["passed"])
+        for v in result.get("verdicts", []) if v["outcome"] == "FAIL"]
+    assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-3000:]
+    assert {n for n, o in outcomes.items() if o == "NOT APPLICABLE"} == NOT_APPLICABLE
+    assert all(v["not_applicable"].startswith("on this cluster: ") for v in result["verdicts"] if v["not_applicable"])
+    assert {n for n, o in outcomes.items() if o == "PASS"} == set(outcomes) - NOT_APPLICABLE
+
+    mine = owned_by(kube, lab_id)
+    assert mine["namespaces"] and all(n.startswith(f"{PREFIX}-kailab-") for n in mine["namespaces"])
+    baseline = kube.core.list_namespaced_pod(f"{PREFIX}-kailab-baseline").items  # the last lesson's pods are still there
+    assert baseline and all(p.metadata.labels.get(LAB_ID_LABEL) == lab_id for p in baseline)
+    assert versions_now(kube) == foreign, "a lesson changed an object kailab did not make"
+
+    guest.down()
+    assert owned_by(kube, lab_id) == {"namespaces": [], "queues": [], "priority classes": []}
+    assert versions_now(kube) == foreign, "down changed an object kailab did not make"
+    assert kube.ping()
+    status = json.loads(kai_lab.cli("status", "--json", check=True).stdout)
+    assert status["healthy"] and status["runtime"] == "local"  # the local lab runs on, untouched
