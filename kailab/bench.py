@@ -12,10 +12,14 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Callable
+
+from kubernetes import client
 
 from kailab.fleet import Fleet, Pool, create_fleet, node_objects
 from kailab.kube import Kube, Watched, wait_until
 from kailab.labels import (
+    BIND_REQUEST_API,
     KAI_SCHEDULER,
     KWOK_TOLERATION,
     MANAGED,
@@ -33,6 +37,11 @@ POOL = "bench"
 SCHEDULERS = {"kai": KAI_SCHEDULER, "default": "default-scheduler"}
 
 
+# A pod's way to Running, in order. "bind request": KAI's scheduler created the pod's BindRequest (its decision,
+# which KAI's binder then carries out); kube-scheduler binds directly and has no such stage, nor "grouped".
+STAGES = ("created", "grouped", "bind request", "bound", "Running")
+
+
 @dataclass
 class BenchRun:
     """One scheduler's run: seconds from submitting the Job, and the stages by the cluster's own clock."""
@@ -41,7 +50,9 @@ class BenchRun:
     pods: int
     to_bound: float = 0.0  # all pods bound (as watched)
     to_running: float = 0.0  # all pods Running (as watched)
-    stages: dict[str, float] = field(default_factory=dict)  # stage → seconds after the first pod was created
+    watched: dict[str, float] = field(default_factory=dict)  # stage → seconds after submitting until the last pod got there
+    stages: dict[str, float] = field(default_factory=dict)  # the same from the cluster's timestamps (whole seconds)
+    peak_memory_mib: float | None = None  # every lab process together, while this run ran (None: the runtime can't say)
     finished: bool = True
 
     @property
@@ -50,6 +61,46 @@ class BenchRun:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "pods_per_second": round(self.pods_per_second, 1)}
+
+
+class StageClock:
+    """When each pod first reached each stage, as the watches reported it: pods from the pod watch, "bind request"
+    from the BindRequest watch (``spec.podName``). Sub-second, where the cluster's own timestamps are whole seconds."""
+
+    def __init__(self, start: float, clock=time.monotonic):
+        self.start = start
+        self.clock = clock
+        self.first: dict[str, dict[str, float]] = {stage: {} for stage in STAGES}
+
+    def saw(self, stage: str, pod: str) -> None:
+        self.first[stage].setdefault(pod, self.clock() - self.start)  # dict.setdefault is atomic under the GIL
+
+    def pod_changed(self, kind: str, pod) -> None:
+        if kind == "DELETED":
+            return
+        for stage in pod_stages(pod):
+            self.saw(stage, pod.metadata.name)
+
+    def bind_request_changed(self, kind: str, obj: dict) -> None:
+        pod = (obj.get("spec") or {}).get("podName")
+        if kind != "DELETED" and pod:
+            self.saw("bind request", pod)
+
+    def last(self, pods: int) -> dict[str, float]:
+        """Stage → when the last of ``pods`` pods reached it; stages not every pod reached are left out."""
+        return {stage: round(max(seen.values()), 2) for stage, seen in self.first.items() if len(seen) >= pods}
+
+
+def pod_stages(pod) -> list[str]:
+    """The stages a pod (client object) has reached, as it is now."""
+    out = ["created"]
+    if POD_GROUP_ANNOTATION in (pod.metadata.annotations or {}):
+        out.append("grouped")
+    if pod.spec.node_name:
+        out.append("bound")
+    if pod.status and pod.status.phase == "Running":
+        out.append("Running")
+    return out
 
 
 def _time(text: str | None) -> float | None:
@@ -79,6 +130,34 @@ def stage_times(pods: list[dict]) -> dict[str, float]:
     return out
 
 
+class PeakMemory:
+    """Samples ``memory()`` (MiB of every lab process, or None) twice a second in a thread; ``peak`` is the highest."""
+
+    def __init__(self, memory: Callable[[], float | None] | None):
+        self.memory = memory
+        self.peak: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "PeakMemory":
+        if self.memory is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            now = self.memory()
+            if now is not None:
+                self.peak = max(self.peak or 0.0, now)
+            if self._stop.wait(0.5):
+                return
+
+
 def job(scheduler: str, pods: int) -> dict:
     """One Job of ``pods`` one-GPU pods for ``scheduler``, pinned to the bench pool."""
     labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER else {})}
@@ -104,52 +183,71 @@ def bench_fleet(nodes: int, gpus_per_node: int) -> Fleet:
     return Fleet((Pool(POOL, nodes, gpus_per_node, "NVIDIA-A100-SXM4-80GB", 81920),))
 
 
-def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Progress) -> BenchRun:
+def _bind_requests(kube: Kube) -> Watched | None:
+    """A watch of the bench namespace's BindRequests (KAI's scheduling decisions); None on a cluster without KAI."""
+    try:
+        kube.resource(BIND_REQUEST_API, "BindRequest")
+    except Exception:
+        return None
+    group, version = BIND_REQUEST_API.split("/")
+    api = client.CustomObjectsApi(kube.api)
+    return Watched(lambda namespace, **kw: api.list_namespaced_custom_object(group, version, namespace, "bindrequests", **kw),
+                   NAMESPACE)
+
+
+def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Progress,
+            memory: Callable[[], float | None] | None = None) -> BenchRun:
     """Submit one Job, watch it to all Running, read its stages; the Job is deleted at the end."""
     result = BenchRun(scheduler=scheduler, pods=pods)
     cond = threading.Condition()
     watched = Watched(kube.core.list_namespaced_pod, NAMESPACE, cond=cond, label_selector=f"job-name=bench-{scheduler}")
-    watched.start()
+    requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER else None
+    stages = StageClock(time.monotonic())
+    watched.on_change(stages.pod_changed)
+    if requests is not None:
+        requests.on_change(stages.bind_request_changed)
     try:
-        with progress.step(f"{scheduler}: {pods} one-GPU pods to Running") as st:
-            start = time.monotonic()
+        for w in (watched, requests):
+            if w is not None:
+                w.start()
+        with progress.step(f"{scheduler}: {pods} one-GPU pods to Running") as st, PeakMemory(memory) as peak:
+            start = stages.start = time.monotonic()
             kube.apply(job(scheduler, pods))
 
-            def count(pred) -> int:
-                return sum(1 for p in watched.snapshot() if pred(p))
-
-            def bound() -> bool:
-                n = count(lambda p: bool(p.spec.node_name))
-                st.note(f"{n}/{pods} bound")
+            def reached(stage: str) -> bool:
+                n = len(stages.first[stage])
+                st.note(f"{n}/{pods} {stage}")
                 return n >= pods
 
-            def running() -> bool:
-                n = count(lambda p: p.status.phase == "Running")
-                st.note(f"{n}/{pods} Running")
-                return n >= pods
-
-            result.finished = wait_until(cond, bound, timeout)
+            result.finished = wait_until(cond, lambda: reached("bound"), timeout)
             result.to_bound = time.monotonic() - start
-            result.finished = result.finished and wait_until(cond, running, max(1.0, timeout - result.to_bound))
+            result.finished = result.finished and wait_until(cond, lambda: reached("Running"),
+                                                             max(1.0, timeout - result.to_bound))
             result.to_running = time.monotonic() - start
             st.note(f"{result.to_running:.1f}s" if result.finished else f"not all Running within {timeout:.0f}s")
+        result.peak_memory_mib = peak.peak
+        result.watched = stages.last(pods)
         listing = kube.core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name=bench-{scheduler}")
         result.stages = stage_times([kube.api.sanitize_for_serialization(p) for p in listing.items])
     finally:
-        watched.stop()
+        for w in (watched, requests):
+            if w is not None:
+                w.stop()
         kube.delete("batch/v1", "Job", f"bench-{scheduler}", NAMESPACE)
     return result
 
 
 def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node: int, progress: Progress,
-        timeout: float = 600) -> list[BenchRun]:
-    """The bench: a pool of its own, a queue for KAI, one run per scheduler; everything removed after."""
+        timeout: float = 600, memory: Callable[[], float | None] | None = None) -> list[BenchRun]:
+    """The bench: a pool of its own, a queue for KAI, one run per scheduler; everything removed after.
+
+    ``memory``: MiB of every lab process now (the runtime's :meth:`~kailab.runtimes.base.Runtime.memory_mib`)."""
     fleet = bench_fleet(nodes, gpus_per_node)
     names = [n["metadata"]["name"] for n in node_objects(fleet)]
     runs = []
     try:
         with progress.step(f"Adding {nodes} bench nodes × {gpus_per_node} GPUs"):
-            create_fleet(kube, fleet)
+            create_fleet(kube, fleet, timeout=max(120.0, nodes / 10))
         kube.ensure_namespace(NAMESPACE, {SCENARIO_LABEL: "bench"})
         # Its quota covers every bench pod: KAI binds them as deserved, not as a share of spare GPUs that
         # other queues (a lesson left running) may be asking for too.
@@ -158,12 +256,19 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
                     "spec": {"resources": {"gpu": {"quota": pods, "limit": -1, "overQuotaWeight": 1},
                                            "cpu": unlimited, "memory": unlimited}}})
         for name in schedulers:
-            kube.empty_namespace(NAMESPACE)
-            runs.append(run_one(kube, name, pods, timeout, progress))
+            kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
+            runs.append(run_one(kube, name, pods, timeout, progress, memory))
     finally:
         with progress.step("Removing the bench's Job, queue and nodes"):
             kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
             kube.delete(QUEUE_API, "Queue", QUEUE)
-            for name in names:
-                kube.delete("v1", "Node", name)
+            delete_nodes(kube, names)
     return runs
+
+
+def delete_nodes(kube: Kube, names: list[str]) -> None:
+    """Delete the bench's nodes, 16 at a time (a thousand one by one took minutes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda n: kube.delete("v1", "Node", n), names))

@@ -337,9 +337,11 @@ def bench(
     if pods > nodes * gpus_per_node:
         raise typer.BadParameter(f"{pods} pods do not fit on {nodes} × {gpus_per_node} GPUs.", param_hint="--pods")
     names = [b.SCHEDULERS[s] for s in (("default", "kai") if scheduler == "both" else (scheduler,))]
-    runs = b.run(lab.connect(), names, pods, nodes, gpus_per_node, Progress(as_json))
+    runs = b.run(lab.connect(), names, pods, nodes, gpus_per_node, Progress(as_json),
+                 memory=rt.memory_mib if rt is not None else None)
     if as_json:
-        print(json.dumps({"nodes": nodes, "gpus_per_node": gpus_per_node, "runs": [r.to_dict() for r in runs]}, indent=2))
+        print(json.dumps({"nodes": nodes, "gpus_per_node": gpus_per_node, "runs": [r.to_dict() for r in runs],
+                          "kai_vs_default": render.ratio(runs)}, indent=2))
     else:
         render.stdout.print(render.bench_table(runs))
     if not all(r.finished for r in runs):

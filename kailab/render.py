@@ -95,19 +95,22 @@ def num(x) -> str:
 
 
 def bench_table(runs) -> Table:
-    """``kailab bench``'s result: one row per scheduler, and KAI's time as a multiple of kube-scheduler's."""
+    """``kailab bench``'s result: one row per scheduler, each stage as watched, and KAI's time against kube-scheduler's."""
+    from kailab.bench import STAGES
+
     t = Table(title="kailab bench", title_justify="left")
-    for col in ("scheduler", "pods", "all bound", "all Running", "pods/s", "grouped", "bound", "Running"):
+    for col in ("scheduler", "pods", "all bound", "all Running", "pods/s", *STAGES[1:], "peak memory"):
         t.add_column(col, justify="left" if col == "scheduler" else "right")
     for r in runs:
-        st = r.stages
         t.add_row(r.scheduler, str(r.pods), f"{r.to_bound:.1f}s", f"{r.to_running:.1f}s" if r.finished else "not all",
-                  f"{r.pods_per_second:.1f}", *(f"{st[k]:.0f}s" if k in st else "-" for k in ("grouped", "bound", "running")))
-    by = {r.scheduler: r for r in runs}
-    if "kai-scheduler" in by and "default-scheduler" in by and by["default-scheduler"].to_bound:
-        t.caption = (f"KAI took {by['kai-scheduler'].to_bound / by['default-scheduler'].to_bound:.1f}× "
-                     "as long as kube-scheduler to bind every pod. Stage columns: seconds after the first pod "
-                     "was created until the last pod got there, by the cluster's timestamps (whole seconds).")
+                  f"{r.pods_per_second:.1f}", *(f"{r.watched[k]:.1f}s" if k in r.watched else "-" for k in STAGES[1:]),
+                  f"{r.peak_memory_mib:,.0f} MiB" if r.peak_memory_mib is not None else "-")
+    caption = ("Stage columns: seconds after the Job was submitted until the last pod got there, as the watches saw it "
+               "(grouped: KAI's pod-grouper put the pod in its PodGroup; bind request: KAI's scheduler decided where it "
+               "goes). Peak memory: every lab process together.")
+    if (times := ratio(runs)) is not None:
+        caption = f"KAI took {times:.1f}× as long as kube-scheduler to bind every pod. " + caption
+    t.caption = caption
     return t
 
 
@@ -120,3 +123,10 @@ def findings_table(findings: list) -> Table:
     for f in findings:
         table.add_row(marks.get(f.status, f.status), f.check, f.found, f.todo)
     return table
+
+
+def ratio(runs) -> float | None:
+    """KAI's time to all bound as a multiple of kube-scheduler's; None unless both ran."""
+    by = {r.scheduler: r for r in runs}
+    kai, default = by.get("kai-scheduler"), by.get("default-scheduler")
+    return kai.to_bound / default.to_bound if kai and default and default.to_bound else None

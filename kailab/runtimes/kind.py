@@ -24,7 +24,7 @@ from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes.base import (ComponentHealth, LabInfo, LabState, Runtime, SchedulerControl, SchedulerSettings,
+from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, ComponentHealth, LabInfo, LabState, Runtime, SchedulerControl, SchedulerSettings,
                                   UpOptions, register)
 
 CLUSTER = "kailab"
@@ -118,8 +118,9 @@ def fake_gpu_operator_values(fleet: Fleet) -> dict:
 
 
 def kai_values() -> dict:
-    """KAI's chart values: GPU sharing on (for the fraction exercises to come)."""
-    return {"global": {"gpuSharing": True}}
+    """KAI's chart values: GPU sharing on (the fractions lesson), and the lab's scheduler flags in the default
+    SchedulingShard's args (``scheduler.args``), as the local runtime passes them."""
+    return {"global": {"gpuSharing": True}, "scheduler": {"args": dict(LAB_SCHEDULER_ARGS)}}
 
 
 def reservation_rbac() -> list[dict]:

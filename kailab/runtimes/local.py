@@ -21,6 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import yaml
 
 from kailab import build, labdir, versions
@@ -223,6 +224,15 @@ class LocalRuntime(Runtime):
     def processes(self) -> list[Identity]:
         """Every process this lab started that still runs (the control plane and KAI's components)."""
         return [i for i in self._control_plane().values() if i.alive()] + self.kai_processes.running()
+
+    def memory_mib(self) -> float | None:
+        total = 0
+        for ident in self.processes():
+            try:
+                total += psutil.Process(ident.pid).memory_info().rss
+            except psutil.Error:  # ended since it was listed
+                pass
+        return total / 2**20
 
     def _start_kai(self, bins: dict[str, Path], kube: Kube, progress: Progress) -> None:
         kai.check_fixed_ports()

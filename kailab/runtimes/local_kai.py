@@ -100,6 +100,12 @@ def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) ->
 
 SCHEDULER = "kai-scheduler"  # the scheduler's process name (pids/, logs/)
 
+# Every KAI component's client to the API server. KAI's default (50 requests/s, burst 300) is sized for a shared
+# production API server; here it was the lab's bottleneck: the pod-grouper patches every pod, the scheduler creates a
+# BindRequest per pod, the binder binds each one, so a 2,000-pod Job waited ~4 minutes on the limiter alone. The
+# lab's own control plane runs unlimited (kwokctl's disableQPSLimits: 5000/s, burst 10000), and so does KAI here.
+CLIENT_LIMITS = ("--qps=5000", "--burst=10000")
+
 
 def scheduler_config(settings: SchedulerSettings = SchedulerSettings()) -> str:
     """The scheduler's ``--scheduler-conf`` file: what KAI's operator renders for a SchedulingShard with these settings.
@@ -147,7 +153,8 @@ def scheduler_spec(bins: dict[str, Path], kubeconfig: Path, workdir: Path,
         f"--namespace={NAMESPACES[0]}",
         f"--nodepool-label-key={NODEPOOL_LABEL}", "--partition-label-value=",
         f"--resource-reservation-app-label={NAMESPACES[1]}", f"--queue-label-key={QUEUE_LABEL}",
-        f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}", *scheduler_flags(settings),
+        f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}", *CLIENT_LIMITS,
+        *scheduler_flags(settings),
     ], {"KUBECONFIG": str(kubeconfig)}, health_url=f"http://127.0.0.1:{metrics}/metrics")
 
 
@@ -160,7 +167,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     """
     workdir.mkdir(parents=True, exist_ok=True)
     env = {"KUBECONFIG": str(kubeconfig)}
-    common = [f"--scheduler-name={SCHEDULER_NAME}"]
+    common = [f"--scheduler-name={SCHEDULER_NAME}", *CLIENT_LIMITS]
     specs = []
 
     specs.append(scheduler_spec(bins, kubeconfig, workdir))
@@ -191,6 +198,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     metrics = free_port()
     specs.append(ProcessSpec("kai-queuecontroller", [
         str(bins["kai-queuecontroller"]), "--enable-webhook=false", f"--metrics-listen-address=127.0.0.1:{metrics}",
+        *CLIENT_LIMITS,
     ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
     specs.append(gpu_ledger_spec(kubeconfig))
     return specs

@@ -196,6 +196,7 @@ class Engine:
     def _(self, step: model.DeletePods, run: "_Run") -> bool:
         with self.progress.step(f"Delete the pods on {step.node}") as st:
             names = sorted(p.name for p in run.state.pods.values() if p.node == step.node)
+            run.state.removed.update(names)  # deleted by the lab: not evictions
             for name in names:
                 self.cluster.delete({"apiVersion": "v1", "kind": "Pod",
                                      "metadata": {"name": name, "namespace": run.scenario.namespace}})
@@ -320,7 +321,11 @@ class _Run:
         self.mark = self.clock()
 
     def resized(self, workload: str, pods: int | None) -> None:
-        """A step changed what a workload asks for (None: it is gone)."""
+        """A step changed what a workload asks for (None: it is gone). When it asks for fewer, the pods that go
+        are the lab's doing, not evictions."""
+        before = self.state.sizes.get(workload)
+        if pods is None or (before is not None and pods < before):
+            self.state.released.add(workload)
         if pods is None:
             self.state.sizes.pop(workload, None)
         else:

@@ -54,7 +54,9 @@ class RunState:
     pods: dict[str, PodView] = field(default_factory=dict)  # live pods by name
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # every pod ever seen → (workload, queue)
     pod_groups: dict[str, str] = field(default_factory=dict)  # PodGroup name → workload
-    evicted: set[str] = field(default_factory=set)  # pods an event reported evicted or preempted
+    evicted: set[str] = field(default_factory=set)  # pods evicted or preempted (an event said so, or see fold)
+    released: set[str] = field(default_factory=set)  # workloads the lab deleted or scaled down: their pods go by its hand
+    removed: set[str] = field(default_factory=set)  # pods the lab deleted itself (a deletePods step)
     waiting: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (kind, name) → {message: time}
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
     groups: dict[str, PodGroupView] = field(default_factory=dict)  # live PodGroups by name
@@ -72,6 +74,11 @@ def fold(state: RunState, change: Change) -> RunState:
             state.pods.pop(pod.name, None)
         else:
             state.pods[pod.name] = pod
+        if pod.deleting and pod.node and pod.workload not in state.released and pod.name not in state.removed:
+            # A bound pod being deleted, not by the lab: the scheduler took it. Its Evict event says so too, but
+            # events are lossy: client-go drops an object's events past 25 in a burst (KAI reports evictions
+            # on the victim's PodGroup, which a fast scheduler also fills with Unschedulable reports).
+            state.evicted.add(pod.name)
     elif change.share is not None:
         state.shares[change.share.queue] = change.share
     elif change.group is not None:

@@ -1,6 +1,9 @@
 """kailab bench: stages from the cluster's own timestamps, and the Job it submits."""
 
-from kailab.bench import job, stage_times
+from types import SimpleNamespace
+
+from kailab.bench import BenchRun, StageClock, job, stage_times
+from kailab.render import ratio
 
 
 def pod(created, grouped=None, bound=None, ready=None):
@@ -26,3 +29,32 @@ def test_the_kai_job_joins_the_bench_queue_and_the_default_one_does_not():
     assert kai["spec"]["template"]["metadata"]["labels"]["kai.scheduler/queue"] == "kailab-bench"
     assert "kai.scheduler/queue" not in default["spec"]["template"]["metadata"]["labels"]
     assert default["spec"]["template"]["spec"]["nodeSelector"] == {"run.ai/simulated-gpu-node-pool": "bench"}
+
+
+def client_pod(name, annotations=None, node=None, phase="Pending"):
+    return SimpleNamespace(metadata=SimpleNamespace(name=name, annotations=annotations),
+                           spec=SimpleNamespace(node_name=node), status=SimpleNamespace(phase=phase))
+
+
+def test_the_stage_clock_keeps_when_each_pod_first_got_to_each_stage():
+    now = [10.0]
+    clock = StageClock(10.0, clock=lambda: now[0])
+    clock.pod_changed("ADDED", client_pod("a"))
+    now[0] = 10.5
+    clock.pod_changed("MODIFIED", client_pod("a", {"pod-group-name": "pg"}))
+    clock.pod_changed("ADDED", client_pod("b"))
+    now[0] = 11.0
+    clock.bind_request_changed("ADDED", {"spec": {"podName": "a"}})
+    clock.pod_changed("MODIFIED", client_pod("a", {"pod-group-name": "pg"}, node="n1", phase="Running"))
+    now[0] = 12.0
+    clock.pod_changed("MODIFIED", client_pod("a", {"pod-group-name": "pg"}, node="n1", phase="Running"))  # seen again
+    assert clock.first["grouped"] == {"a": 0.5} and clock.first["Running"] == {"a": 1.0}
+    # only "created" was reached by both pods; the rest by one of two
+    assert clock.last(2) == {"created": 0.5}
+    assert clock.last(1) == {"created": 0.5, "grouped": 0.5, "bind request": 1.0, "bound": 1.0, "Running": 1.0}
+
+
+def test_kai_against_the_default_scheduler_is_a_ratio_of_times_to_all_bound():
+    runs = [BenchRun("default-scheduler", 8, to_bound=2.0), BenchRun("kai-scheduler", 8, to_bound=3.0)]
+    assert ratio(runs) == 1.5
+    assert ratio(runs[1:]) is None

@@ -31,6 +31,19 @@ def test_a_deleted_pod_leaves_the_observation_but_its_eviction_keeps_its_workloa
     assert obs.pods == [] and obs.evicted == {"a": {"a-0"}} and obs.evicted_queue == {"team-prod": {"a-0"}}
 
 
+def test_a_bound_pod_deleted_by_another_hand_is_evicted_even_when_its_event_was_dropped():
+    def deleting(name, workload):
+        p = pod(name, workload=workload, node="n1", phase="Running")
+        return Change("MODIFIED", pod=PodView(**{**p.to_json(), "deleting": True}))
+
+    state = RunState(released={"gone"}, removed={"b-1"})
+    for c in (deleting("a-0", "a"), deleting("g-0", "gone"), deleting("b-1", "b"),
+              Change("MODIFIED", pod=PodView(**{**pod("c-0", workload="c").to_json(), "deleting": True}))):
+        fold(state, c)
+    # a-0: taken by the scheduler; g-0: its workload was deleted by the lab; b-1: a deletePods step; c-0: never bound
+    assert observe(state).evicted == {"a": {"a-0"}}
+
+
 def test_waiting_reasons_come_from_pods_and_podgroups_in_time_order_once_each():
     state = run(
         Change("ADDED", pod=pod("g-0", workload="g", pod_group="pg-g", waiting="pod says")),

@@ -106,7 +106,8 @@ def test_rendered_values_give_the_lesson_fleet(tmp_path):
     pools = values["topology"]["nodePools"]
     assert {k: (v["gpuCount"], v["gpuProduct"]) for k, v in pools.items()} == {
         "a100": (8, "NVIDIA-A100-SXM4-80GB"), "h100": (8, "NVIDIA-H100-80GB-HBM3"), "l40s": (4, "NVIDIA-L40S")}
-    assert yaml.safe_load(files["kai-values.yaml"]) == {"global": {"gpuSharing": True}}
+    assert yaml.safe_load(files["kai-values.yaml"]) == {"global": {"gpuSharing": True},
+                                                         "scheduler": {"args": {"schedule-period": "250ms"}}}
     # fake-gpu-operator's default reservation namespace is runai-reservation; KAI's is kai-resource-reservation.
     assert values["environment"]["resourceReservationNamespace"] == "kai-resource-reservation"
     kind_cfg = yaml.safe_load(files["kind.yaml"])

@@ -45,7 +45,10 @@ def test_default_settings_are_kai_defaults_and_give_the_lab_config_unchanged():
     s = SchedulerSettings()
     assert (s.gpu_placement, s.cpu_placement, s.full_hierarchy_fairness) == ("binpack", "binpack", True)
     assert local_kai.scheduler_config(s) == local_kai.SCHEDULER_CONFIG.read_text()
-    assert local_kai.scheduler_flags(s) == [] and s.args() == {}
+    # beyond KAI's defaults only the lab's cycle period, on both runtimes
+    assert local_kai.scheduler_flags(s) == ["--schedule-period=250ms"] and s.args() == {"schedule-period": "250ms"}
+    shard_args = {k: v for k, v in kind.shard_patch(s)["spec"]["args"].items() if v is not None}
+    assert kind.kai_values()["scheduler"]["args"] == s.args() == shard_args
 
 
 @pytest.mark.parametrize("settings,actions,tail,arguments", OPERATOR, ids=lambda v: getattr(v, "describe", lambda: None)())
@@ -60,7 +63,7 @@ def test_config_file_is_what_kais_operator_renders(settings, actions, tail, argu
 
 def test_full_hierarchy_fairness_is_a_flag_not_the_config_file():
     off = SchedulerSettings(full_hierarchy_fairness=False)
-    assert local_kai.scheduler_flags(off) == ["--full-hierarchy-fairness=false"]
+    assert local_kai.scheduler_flags(off) == ["--schedule-period=250ms", "--full-hierarchy-fairness=false"]
     assert local_kai.scheduler_config(off) == local_kai.scheduler_config(SchedulerSettings())
 
 
@@ -136,7 +139,8 @@ def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_pat
     [cmd] = shard.commands
     assert cmd[3:6] == ["patch", *SCHEDULER_SHARD]
     assert _patch_of(cmd) == {"spec": {"placementStrategy": {"gpu": "spread", "cpu": "binpack"},
-                                       "args": {"full-hierarchy-fairness": "false"}}}
+                                       "args": {"full-hierarchy-fairness": "false",
+                                                "schedule-period": "250ms"}}}
     [cmd] = enable.commands
     assert cmd[3:6] == ["patch", *KAI_CONFIG] and _patch_of(cmd) == {"spec": {"scheduler": {"service": {"enabled": True}}}}
     assert enable.wait_for == (SCHEDULER_DEPLOYMENT,)
@@ -147,7 +151,7 @@ def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_pat
 def test_kind_defaults_are_the_charts_shard_and_remove_the_flag(tmp_path):
     """The chart's default shard: placementStrategy binpack for both, no args; null removes an arg in a merge patch."""
     assert shard_patch(SchedulerSettings()) == {
-        "spec": {"placementStrategy": {"gpu": "binpack", "cpu": "binpack"}, "args": {"full-hierarchy-fairness": None}}}
+        "spec": {"placementStrategy": {"gpu": "binpack", "cpu": "binpack"}, "args": {"full-hierarchy-fairness": None, "schedule-period": "250ms"}}}
     assert settings_from_shard({"spec": {"placementStrategy": {"gpu": "binpack", "cpu": "binpack"}}}) == SchedulerSettings()
     assert settings_from_shard({"spec": {"placementStrategy": {"gpu": "spread"}, "args": {"full-hierarchy-fairness": "false"}}}) \
         == SchedulerSettings(gpu_placement="spread", full_hierarchy_fairness=False)
