@@ -1,7 +1,5 @@
 """kailab bench: stages from the cluster's own timestamps, and the Job it submits."""
 
-from types import SimpleNamespace
-
 from kailab.bench import BenchRun, StageClock, job, stage_times
 from kailab.render import ratio
 
@@ -32,8 +30,7 @@ def test_the_kai_job_joins_the_bench_queue_and_the_default_one_does_not():
 
 
 def client_pod(name, annotations=None, node=None, phase="Pending"):
-    return SimpleNamespace(metadata=SimpleNamespace(name=name, annotations=annotations),
-                           spec=SimpleNamespace(node_name=node), status=SimpleNamespace(phase=phase))
+    return {"metadata": {"name": name, "annotations": annotations}, "spec": {"nodeName": node}, "status": {"phase": phase}}
 
 
 def test_the_stage_clock_keeps_when_each_pod_first_got_to_each_stage():
