@@ -16,6 +16,7 @@ import sys
 import time
 
 import pytest
+from waits import until  # tests/fleet/waits.py
 
 from kailab.labels import KWOK_TOLERATION, LAB_ID_LABEL, QUEUE_API
 from kailab.ownership import Owner
@@ -57,17 +58,6 @@ FOREIGN = [
 def key(obj: dict) -> tuple:
     meta = obj["metadata"]
     return obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")
-
-
-def until(what: str, check, timeout: float = 60, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f}s: {what}")
-        time.sleep(every)
 
 
 def versions_now(kube) -> dict[tuple, str]:

@@ -13,6 +13,7 @@ import time
 
 import psutil
 import pytest
+from waits import until  # tests/fleet/waits.py
 
 from kailab.labels import KWOK_TOLERATION, QUEUE_LABEL
 from kailab.runtimes import local_kai
@@ -55,17 +56,6 @@ def pods_of(kube, namespace: str, job_name: str) -> list:
 def scheduled_at(pod) -> float | None:
     cond = next((c for c in pod.status.conditions or [] if c.type == "PodScheduled" and c.status == "True"), None)
     return cond.last_transition_time.timestamp() if cond else None
-
-
-def until(what: str, check, timeout: float = 60, every: float = 0.3):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f}s: {what}")
-        time.sleep(every)
 
 
 @pytest.fixture
