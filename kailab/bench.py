@@ -271,10 +271,15 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
             kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
             runs.append(run_one(kube, name, pods, timeout, progress, memory))
     finally:
-        with progress.step("Removing the bench's Job, queue and nodes"):
-            kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
-            kube.delete(QUEUE_API, "Queue", QUEUE)
-            delete_nodes(kube, names)
+        try:
+            with progress.step("Removing the bench's Job, queue and nodes"):
+                kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
+                kube.delete(QUEUE_API, "Queue", QUEUE)
+                delete_nodes(kube, names)
+        except Exception as e:  # the figures are still shown; what is left is said
+            progress.console.print(f"[yellow]Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
+                          f"Job in namespace {NAMESPACE}, queue {QUEUE}, nodes kwok-{POOL}-*. Run kailab bench again "
+                          "(it reuses and removes them) or kailab down.[/yellow]")
     return runs
 
 

@@ -150,8 +150,14 @@ class Kube:
             self.apps.delete_collection_namespaced_replica_set(name, body=background)
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
 
-        if not _found(workloads_and_pods):
-            return
+        try:
+            if not _found(workloads_and_pods):
+                return
+        except ApiException as e:
+            if e.status != 504:
+                raise
+            # Thousands of pods outlast the API server's request timeout; the deletion goes on, and the loop
+            # below waits for it (and deletes again what is left).
         # A controller may create a pod just before its owner is gone: delete again until none is left.
         deadline = time.monotonic() + timeout
         while not self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
