@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import psutil
+from waits import until  # tests/fleet/waits.py
 
 from kailab.gpu_ledger import GPU_GROUP_LABEL, PROCESS_NAME, RESERVATION_NAMESPACE, RESERVE_ANNOTATION, read_ledger
 from kailab.labels import KWOK_TOLERATION
@@ -29,18 +30,6 @@ def pod(name: str, *, fraction: str | None = None, gpus: int = 0) -> dict:
                             "resources": {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}}],
         },
     }
-
-
-def wait_for(what: str, fn, timeout: float = 60):
-    """Poll ``fn`` until it returns something truthy; that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f}s: {what}")
-        time.sleep(0.2)
 
 
 def running(kube, names: list[str]) -> dict | None:
@@ -88,10 +77,10 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         start = time.monotonic()
         for obj in (pod("half-1", fraction="0.5"), pod("half-2", fraction="0.5"), pod("two", gpus=2)):
             kube.apply(obj)
-        pods = wait_for("half-1, half-2 and two Running", lambda: running(kube, ["half-1", "half-2", "two"]))
+        pods = until("half-1, half-2 and two Running", lambda: running(kube, ["half-1", "half-2", "two"]))
         times["two halves bound"] = time.monotonic() - start
         assert pods["half-1"].spec.node_name == pods["half-2"].spec.node_name
-        at = wait_for("the ledger holds both halves and the two-GPU pod", lambda: cells_of(kube, {"half-1", "half-2", "two"}))
+        at = until("the ledger holds both halves and the two-GPU pod", lambda: cells_of(kube, {"half-1", "half-2", "two"}))
         assert at["half-1"] == at["half-2"], at
         node, gpu = at["half-1"]
         assert node == pods["half-1"].spec.node_name
@@ -114,8 +103,8 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         runtime.kai_processes.start(spec)
         local_kai.wait_healthy([spec], runtime.kai_processes, timeout=60)
         kube.apply(pod("one", gpus=1))  # the new process writes the ledger with it: the others keep their ids
-        wait_for("one Running", lambda: running(kube, ["one"]))
-        at_one = wait_for("the restarted ledger holds one", lambda: cells_of(kube, {"one"}))
+        until("one Running", lambda: running(kube, ["one"]))
+        at_one = until("the restarted ledger holds one", lambda: cells_of(kube, {"one"}))
         after = {node: [c if not any(h.name == "one" for h in c.holders) else type(c)(c.node, c.gpu) for c in cells]
                  for node, cells in read_ledger(kube).items()}
         assert after == before and at_one["one"] not in (at["half-1"], *at["two"])
@@ -124,9 +113,9 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         start = time.monotonic()
         kube.apply(pod("point-nine", fraction="0.9"))
         kube.apply(pod("point-three", fraction="0.3"))
-        wait_for("point-nine and point-three Running", lambda: running(kube, ["point-nine", "point-three"]))
+        until("point-nine and point-three Running", lambda: running(kube, ["point-nine", "point-three"]))
         times["0.9 and 0.3 bound"] = time.monotonic() - start
-        at2 = wait_for("the ledger holds 0.9 and 0.3", lambda: cells_of(kube, {"point-nine", "point-three"}))
+        at2 = until("the ledger holds 0.9 and 0.3", lambda: cells_of(kube, {"point-nine", "point-three"}))
         assert at2["point-nine"] != at2["point-three"], at2
         assert (node, gpu) not in (at2["point-nine"], at2["point-three"]), "a full GPU took more"
         assert len(reservation_pods(kube)) == 3
@@ -134,7 +123,7 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         # deleting the pods frees every id, and KAI's binder deletes its reservation pods
         start = time.monotonic()
         kube.empty_namespace(NS)
-        wait_for("the ledger holds nothing of the test's pods and no reservation pod is left",
+        until("the ledger holds nothing of the test's pods and no reservation pod is left",
                  lambda: not ours_in_ledger(kube) and not reservation_pods(kube), timeout=30)
         times["freed"] = time.monotonic() - start
         print("times: " + ", ".join(f"{k} {v:.1f}s" for k, v in times.items()))
