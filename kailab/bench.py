@@ -35,6 +35,9 @@ from kailab.progress import Progress
 NAMESPACE = "kailab-bench"
 QUEUE = "kailab-bench"
 POOL = "bench"
+# Without it a lesson's pending pods took two of the bench's GPUs and its Job never finished (seen).
+BENCH_TAINT = {"key": "kailab.io/bench", "value": "only", "effect": "NoSchedule"}
+BENCH_TOLERATION = {"key": "kailab.io/bench", "operator": "Equal", "value": "only", "effect": "NoSchedule"}
 SCHEDULERS = {"kai": KAI_SCHEDULER, "default": "default-scheduler"}
 
 
@@ -182,7 +185,7 @@ def job(scheduler: str, pods: int) -> dict:
                 "metadata": {"labels": labels},
                 "spec": {
                     "schedulerName": scheduler, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                    "nodeSelector": {POOL_LABEL: POOL}, "tolerations": [dict(KWOK_TOLERATION)],
+                    "nodeSelector": {POOL_LABEL: POOL}, "tolerations": [dict(KWOK_TOLERATION), dict(BENCH_TOLERATION)],
                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
                 },
@@ -192,7 +195,8 @@ def job(scheduler: str, pods: int) -> dict:
 
 
 def bench_fleet(nodes: int, gpus_per_node: int) -> Fleet:
-    return Fleet((Pool(POOL, nodes, gpus_per_node, "NVIDIA-A100-SXM4-80GB", 81920),))
+    """The bench's own nodes, tainted: a lesson's pods left running (or pending) cannot take their GPUs."""
+    return Fleet((Pool(POOL, nodes, gpus_per_node, "NVIDIA-A100-SXM4-80GB", 81920),), taints=(BENCH_TAINT,))
 
 
 def _bind_requests(kube: Kube) -> Watched | None:

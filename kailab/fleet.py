@@ -43,6 +43,7 @@ class Fleet:
     node_memory: str = "1Ti"
     node_pods: str = "110"
     source: str = field(default="", compare=False)
+    taints: tuple[dict, ...] = ()  # beside KWOK's: nodes only pods that tolerate these may use (the bench's)
 
     @property
     def total_gpus(self) -> int:
@@ -149,7 +150,7 @@ def node_objects(fleet: Fleet) -> list[dict]:
                             **gpu_labels,
                         },
                     },
-                    "spec": {"taints": [dict(KWOK_TAINT)]},
+                    "spec": {"taints": [dict(KWOK_TAINT), *map(dict, fleet.taints)]},
                     "status": {"capacity": dict(resources), "allocatable": dict(resources)},
                 }
             )

@@ -24,8 +24,8 @@ from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, ComponentHealth, LabInfo, LabState, Runtime, SchedulerControl, SchedulerSettings,
-                                  UpOptions, register)
+from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, PODGROUP_CRD, PODGROUP_CRD_PATCH, ComponentHealth, LabInfo,
+                                  LabState, Runtime, SchedulerControl, SchedulerSettings, UpOptions, register)
 
 CLUSTER = "kailab"
 COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
@@ -166,7 +166,9 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
              [["helm", "upgrade", "-i", "kai-scheduler", versions.KAI_CHART, "--version", versions.KAI_VERSION,
                "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
                "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"],
-              [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")]],
+              [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")],
+              # the lab's one change to KAI's CRDs, as on the local runtime (kailab/runtimes/base.py)
+              [*kubectl, "patch", "crd", PODGROUP_CRD, "--type=json", "-p", json.dumps(PODGROUP_CRD_PATCH)]],
             files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False),
                    "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}),
         # KAI's operator creates the component Deployments after Helm returns, so wait for them to exist too.

@@ -14,7 +14,7 @@ from kailab.kube import Kube
 from kailab.labels import MANAGED, QUEUE_LABEL
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
-from kailab.runtimes.base import SchedulerSettings
+from kailab.runtimes.base import PODGROUP_CRD, PODGROUP_CRD_PATCH, SchedulerSettings, apply_json_patch
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
 from kailab import gpu_ledger
 
@@ -62,7 +62,8 @@ def priority_class_objects(chart: Path) -> list[dict]:
 def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     """CRDs (and wait until they are served), the four priority classes, the chart's default queues."""
     chart = module_dir() / CHART_DIR
-    crds = crd_objects(chart)
+    crds = [apply_json_patch(c, PODGROUP_CRD_PATCH) if c["metadata"]["name"] == PODGROUP_CRD else c
+            for c in crd_objects(chart)]
     for crd in crds:
         kube.apply(crd)
     _wait_crds_established(kube, [c["metadata"]["name"] for c in crds])
@@ -173,10 +174,8 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     specs.append(scheduler_spec(bins, kubeconfig, workdir))
 
     # (flags, health path): podgrouper and podgroupcontroller serve /healthz on the probe port;
-    # the binder has no health check, so its metrics endpoint answers for it.
-    # The pod-grouper reconciles one pod at a time: with its default of 10, the pods of one Job race
-    # to create the same PodGroup, the losers are requeued with a growing backoff, and a 32-pod Job
-    # took 16 s to be grouped and bound instead of 5 s (measured; see bench/ and the README).
+    # the binder has no health check, so its metrics endpoint answers for it. The pod-grouper keeps KAI's own
+    # 10 workers: with the lab's PodGroup CRD default (runtimes/base.py) they no longer fight over one PodGroup.
     controllers = {
         # The reservation flags KAI's operator passes (their defaults, said here); --fake-gpu-nodes because the
         # fleet's nodes carry run.ai/fake.gpu=true (pkg/operator/operands/binder/resources.go, hasFakeGPUNodes).
@@ -184,7 +183,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
         "kai-binder": ([f"--resource-reservation-namespace={NAMESPACES[1]}",
                         f"--resource-reservation-service-account={gpu_ledger.RESERVATION_SERVICE_ACCOUNT}",
                         f"--resource-reservation-app-label={NAMESPACES[1]}", "--fake-gpu-nodes"], "metrics"),
-        "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}", f"--nodepool-label-key={NODEPOOL_LABEL}", "--max-concurrent-reconciles=1"], "healthz"),
+        "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}", f"--nodepool-label-key={NODEPOOL_LABEL}"], "healthz"),
         "kai-podgroupcontroller": (["--enable-podgroup-webhook=false"], "healthz"),
     }
     for name, (extra, health_on) in controllers.items():

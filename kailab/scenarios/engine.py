@@ -46,8 +46,9 @@ class Cluster(Protocol):
     def clock(self) -> float:
         """Seconds on a monotonic clock; the times of changes are on it."""
 
-    def clear_scenarios(self) -> list[str]:
-        """Empty every earlier scenario's namespace; the names of those that had pods."""
+    def clear_scenarios(self, namespace: str = "") -> list[str]:
+        """Empty every earlier scenario's namespace that has pods, and ``namespace`` (the next one's);
+        the names of those that had pods."""
 
     def ensure_namespace(self, name: str, labels: dict[str, str]) -> None: ...
 
@@ -142,7 +143,7 @@ class Engine:
         """Refuse another's objects; empty the fleet of earlier exercises; apply this scenario's queues and classes."""
         self.refuse_foreign([scenario])
         with self.progress.step("Clearing earlier exercises") as st:
-            st.note(", ".join(self.cluster.clear_scenarios()) or "none running")
+            st.note(", ".join(self.cluster.clear_scenarios(scenario.namespace)) or "none running")
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
             declared = {("Queue", q.name) for q in scenario.queues} | {("PriorityClass", p.name) for p in scenario.priority_classes}
             for obj in self.cluster.scenario_objects():  # an earlier scenario's, which this one does not declare

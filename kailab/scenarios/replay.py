@@ -31,7 +31,7 @@ class ReplayCluster:
     def clock(self) -> float:
         return self.now
 
-    def clear_scenarios(self) -> list[str]:
+    def clear_scenarios(self, namespace: str = "") -> list[str]:
         return []
 
     def ensure_namespace(self, name: str, labels: dict[str, str]) -> None:

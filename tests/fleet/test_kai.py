@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 
+from waits import until  # tests/fleet/waits.py
+
 GPU_POD = {
     "apiVersion": "v1", "kind": "Pod",
     "metadata": {"namespace": "kai-probe", "labels": {"kai.scheduler/queue": "team-research"}},
@@ -84,3 +86,39 @@ def test_reclaim_evidence_holds_the_evictions(kai_lab, tmp_path):
     series = json.loads((snap / "timeline.json").read_text())["reclaim"]
     assert max(p.get("team-prod", 0) for _, p in series) == 32 and series[-1][1].get("team-research") == 8
     assert "team-research gets its quota of 8 back | 8 | 8 | PASS" in (snap / "report.md").read_text()
+
+
+def podgroup_rewrites(kube) -> int:
+    """How many times anyone has rewritten a PodGroup (PUT, any answer, 409 conflicts too), from the API server's metrics."""
+    answer = kube.api.call_api("GET", kube.api.configuration.host + "/metrics")
+    text = answer.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("apiserver_request_total{") and 'resource="podgroups"' in line
+               and 'subresource=""' in line and 'verb="PUT"' in line)
+
+
+def test_kai_groups_a_job_without_rewriting_its_podgroup(kai_lab):
+    """The lab's PodGroup CRD defaults spec.subGroups to []: KAI's pod-grouper finds the PodGroup it built
+    and leaves it alone, instead of rewriting it for every pod event (and losing races to the podgroup-controller)."""
+    from kailab.runtimes.base import PODGROUP_CRD
+    from kailab.scenarios.live import clear_scenarios
+
+    kube = kai_lab.kube
+    clear_scenarios(kube)  # exercises run earlier leave their pods on the fleet
+    kai_lab.cli("queues", check=True)
+    kube.ensure_namespace("kai-grouping")
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "sixteen", "namespace": "kai-grouping", "labels": {"kai.scheduler/queue": "team-research"}},
+           "spec": {"parallelism": 16, "completions": 16, "template": {
+               "metadata": {"labels": {"kai.scheduler/queue": "team-research"}},
+               "spec": {**GPU_POD["spec"], "restartPolicy": "Never"}}}}
+    try:
+        before = podgroup_rewrites(kube)
+        kube.apply(job)
+        until("16 pods Running", lambda: sum(p.status.phase == "Running"
+                                             for p in kube.core.list_namespaced_pod("kai-grouping").items) == 16)
+        groups = kube.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace="kai-grouping")
+        assert len(groups) == 1 and groups[0]["spec"].get("subGroups") == [], (PODGROUP_CRD, groups)
+        assert podgroup_rewrites(kube) - before == 0
+    finally:
+        kube.delete_namespace("kai-grouping")

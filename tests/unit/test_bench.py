@@ -55,3 +55,24 @@ def test_kai_against_the_default_scheduler_is_a_ratio_of_times_to_all_bound():
     runs = [BenchRun("default-scheduler", 8, to_bound=2.0), BenchRun("kai-scheduler", 8, to_bound=3.0)]
     assert ratio(runs) == 1.5
     assert ratio(runs[1:]) is None
+
+
+def tolerates(tolerations, taint) -> bool:
+    """Kubernetes' rule: same key and effect; operator Exists, or Equal with the same value."""
+    return any(t["key"] == taint["key"] and t.get("effect") in (None, taint["effect"])
+               and (t.get("operator") == "Exists" or t.get("value") == taint.get("value")) for t in tolerations)
+
+
+def test_only_the_benchs_pods_may_use_the_benchs_nodes():
+    """A lesson's pods left running or pending cannot take the bench's GPUs (they once held its Job short of 2)."""
+    from kailab.bench import bench_fleet
+    from kailab.fleet import load_fleet, node_objects
+    from kailab.labels import KWOK_TOLERATION
+
+    bench_nodes, lesson_nodes = node_objects(bench_fleet(2, 8)), node_objects(load_fleet())
+    pod_tolerations = job("default-scheduler", 8)["spec"]["template"]["spec"]["tolerations"]
+    for node in bench_nodes:
+        taints = node["spec"]["taints"]
+        assert all(tolerates(pod_tolerations, t) for t in taints)
+        assert not all(tolerates([KWOK_TOLERATION], t) for t in taints)  # what a lesson's pods tolerate
+    assert all(tolerates([KWOK_TOLERATION], t) for n in lesson_nodes for t in n["spec"]["taints"])

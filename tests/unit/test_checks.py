@@ -84,7 +84,7 @@ def test_an_api_error_ends_the_scenario_on_its_verdict_not_the_run():
     from kailab.scenarios.replay import ReplayCluster
 
     class Refusing(ReplayCluster):
-        def clear_scenarios(self):
+        def clear_scenarios(self, namespace=""):
             raise ApiException(status=503, reason="Service Unavailable")
 
     verdict = Engine(Refusing([]), Progress(quiet=True)).run(Scenario(name="s", title="S", path="s.yaml", namespace="kailab-s"))

@@ -261,3 +261,41 @@ def test_failed_helm_install_names_the_step_and_the_command(tmp_path, fleets_mad
 def test_fleet_values_follow_a_resized_fleet():
     values = fake_gpu_operator_values(load_fleet().with_counts({"a100": 4}))
     assert values["topology"]["nodePools"]["a100"]["gpuCount"] == 8
+
+
+def test_kai_podgroup_crd_gets_the_labs_one_patch_after_the_chart(tmp_path):
+    """kind installs KAI's CRDs through Helm, then makes the same change the local runtime makes before applying them."""
+    from kailab.runtimes.base import PODGROUP_CRD, PODGROUP_CRD_PATCH
+
+    steps = plan(tmp_path, load_fleet(), cluster_exists=False)
+    argvs = [argv for s in steps for argv in s.commands]
+    helm = next(i for i, a in enumerate(argvs) if a[:4] == ["helm", "upgrade", "-i", "kai-scheduler"])
+    patch = next(i for i, a in enumerate(argvs) if "patch" in a and "crd" in a)
+    assert patch > helm
+    argv = argvs[patch]
+    assert argv[argv.index("crd") + 1] == PODGROUP_CRD and "--type=json" in argv
+    assert json.loads(argv[argv.index("-p") + 1]) == PODGROUP_CRD_PATCH
+
+
+def crd(first_version: str) -> dict:
+    spec_schema = {"type": "object", "properties": {"subGroups": {"type": "array", "items": {"type": "object"}}}}
+    return {"spec": {"versions": [{"name": first_version,
+                                   "schema": {"openAPIV3Schema": {"properties": {"spec": spec_schema}}}}]}}
+
+
+def test_podgroup_patch_defaults_subgroups_to_an_empty_list_and_leaves_the_chart_object_alone():
+    from kailab.runtimes.base import PODGROUP_CRD_PATCH, apply_json_patch
+
+    chart = crd("v2alpha2")
+    patched = apply_json_patch(chart, PODGROUP_CRD_PATCH)
+    sub = patched["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["subGroups"]
+    assert sub == {"type": "array", "items": {"type": "object"}, "default": []}
+    assert "default" not in json.dumps(chart)
+
+
+def test_podgroup_patch_refuses_a_crd_of_another_shape():
+    from kailab.runtimes.base import PODGROUP_CRD_PATCH, apply_json_patch
+
+    with pytest.raises(KailabError) as refused:
+        apply_json_patch(crd("v2alpha3"), PODGROUP_CRD_PATCH)
+    assert "/spec/versions/0/name" in refused.value.message and "v2alpha3" in refused.value.message

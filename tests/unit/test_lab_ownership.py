@@ -116,3 +116,25 @@ def test_lessons_that_need_the_lesson_fleet_say_so_on_another():
     cluster._node_gpus = [8, 8, 8, 8, 8]  # 40 GPUs: reclaim's borrower would not fill the fleet
     verdict = Engine(cluster, Progress(quiet=True)).run(load_scenario(EXERCISES / "reclaim.yaml"))
     assert verdict.outcome == "NOT APPLICABLE" and verdict.not_applicable == "on this fleet: it needs 32 GPUs, the fleet has 40"
+
+
+def test_clearing_empties_the_labs_namespaces_with_pods_and_the_next_one_only():
+    """A namespace with pods holds GPUs: emptied. The next scenario's: emptied (no old Job or event in it).
+    Another of the lab's without pods: left as it is. Another lab's: never looked at."""
+    from types import SimpleNamespace
+
+    from kailab.scenarios.live import clear_scenarios
+
+    pods = {"kailab-quota": ["p"], "kailab-gang": [], "kailab-borrow": [], "guest-quota": ["q"]}
+    emptied, selectors = [], []
+
+    def list_namespace(label_selector):
+        selectors.append(label_selector)
+        return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in pods if n.startswith("kailab-")])
+
+    kube = SimpleNamespace(core=SimpleNamespace(list_namespace=list_namespace,
+                                                list_namespaced_pod=lambda n, limit: SimpleNamespace(items=pods[n][:limit])),
+                           empty_namespace=emptied.append)
+    assert clear_scenarios(kube, Owner(), also=("kailab-borrow", "guest-quota")) == ["kailab-quota"]
+    assert emptied == ["kailab-quota", "kailab-borrow"]
+    assert selectors == [Owner().selector("kailab.io/scenario")]
