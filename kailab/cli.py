@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -394,8 +395,14 @@ def _ask(question: str) -> str:
     return typer.prompt(question, default="(no prediction given)", show_default=False)
 
 
+def _stop_like_ctrl_c(signum, frame) -> None:
+    raise KeyboardInterrupt  # the same clean-up as Ctrl-C: a half-made lab, the bench's nodes, are removed
+
+
 def main() -> None:
-    """Entry point. Typer reports usage errors itself (exit 2); a KailabError is printed once, exit 1."""
+    """Entry point. Typer reports usage errors itself (exit 2); a KailabError is printed once, exit 1.
+    SIGTERM (a CI timeout, ``kill``) stops a command as Ctrl-C does, so its clean-up runs."""
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
     except KailabError as e:
