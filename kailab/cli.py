@@ -395,6 +395,15 @@ def _ask(question: str) -> str:
     return typer.prompt(question, default="(no prediction given)", show_default=False)
 
 
+def _add_class_commands() -> None:
+    from kailab.classroom.cli import app as class_app
+
+    app.add_typer(class_app, name="class")
+
+
+_add_class_commands()
+
+
 def _stop_like_ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt  # the same clean-up as Ctrl-C: a half-made lab, the bench's nodes, are removed
 

@@ -100,9 +100,14 @@ def live_cluster(kube: Kube):
     """The engine's view of this lab: its scheduler control and metrics (where it has them), its owner labels."""
     from kailab.scenarios.live import LiveCluster
 
+    from kailab.labels import NODEPOOL_LABEL
+
     rt = current_runtime()
     sharing = rt.gpu_sharing() if rt is not None else True
-    return LiveCluster(kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing)
+    # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.
+    nodes = f"!{NODEPOOL_LABEL}" if rt is not None and rt.makes_cluster else None
+    return LiveCluster(kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing,
+                       node_selector=nodes)
 
 
 def for_this_lab(scenario):

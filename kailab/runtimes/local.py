@@ -291,10 +291,13 @@ class LocalSchedulerControl(SchedulerControl):
 
     RECORD = "scheduler.json"
 
-    def __init__(self, runtime: LocalRuntime, timeout: float = 60):
+    def __init__(self, runtime: LocalRuntime, timeout: float = 60, name: str = kai.SCHEDULER, partition: str = "",
+                 workdir: Path | None = None):
         self.rt = runtime
         self.timeout = timeout
-        self.workdir = runtime.home / "kai"
+        self.name = name  # its process name; a class's partition scheduler has its own (kailab/classroom)
+        self.partition = partition  # the node-pool label value it schedules; "" the lab's own scheduler
+        self.workdir = workdir or runtime.home / "kai"
 
     def _record(self) -> dict:
         try:
@@ -316,16 +319,16 @@ class LocalSchedulerControl(SchedulerControl):
             return SchedulerSettings()
 
     def running(self) -> bool:
-        return self.rt.kai_processes.identity(kai.SCHEDULER) is not None
+        return self.rt.kai_processes.identity(self.name) is not None
 
     def stop(self) -> None:
-        ident = self.rt.kai_processes.identity(kai.SCHEDULER)
+        ident = self.rt.kai_processes.identity(self.name)
         if ident is not None:
             stop([ident], timeout=10, group=True)
             if ident.alive():
                 raise KailabError(f"KAI's scheduler (pid {ident.pid}) did not stop.",
-                                  hint=f"Its log: {self.rt.kai_processes.log_path(kai.SCHEDULER)}")
-        (self.rt.kai_processes.pids / f"{kai.SCHEDULER}.pid").unlink(missing_ok=True)
+                                  hint=f"Its log: {self.rt.kai_processes.log_path(self.name)}")
+        (self.rt.kai_processes.pids / f"{self.name}.pid").unlink(missing_ok=True)
 
     def start(self, settings: SchedulerSettings | None = None) -> None:
         settings = SchedulerSettings.of(settings)
@@ -341,7 +344,7 @@ class LocalSchedulerControl(SchedulerControl):
         else:
             bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
         self.stop()
-        spec = kai.scheduler_spec(bins, self.rt.kubeconfig(), self.workdir, settings)
+        spec = kai.scheduler_spec(bins, self.rt.kubeconfig(), self.workdir, settings, self.partition, self.name)
         self.rt.kai_processes.start(spec)
         self.record(spec, settings)
         kai.wait_healthy([spec], self.rt.kai_processes, timeout=self.timeout)
@@ -351,10 +354,10 @@ class LocalSchedulerControl(SchedulerControl):
         """Until the new scheduler has run a cycle: its caches are synced and it binds again."""
         deadline = time.monotonic() + self.timeout
         while not kai.actions_run(self.metrics() or ""):
-            if self.rt.kai_processes.pid(kai.SCHEDULER) is None:
-                raise self.rt.kai_processes.fail(kai.SCHEDULER, "exited while starting")
+            if self.rt.kai_processes.pid(self.name) is None:
+                raise self.rt.kai_processes.fail(self.name, "exited while starting")
             if time.monotonic() > deadline:
-                raise self.rt.kai_processes.fail(kai.SCHEDULER, f"ran no scheduling cycle within {self.timeout:.0f}s")
+                raise self.rt.kai_processes.fail(self.name, f"ran no scheduling cycle within {self.timeout:.0f}s")
             time.sleep(0.2)
 
     def metrics(self) -> str | None:

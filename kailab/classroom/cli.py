@@ -1,0 +1,110 @@
+"""``kailab class …``: one lab for a whole class. Thin commands; the work is in the classroom modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from kailab import lab, render
+from kailab.errors import KailabError
+from kailab.progress import Progress, stderr
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="One lab for a whole class: each learner a fleet and a KAI partition of their own.")
+
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
+
+
+def roster_of(count: Optional[int], names: List[str], roster: Optional[Path]):
+    """The roster from exactly one of --learners, --learner, --roster."""
+    from kailab.classroom import roster as r
+
+    given = [flag for flag, value in (("--learners", count is not None), ("--learner", bool(names)),
+                                      ("--roster", roster is not None)) if value]
+    if len(given) != 1:
+        raise r.RosterError("Say who is in the class with one of --learners N, --learner NAME (repeated) or "
+                            f"--roster FILE{'' if not given else ', not ' + ' and '.join(given)}.")
+    if count is not None:
+        return r.from_count(count)
+    if names:
+        return r.from_names(names)
+    return r.from_file(roster)
+
+
+def local_class():
+    """The running local lab's class; a clear error on another runtime or without a lab."""
+    from kailab.classroom.partitions import LocalClass
+    from kailab.errors import NotRunning
+    from kailab.runtimes.local import LocalRuntime
+
+    rt = lab.current_runtime()
+    if rt is None:
+        raise NotRunning("No lab is running.", hint="Start one: kailab up --runtime local")
+    if not isinstance(rt, LocalRuntime):
+        raise KailabError(f"A class runs on the local runtime for now; this lab is on the {rt.name} runtime.",
+                          hint="kailab down && kailab up --runtime local, then kailab class up")
+    return LocalClass(rt)
+
+
+@app.command("up")
+def up(
+    learners: Optional[int] = typer.Option(None, "--learners", help="This many learners: learner-1 … learner-N."),
+    learner: List[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
+    roster: Optional[Path] = typer.Option(None, "--roster", help="A file with one learner name a line."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI scheduler of their own."""
+    from kailab.fleet import load_fleet
+
+    wanted = roster_of(learners, learner, roster)  # checked before anything is applied
+    klass = local_class()
+    progress = Progress(quiet)
+    added = klass.up(lab.connect(), wanted, load_fleet(), progress)
+    render.stdout.print(f"Class: {', '.join(klass.learners())} ({len(added)} added). "
+                        "A learner's lessons: kailab class demo NAME --learner LEARNER", markup=False, highlight=False)
+
+
+@app.command("down")
+def down(
+    learner: List[str] = typer.Option([], "--learner", help="Remove only this learner (repeat for each)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Remove every learner (or the ones named): their scheduler, namespaces, queues and nodes."""
+    klass = local_class()
+    removed = klass.down(lab.connect(), learner or None, Progress(quiet))
+    render.stdout.print(f"Removed: {', '.join(removed) or 'no learner'}.", markup=False, highlight=False)
+
+
+@app.command("status")
+def status() -> None:
+    """The class's learners and whether each one's scheduler runs."""
+    klass = local_class()
+    for name in klass.learners():
+        control = klass.control(name)
+        state = f"scheduler running ({control.settings.describe()})" if control.running() else "scheduler stopped"
+        render.stdout.print(f"{name}: {state}", markup=False, highlight=False)
+
+
+@app.command("demo")
+def demo(
+    name: str = typer.Argument(..., help="An exercise (see kailab demo --help), or all."),
+    learner: str = typer.Option(..., "--learner", help="Whose slice to run it in."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Run a built-in exercise in a learner's slice, as they would."""
+    from kailab.cli import DEMOS
+    from kailab.classroom.lessons import run_lessons, slice_line
+
+    names = list(DEMOS) if name == "all" else [name]
+    if any(n not in DEMOS for n in names):
+        raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
+    klass = local_class()
+    klass.known(learner)  # an unknown learner is refused before anything is applied
+    stderr.print(slice_line(learner), markup=False, highlight=False)
+    verdicts = run_lessons(klass, lab.connect(), learner, names, Progress(quiet or as_json))
+    render.print_verdicts(verdicts, as_json)
+    if not all(v.ok for v in verdicts):
+        raise typer.Exit(1)

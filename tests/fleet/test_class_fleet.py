@@ -1,0 +1,93 @@
+"""A class of three on one local lab, on the real KAI: each learner's lessons run at the same time in their own
+partition and give the verdicts a lab of one's own gives (tests/golden/<lesson>/verdict.json).
+
+What it proves: ``kailab class up`` gives each learner nodes and a KAI scheduler of their own
+(``--partition-label-value``); their queues, workloads and PodGroups carry their node-pool label, so their
+scheduler — and only it — places their pods, on their nodes; a lesson that stops and reconfigures the scheduler
+(placement, consolidation) changes that learner's scheduler alone while the others' lessons run; ``class down``
+removes every learner's objects, nodes and scheduler, and the lab's own scheduler still runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from kailab.classroom import plan
+from kailab.classroom.lessons import run_lessons
+from kailab.classroom.partitions import LocalClass
+from kailab.kube import Kube
+from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API
+from kailab.progress import Progress
+
+pytestmark = [pytest.mark.fleet, pytest.mark.kai]
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+LESSONS = {"ann": ["placement"], "bob": ["consolidation"], "cai": ["fairshare", "reclaim"]}
+ROW = ("title", "expected", "observed", "passed", "scope", "measure")
+
+
+def rows(verdict: dict, learner: str = "") -> list[dict]:
+    """The verdict's checks as the golden file has them; the learner's prefix taken off names (queues, nodes)."""
+    out = []
+    for check in verdict["checks"]:
+        row = {k: check[k] for k in ROW}
+        if learner:
+            row = {k: v.replace(f"{learner}-", "") if isinstance(v, str) else v for k, v in row.items()}
+        out.append(row)
+    return out
+
+
+def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab):
+    kai_lab.cli("class", "up", *[a for name in LESSONS for a in ("--learner", name)], check=True)
+    klass = LocalClass(kai_lab.runtime)
+    assert klass.learners() == list(LESSONS)
+    for learner in LESSONS:
+        nodes = kai_lab.kube.core.list_node(label_selector=f"{NODEPOOL_LABEL}={learner}").items
+        assert sorted(n.metadata.name for n in nodes) == sorted(
+            f"{learner}-kwok-{p}" for p in ("a100-0", "a100-1", "h100-0", "l40s-0", "l40s-1"))
+        assert klass.control(learner).running()
+
+    verdicts: dict[str, list] = {}
+    errors: list[BaseException] = []
+
+    def play(learner: str) -> None:
+        try:  # each learner a client of their own, as each would be on their own machine
+            kube = Kube(kai_lab.runtime.kubeconfig())
+            verdicts[learner] = run_lessons(klass, kube, learner, LESSONS[learner], Progress(quiet=True))
+        except BaseException as e:  # noqa: BLE001 (reported below, with the learner)
+            errors.append(e)
+
+    threads = [threading.Thread(target=play, args=(name,)) for name in LESSONS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert not errors, errors
+
+    for learner, lessons in LESSONS.items():
+        for lesson, verdict in zip(lessons, verdicts[learner]):
+            got = verdict.to_dict()
+            assert got["outcome"] == "PASS", (learner, lesson, got)
+            golden = json.loads((GOLDEN / lesson / "verdict.json").read_text())
+            assert rows(got, learner) == rows(golden), (learner, lesson)
+
+        # Every pod a learner's lesson left bound is on that learner's nodes; their PodGroups are in their partition.
+        for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items:
+            for pod in kai_lab.kube.core.list_namespaced_pod(ns.metadata.name).items:
+                assert pod.spec.node_name is None or pod.spec.node_name.startswith(f"{learner}-kwok-"), pod.metadata.name
+            for group in kai_lab.kube.list(PODGROUP_API, "PodGroup", namespace=ns.metadata.name):
+                assert group["metadata"]["labels"].get(NODEPOOL_LABEL) == learner, group["metadata"]["name"]
+
+    kai_lab.cli("class", "down", check=True)
+    assert klass.learners() == []
+    assert kai_lab.kube.core.list_node(label_selector=LEARNER_LABEL).items == []
+    for learner in LESSONS:
+        assert not klass.control(learner).running()
+        assert kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items == [] or all(
+            ns.status.phase == "Terminating"
+            for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items)
+    assert kai_lab.runtime.scheduler_control().running()  # the lab's own scheduler was never touched

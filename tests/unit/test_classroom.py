@@ -1,0 +1,128 @@
+"""A class's roster and partition plan: bad input refused with one clear message, a learner's slice labelled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kailab.classroom import plan, roster
+from kailab.classroom.cli import roster_of
+from kailab.classroom.roster import RosterError
+from kailab.cli import app
+from kailab.fleet import load_fleet
+from kailab.labels import NODEPOOL_LABEL
+from kailab.ownership import Owner, stamped
+from kailab.paths import EXERCISES
+from kailab.runtimes.local_kai import scheduler_spec
+from kailab.scenarios import model
+from kailab.scenarios.loader import load_scenario
+from kailab.scenarios.manifests import workload_objects
+
+
+def test_a_count_names_its_learners():
+    assert roster.from_count(3).names == ("learner-1", "learner-2", "learner-3")
+
+
+@pytest.mark.parametrize("count", [0, -1, roster.MAX_LEARNERS + 1, 10_000])
+def test_a_class_of_none_or_too_many_is_refused(count):
+    with pytest.raises(RosterError, match=r"at least one learner|more than one lab holds"):
+        roster.from_count(count)
+
+
+def test_a_roster_file_skips_comments_and_blank_lines(tmp_path):
+    f = tmp_path / "class.txt"
+    f.write_text("# period 2\nann\n\nbob  # back row\n")
+    assert roster.from_file(f).names == ("ann", "bob")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("ann\nbob\nann\n", ["class.txt:3", "'ann' is named twice", "class.txt:1"]),
+    ("ann\nBob_2\n", ["class.txt:2", "'Bob_2' cannot be a learner's name"]),
+    ("ann\n" + "x" * 21 + "\n", ["class.txt:2", "1 to 20"]),  # would overflow a lesson's 63-character names
+    ("ann\nann-b\n", ["class.txt:2", "'ann-b' starts with 'ann'", "overlap"]),
+    ("# nobody\n\n", ["names no learner"]),
+    ("".join(f"l{i}\n" for i in range(10_000)), ["10000 learners"]),
+])
+def test_a_bad_roster_names_the_line_and_the_problem(tmp_path, text, words):
+    f = tmp_path / "class.txt"
+    f.write_text(text)
+    with pytest.raises(RosterError) as e:
+        roster.from_file(f)
+    for w in words:
+        assert w in e.value.message
+
+
+def test_a_roster_that_is_not_text_or_not_there(tmp_path):
+    with pytest.raises(RosterError, match="No roster file"):
+        roster.from_file(tmp_path / "missing.txt")
+    binary = tmp_path / "class.bin"
+    binary.write_bytes(b"\xff\xfe\x00ann")
+    with pytest.raises(RosterError, match="Cannot read the roster"):
+        roster.from_file(binary)
+
+
+def test_learners_come_from_exactly_one_source(tmp_path):
+    with pytest.raises(RosterError, match="one of --learners N"):
+        roster_of(None, [], None)
+    with pytest.raises(RosterError, match="not --learners and --learner"):
+        roster_of(2, ["ann"], None)
+    with pytest.raises(RosterError, match="--learner ann: 'ann' is named twice"):
+        roster_of(None, ["ann", "ann"], None)
+
+
+def test_the_command_line_refuses_bad_learners_before_looking_for_a_lab(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAILAB_HOME", str(tmp_path / "no-lab"))
+    result = CliRunner().invoke(app, ["class", "up", "--learners", "0"])
+    assert result.exit_code == 1
+    assert "at least one learner" in str(result.exception.message if result.exception else result.output)
+
+
+def test_a_learners_nodes_are_the_lesson_fleet_named_and_labelled_for_them():
+    nodes = plan.nodes(load_fleet(), "ann")
+    assert [n["metadata"]["name"] for n in nodes] == [
+        "ann-kwok-a100-0", "ann-kwok-a100-1", "ann-kwok-h100-0", "ann-kwok-l40s-0", "ann-kwok-l40s-1"]
+    assert {n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes} == {"ann"}
+    assert sum(int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes) == 32
+    assert all(n["metadata"]["labels"]["kubernetes.io/hostname"] == n["metadata"]["name"] for n in nodes)
+
+
+def test_everything_a_learners_lesson_applies_is_in_their_partition():
+    scenario = plan.for_learner(load_scenario(EXERCISES / "gang.yaml"), "ann")
+    owner = plan.owner("ann")
+    for w in scenario.workloads:
+        for obj in workload_objects(w, scenario):
+            obj = stamped(obj, owner)
+            assert obj["metadata"]["labels"][NODEPOOL_LABEL] == "ann"
+            template = (obj.get("spec") or {}).get("template")
+            if template:  # the pod-grouper copies the label from the top owner or the pod onto the PodGroup
+                assert template["metadata"]["labels"][NODEPOOL_LABEL] == "ann"
+    assert scenario.namespace.startswith("ann-")
+    assert all(q.name.startswith("ann-") for q in scenario.queues)
+
+
+def test_a_learners_owner_is_not_the_labs_nor_another_learners():
+    ann, bob = plan.owner("ann"), plan.owner("bob")
+    assert ann.owns(ann.labels) and not bob.owns(ann.labels) and not Owner().owns(ann.labels)
+    assert "kailab.io/lab-id=class-ann" in ann.selector()
+
+
+def test_nodes_a_lesson_names_become_the_learners():
+    scenario = plan.for_learner(load_scenario(EXERCISES / "fractions.yaml"), "ann")
+    pinned = {w.node for w in scenario.workloads if w.node}
+    assert pinned == {"ann-kwok-a100-0"}
+    for step in scenario.steps:
+        if isinstance(step, (model.DeletePods, model.DeleteWorkloads)):
+            assert step.node.startswith("ann-kwok-")
+
+
+def test_a_partition_scheduler_has_its_own_label_value_name_and_folder(tmp_path):
+    spec = scheduler_spec({"kai-scheduler": Path("/bin/kai-scheduler")}, tmp_path / "kubeconfig", tmp_path / "ann",
+                          partition="ann", name=plan.scheduler_process("ann"))
+    assert spec.name == "kai-scheduler-ann"
+    assert "--partition-label-value=ann" in spec.argv
+    assert f"--nodepool-label-key={NODEPOOL_LABEL}" in spec.argv
+    assert (tmp_path / "ann" / "scheduler-config.yaml").is_file()
+    lab_own = scheduler_spec({"kai-scheduler": Path("/bin/kai-scheduler")}, tmp_path / "kubeconfig", tmp_path / "lab")
+    assert "--partition-label-value=" in lab_own.argv and lab_own.name == "kai-scheduler"
