@@ -426,6 +426,11 @@ def main() -> None:
     except Exception as e:  # API errors, bugs: one line, not a traceback
         if os.environ.get("KAILAB_DEBUG"):
             raise
+        if getattr(e, "status", None) == 401:  # kubernetes' ApiException and the dynamic client's errors carry it
+            stderr.print("[red]✗ Error:[/red] The cluster no longer accepts this lab's credential (401 Unauthorized). "
+                         "A class credential: your class has ended or your credential was revoked.")
+            stderr.print("[yellow]→[/yellow] Ask your instructor for a new kubeconfig; for a lab of your own: kailab up")
+            sys.exit(1)
         stderr.print(f"[red]✗ Unexpected error:[/red] {type(e).__name__}: {str(e).strip()[:600]}", markup=True, highlight=False)
         stderr.print("[yellow]→[/yellow] Run again with KAILAB_DEBUG=1 for the traceback, and please report it.")
         sys.exit(1)

@@ -53,6 +53,7 @@ def up(
     learners: Optional[int] = typer.Option(None, "--learners", help="This many learners: learner-1 … learner-N."),
     learner: List[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
     roster: Optional[Path] = typer.Option(None, "--roster", help="A file with one learner name a line."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
     quiet: bool = QuietOpt,
 ) -> None:
     """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI scheduler of their own."""
@@ -61,7 +62,7 @@ def up(
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
     klass = local_class()
     progress = Progress(quiet)
-    added = klass.up(lab.connect(), wanted, load_fleet(), progress)
+    added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
     render.stdout.print(f"Class: {', '.join(klass.learners())} ({len(added)} added). "
                         "A learner's lessons: kailab class demo NAME --learner LEARNER", markup=False, highlight=False)
 
@@ -78,13 +79,31 @@ def down(
 
 
 @app.command("status")
-def status() -> None:
-    """The class's learners and whether each one's scheduler runs."""
+def status(as_json: bool = typer.Option(False, "--json", help="Print the class as JSON.")) -> None:
+    """Learners × lessons: each verdict and when, whose scheduler runs, and who is stuck (a pod Pending, KAI's reason)."""
+    import json
+
+    from kailab.classroom.records import class_status
+
     klass = local_class()
-    for name in klass.learners():
-        control = klass.control(name)
-        state = f"scheduler running ({control.settings.describe()})" if control.running() else "scheduler stopped"
-        render.stdout.print(f"{name}: {state}", markup=False, highlight=False)
+    learners = klass.learners()
+    report = class_status(lab.connect(), learners)
+    for name in learners:
+        report[name]["scheduler"] = "running" if klass.control(name).running() else "stopped"
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    if not learners:
+        render.stdout.print("No class on this lab. Start one: kailab class up --learners N", markup=False)
+        return
+    for name in learners:
+        row = report[name]
+        lessons = ", ".join(f"{lesson} {r['outcome']} ({r['finished']})" for lesson, r in sorted(row["lessons"].items()))
+        render.stdout.print(f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}",
+                            markup=False, highlight=False)
+        for s in row["stuck"]:
+            render.stdout.print(f"  stuck: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}",
+                                markup=False, highlight=False)
 
 
 @app.command("demo")

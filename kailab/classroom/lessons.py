@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kailab.checks import Verdict
-from kailab.classroom import plan
+from kailab.classroom import plan, records
 from kailab.classroom.partitions import LocalClass
 from kailab.kube import Kube
 from kailab.labels import NODEPOOL_LABEL
@@ -18,7 +18,11 @@ def run_lessons(klass: LocalClass, kube: Kube, learner: str, names: list[str], p
     scenarios = [plan.for_learner(load_scenario(EXERCISES / f"{n}.yaml"), learner) for n in names]
     engine = Engine(klass.cluster(learner, kube), progress)
     engine.refuse_foreign(scenarios)
-    return [engine.run(s) for s in scenarios]
+    verdicts = []
+    for s in scenarios:
+        verdicts.append(engine.run(s))
+        kube.apply(records.record_object(learner, verdicts[-1]))  # in their namespace: the instructor reads it there
+    return verdicts
 
 
 def slice_line(learner: str) -> str:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from kailab.classroom import plan
+from pathlib import Path
+from kailab.classroom import access, plan
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
@@ -92,8 +93,9 @@ class LocalClass:
                                   hint="Give those learners other names.")
         return new
 
-    def up(self, kube: Kube, roster: Roster, fleet: Fleet, progress: Progress) -> list[str]:
-        """Add the roster's new learners: their fleet, then their scheduler. Returns the learners added."""
+    def up(self, kube: Kube, roster: Roster, fleet: Fleet, progress: Progress, out: Path | None = None) -> list[str]:
+        """Add the roster's new learners: their fleet, then their scheduler; with ``out``, write every learner's
+        kubeconfig there (classroom.access). Returns the learners added."""
         new = self.check(kube, roster)
         done = self.learners()
         for learner in new:
@@ -104,6 +106,9 @@ class LocalClass:
                              logs_hint="Is the KWOK controller running? See: kailab status")
                 self.control(learner).start()
                 done.append(learner)
+        if out is not None:
+            with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
+                access.grant(kube, done, out)
         return new
 
     def down(self, kube: Kube, learners: list[str] | None, progress: Progress) -> list[str]:
@@ -116,11 +121,14 @@ class LocalClass:
             raise KailabError(f"No learner named {', '.join(unknown)} in this lab's class.",
                               hint=f"Learners: {', '.join(have) or 'none'}.")
         for learner in learners:
-            with progress.step(f"Removing learner {learner}: scheduler, namespaces, queues and nodes"):
+            with progress.step(f"Removing learner {learner}: credential, scheduler, namespaces, queues and nodes"):
+                access.revoke(kube, learner)
                 remove_learner(kube, learner)
                 self.control(learner).stop()
                 shutil.rmtree(self.folder / "partitions" / learner, ignore_errors=True)
                 self._write([n for n in self.learners() if n != learner])
+        if not self.learners():
+            access.revoke_class(kube)
         return learners
 
 

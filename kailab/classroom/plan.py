@@ -78,3 +78,12 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         workloads=tuple(dataclasses.replace(w, node=node(w.node)) for w in out.workloads),
         steps=tuple(step(s) for s in out.steps),
     )
+
+
+def lesson_namespaces(learner: str) -> list[str]:
+    """The learner's namespace of each built-in exercise (``class up`` makes them; their Role is bound there)."""
+    from kailab.lesson import lesson_names
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.loader import load_scenario
+
+    return sorted({for_learner(load_scenario(EXERCISES / f"{n}.yaml"), learner).namespace for n in lesson_names()})

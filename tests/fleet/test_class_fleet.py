@@ -91,3 +91,76 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
             ns.status.phase == "Terminating"
             for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items)
     assert kai_lab.runtime.scheduler_control().running()  # the lab's own scheduler was never touched
+
+
+def refused(call) -> int:
+    """The API server's status for a call that must be refused (403 from RBAC or the admission policy)."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import DynamicApiError
+
+    try:
+        call()
+    except (ApiException, DynamicApiError) as e:
+        return e.status
+    raise AssertionError("the API server allowed it")
+
+
+def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp_path):
+    from kubernetes import client
+
+    from kailab.classroom import credentials
+    from kailab.labels import QUEUE_API
+
+    out = tmp_path / "creds"
+    kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
+    assert sorted(p.name for p in out.iterdir()) == ["ann.kubeconfig", "bob.kubeconfig"]
+    assert (out / "ann.kubeconfig").stat().st_mode & 0o077 == 0
+    admin, ann = kai_lab.kube, Kube(out / "ann.kubeconfig")
+    klass = LocalClass(kai_lab.runtime)
+
+    def queue(name: str, pool: str) -> dict:
+        return {"apiVersion": QUEUE_API, "kind": "Queue",
+                "metadata": {"name": name, "labels": {**plan.owner(pool).labels}},
+                "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}}}
+
+    admin.apply(queue("bob-team", "bob"))
+    bob_ns, bob_node = "bob-kailab-quota", "bob-kwok-a100-0"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "namespace": bob_ns},
+           "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    label = {"metadata": {"labels": {"touched": "by-ann"}}}
+    attempts = {
+        "read B's pods": lambda: ann.core.list_namespaced_pod(bob_ns),
+        "create a pod in B's namespace": lambda: ann.core.create_namespaced_pod(bob_ns, pod),
+        "change B's namespace": lambda: ann.core.patch_namespace(bob_ns, label),
+        "delete B's namespace": lambda: ann.core.delete_namespace(bob_ns),
+        "change B's queue": lambda: ann.apply({**queue("bob-team", "bob"), "spec": {"priority": 1}}),
+        "delete B's queue": lambda: ann.delete(QUEUE_API, "Queue", "bob-team"),
+        "create a queue outside A's names": lambda: ann.apply(queue("zed-team", "ann")),
+        "create a queue of A's name in B's partition": lambda: ann.apply(queue("ann-sneaky", "bob")),
+        "change B's node": lambda: ann.core.patch_node(bob_node, label),
+        "delete B's node": lambda: ann.core.delete_node(bob_node),
+        "change A's own node": lambda: ann.core.patch_node("ann-kwok-a100-0", label),
+        "change a partition's scheduler (SchedulingShard)": lambda: ann.apply(
+            {"apiVersion": "kai.scheduler/v1", "kind": "SchedulingShard", "metadata": {"name": "bob"},
+             "spec": {"partitionLabelValue": "bob", "placementStrategy": {"gpu": "spread"}}}),
+        "read the ServiceAccounts' tokens": lambda: ann.core.list_namespaced_secret(credentials.CLASS_NAMESPACE),
+    }
+    statuses = {what: refused(call) for what, call in attempts.items()}
+    assert statuses == {what: 403 for what in attempts}, statuses
+    assert admin.get(QUEUE_API, "Queue", "bob-team")["spec"].get("priority") is None
+    assert admin.get(QUEUE_API, "Queue", "zed-team") is None
+
+    # What A may do: a queue of their own, and their lesson, through their kubeconfig alone.
+    ann.apply(queue("ann-mine", "ann"))
+    ann.delete(QUEUE_API, "Queue", "ann-mine")
+    (verdict,) = run_lessons(klass, ann, "ann", ["quota"], Progress(quiet=True))
+    assert verdict.to_dict()["outcome"] == "PASS", verdict.to_dict()
+    golden = json.loads((GOLDEN / "quota" / "verdict.json").read_text())
+    assert rows(verdict.to_dict(), "ann") == rows(golden)
+
+    kai_lab.cli("class", "down", check=True)
+    assert refused(lambda: ann.core.list_namespaced_pod("ann-kailab-quota")) == 401  # the credential is revoked
+    assert admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE) is None or \
+        admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE)["status"]["phase"] == "Terminating"
+    assert client.AdmissionregistrationV1Api(admin.api).list_validating_admission_policy(
+        label_selector="app.kubernetes.io/managed-by=kailab").items == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,100 @@ def test_a_partition_scheduler_has_its_own_label_value_name_and_folder(tmp_path)
     assert (tmp_path / "ann" / "scheduler-config.yaml").is_file()
     lab_own = scheduler_spec({"kai-scheduler": Path("/bin/kai-scheduler")}, tmp_path / "kubeconfig", tmp_path / "lab")
     assert "--partition-label-value=" in lab_own.argv and lab_own.name == "kai-scheduler"
+
+
+# -- credentials (pure builders; the fleet test tries them against the API server) --------------------------------
+
+from kailab.classroom import credentials  # noqa: E402
+
+
+def _rules(objs):
+    return [r for o in objs if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]]
+
+
+def test_a_learners_roles_are_bound_in_their_namespaces_only():
+    namespaces = plan.lesson_namespaces("ann")
+    assert len(namespaces) == 12 and all(n.startswith("ann-") for n in namespaces)
+    objs = credentials.learner_objects("ann", namespaces, Owner())
+    placed = {o["metadata"].get("namespace") for o in objs} - {None}
+    assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
+    own = next(o for o in objs if o["kind"] == "ClusterRole")
+    assert own["rules"] == [{"apiGroups": [""], "resources": ["namespaces"], "resourceNames": namespaces,
+                             "verbs": ["get", "patch", "update"]}]
+    for obj in objs:
+        if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            assert obj["subjects"] == [{"kind": "ServiceAccount", "name": "learner-ann",
+                                        "namespace": credentials.CLASS_NAMESPACE}]
+
+
+def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_scheduler_settings():
+    objs = credentials.learner_objects("ann", plan.lesson_namespaces("ann"), Owner()) + credentials.class_objects()
+    for rule in _rules(objs):
+        assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
+        assert "secrets" not in rule["resources"]
+        assert not {"kai.scheduler"} & set(rule["apiGroups"]), rule  # KAI's Config and SchedulingShards: nobody's
+        if "nodes" in rule["resources"]:
+            assert set(rule["verbs"]) <= {"get", "list", "watch"}
+
+
+def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
+    policy, binding = credentials.admission_policy({})
+    spec = policy["spec"]
+    prefix = spec["matchConditions"][0]["expression"].split("'")[1]
+    assert credentials.username("ann").startswith(prefix)
+    offset = int(spec["variables"][0]["expression"].split("substring(")[1].rstrip(")"))
+    assert credentials.username("ann")[offset:] == "ann"
+    kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
+    assert kinds == {"queues", "priorityclasses", "namespaces"}
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    assert spec["failurePolicy"] == "Fail"
+
+
+def test_a_learners_kubeconfig_loads_and_holds_their_token_only():
+    import base64
+
+    from kubernetes import client, config
+
+    conf = credentials.kubeconfig("ann", "https://127.0.0.1:6443", base64.b64encode(b"CA").decode(), "tok",
+                                  "kailab-class@127.0.0.1:6443")
+    cfg = client.Configuration()
+    config.kube_config.KubeConfigLoader(conf).load_and_set(cfg)
+    assert cfg.host == "https://127.0.0.1:6443"
+    assert cfg.api_key == {"BearerToken": "Bearer tok"}
+    assert conf["current-context"] == "kailab-class-ann"
+    with pytest.raises(ValueError):
+        credentials.kubeconfig("ann", "https://x", "not base64!", "tok", "c")
+
+
+def test_a_revoked_credential_gets_one_clear_message(monkeypatch, capsys):
+    from kubernetes.client.exceptions import ApiException
+
+    import kailab.cli as cli
+
+    def revoked():
+        raise ApiException(status=401, reason="Unauthorized")
+
+    monkeypatch.setattr(cli, "app", revoked)
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert "your class has ended or your credential was revoked" in err
+    assert "Traceback" not in err and "Unexpected" not in err
+
+
+def test_a_lesson_record_lives_in_the_learners_namespace_labelled_as_theirs():
+    from kailab.checks import Verdict
+    from kailab.classroom import records
+    from kailab.labels import LEARNER_LABEL, RECORD_LABEL
+
+    verdict = Verdict(scenario="quota", title="Quota", namespace="ann-kailab-quota", seconds=3.04,
+                      error="the API server said no")
+    obj = records.record_object("ann", verdict, prediction="team-a gets 8")
+    assert obj["metadata"]["namespace"] == "ann-kailab-quota"
+    labels = obj["metadata"]["labels"]
+    assert labels[LEARNER_LABEL] == "ann" and labels[RECORD_LABEL] == "quota" and labels[NODEPOOL_LABEL] == "ann"
+    assert plan.owner("ann").owns(labels)
+    assert obj["data"]["outcome"] == "FAIL" and obj["data"]["seconds"] == "3.0"
+    assert obj["data"]["prediction"] == "team-a gets 8"
+    assert json.loads(obj["data"]["verdict"])["error"] == "the API server said no"
