@@ -70,6 +70,6 @@ def revoke_class(kube: Kube) -> None:
     """Delete what every learner shared: the admission policy, the reader role, the ServiceAccounts' namespace."""
     for api, kind, name in ((credentials.ADMISSION, "ValidatingAdmissionPolicyBinding", credentials.POLICY),
                             (credentials.ADMISSION, "ValidatingAdmissionPolicy", credentials.POLICY),
-                            (credentials.RBAC, "ClusterRole", credentials.READER),
-                            ("v1", "Namespace", credentials.CLASS_NAMESPACE)):
+                            (credentials.RBAC, "ClusterRole", credentials.READER)):
         kube.delete(api, kind, name)
+    kube.delete_namespace(credentials.CLASS_NAMESPACE)  # and wait: a class up right after would find it terminating

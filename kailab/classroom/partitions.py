@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from kailab.classroom import access, plan
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
@@ -132,15 +133,30 @@ class LocalClass:
         return learners
 
 
-def remove_learner(kube: Kube, learner: str) -> None:
+def remove_learner(kube: Kube, learner: str, timeout: float = 120) -> None:
     """Delete every object of the learner's (by their owner labels) and their nodes."""
     owner = plan.owner(learner)
     selector = owner.selector()
-    for ns in kube.core.list_namespace(label_selector=selector).items:
-        kube.empty_namespace(ns.metadata.name)
-        kube.delete("v1", "Namespace", ns.metadata.name)
+    namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=selector).items]
+    for name in namespaces:
+        kube.empty_namespace(name)
+        kube.delete("v1", "Namespace", name)
     for api, kind in ((QUEUE_API, "Queue"), ("scheduling.k8s.io/v1", "PriorityClass")):
         for obj in kube.list(api, kind, label_selector=selector):
             kube.delete(api, kind, obj["metadata"]["name"])
     kube.core.delete_collection_node(label_selector=f"{plan.node_selector(learner)},{selector}")
+    # Gone, not only going: a class up right after (the same learner again) would find them terminating.
+    if not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, timeout):
+        raise KailabError(f"{learner}'s namespaces were not deleted within {timeout:.0f}s.",
+                          hint=f"See what is left: kubectl get namespaces -l {selector}")
+
+
+def wait_until_gone(listing, timeout: float) -> bool:
+    """Poll ``listing`` until it is empty; False at the timeout (the namespace controller deletes in rounds)."""
+    deadline = time.monotonic() + timeout
+    while listing():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
 

@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from waits import until  # tests/fleet/waits.py
 
 from kailab.classroom import plan
 from kailab.classroom.lessons import run_lessons
 from kailab.classroom.partitions import LocalClass
+from kailab.classroom.records import class_status
 from kailab.kube import Kube
-from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API
+from kailab.labels import GPU, KWOK_TOLERATION, LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API, QUEUE_LABEL
+from kailab.ownership import stamped
+from kailab.paths import EXERCISES
 from kailab.progress import Progress
+from kailab.scenarios.loader import load_scenario
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
@@ -81,6 +87,25 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
                 assert pod.spec.node_name is None or pod.spec.node_name.startswith(f"{learner}-kwok-"), pod.metadata.name
             for group in kai_lab.kube.list(PODGROUP_API, "PodGroup", namespace=ns.metadata.name):
                 assert group["metadata"]["labels"].get(NODEPOOL_LABEL) == learner, group["metadata"]["name"]
+
+    # The instructor's view, read from the cluster: every learner's lessons and their verdicts.
+    report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+    for learner, lessons in LESSONS.items():
+        assert {n: report[learner]["lessons"][n]["outcome"] for n in lessons} == {n: "PASS" for n in lessons}
+        assert report[learner]["scheduler"] == "running"
+    # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
+    ns = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
+    queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
+    kai_lab.kube.apply(stamped({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "too-big", "namespace": ns, "labels": {QUEUE_LABEL: queue}}, "spec": {
+        "schedulerName": "kai-scheduler", "tolerations": [dict(KWOK_TOLERATION)], "containers": [
+            {"name": "c", "image": "x", "resources": {"limits": {GPU: "16"}}}]}}, plan.owner("ann")))
+    later = datetime.now(timezone.utc) + timedelta(minutes=5)
+    stuck = until("ann's scheduler gives the Pending pod a reason", lambda: [
+        s for s in class_status(kai_lab.kube, ["ann"], now=later)["ann"]["stuck"]
+        if s["pod"] == f"{ns}/too-big" and s["reason"] != "not looked at by a scheduler yet"])
+    assert "16" in stuck[0]["reason"] or "GPU" in stuck[0]["reason"], stuck
+    assert class_status(kai_lab.kube, ["ann"])["ann"]["stuck"] == []  # Pending for seconds only: not stuck yet
 
     kai_lab.cli("class", "down", check=True)
     assert klass.learners() == []
