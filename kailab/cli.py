@@ -221,6 +221,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
             stderr.rule(f"{s.title} ({s.path})")
         v = engine.run(s)
         ev.record_verdict(lab_home(), v.to_record())
+        lab.record_in_class(kube, v)
         verdicts.append(v)
     if evidence:
         _capture(kube, progress, "after the exercise")
@@ -393,6 +394,30 @@ def _ask(question: str) -> str:
         line = sys.stdin.readline() if sys.stdin else ""
         return line.strip() or "(no prediction given)"
     return typer.prompt(question, default="(no prediction given)", show_default=False)
+
+
+@app.command()
+def join(file: Path = typer.Argument(..., help="The kubeconfig your instructor handed out (NAME.kubeconfig).")) -> None:
+    """Join a class with your credential: kailab's commands then act on your slice of the class's cluster."""
+    from kailab.classroom.joined import join as join_class
+    from kailab.paths import lab_home
+
+    j = join_class(file, lab_home())
+    render.stdout.print(f"Joined as {j.learner}. Try: kailab lesson quota — kailab down leaves the class.",
+                        markup=False, highlight=False)
+
+
+@app.callback()
+def _slice() -> None:
+    """Every command of a learner who joined a class first says whose slice it acts on."""
+    try:
+        j = lab.joined()
+    except Exception:  # noqa: BLE001 (a damaged file: the command itself says what is wrong)
+        j = None
+    if j is not None:
+        from kailab.classroom.lessons import slice_line
+
+        stderr.print(slice_line(j.learner), markup=False, highlight=False)
 
 
 def _add_class_commands() -> None:

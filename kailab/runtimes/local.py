@@ -168,7 +168,10 @@ class LocalRuntime(Runtime):
         # every write no longer waits for the disk (a 32-pod Job bound ~0.3 s sooner, measured). The API server
         # deletes a collection with 8 workers, not 1: clearing a lesson's 40 pods took 1.5 s, now 0.6 s.
         patches = [{"name": "etcd", "extraArgs": [{"key": "unsafe-no-fsync", "value": "true"}]},
-                   {"name": "kube-apiserver", "extraArgs": [{"key": "delete-collection-workers", "value": "8"}]}]
+                   {"name": "kube-apiserver", "extraArgs": [{"key": "delete-collection-workers", "value": "8"},
+                                                            # it listens on loopback only: say so, or it looks for a
+                                                            # default route (a machine offline has none) and fails
+                                                            {"key": "advertise-address", "value": "127.0.0.1"}]}]
         conf = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
                 "componentsPatches": patches}
         return [conf, *yaml.safe_load_all(STAGES.read_text())]

@@ -189,3 +189,44 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
         admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE)["status"]["phase"] == "Terminating"
     assert client.AdmissionregistrationV1Api(admin.api).list_validating_admission_policy(
         label_selector="app.kubernetes.io/managed-by=kailab").items == []
+
+
+def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_lab, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from kailab.labels import QUEUE_API
+
+    out = tmp_path / "creds"
+    kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
+    kai_lab.kube.apply({"apiVersion": QUEUE_API, "kind": "Queue",
+                        "metadata": {"name": "bob-team", "labels": plan.owner("bob").labels}, "spec": {}})
+    env = {**os.environ, "KAILAB_HOME": str(tmp_path / "ann-machine")}  # no lab there: only the file
+
+    def ann(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=600)
+
+    assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
+    run = ann("demo", "quota", "--json")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[0].startswith("Learner ann: partition kai.scheduler/node-pool=ann"), run.stderr
+    (verdict,) = json.loads(run.stdout)["verdicts"]
+    assert verdict["outcome"] == "PASS", verdict
+    assert rows(verdict, "ann") == rows(json.loads((GOLDEN / "quota" / "verdict.json").read_text()))
+    placement = json.loads(ann("demo", "placement", "--json").stdout)["verdicts"][0]
+    assert placement["outcome"] == "NOT APPLICABLE"  # the partition's scheduler is the instructor's machine's
+
+    report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+    assert report["ann"]["lessons"]["quota"]["outcome"] == "PASS"
+
+    left = ann("down")
+    assert left.returncode == 0, left.stderr
+    assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=plan.owner("ann").selector()) == []
+    assert kai_lab.kube.get(QUEUE_API, "Queue", "bob-team") is not None  # another learner's: left alone
+
+    assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
+    kai_lab.cli("class", "down", check=True)
+    ended = ann("demo", "quota")
+    assert ended.returncode == 1
+    assert "your class has ended or your credential was revoked" in ended.stderr, ended.stderr

@@ -224,3 +224,41 @@ def test_a_lesson_record_lives_in_the_learners_namespace_labelled_as_theirs():
     assert obj["data"]["outcome"] == "FAIL" and obj["data"]["seconds"] == "3.0"
     assert obj["data"]["prediction"] == "team-a gets 8"
     assert json.loads(obj["data"]["verdict"])["error"] == "the API server said no"
+
+
+# -- joining a class (the learner's side) --------------------------------------------------------------------------
+
+from kailab.classroom import joined  # noqa: E402
+from kailab.errors import KailabError  # noqa: E402
+
+
+def _credential(tmp_path, learner="ann", server="https://127.0.0.1:1"):
+    import base64
+
+    import yaml
+
+    conf = credentials.kubeconfig(learner, server, base64.b64encode(b"CA").decode(), "tok", "kailab-class@x")
+    path = tmp_path / f"{learner}.kubeconfig"
+    path.write_text(yaml.safe_dump(conf))
+    return path
+
+
+def test_join_refuses_a_file_that_is_not_a_class_credential(tmp_path):
+    with pytest.raises(KailabError, match="No file"):
+        joined.learner_of(tmp_path / "missing.kubeconfig")
+    other = tmp_path / "mine.kubeconfig"
+    other.write_text("apiVersion: v1\nkind: Config\ncurrent-context: kind-kind\n")
+    with pytest.raises(KailabError, match="not a class credential .its context is kind-kind"):
+        joined.learner_of(other)
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text("current-context: [unclosed\n")
+    with pytest.raises(KailabError, match="not a kubeconfig kailab can read"):
+        joined.learner_of(broken)
+    assert joined.learner_of(_credential(tmp_path)) == "ann"
+
+
+def test_join_refuses_a_credential_for_a_cluster_that_does_not_answer_and_remembers_nothing(tmp_path):
+    home = tmp_path / "home"
+    with pytest.raises(KailabError, match="does not answer .* is this file for this class"):
+        joined.join(_credential(tmp_path, server="https://127.0.0.1:1"), home)
+    assert joined.current(home) is None
