@@ -162,9 +162,10 @@ def scheduler_control():
         return None
 
 
-def record_in_class(kube: Kube, verdict) -> None:
-    """A joined learner's verdict, kept in their namespace for the instructor's ``class status``; else nothing."""
+def record_in_class(kube: Kube, verdict, prediction: str = "") -> None:
+    """A joined learner's verdict (and prediction), kept in their namespace for the instructor's ``class status``;
+    else nothing."""
     if j := joined():
         from kailab.classroom.records import record_object
 
-        kube.apply(record_object(j.learner, verdict))
+        kube.apply(record_object(j.learner, verdict, prediction))

@@ -9,7 +9,16 @@ from kailab.runtimes.base import LabInfo
 
 
 def all_pods(kube: Kube) -> list[PodView]:
-    """Every pod in the cluster."""
+    """Every pod in the cluster; for a class's learner (``kailab join``), every pod in their lesson namespaces —
+    all their credential may read."""
+    from kailab import lab
+
+    if j := lab.joined():
+        from kailab.classroom.plan import lesson_namespaces
+
+        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=lab.owner().selector()).items}
+        return [pod_view(p) for n in lesson_namespaces(j.learner) if n in names
+                for p in kube.core.list_namespaced_pod(n).items]
     return [pod_view(p) for p in kube.core.list_pod_for_all_namespaces().items]
 
 

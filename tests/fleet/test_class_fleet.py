@@ -217,8 +217,15 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     placement = json.loads(ann("demo", "placement", "--json").stdout)["verdicts"][0]
     assert placement["outcome"] == "NOT APPLICABLE"  # the partition's scheduler is the instructor's machine's
 
+    walk = subprocess.run([sys.executable, "-m", "kailab", "lesson", "gang"], input="all or nothing\n",
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert walk.returncode == 0, walk.stdout + walk.stderr
+    assert walk.stderr.splitlines()[0].startswith("Learner ann:")
+
     report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
     assert report["ann"]["lessons"]["quota"]["outcome"] == "PASS"
+    assert report["ann"]["lessons"]["gang"]["outcome"] == "PASS"
+    assert report["ann"]["lessons"]["gang"]["prediction"] == "all or nothing"
 
     left = ann("down")
     assert left.returncode == 0, left.stderr
