@@ -106,6 +106,17 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print the class a
                                 markup=False, highlight=False)
 
 
+@app.command("evidence")
+def evidence(out: Path = typer.Option(Path("class-report.md"), "--out", help="Where to write the page.")) -> None:
+    """Write the class's status as a Markdown page to hand round: learners × lessons, predictions, who is stuck."""
+    from kailab.classroom.records import class_status, markdown
+    from kailab.lesson import lesson_names
+
+    klass = local_class()
+    out.write_text(markdown(class_status(lab.connect(), klass.learners()), lesson_names()))
+    render.stdout.print(f"Wrote {out}", markup=False, highlight=False)
+
+
 @app.command("demo")
 def demo(
     name: str = typer.Argument(..., help="An exercise (see kailab demo --help), or all."),

@@ -17,6 +17,7 @@ from kailab.labels import LEARNER_LABEL, RECORD_LABEL
 
 NAME = "kailab-record"
 STUCK_SECONDS = 120  # a pod Pending this long in a learner's lesson is worth the instructor's look
+MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!")  # what makes markup inside a line (a cell never starts one)
 
 
 def record_object(learner: str, verdict: Verdict, prediction: str = "") -> dict:
@@ -50,3 +51,29 @@ def class_status(kube: Kube, learners: list[str], now: datetime | None = None) -
                               "reason": (cond.message or cond.reason or "") if cond else "not looked at by a scheduler yet"})
         out[learner] = {"lessons": lessons, "stuck": stuck}
     return out
+
+
+def markdown(report: dict, lessons: list[str]) -> str:
+    """``class status`` as a page to hand round: learners × lessons (outcome and when), predictions, who is stuck.
+
+    Every name and text comes from the cluster and is data: Markdown's special characters are escaped and line
+    breaks folded, so a prediction is shown as typed, never read as markup.
+    """
+    def cell(text: str) -> str:
+        return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in " ".join(str(text).split()))
+
+    learners = sorted(report)
+    out = ["# Class report", "", f"{len(learners)} learners, {len(lessons)} lessons.", "",
+           "| learner | " + " | ".join(map(cell, lessons)) + " |", "|---" * (len(lessons) + 1) + "|"]
+    for name in learners:
+        row = report[name]["lessons"]
+        out.append(f"| {cell(name)} | " + " | ".join(
+            cell(f"{row[n]['outcome']} {row[n]['finished']}") if n in row else "–" for n in lessons) + " |")
+    predictions = [(name, n, r) for name in learners for n, r in sorted(report[name]["lessons"].items()) if r.get("prediction")]
+    if predictions:
+        out += ["", "## Predictions and outcomes", "", "| learner | lesson | prediction | outcome |", "|---|---|---|---|"]
+        out += [f"| {cell(name)} | {cell(n)} | {cell(r['prediction'])} | {cell(r['outcome'])} |" for name, n, r in predictions]
+    stuck = [(name, s) for name in learners for s in report[name]["stuck"]]
+    out += ["", "## Stuck", ""]
+    out += [f"- {cell(name)}: {cell(s['pod'])} Pending {s['pending_seconds']} s — {cell(s['reason'])}" for name, s in stuck] or ["Nobody."]
+    return "\n".join(out) + "\n"

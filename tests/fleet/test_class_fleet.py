@@ -47,7 +47,7 @@ def rows(verdict: dict, learner: str = "") -> list[dict]:
     return out
 
 
-def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab):
+def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab, tmp_path):
     kai_lab.cli("class", "up", *[a for name in LESSONS for a in ("--learner", name)], check=True)
     klass = LocalClass(kai_lab.runtime)
     assert klass.learners() == list(LESSONS)
@@ -93,6 +93,9 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     for learner, lessons in LESSONS.items():
         assert {n: report[learner]["lessons"][n]["outcome"] for n in lessons} == {n: "PASS" for n in lessons}
         assert report[learner]["scheduler"] == "running"
+    page = tmp_path / "class.md"
+    kai_lab.cli("class", "evidence", "--out", str(page), check=True)
+    assert "| cai | – | – | – | PASS " in page.read_text()  # baseline, borrow, consolidation: not cai's; fairshare
     # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
     ns = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
     queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name

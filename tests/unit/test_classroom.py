@@ -262,3 +262,22 @@ def test_join_refuses_a_credential_for_a_cluster_that_does_not_answer_and_rememb
     with pytest.raises(KailabError, match="does not answer .* is this file for this class"):
         joined.join(_credential(tmp_path, server="https://127.0.0.1:1"), home)
     assert joined.current(home) is None
+
+
+def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_as_data():
+    from kailab.classroom.records import markdown
+
+    report = {
+        "bob": {"lessons": {}, "stuck": [{"pod": "bob-kailab-gang/w-0", "pending_seconds": 300,
+                                          "reason": "0/5 nodes | not enough GPUs"}]},
+        "ann": {"lessons": {"quota": {"outcome": "PASS", "finished": "2026-11-24T09:00:00+00:00", "seconds": "3.0",
+                                      "prediction": "team-a *wins* | [x](y)\nsecond line"}}, "stuck": []},
+    }
+    page = markdown(report, ["gang", "quota"])
+    lines = page.splitlines()
+    assert lines[4] == "| learner | gang | quota |"
+    assert lines[6] == "| ann | – | PASS 2026-11-24T09:00:00+00:00 |"
+    assert lines[7] == "| bob | – | – |"
+    assert "| ann | quota | team-a \\*wins\\* \\| \\[x\\]\\(y\\) second line | PASS |" in lines
+    assert "- bob: bob-kailab-gang/w-0 Pending 300 s — 0/5 nodes \\| not enough GPUs" in lines
+    assert markdown({"ann": {"lessons": {}, "stuck": []}}, ["quota"]).endswith("## Stuck\n\nNobody.\n")
