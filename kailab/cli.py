@@ -29,7 +29,7 @@ QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no pro
 
 
 def _runtime_name(value: str) -> str:
-    from kailab.runtimes.base import runtime_names
+    from kailab.runtimes import runtime_names
 
     if value != "auto" and value not in runtime_names():
         raise typer.BadParameter(f"{value!r} is not a runtime; choose auto, {', '.join(runtime_names())}.")
@@ -69,7 +69,8 @@ def up(
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
     from kailab.fleet import load_fleet
-    from kailab.runtimes.base import UpOptions, choose_runtime, get_runtime
+    from kailab.runtimes import check_options, choose_runtime, get_runtime
+    from kailab.runtimes.base import UpOptions
 
     progress = Progress(quiet)
     spec = load_fleet(fleet)
@@ -91,7 +92,7 @@ def up(
         cls, why = get_runtime(running.runtime), "the lab that is running"
     else:
         cls, why = choose_runtime(runtime)
-    cls.check_options(options)
+    check_options(cls, options)
     progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
     rt = cls()
     found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes
@@ -278,13 +279,25 @@ def lesson(
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
     from kailab.lesson import lesson_names, load_lesson, run_lesson
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.engine import Engine
+    from kailab.scenarios.loader import load_scenario
+    from kailab.status import all_pods
+    from kailab.watch import current_frame
 
     if name is None:
         for n in lesson_names():
             render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
         render.stdout.print("Start one: kailab lesson NAME")
         return
-    if not run_lesson(name, ask=(lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))):
+    if name not in lesson_names():
+        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
+    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
+    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
+    engine = Engine(lab.live_cluster(kube), Progress())
+    engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
+    ask = (lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))
+    if not run_lesson(les, scenario, engine, ask, frame=lambda: current_frame(kube, all_pods(kube), lab.fair_shares())):
         raise typer.Exit(1)
 
 

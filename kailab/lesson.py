@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from kailab.errors import KailabError
 from kailab.paths import EXERCISES
 
 SECTIONS = ("Concept", "Predict", "Run", "What you should see", "Why")
@@ -43,26 +42,16 @@ def lesson_names(root: Path = EXERCISES) -> list[str]:
     return sorted(p.stem for p in root.glob("*.md") if p.stem != "README" and (root / f"{p.stem}.yaml").exists())
 
 
-def run_lesson(name: str, ask: Callable[[], str]) -> bool:
-    """The walk-through: concept, prediction (``ask``), the run on the lab, the result and why; True if KAI did what it teaches
-    (or the lesson does not apply to this cluster)."""
+def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Callable[[], object]) -> bool:
+    """The walk-through of ``les``: concept, prediction (``ask``), ``scenario`` run by ``engine``, what the cluster
+    looks like then (``frame``), the result and why; recorded for evidence. True if KAI did what the lesson teaches
+    (or the lesson does not apply to this cluster). The caller binds it to a lab (``kailab lesson`` in cli.py)."""
     from rich.markdown import Markdown
     from rich.panel import Panel
 
-    from kailab import evidence, lab, render
+    from kailab import evidence, render
     from kailab.paths import lab_home
-    from kailab.progress import Progress
-    from kailab.scenarios.engine import Engine
-    from kailab.scenarios.loader import load_scenario
-    from kailab.status import all_pods
-    from kailab.watch import current_frame
 
-    if name not in lesson_names():
-        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
-    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
-    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
-    engine = Engine(lab.live_cluster(kube), Progress())
-    engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     out = render.stdout
 
     def panel(body, title: str) -> None:
@@ -73,7 +62,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
     prediction = ask()
     verdict = engine.run(scenario)
-    out.print(current_frame(kube, all_pods(kube), lab.fair_shares()))  # queues, and who holds each GPU
+    out.print(frame())  # queues, and who holds each GPU
     out.print(render.verdict_table(verdict))
     panel(f"You predicted: {prediction}\nThe lesson expects: {expected}\n"
           f"KAI did: {_what_kai_did(verdict)}",

@@ -1,19 +1,18 @@
 """The runtime interface: how a cluster comes to be. Everything above it only needs a kubeconfig.
 
-A runtime registers itself with :func:`register`; ``kailab up --runtime auto``
-asks each one whether it fits this machine (:meth:`Runtime.available`).
+This module imports no runtime: the runtimes import it, and the registry (``kailab.runtimes``) knows them all.
 """
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar
 
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
+from kailab.labstate import LabState
 from kailab.progress import Progress
 
 
@@ -45,68 +44,6 @@ class UpOptions:
         return out
 
 
-class DamagedState(KailabError):
-    """The lab's state file cannot be read."""
-
-
-@dataclass
-class LabState:
-    """What ``lab.json`` in the lab folder says: which runtime made the lab, and where its kubeconfig is.
-
-    Written by the runtime that made the lab; read by every command through :meth:`read`.
-    """
-
-    runtime: str
-    kubeconfig: str
-    fleet: str = ""
-    total_gpus: int = 0
-    versions: dict = field(default_factory=dict)
-    shape: str = ""  # the fleet's pools, as Fleet.describe() says them
-    kai_components: list[str] = field(default_factory=list)  # local runtime: KAI processes it started
-    complete: bool = True  # kind runtime: False while an `up` is under way (or was interrupted)
-    context: str = ""  # existing runtime: the kubeconfig's context it adopted ("" its current one)
-    prefix: str = ""  # existing runtime: in front of the lab's queue and namespace names
-    lab_id: str = ""  # existing runtime: on every object the lab makes (kailab.io/lab-id)
-    kwok_objects: list[dict] = field(default_factory=list)  # existing runtime with --kwok: what it applied, in order
-
-    FILE = "lab.json"
-
-    @classmethod
-    def read(cls, home: Path) -> "LabState | None":
-        """The state of the lab in ``home``; None when there is none; DamagedState when it cannot be used."""
-        path = home / cls.FILE
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise cls._damaged(path, e.strerror or str(e)) from e
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise cls._damaged(path, "it is not JSON") from None
-        if not isinstance(data, dict):
-            raise cls._damaged(path, "it is not a JSON object")
-        missing = [k for k in ("runtime", "kubeconfig") if not isinstance(data.get(k), str)]
-        if missing:
-            raise cls._damaged(path, f"it has no {' and no '.join(missing)}")
-        if data["runtime"] not in runtime_names():
-            raise cls._damaged(path, f"it names a runtime kailab does not have: {data['runtime']!r}")
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        try:
-            return cls(**known)
-        except TypeError as e:
-            raise cls._damaged(path, str(e)) from e
-
-    @staticmethod
-    def _damaged(path: Path, why: str) -> DamagedState:
-        return DamagedState(f"The lab's state file {path} is damaged: {why}.",
-                            hint="Remove the lab and start again: kailab down && kailab up")
-
-    def write(self, home: Path) -> None:
-        (home / self.FILE).write_text(json.dumps(asdict(self), indent=2))
-
-
 @dataclass
 class ComponentHealth:
     name: str
@@ -128,43 +65,6 @@ PLACEMENTS = ("binpack", "spread")
 # SchedulingShard's args). KAI reclaims and preempts one victim per scheduling cycle, and a cycle starts every
 # second by default: a lesson's reclaim of 8 GPUs took 9.5 s. Every 250 ms it takes 3 s (measured; see bench/).
 LAB_SCHEDULER_ARGS = {"schedule-period": "250ms"}
-
-# The one change the lab makes to KAI's CRDs, on the runtimes that install KAI (local, kind): the PodGroup's
-# spec.subGroups defaults to an empty list. KAI v0.17.0's pod-grouper builds every PodGroup with
-# ``subGroups: []``, the API gives it back without the field, and the two never compare equal
-# (pkg/podgrouper/podgroup/handler.go, podGroupsEqual): so for every event of every pod it rewrote the PodGroup,
-# lost the race to the podgroup-controller's status patches, and was requeued with a 1 s doubling backoff — a
-# 32-pod Job waited 4–8 s to be grouped. With the default, the API gives back what the pod-grouper built, it
-# finds nothing to change, and the Job is grouped in about 1 s (measured; see bench/). No KAI component tells
-# an empty list from none (they all read len(); only the generated deep-copy checks for nil).
-PODGROUP_CRD = "podgroups.scheduling.run.ai"
-PODGROUP_CRD_PATCH = [  # RFC 6902, for `kubectl patch --type=json` and for apply_json_patch
-    {"op": "test", "path": "/spec/versions/0/name", "value": "v2alpha2"},
-    {"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/subGroups/default",
-     "value": []},
-]
-
-
-def apply_json_patch(obj: dict, ops: list[dict]) -> dict:
-    """A copy of ``obj`` with the patch's ``test`` and ``add`` operations applied (all the lab's patches use)."""
-    out = json.loads(json.dumps(obj))
-    for op in ops:
-        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        target = out
-        for p in parents:
-            target = target[int(p)] if isinstance(target, list) else target[p]
-        key = int(last) if isinstance(target, list) else last
-        if op["op"] == "test":
-            if target[key] != op["value"]:
-                raise KailabError(f"KAI's CRD is not what the lab expects at {op['path']}: "
-                                  f"{target[key]!r}, not {op['value']!r}.",
-                                  hint="The pinned KAI version and its CRD disagree; see kailab/versions.py.")
-        elif op["op"] == "add":
-            target[key] = op["value"]
-        else:
-            raise ValueError(f"unsupported JSON patch operation {op['op']!r}")
-    return out
-
 
 @dataclass(frozen=True)
 class SchedulerSettings:
@@ -244,15 +144,8 @@ class Runtime(ABC):
 
     @classmethod
     def check_options(cls, options: UpOptions) -> None:
-        """Refuse, before anything starts, options this runtime does not take."""
-        extra = sorted(options.given() - cls.takes)
-        if extra:
-            takers = {o: [n for n, c in _REGISTRY.items() if o in c.takes] for o in extra}
-            raise KailabError(
-                "; ".join(f"{UpOptions.FLAGS[o]} is for the {' or '.join(takers[o]) or 'no'} runtime, "
-                          f"not the {cls.name} runtime" for o in extra) + ".",
-                hint=f"Leave it out, or choose the runtime that takes it: kailab up --runtime {takers[extra[0]][0]}"
-                if takers[extra[0]] else "Leave it out.")
+        """Refuse, before anything starts, a combination of options this runtime cannot do (beyond ``takes``,
+        which :func:`kailab.runtimes.check_options` checks for every runtime)."""
 
     def __init__(self, home: Path | None = None):
         from kailab.paths import lab_home
@@ -322,43 +215,3 @@ class Runtime(ABC):
         makes its own cluster."""
         return []
 
-
-_REGISTRY: dict[str, type[Runtime]] = {}
-
-
-def register(cls: type[Runtime]) -> type[Runtime]:
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def runtime_names() -> list[str]:
-    """Every runtime, in the order ``--runtime auto`` tries them."""
-    _load_builtin()
-    return sorted(_REGISTRY, key=lambda n: (_REGISTRY[n].preference, n))
-
-
-def get_runtime(name: str) -> type[Runtime]:
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise KailabError(f"No runtime named {name!r}.", hint=f"Runtimes: auto, {', '.join(runtime_names())}.")
-    return _REGISTRY[name]
-
-
-def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
-    """``auto`` → the first runtime, in preference order, that fits this machine. Returns (runtime, why).
-
-    When none fits, the last one is tried: its own error says what to install.
-    """
-    if requested != "auto":
-        return get_runtime(requested), f"--runtime {requested}"
-    names, reasons = [n for n in runtime_names() if _REGISTRY[n].makes_cluster], []
-    for name in names:
-        ok, why = _REGISTRY[name].available()
-        if ok:
-            return _REGISTRY[name], "; ".join(reasons + [f"using the {name} runtime ({why})"]) if reasons else why
-        reasons.append(why)
-    return _REGISTRY[names[-1]], "; ".join(reasons) + f"; trying the {names[-1]} runtime, which says what it needs"
-
-
-def _load_builtin() -> None:
-    from kailab.runtimes import existing, kind, local  # noqa: F401  (registers them)

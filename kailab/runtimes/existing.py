@@ -31,11 +31,12 @@ from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
 from kailab.kube import Kube
 from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER, QUEUE_API
+from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
 from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, blocking, findings
 from kailab.progress import Progress
-from kailab.runtimes.base import ComponentHealth, LabInfo, LabState, Runtime, UpOptions, register
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions
 from kailab.runtimes.kind import KWOK_RELEASE
 
 OWN_ENTRIES = ("lab.json",)
@@ -223,7 +224,6 @@ def leaves_first(queues: list[dict]) -> list[str]:
     return sorted(parent, key=lambda n: (-depth(n), n))
 
 
-@register
 class ExistingRuntime(Runtime):
     """A cluster kailab did not make, adopted through its kubeconfig; kailab's objects on it carry this lab's id."""
 
@@ -243,7 +243,6 @@ class ExistingRuntime(Runtime):
 
     @classmethod
     def check_options(cls, options: UpOptions) -> None:
-        super().check_options(options)
         if options.fleet_given and not options.kwok:
             raise KailabError("--fleet and --pool shape kailab's fake fleet, which an adopted cluster has only with --kwok.",
                               hint="Add --kwok, or leave them out to use the cluster's own nodes.")

@@ -21,11 +21,13 @@ import yaml
 from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import Fleet, create_fleet
+from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 from kailab.kube import Kube
+from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, PODGROUP_CRD, PODGROUP_CRD_PATCH, ComponentHealth, LabInfo,
-                                  LabState, Runtime, SchedulerControl, SchedulerSettings, UpOptions, register)
+from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, ComponentHealth, LabInfo, Runtime, SchedulerControl,
+                                  SchedulerSettings, UpOptions)
 
 CLUSTER = "kailab"
 COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
@@ -167,7 +169,7 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
                "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
                "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"],
               [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")],
-              # the lab's one change to KAI's CRDs, as on the local runtime (kailab/runtimes/base.py)
+              # the lab's one change to KAI's CRDs, as on the local runtime (kailab/kai_patches.py)
               [*kubectl, "patch", "crd", PODGROUP_CRD, "--type=json", "-p", json.dumps(PODGROUP_CRD_PATCH)]],
             files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False),
                    "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}),
@@ -228,7 +230,6 @@ def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
     ]
 
 
-@register
 class KindRuntime(Runtime):
     """A kind cluster named ``kailab``; the same KAI, fleet and exercises as the local runtime.
 

@@ -28,11 +28,11 @@ from kailab import build, labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
+from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import local_kai as kai
-from kailab.runtimes.base import (ComponentHealth, LabInfo, LabState, Runtime, SchedulerControl, SchedulerSettings,
-                                  UpOptions, register)
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, SchedulerSettings, UpOptions
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
 
 CLUSTER = "kailab"
@@ -42,7 +42,6 @@ STAGES = MANIFESTS / "kwok-stages.yaml"
 OWN_ENTRIES = ("kwok", "kai", "lab.json", "kubeconfig.yaml", "kwokctl.yaml", "control-plane.pids")
 
 
-@register
 class LocalRuntime(Runtime):
     """Everything on this machine, from binaries built out of Go modules."""
 

@@ -14,7 +14,8 @@ from kailab.kube import Kube
 from kailab.labels import MANAGED, QUEUE_LABEL
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
-from kailab.runtimes.base import PODGROUP_CRD, PODGROUP_CRD_PATCH, SchedulerSettings, apply_json_patch
+from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
+from kailab.runtimes.base import SchedulerSettings
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
 from kailab import gpu_ledger
 
@@ -175,7 +176,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
 
     # (flags, health path): podgrouper and podgroupcontroller serve /healthz on the probe port;
     # the binder has no health check, so its metrics endpoint answers for it. The pod-grouper keeps KAI's own
-    # 10 workers: with the lab's PodGroup CRD default (runtimes/base.py) they no longer fight over one PodGroup.
+    # 10 workers: with the lab's PodGroup CRD default (kailab/kai_patches.py) they no longer fight over one PodGroup.
     controllers = {
         # The reservation flags KAI's operator passes (their defaults, said here); --fake-gpu-nodes because the
         # fleet's nodes carry run.ai/fake.gpu=true (pkg/operator/operands/binder/resources.go, hasFakeGPUNodes).

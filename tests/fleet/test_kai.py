@@ -100,7 +100,7 @@ def podgroup_rewrites(kube) -> int:
 def test_kai_groups_a_job_without_rewriting_its_podgroup(kai_lab):
     """The lab's PodGroup CRD defaults spec.subGroups to []: KAI's pod-grouper finds the PodGroup it built
     and leaves it alone, instead of rewriting it for every pod event (and losing races to the podgroup-controller)."""
-    from kailab.runtimes.base import PODGROUP_CRD
+    from kailab.kai_patches import PODGROUP_CRD
     from kailab.scenarios.live import clear_scenarios
 
     kube = kai_lab.kube

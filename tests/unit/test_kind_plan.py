@@ -265,7 +265,7 @@ def test_fleet_values_follow_a_resized_fleet():
 
 def test_kai_podgroup_crd_gets_the_labs_one_patch_after_the_chart(tmp_path):
     """kind installs KAI's CRDs through Helm, then makes the same change the local runtime makes before applying them."""
-    from kailab.runtimes.base import PODGROUP_CRD, PODGROUP_CRD_PATCH
+    from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 
     steps = plan(tmp_path, load_fleet(), cluster_exists=False)
     argvs = [argv for s in steps for argv in s.commands]
@@ -284,7 +284,7 @@ def crd(first_version: str) -> dict:
 
 
 def test_podgroup_patch_defaults_subgroups_to_an_empty_list_and_leaves_the_chart_object_alone():
-    from kailab.runtimes.base import PODGROUP_CRD_PATCH, apply_json_patch
+    from kailab.kai_patches import PODGROUP_CRD_PATCH, apply_json_patch
 
     chart = crd("v2alpha2")
     patched = apply_json_patch(chart, PODGROUP_CRD_PATCH)
@@ -294,7 +294,7 @@ def test_podgroup_patch_defaults_subgroups_to_an_empty_list_and_leaves_the_chart
 
 
 def test_podgroup_patch_refuses_a_crd_of_another_shape():
-    from kailab.runtimes.base import PODGROUP_CRD_PATCH, apply_json_patch
+    from kailab.kai_patches import PODGROUP_CRD_PATCH, apply_json_patch
 
     with pytest.raises(KailabError) as refused:
         apply_json_patch(crd("v2alpha3"), PODGROUP_CRD_PATCH)

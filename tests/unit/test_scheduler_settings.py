@@ -110,7 +110,7 @@ def test_every_runtime_has_a_scheduler_control_or_says_it_has_none(tmp_path):
 
 
 def test_local_start_refuses_a_lab_without_kai(tmp_path):
-    from kailab.runtimes.base import LabState
+    from kailab.labstate import LabState
 
     LabState("local", str(tmp_path / "kubeconfig.yaml"), kai_components=[]).write(tmp_path)
     with pytest.raises(KailabError, match="without KAI"):
