@@ -21,7 +21,8 @@ from kailab.fleet import Fleet, Pool, create_fleet, node_objects
 from kailab.kube import Kube, Watched, wait_until
 from kailab.labels import (
     BIND_REQUEST_API,
-    KAI_SCHEDULER,
+    DEFAULT_SCHEDULER_NAME,
+    KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
     POD_GROUP_ANNOTATION,
@@ -38,7 +39,7 @@ POOL = "bench"
 # Without it a lesson's pending pods took two of the bench's GPUs and its Job never finished (seen).
 BENCH_TAINT = {"key": "kailab.io/bench", "value": "only", "effect": "NoSchedule"}
 BENCH_TOLERATION = {"key": "kailab.io/bench", "operator": "Equal", "value": "only", "effect": "NoSchedule"}
-SCHEDULERS = {"kai": KAI_SCHEDULER, "default": "default-scheduler"}
+SCHEDULERS = {"kai": KAI_SCHEDULER_NAME, "default": DEFAULT_SCHEDULER_NAME}
 
 
 # A pod's way to Running, in order. "bind request": KAI's scheduler created the pod's BindRequest (its decision,
@@ -175,7 +176,7 @@ class PeakMemory:
 
 def job(scheduler: str, pods: int) -> dict:
     """One Job of ``pods`` one-GPU pods for ``scheduler``, pinned to the bench pool."""
-    labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER else {})}
+    labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER_NAME else {})}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": f"bench-{scheduler}", "namespace": NAMESPACE, "labels": labels},
@@ -217,7 +218,7 @@ def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Pro
     result = BenchRun(scheduler=scheduler, pods=pods)
     cond = threading.Condition()
     watched = Watched(_raw_pods(kube), NAMESPACE, cond=cond, label_selector=f"job-name=bench-{scheduler}")
-    requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER else None
+    requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER_NAME else None
     stages = StageClock(time.monotonic())
     watched.on_change(stages.pod_changed)
     if requests is not None:

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from kailab.kube import Kube
-from kailab.labels import KAI_SCHEDULER as KAI
-from kailab.labels import QUEUE_API, QUEUE_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, QUEUE_API, QUEUE_LABEL
+from kailab.labels import KAI_SCHEDULER_NAME as KAI
 from kailab.pods import PodView, event_view, pod_view
 from kailab.status import nodes_and_gpus
 from kailab.status import queues as queue_rows
@@ -59,7 +59,7 @@ def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exi
         by = "KAI Scheduler" if scheduler == KAI else f"the {scheduler}"
         return Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
     last = messages[-1] if messages else ""
-    if scheduler not in (KAI, "default-scheduler"):
+    if scheduler not in (KAI, DEFAULT_SCHEDULER_NAME):
         return Explanation(name, "Pending", f"No scheduler named '{scheduler}' runs here, so nothing will ever place it "
                            f"(KAI's is '{KAI}').", runbook="runbooks/pod-pending-forever.md")
     if scheduler == KAI and not pod.pod_group:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from kailab.labels import (
+    DEFAULT_SCHEDULER_NAME,
     GPU,
     GPU_FRACTION_ANNOTATION,
     POD_GROUP_ANNOTATION,
@@ -45,7 +46,7 @@ class PodView:
     bound_at: float | None = None
     unschedulable: bool = False
     namespace: str = ""
-    scheduler: str = "default-scheduler"
+    scheduler: str = DEFAULT_SCHEDULER_NAME
     pod_group: str = ""  # KAI's pod-group-name annotation
     waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
     subgroup: str = ""  # KAI's kai.scheduler/subgroup-name label
@@ -128,7 +129,7 @@ def pod_view(pod) -> PodView:
         name=meta.name, workload=labels.get(WORKLOAD_LABEL, ""), queue=labels.get(QUEUE_LABEL, ""),
         phase=(status.phase if status else None) or "Pending", node=spec.node_name or "", gpus=pod_gpus(pod),
         deleting=meta.deletion_timestamp is not None, bound_at=bound_at, unschedulable=unschedulable,
-        namespace=meta.namespace or "", scheduler=spec.scheduler_name or "default-scheduler",
+        namespace=meta.namespace or "", scheduler=spec.scheduler_name or DEFAULT_SCHEDULER_NAME,
         pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""), waiting=waiting,
         subgroup=labels.get(SUBGROUP_LABEL, ""), gpu_group=labels.get(GPU_GROUP_LABEL, ""),
     )

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kailab.checks import Verdict
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 
 stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 
@@ -128,5 +129,5 @@ def findings_table(findings: list) -> Table:
 def ratio(runs) -> float | None:
     """KAI's time to all bound as a multiple of kube-scheduler's; None unless both ran."""
     by = {r.scheduler: r for r in runs}
-    kai, default = by.get("kai-scheduler"), by.get("default-scheduler")
+    kai, default = by.get(KAI_SCHEDULER_NAME), by.get(DEFAULT_SCHEDULER_NAME)
     return kai.to_bound / default.to_bound if kai and default and default.to_bound else None

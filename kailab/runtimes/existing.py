@@ -30,7 +30,7 @@ from kailab import labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
 from kailab.kube import Kube
-from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER, QUEUE_API
+from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_NAME, QUEUE_API
 from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
@@ -40,8 +40,7 @@ from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions
 from kailab.runtimes.kind import KWOK_RELEASE
 
 OWN_ENTRIES = ("lab.json",)
-SCHEDULER = "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
-METRICS_PORT = "http-metrics"  # the port of the operator's Service for that scheduler
+METRICS_PORT = "http-metrics"  # the port of the Service KAI's operator makes for its scheduler
 KAI_CONFIG = ("kai.scheduler", "v1", "configs", "kai-config")
 STAGES_CRD = "stages.kwok.x-k8s.io"
 KWOK_CONTROLLER = ("kube-system", "kwok-controller")
@@ -128,7 +127,7 @@ def _exists(call: Callable[[], object]) -> object | None:
 
 def find_scheduler(kube: Kube) -> SchedulerDeployment | None:
     """KAI's scheduler Deployment (the operator's ``kai-scheduler-default``), in whatever namespace KAI is."""
-    items = kube.apps.list_deployment_for_all_namespaces(field_selector=f"metadata.name={SCHEDULER}",
+    items = kube.apps.list_deployment_for_all_namespaces(field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}",
                                                         _request_timeout=10).items
     if not items:
         return None
@@ -198,7 +197,7 @@ def read_facts(kube: Kube, owner: Owner, fleet: Fleet | None) -> Facts:
     nodes = read("nodes", lambda: kube.core.list_node(_request_timeout=10).items, [])
     gpu_nodes = tuple((n.metadata.name, _gpus(n)) for n in nodes)
     bound = read("pods", lambda: kube.core.list_pod_for_all_namespaces(
-        field_selector=f"spec.schedulerName={KAI_SCHEDULER},spec.nodeName!=", limit=500, _request_timeout=10).items, [])
+        field_selector=f"spec.schedulerName={KAI_SCHEDULER_NAME},spec.nodeName!=", limit=500, _request_timeout=10).items, [])
     facts = dict(server=server, crds=crds, scheduler=read("Deployments", lambda: find_scheduler(kube), None),
                  kai_bound_pods=len(bound), gpu_nodes=tuple((n, g) for n, g in gpu_nodes if g > 0),
                  gpu_sharing=read("KAI's Config", lambda: gpu_sharing(kube), None))
@@ -465,7 +464,7 @@ class ExistingRuntime(Runtime):
         """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
         try:
             kube = self.kube()
-            services = kube.core.list_service_for_all_namespaces(field_selector=f"metadata.name={SCHEDULER}",
+            services = kube.core.list_service_for_all_namespaces(field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}",
                                                                  _request_timeout=5).items
         except Exception:
             return None
@@ -476,7 +475,7 @@ class ExistingRuntime(Runtime):
         def read() -> str | None:
             try:
                 return kube.core.connect_get_namespaced_service_proxy_with_path(
-                    f"{SCHEDULER}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5)
+                    f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5)
             except Exception:
                 return None
 

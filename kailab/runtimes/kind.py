@@ -23,6 +23,7 @@ from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import Fleet, create_fleet
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 from kailab.kube import Kube
+from kailab.labels import KAI_HELM_RELEASE, KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYMENT, RESERVATION_NAMESPACE
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
@@ -36,20 +37,18 @@ OWN_ENTRIES = ("lab.json", "kubeconfig.yaml", "kind.yaml", "fake-gpu-operator-va
                "reservation-rbac.yaml")
 LAB_LABEL = "kailab.io/lab"
 KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
-KAI_NAMESPACE = "kai-scheduler"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
-RESERVATION_NAMESPACE = "kai-resource-reservation"
 # The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
 KAI_DEPLOYMENTS = ("kai-operator", "admission", "binder", "pod-grouper", "podgroup-controller", "queue-controller",
-                   "kai-scheduler-default")
+                   KAI_SCHEDULER_DEPLOYMENT)
 # KAI's operator makes the scheduler's Deployment (pods labelled app=<name>), its ConfigMap and Service for the
 # chart's SchedulingShard "default" from that shard and the cluster's Config "kai-config"; it rewrites any of
-# them changed by hand, so the scheduler is stopped, started and configured through those two objects.
-SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
+# them changed by hand, so the scheduler (its Deployment: KAI_SCHEDULER_DEPLOYMENT) is stopped, started and configured
+# through those two objects.
 SCHEDULER_SHARD = ("schedulingshards.kai.scheduler", "default")
 KAI_CONFIG = ("configs.kai.scheduler", "kai-config")
 # The operator's Service for the shard names its port http-metrics (resources_for_shard.go, serviceForShard).
-SCHEDULER_METRICS = f"/api/v1/namespaces/{KAI_NAMESPACE}/services/{SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics"
+SCHEDULER_METRICS = f"/api/v1/namespaces/{KAI_NAMESPACE}/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics"
 TOOLS = {
     "docker": "Install Docker Engine or Docker Desktop, and start it.",
     "kind": f"Install kind {versions.KIND_VERSION} (for example: go install sigs.k8s.io/kind@{versions.KIND_VERSION}).",
@@ -163,9 +162,9 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
                "-n", GPU_OPERATOR_NAMESPACE, "--create-namespace",
                "-f", str(home / "fake-gpu-operator-values.yaml"), "--wait", "--timeout", "10m"]],
             files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False)}),
-        # The chart creates kai-resource-reservation; the RBAC into it follows, as in KAI's e2e setup.
+        # The chart creates the reservation namespace; the RBAC into it follows, as in KAI's e2e setup.
         Step(f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)",
-             [["helm", "upgrade", "-i", "kai-scheduler", versions.KAI_CHART, "--version", versions.KAI_VERSION,
+             [["helm", "upgrade", "-i", KAI_HELM_RELEASE, versions.KAI_CHART, "--version", versions.KAI_VERSION,
                "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
                "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"],
               [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")],
@@ -211,7 +210,7 @@ def scheduler_stop_plan(home: Path) -> list[Step]:
     kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
     return [Step("Stopping KAI's scheduler (kai-config: scheduler disabled)",
                  [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(False)]],
-                 wait_gone=(SCHEDULER_DEPLOYMENT,))]
+                 wait_gone=(KAI_SCHEDULER_DEPLOYMENT,))]
 
 
 def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
@@ -222,11 +221,11 @@ def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
              [[*kubectl, "patch", *SCHEDULER_SHARD, "--type", "merge", "-p", json.dumps(shard_patch(settings))]]),
         Step("Starting KAI's scheduler (kai-config: scheduler enabled)",
              [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(True)]],
-             wait_for=(SCHEDULER_DEPLOYMENT,)),
+             wait_for=(KAI_SCHEDULER_DEPLOYMENT,)),
         # The operator may roll the new Deployment once more (its pod template carries the ConfigMap's
         # resourceVersion, unknown until the ConfigMap exists): wait until the newest rollout is done.
         Step("Waiting until KAI's scheduler has rolled out",
-             [[*kubectl, "-n", KAI_NAMESPACE, "rollout", "status", f"deployment/{SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]),
+             [[*kubectl, "-n", KAI_NAMESPACE, "rollout", "status", f"deployment/{KAI_SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]),
     ]
 
 
@@ -434,7 +433,7 @@ class KindSchedulerControl(SchedulerControl):
         return settings_from_shard(json.loads(out.stdout))
 
     def running(self) -> bool:
-        return any(c.name == SCHEDULER_DEPLOYMENT and c.healthy for c in self.rt.info_components() or [])
+        return any(c.name == KAI_SCHEDULER_DEPLOYMENT and c.healthy for c in self.rt.info_components() or [])
 
     def stop(self) -> None:
         for step in scheduler_stop_plan(self.rt.home):

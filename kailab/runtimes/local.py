@@ -28,6 +28,7 @@ from kailab import build, labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
+from kailab.labels import KAI_SCHEDULER_PROCESS
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
@@ -246,7 +247,7 @@ class LocalRuntime(Runtime):
             for spec in specs:
                 self.kai_processes.start(spec)
             kai.wait_healthy(specs, self.kai_processes, timeout=60)
-        self.scheduler_control().record(next(s for s in specs if s.name == kai.SCHEDULER), SchedulerSettings())
+        self.scheduler_control().record(next(s for s in specs if s.name == KAI_SCHEDULER_PROCESS), SchedulerSettings())
 
     def scheduler_control(self) -> "LocalSchedulerControl":
         return LocalSchedulerControl(self)
@@ -315,28 +316,28 @@ class LocalSchedulerControl(SchedulerControl):
             return SchedulerSettings()
 
     def running(self) -> bool:
-        return self.rt.kai_processes.identity(kai.SCHEDULER) is not None
+        return self.rt.kai_processes.identity(KAI_SCHEDULER_PROCESS) is not None
 
     def stop(self) -> None:
-        ident = self.rt.kai_processes.identity(kai.SCHEDULER)
+        ident = self.rt.kai_processes.identity(KAI_SCHEDULER_PROCESS)
         if ident is not None:
             stop([ident], timeout=10, group=True)
             if ident.alive():
                 raise KailabError(f"KAI's scheduler (pid {ident.pid}) did not stop.",
-                                  hint=f"Its log: {self.rt.kai_processes.log_path(kai.SCHEDULER)}")
-        (self.rt.kai_processes.pids / f"{kai.SCHEDULER}.pid").unlink(missing_ok=True)
+                                  hint=f"Its log: {self.rt.kai_processes.log_path(KAI_SCHEDULER_PROCESS)}")
+        (self.rt.kai_processes.pids / f"{KAI_SCHEDULER_PROCESS}.pid").unlink(missing_ok=True)
 
     def start(self, settings: SchedulerSettings | None = None) -> None:
         settings = SchedulerSettings.of(settings)
         state = self.rt.state()
-        if state is None or kai.SCHEDULER not in state.kai_components:
+        if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
             raise KailabError("This lab runs no KAI scheduler to start (it was brought up without KAI).",
                               hint="Bring it up with KAI: kailab down && kailab up")
         if self.running() and settings == self.settings:
             return
         binary = Path(self._record().get("binary") or "")
         if binary.is_file():  # the binary this lab started with, whatever KAILAB_CACHE says now
-            bins = {kai.SCHEDULER: binary}
+            bins = {KAI_SCHEDULER_PROCESS: binary}
         else:
             bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
         self.stop()
@@ -350,10 +351,10 @@ class LocalSchedulerControl(SchedulerControl):
         """Until the new scheduler has run a cycle: its caches are synced and it binds again."""
         deadline = time.monotonic() + self.timeout
         while not kai.actions_run(self.metrics() or ""):
-            if self.rt.kai_processes.pid(kai.SCHEDULER) is None:
-                raise self.rt.kai_processes.fail(kai.SCHEDULER, "exited while starting")
+            if self.rt.kai_processes.pid(KAI_SCHEDULER_PROCESS) is None:
+                raise self.rt.kai_processes.fail(KAI_SCHEDULER_PROCESS, "exited while starting")
             if time.monotonic() > deadline:
-                raise self.rt.kai_processes.fail(kai.SCHEDULER, f"ran no scheduling cycle within {self.timeout:.0f}s")
+                raise self.rt.kai_processes.fail(KAI_SCHEDULER_PROCESS, f"ran no scheduling cycle within {self.timeout:.0f}s")
             time.sleep(0.2)
 
     def metrics(self) -> str | None:

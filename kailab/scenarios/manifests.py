@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
+    DEFAULT_SCHEDULER_NAME,
     GPU,
     GPU_FRACTION_ANNOTATION,
-    KAI_SCHEDULER,
+    KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
@@ -69,7 +70,7 @@ def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
         labels[PREEMPTIBILITY_LABEL] = w.preemptibility
-    if w.priority_class and w.scheduler == KAI_SCHEDULER and not w.priority_in_spec_only:
+    if w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priority_in_spec_only:
         labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
     annotations = dict(w.annotations)
     if w.min_member is not None and w.kind == "Job":
@@ -105,7 +106,7 @@ def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
             "resources": _resources(w),
         }],
     }
-    if w.scheduler != "default-scheduler":
+    if w.scheduler != DEFAULT_SCHEDULER_NAME:
         spec["schedulerName"] = w.scheduler
     if w.node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": w.node}

@@ -12,6 +12,7 @@ from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import load_fleet
 from kailab.progress import Progress
+from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.runtimes import local_kai
 from kailab.runtimes.base import UpOptions
 from kailab.runtimes import kind
@@ -131,7 +132,7 @@ def test_same_stages_and_queues_as_the_local_runtime(tmp_path):
     assert any(c.endswith(str(STAGES)) for c in cmds)
     stages = [d["metadata"]["name"] for d in yaml.safe_load_all(STAGES.read_text())]
     assert "pod-complete" not in stages and "pod-complete-after-delay" in stages
-    assert local_kai.SCHEDULER_NAME == "kai-scheduler" and local_kai.QUEUE_LABEL == "kai.scheduler/queue"
+    assert KAI_SCHEDULER_NAME == "kai-scheduler" and local_kai.QUEUE_LABEL == "kai.scheduler/queue"
 
 
 def test_kwok_stage_crd_is_established_before_the_stages_are_applied(tmp_path):
