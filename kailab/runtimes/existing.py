@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, bloc
 from kailab.progress import Progress
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions
 from kailab.runtimes.kind import KWOK_RELEASE
+from kailab.waiting import until
 
 OWN_ENTRIES = ("lab.json",)
 METRICS_PORT = "http-metrics"  # the port of the Service KAI's operator makes for its scheduler
@@ -350,12 +350,9 @@ class ExistingRuntime(Runtime):
 
     @staticmethod
     def _wait(kube: Kube, what: str, ready: Callable[[], bool], timeout: float = 180) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if time.monotonic() > deadline:
-                raise KailabError(f"KWOK: {what} not ready after {timeout:.0f}s.",
-                                  hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} get pods,events")
-            time.sleep(1)
+        until(ready, timeout, 1, fail=lambda _: KailabError(
+            f"KWOK: {what} not ready after {timeout:.0f}s.",
+            hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} get pods,events"))
 
     @staticmethod
     def _create_fleet(kube: Kube, owner: Owner, fleet: Fleet) -> None:

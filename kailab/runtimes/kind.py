@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -29,6 +28,7 @@ from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, ComponentHealth, LabInfo, Runtime, SchedulerControl,
                                   SchedulerSettings, UpOptions)
+from kailab.waiting import Pending, until
 
 CLUSTER = "kailab"
 COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
@@ -347,36 +347,30 @@ class KindRuntime(Runtime):
 
     def wait_deployments(self, step: Step) -> None:
         """Until each named Deployment exists and has all replicas ready (the operator makes most of them)."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            ready = {c.name for c in (self.info_components() or []) if c.healthy}
-            missing = [d for d in step.wait_for if d not in ready]
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise KailabError(
-                    f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {', '.join(missing)}.",
-                    hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
-                )
-            time.sleep(2)
+        def ready() -> bool | Pending:
+            healthy = {c.name for c in (self.info_components() or []) if c.healthy}
+            missing = [d for d in step.wait_for if d not in healthy]
+            return not missing or Pending(", ".join(missing))
+
+        until(ready, self.timeout, 2, fail=lambda last: KailabError(
+            f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {last.seen}.",
+            hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
 
     def wait_pods_gone(self, step: Step) -> None:
         """Until no pod of the named Deployments is left (the operator deletes them a moment after it is told)."""
-        deadline = time.monotonic() + self.timeout
         selector = f"app in ({','.join(step.wait_gone)})"
-        while True:
+
+        def gone() -> bool | Pending:
             try:
                 left = [p.metadata.name for p in self.kube().core.list_namespaced_pod(
                     KAI_NAMESPACE, label_selector=selector, _request_timeout=10).items]
             except Exception:
                 left = ["(the API server does not answer)"]
-            if not left:
-                return
-            if time.monotonic() > deadline:
-                raise KailabError(
-                    f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {', '.join(left)}.",
-                    hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events")
-            time.sleep(1)
+            return not left or Pending(", ".join(left))
+
+        until(gone, self.timeout, 1, fail=lambda last: KailabError(
+            f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {last.seen}.",
+            hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
 
     def scheduler_control(self) -> "KindSchedulerControl":
         return KindSchedulerControl(self)

@@ -35,6 +35,7 @@ from kailab.progress import Progress
 from kailab.runtimes import local_kai as kai
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, SchedulerSettings, UpOptions
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
+from kailab.waiting import until
 
 CLUSTER = "kailab"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
@@ -194,12 +195,9 @@ class LocalRuntime(Runtime):
                     hint=f"Logs: {self.cluster_dir / 'logs'}", details=details)
             # kwokctl create exits 0 even when the API server never became ready: check it here.
             kube = Kube(self.kubeconfig())
-            deadline = time.monotonic() + 60
-            while not kube.ping():
-                if time.monotonic() > deadline:
-                    raise KailabError("kube-apiserver started but does not answer.", hint=f"See {self.cluster_dir / 'logs' / 'kube-apiserver.log'}",
-                                      details=_tail(self.cluster_dir / "logs" / "kube-apiserver.log"))
-                time.sleep(0.2)
+            log = self.cluster_dir / "logs" / "kube-apiserver.log"
+            until(kube.ping, 60, 0.2, fail=lambda _: KailabError(
+                "kube-apiserver started but does not answer.", hint=f"See {log}", details=_tail(log)))
             step.note(f"API server {self._server()}")
 
     def _record_control_plane(self, since: float) -> None:
@@ -349,13 +347,17 @@ class LocalSchedulerControl(SchedulerControl):
 
     def _wait_scheduling(self) -> None:
         """Until the new scheduler has run a cycle: its caches are synced and it binds again."""
-        deadline = time.monotonic() + self.timeout
-        while not kai.actions_run(self.metrics() or ""):
-            if self.rt.kai_processes.pid(KAI_SCHEDULER_PROCESS) is None:
-                raise self.rt.kai_processes.fail(KAI_SCHEDULER_PROCESS, "exited while starting")
-            if time.monotonic() > deadline:
-                raise self.rt.kai_processes.fail(KAI_SCHEDULER_PROCESS, f"ran no scheduling cycle within {self.timeout:.0f}s")
-            time.sleep(0.2)
+        processes = self.rt.kai_processes
+
+        def cycled() -> bool:
+            if kai.actions_run(self.metrics() or ""):
+                return True
+            if processes.pid(KAI_SCHEDULER_PROCESS) is None:
+                raise processes.fail(KAI_SCHEDULER_PROCESS, "exited while starting")
+            return False
+
+        until(cycled, self.timeout, 0.2, fail=lambda _: processes.fail(
+            KAI_SCHEDULER_PROCESS, f"ran no scheduling cycle within {self.timeout:.0f}s"))
 
     def metrics(self) -> str | None:
         url = self._record().get("metrics")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import yaml
@@ -18,6 +17,7 @@ from kailab.errors import KailabError
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
 from kailab.runtimes.base import SchedulerSettings
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
+from kailab.waiting import Pending, until
 from kailab import gpu_ledger
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
@@ -84,19 +84,19 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
 
 
 def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
     pending = set(names)
-    while pending and time.monotonic() < deadline:
+
+    def established() -> bool | Pending:
         for name in list(pending):
             crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
             conds = ((crd or {}).get("status") or {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
                 pending.discard(name)
-        if pending:
-            time.sleep(0.2)
-    if pending:
-        raise KailabError(f"KAI's CRDs were not established within {timeout:.0f}s: {', '.join(sorted(pending))}.",
-                          hint="See kube-apiserver's log in the lab folder (kailab status names it).")
+        return not pending or Pending(", ".join(sorted(pending)))
+
+    until(established, timeout, 0.2, fail=lambda last: KailabError(
+        f"KAI's CRDs were not established within {timeout:.0f}s: {last.seen}.",
+        hint="See kube-apiserver's log in the lab folder (kailab status names it)."))
 
 
 # Every KAI component's client to the API server. KAI's default (50 requests/s, burst 300) is sized for a shared
@@ -242,9 +242,9 @@ def wait_healthy(specs: list[ProcessSpec], group: ProcessGroup, timeout: float =
     """Every component alive and, where it has one, its health endpoint answering 200."""
     import urllib.request
 
-    deadline = time.monotonic() + timeout
     waiting = {s.name: s for s in specs}
-    while waiting:
+
+    def healthy() -> bool:
         for name, spec in list(waiting.items()):
             if group.pid(name) is None:
                 raise group.fail(name, "exited while starting")
@@ -257,10 +257,10 @@ def wait_healthy(specs: list[ProcessSpec], group: ProcessGroup, timeout: float =
                         waiting.pop(name)
             except OSError:
                 pass
-        if waiting and time.monotonic() > deadline:
-            name = next(iter(waiting))
-            raise group.fail(name, f"did not become healthy within {timeout:.0f}s")
-        time.sleep(0.3)
+        return not waiting
+
+    until(healthy, timeout, 0.3,
+          fail=lambda _: group.fail(next(iter(waiting)), f"did not become healthy within {timeout:.0f}s"))
 
 
 def actions_run(metrics: str) -> set[str]:
