@@ -55,7 +55,8 @@ def up(
     no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
     apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535,
                                                  help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
-    retain: bool = typer.Option(False, "--retain", help="Keep a half-made lab after a failure, to debug it."),
+    retain: bool = typer.Option(False, "--retain", help="Local runtime: keep a half-made lab after a failure, to debug "
+                                                        "it (the kind and existing runtimes always keep it)."),
     kubeconfig_path: Optional[Path] = typer.Option(None, "--kubeconfig",
                                                    help="Existing runtime: the cluster's kubeconfig (default: $KUBECONFIG "
                                                         "or ~/.kube/config); used where it is, never copied."),

@@ -22,7 +22,7 @@ class UpOptions:
 
     fleet: Fleet
     with_kai: bool = True
-    retain: bool = False  # keep a half-made lab after a failure, to debug it
+    retain: bool = False  # local runtime: keep a half-made lab after a failure, to debug it
     apiserver_port: int | None = None  # a fixed port for kube-apiserver (local runtime)
     fleet_given: bool = False  # --fleet or --pool was on the command line
     kubeconfig: Path | None = None  # existing runtime: the cluster to adopt
@@ -32,15 +32,16 @@ class UpOptions:
 
     # option → how the command line spells it, for "… is for the local runtime"
     FLAGS = {"with_kai": "--no-kai", "apiserver_port": "--apiserver-port", "kubeconfig": "--kubeconfig",
-             "context": "--context", "kwok": "--kwok", "prefix": "--prefix"}
+             "context": "--context", "kwok": "--kwok", "prefix": "--prefix", "retain": "--retain"}
 
     def given(self) -> set[str]:
         """The runtime-specific options that differ from their defaults."""
         out = {name for name in ("apiserver_port", "kubeconfig", "context", "prefix") if getattr(self, name) is not None}
         if not self.with_kai:
             out.add("with_kai")
-        if self.kwok:
-            out.add("kwok")
+        for flag in ("kwok", "retain"):
+            if getattr(self, flag):
+                out.add(flag)
         return out
 
 
@@ -141,6 +142,7 @@ class Runtime(ABC):
     preference: int = 100  # --runtime auto tries runtimes in this order, lowest first
     own_entries: tuple[str, ...] = ()  # what this runtime writes in the lab folder (down removes exactly these)
     makes_cluster: bool = True  # False: it adopts a cluster kailab did not make (never chosen by --runtime auto)
+    after_failed_up: str = ""  # what a failed `up` leaves, said when --retain is refused (a runtime that takes it: "")
 
     @classmethod
     def check_options(cls, options: UpOptions) -> None:

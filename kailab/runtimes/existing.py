@@ -230,6 +230,7 @@ class ExistingRuntime(Runtime):
     takes = frozenset({"kubeconfig", "context", "kwok", "prefix"})
     preference = 90
     makes_cluster = False
+    after_failed_up = "always keeps lab.json after a failed up, so kailab down removes what it applied"
     own_entries = OWN_ENTRIES
 
     def __init__(self, home: Path | None = None, fetch: Callable[[str], str] = download):

@@ -238,6 +238,7 @@ class KindRuntime(Runtime):
 
     name = "kind"
     preference = 10  # first choice where a Docker engine answers
+    after_failed_up = "always keeps what a failed up made: the next kailab up completes it, kailab down removes it"
     own_entries = OWN_ENTRIES
 
     def __init__(self, home: Path | None = None, runner: Runner = run_command,

@@ -48,7 +48,7 @@ class LocalRuntime(Runtime):
     """Everything on this machine, from binaries built out of Go modules."""
 
     name = "local"
-    takes = frozenset({"with_kai", "apiserver_port"})
+    takes = frozenset({"with_kai", "apiserver_port", "retain"})
     preference = 20  # used when no Docker engine answers
     own_entries = OWN_ENTRIES
 

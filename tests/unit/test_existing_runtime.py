@@ -163,3 +163,16 @@ def test_a_second_up_may_not_point_the_lab_elsewhere(tmp_path):
         rt._refuse_changes(state, UpOptions(fleet=load_fleet(), prefix="bob"))
     with pytest.raises(KailabError, match="--kubeconfig /clusters/b.yaml"):
         rt._refuse_changes(state, UpOptions(fleet=load_fleet(), kubeconfig="/clusters/b.yaml"))
+
+
+def test_retain_is_honoured_by_the_local_runtime_and_refused_by_the_others_with_why():
+    """--retain keeps a half-made local lab; kind and existing always keep theirs, so they refuse it and say so."""
+    fleet = load_fleet()
+    check_options(get_runtime("local"), UpOptions(fleet=fleet, retain=True))
+    for name, keeps in (("kind", "the next kailab up completes it"), ("existing", "kailab down removes what it applied")):
+        with pytest.raises(KailabError, match=f"--retain is for the local runtime, not the {name} runtime") as err:
+            check_options(get_runtime(name), UpOptions(fleet=fleet, retain=True))
+        assert keeps in err.value.hint and "leave out --retain" in err.value.hint
+    runtimes = [get_runtime(n) for n in ("local", "kind", "existing")]
+    assert all(("retain" in r.takes) != bool(r.after_failed_up) for r in runtimes), \
+        "a runtime either takes --retain or says what a failed up leaves"
