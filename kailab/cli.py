@@ -17,13 +17,12 @@ import typer
 
 from kailab import lab, render, versions
 from kailab.errors import KailabError, NotRunning
+from kailab.lesson import EXERCISE_NAMES
 from kailab.progress import Progress, stderr
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.")
 
-DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
-         "consolidation", "fractions", "protection", "baseline")
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
 
@@ -187,7 +186,7 @@ def run(
 
 @app.command()
 def demo(
-    name: str = typer.Argument(..., help=f"One of: {', '.join(DEMOS)}, or all."),
+    name: str = typer.Argument(..., help=f"One of: {', '.join(EXERCISE_NAMES)}, or all."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
     quiet: bool = QuietOpt,
@@ -198,10 +197,10 @@ def demo(
     from kailab.paths import EXERCISES
     from kailab.scenarios.loader import load_scenario
 
-    names = list(DEMOS) if name == "all" else [name]
+    names = list(EXERCISE_NAMES) if name == "all" else [name]
     for n in names:
-        if n not in DEMOS:
-            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
+        if n not in EXERCISE_NAMES:
+            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(EXERCISE_NAMES)}, all.")
     scenarios = [lab.for_this_lab(load_scenario(EXERCISES / f"{n}.yaml")) for n in names]
     _run_and_report(scenarios, as_json, quiet, evidence, record)
 
@@ -279,7 +278,7 @@ def lesson(
     yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
-    from kailab.lesson import lesson_names, load_lesson, run_lesson
+    from kailab.lesson import load_lesson, run_lesson
     from kailab.paths import EXERCISES
     from kailab.scenarios.engine import Engine
     from kailab.scenarios.loader import load_scenario
@@ -287,12 +286,12 @@ def lesson(
     from kailab.watch import current_frame
 
     if name is None:
-        for n in lesson_names():
+        for n in EXERCISE_NAMES:
             render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
         render.stdout.print("Start one: kailab lesson NAME")
         return
-    if name not in lesson_names():
-        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
+    if name not in EXERCISE_NAMES:
+        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(EXERCISE_NAMES)}.")
     les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
     kube = lab.connect()  # before asking for a prediction: no lab, no lesson
     engine = Engine(lab.live_cluster(kube), Progress())

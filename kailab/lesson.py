@@ -15,6 +15,12 @@ from kailab.paths import EXERCISES
 
 SECTIONS = ("Concept", "Predict", "Run", "What you should see", "Why")
 
+# Every exercise, in teaching order — the one list: ``kailab demo all`` runs them in this order, ``kailab lesson``
+# lists them so. Each is a scenario (exercises/NAME.yaml) beside its lesson (exercises/NAME.md); a test holds the
+# folder, the README and exercises/README.md to this list.
+EXERCISE_NAMES = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
+                  "consolidation", "fractions", "protection", "baseline")
+
 
 @dataclass
 class Lesson:
@@ -36,10 +42,6 @@ def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
     sections = {parts[i]: " ".join(parts[i + 1].split()) if parts[i] != "Predict" else parts[i + 1].strip()
                 for i in range(1, len(parts) - 1, 2)}
     return Lesson(name, title, sections)
-
-
-def lesson_names(root: Path = EXERCISES) -> list[str]:
-    return sorted(p.stem for p in root.glob("*.md") if p.stem != "README" and (root / f"{p.stem}.yaml").exists())
 
 
 def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Callable[[], object]) -> bool:

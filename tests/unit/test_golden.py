@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kailab.lesson import lesson_names
+from kailab.lesson import EXERCISE_NAMES
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.model import Bound, Expect
@@ -23,7 +23,7 @@ RECORDED = sorted(p.name for p in GOLDEN.iterdir() if (p / "verdict.json").exist
 
 
 def test_every_lesson_has_a_recorded_stream():
-    assert RECORDED == sorted(lesson_names())
+    assert RECORDED == sorted(EXERCISE_NAMES)
 
 
 @pytest.mark.parametrize("name", RECORDED)
@@ -62,9 +62,3 @@ def test_a_malformed_recording_names_its_file_and_line(tmp_path):
     bad.write_text('{"t": 0, "type": "ADDED", "pod": {"name": "a"}}\n{"t": 1, "type": "ADDED", "pod": {"nme": "b"}}\n')
     with pytest.raises(ValueError, match=r"changes.jsonl:2: not a recorded change"):
         read_changes(bad)
-
-
-def test_demo_all_runs_every_lesson():
-    from kailab.cli import DEMOS
-
-    assert sorted(DEMOS) == sorted(lesson_names())
