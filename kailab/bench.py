@@ -32,6 +32,7 @@ from kailab.labels import (
     SCENARIO_LABEL,
 )
 from kailab.progress import Progress
+from kailab.queues import queue_object, resource
 
 NAMESPACE = "kailab-bench"
 QUEUE = "kailab-bench"
@@ -268,10 +269,7 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
         kube.ensure_namespace(NAMESPACE, {SCENARIO_LABEL: "bench"})
         # Its quota covers every bench pod: KAI binds them as deserved, not as a share of spare GPUs that
         # other queues (a lesson left running) may be asking for too.
-        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-        kube.apply({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": QUEUE, "labels": dict(MANAGED)},
-                    "spec": {"resources": {"gpu": {"quota": pods, "limit": -1, "overQuotaWeight": 1},
-                                           "cpu": unlimited, "memory": unlimited}}})
+        kube.apply(queue_object(QUEUE, gpu=resource(pods)))
         for name in schedulers:
             kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
             runs.append(run_one(kube, name, pods, timeout, progress, memory))

@@ -20,9 +20,10 @@ from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership
 from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
-from kailab.labels import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
+from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.pods import gpus_by_queue
 from kailab.progress import Progress
+from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
 from kailab.scenarios import model
@@ -150,7 +151,7 @@ class Engine:
                 if (obj["kind"], obj["metadata"]["name"]) not in declared:
                     self.cluster.delete(obj)
             for name in scenario.missing_queues:
-                self.cluster.delete({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}})
+                self.cluster.delete(queue_ref(name))
             for obj in [*map(priority_class_object, scenario.priority_classes), *map(queue_object, scenario.queues)]:
                 self.cluster.apply(labelled(obj, scenario))
                 verdict.applied.append(obj)
@@ -397,8 +398,7 @@ def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
     exist) and its priority classes — by apiVersion, kind and name."""
     queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)]
-    out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": n}}
-           for n in dict.fromkeys([*queues, *scenario.missing_queues])]
+    out = [queue_ref(n) for n in dict.fromkeys([*queues, *scenario.missing_queues])]
     return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
                   for p in scenario.priority_classes]
 

@@ -19,6 +19,7 @@ from kailab.kube import Kube, Watched
 from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import event_view, pod_view, podgroup_view
+from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
 from kailab.scenarios.model import SchedulerChange
 
@@ -160,8 +161,7 @@ class LiveCluster:
 
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)
-        out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q["metadata"]["name"]}}
-               for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
+        out = [queue_ref(q["metadata"]["name"]) for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
         classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
         return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                        "metadata": {"name": p["metadata"]["name"]}} for p in classes]

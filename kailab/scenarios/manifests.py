@@ -19,34 +19,27 @@ from kailab.labels import (
     POD_GROUP_ANNOTATION,
     PODGROUP_API,
     PREEMPTIBILITY_LABEL,
-    QUEUE_API,
     QUEUE_LABEL,
     SCENARIO_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
     SUBGROUP_LABEL,
     WORKLOAD_LABEL,
 )
+from kailab import queues
 from kailab.scenarios.model import PriorityClassSpec, QueueSpec, Resource, Scenario, WorkloadSpec
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 
 def _resource(r: Resource) -> dict:
-    return {"quota": r.quota, "limit": r.limit, "overQuotaWeight": r.over_quota_weight}
+    return queues.resource(r.quota, r.limit, r.over_quota_weight)
 
 
 def queue_object(q: QueueSpec) -> dict:
-    """A KAI Queue (cluster-scoped). CPU and memory default to unlimited: an unset limit is 0 to KAI."""
-    spec: dict = {"resources": {"gpu": _resource(q.gpu), "cpu": _resource(q.cpu), "memory": _resource(q.memory)}}
-    if q.parent:
-        spec["parentQueue"] = q.parent
-    if q.priority is not None:
-        spec["priority"] = q.priority
-    if q.preempt_min_runtime:
-        spec["preemptMinRuntime"] = q.preempt_min_runtime
-    if q.reclaim_min_runtime:
-        spec["reclaimMinRuntime"] = q.reclaim_min_runtime
-    return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q.name, "labels": dict(MANAGED)}, "spec": spec}
+    """A scenario's queue as a KAI Queue (kailab.queues: the one shape)."""
+    return queues.queue_object(q.name, _resource(q.gpu), _resource(q.cpu), _resource(q.memory), parent=q.parent,
+                               priority=q.priority, preempt_min_runtime=q.preempt_min_runtime,
+                               reclaim_min_runtime=q.reclaim_min_runtime)
 
 
 def priority_class_object(pc: PriorityClassSpec) -> dict:
