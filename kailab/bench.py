@@ -3,7 +3,8 @@
 For the run it adds a pool of KWOK nodes (``kwok-bench-*``, labelled as kailab's fleet), submits
 one Job of one-GPU pods per scheduler onto that pool, watches the pods to Running, and reads each
 stage from the timestamps the cluster records: created → grouped (KAI's pod-grouper annotated the
-pod) → bound → Running. Everything it added is deleted afterwards.
+pod) → bound → Running. Its Job, queue and nodes are deleted afterwards; its namespace (``kailab-bench``, empty)
+is kept for the next run, and goes with ``kailab down``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The kailab command line: each command parses options, makes one call, renders the result.
+"""The kailab command line: each command parses its options, calls into the package, renders the result.
 
 Errors are KailabError: printed once, with what to do, exit code 1; no tracebacks
 unless ``KAILAB_DEBUG=1``.

@@ -1,9 +1,9 @@
 """What kailab reads from pods and events — one shape each, one place that reads the API objects.
 
-:func:`pod_view` and :func:`event_view` are the only readers of the client's objects; every
-other module (checks, the engine, status, watch, explain, evidence) works on
-:class:`PodView` and :class:`EventView`, which are plain data and serialize to JSON
-(golden change streams are files of them).
+:func:`pod_view`, :func:`event_view` and :func:`podgroup_view` read the client's objects; the checks, the engine,
+status, watch, explain and evidence work on :class:`PodView`, :class:`EventView` and :class:`PodGroupView`, which
+are plain data and serialize to JSON (golden change streams are files of them). ``kailab bench`` reads its own
+pods' timestamps itself.
 """
 
 from __future__ import annotations

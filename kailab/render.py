@@ -1,4 +1,4 @@
-"""Formatters: verdicts, status and queues as rich tables or JSON. No logic here, only display."""
+"""Formatters: verdicts, status, queues, bench runs and findings as rich tables or JSON. Nothing here reads the cluster."""
 
 from __future__ import annotations
 

@@ -135,7 +135,8 @@ class SchedulerControl(ABC):
 
 
 class Runtime(ABC):
-    """Brings a lab cluster up and down. Small on purpose: up, down, info, kubeconfig."""
+    """Brings a lab cluster up and down, and says what it runs: ``up``, ``down``, ``info`` and ``kubeconfig`` each
+    runtime must have; the rest (scheduler control, metrics, memory, preflight, ``forget``) has a default."""
 
     name: str = ""
     takes: frozenset[str] = frozenset()  # the runtime-specific UpOptions this runtime accepts
@@ -169,7 +170,7 @@ class Runtime(ABC):
     @classmethod
     @abstractmethod
     def available(cls) -> tuple[bool, str]:
-        """(fits this machine?, why) — used by ``--runtime auto`` and ``kailab doctor``."""
+        """(fits this machine?, why) — asked by ``--runtime auto`` (:func:`kailab.runtimes.choose_runtime`)."""
 
     @abstractmethod
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:

@@ -6,7 +6,7 @@ How the local fleet starts:
    kube-scheduler and the KWOK controller from those binaries, with kailab's stages
    (``manifests/kwok-stages.yaml``), bound to 127.0.0.1, all state under the lab dir.
 3. ``kai.install_cluster_objects`` applies KAI's CRDs, priority classes and default queues.
-4. ``kai.components`` describes KAI's scheduler, binder and controllers; they run as
+4. ``kai.components`` describes KAI's scheduler, binder and controllers, and kailab's GPU ledger; they run as
    processes kailab supervises (``processes.ProcessGroup``): pids/ and logs/ in the lab dir.
 5. The fleet's KWOK nodes are created and waited for until Ready.
 """

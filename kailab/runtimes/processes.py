@@ -1,4 +1,4 @@
-"""Background processes kailab starts itself (the KAI components), kwokctl-style:
+"""Background processes kailab starts itself (KAI's components and kailab's GPU ledger), kwokctl-style:
 ``pids/<name>.pid`` and ``logs/<name>.log`` under one folder, each in its own session.
 
 A process is known by its identity — pid *and* start time — so a pid the system has since

@@ -25,7 +25,8 @@ from kailab.scenarios.model import SchedulerChange
 
 
 class LiveChanges:
-    """Watches of one namespace's pods, events and PodGroups; their threads only put changes on a queue."""
+    """Watches of one namespace's pods, events and PodGroups, and a poll of the scheduler's fair shares; their
+    threads only put changes on a queue."""
 
     POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default)
 
