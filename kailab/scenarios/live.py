@@ -20,7 +20,7 @@ from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import event_view, pod_view, podgroup_view
 from kailab.scenarios.fold import Change
-from kailab.scenarios.model import SchedulerChange
+from kailab.scheduler_settings import SchedulerSettings
 
 
 class LiveChanges:
@@ -175,7 +175,7 @@ class LiveCluster:
     def stop_scheduler(self) -> None:
         self._control().stop()
 
-    def start_scheduler(self, settings: SchedulerChange) -> None:
+    def start_scheduler(self, settings: SchedulerSettings) -> None:
         self._control().start(settings)
 
 

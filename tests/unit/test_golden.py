@@ -15,7 +15,8 @@ import pytest
 from kailab.lesson import lesson_names
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.model import Bound, Expect
+from kailab.scenarios.model import Bound
+from kailab.scenarios.schema import Expect
 from kailab.scenarios.replay import ReplayCluster, golden, read_changes, replay
 
 GOLDEN = Path(__file__).parent.parent / "golden"
