@@ -213,6 +213,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     progress = Progress(quiet or as_json)
     engine = Engine(lab.live_cluster(kube), progress, record=record)
     engine.refuse_foreign(scenarios)  # another's queue or priority class of the same name: nothing is applied
+    engine.refuse_unknown_nodes(scenarios)  # a node the fleet does not have: nothing is applied
     verdicts = []
     if evidence:
         _capture(kube, progress, "before the exercise", allow_empty=True)

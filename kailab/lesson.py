@@ -63,6 +63,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     kube = lab.connect()  # before asking for a prediction: no lab, no lesson
     engine = Engine(lab.live_cluster(kube), Progress())
     engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
+    engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
     out = render.stdout
 
     def panel(body, title: str) -> None:

@@ -19,6 +19,7 @@ from typing import Protocol
 from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership
+from kailab.errors import ScenarioError
 from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
 from kailab.labels import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.pods import gpus_by_queue
@@ -67,6 +68,9 @@ class Cluster(Protocol):
     def node_gpus(self) -> list[float] | None:
         """GPUs of each node of the fleet (0 for a CPU-only node); None when unknown (a recording)."""
 
+    def node_names(self) -> list[str] | None:
+        """The names of the fleet's nodes; None when unknown (a recording)."""
+
     def scenario_objects(self) -> list[dict]:
         """Queues and priority classes an earlier scenario of this lab made (by its labels): apiVersion, kind, metadata."""
 
@@ -104,6 +108,7 @@ class Engine:
             verdict.not_applicable = why
             self.progress.info(f"[yellow]–[/yellow] {scenario.name} is not applicable {why}")
             return verdict
+        step: Step | None = None
         try:
             self.prepare(scenario, verdict)
             run = _Run(self.cluster, scenario, verdict, start, self._changes(scenario))
@@ -111,6 +116,7 @@ class Engine:
                 for step in scenario.steps:
                     if not self.play(step, run):
                         break
+                step = None
             finally:
                 run.sample(final=True)
                 run.changes.close()
@@ -119,7 +125,7 @@ class Engine:
                     with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
                         self.cluster.start_scheduler(SchedulerSettings())
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
-            verdict.error = failure_text(e)
+            verdict.error = (f"{scenario.path}:{step.line}: " if step is not None else "") + failure_text(e)
             self.progress.info(f"[red]✗ {scenario.name} stopped: {verdict.error}[/red]")
         verdict.seconds = self.cluster.clock() - start
         return verdict
@@ -141,9 +147,27 @@ class Engine:
         if names:
             raise ownership.refused(names)
 
+    def refuse_unknown_nodes(self, scenarios: list[Scenario]) -> None:
+        """Raise, before anything is applied, when a scenario names a node the fleet does not have (its pods would
+        wait forever, its conditions count nothing)."""
+        fleet = self.cluster.node_names()
+        if fleet is None:
+            return
+        have = set(fleet)
+        for s in scenarios:
+            for name, line in s.nodes.items():
+                if name not in have:
+                    shown = ", ".join(sorted(have)[:6]) + (" …" if len(have) > 6 else "")
+                    raise ScenarioError(f"{s.path}:{line}: node '{name}' is not in this lab's fleet "
+                                        f"(its nodes: {shown or 'none'})",
+                                        hint="Name one of the fleet's nodes (kailab status lists them), or start the "
+                                             "lab with a fleet that has it (kailab up --fleet FILE).")
+
     def prepare(self, scenario: Scenario, verdict: Verdict) -> None:
-        """Refuse another's objects; empty the fleet of earlier exercises; apply this scenario's queues and classes."""
+        """Refuse another's objects and unknown nodes; empty the fleet of earlier exercises; apply this scenario's
+        queues and classes."""
         self.refuse_foreign([scenario])
+        self.refuse_unknown_nodes([scenario])
         with self.progress.step("Clearing earlier exercises") as st:
             st.note(", ".join(self.cluster.clear_scenarios(scenario.namespace)) or "none running")
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
@@ -294,7 +318,7 @@ class Engine:
             if not rows and check.passed:
                 continue
             if not check.passed:
-                check.detail = stragglers(e, obs)
+                check.detail = [f"expectation at {run.scenario.path}:{e.line}", *stragglers(e, obs)]
                 if not rows:
                     check.title = f"wait: {check.title}"
                 if broke_at is not None:

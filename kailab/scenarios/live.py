@@ -158,6 +158,9 @@ class LiveCluster:
     def node_gpus(self) -> list[float]:
         return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in self.kube.core.list_node().items]
 
+    def node_names(self) -> list[str]:
+        return [n.metadata.name for n in self.kube.core.list_node().items]
+
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)
         out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q["metadata"]["name"]}}

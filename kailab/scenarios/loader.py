@@ -162,15 +162,18 @@ class _Build:
         """A workload is applied before a step deletes or scales it, and some step applies every workload a
         condition is about (else the condition could only count nothing)."""
         applied: set[str] = set()
-        for i, step in enumerate(steps):
+        deleted: set[str] = set()
+        for step in steps:
             if isinstance(step, schema.Apply):
                 applied.add(step.workload)
             elif isinstance(step, (schema.Delete, schema.Scale)) and step.workload not in applied:
                 verb = "deletes" if isinstance(step, schema.Delete) else "scales"
-                raise self.f.fail(step.line, f"this step {verb} workload '{step.workload}' before any step applies it: "
-                                  f"add '- apply: {step.workload}' before it")
+                when = "after a step deleted it" if step.workload in deleted else "before any step applies it"
+                raise self.f.fail(step.line, f"this step {verb} workload '{step.workload}' {when}, so there is "
+                                  f"nothing to {verb[:-1]}: add '- apply: {step.workload}' before it")
             elif isinstance(step, schema.Delete):
                 applied.discard(step.workload)
+                deleted.add(step.workload)
         ever = {s.workload for s in steps if isinstance(s, schema.Apply)}
         for e in (e for s in steps for e in getattr(s, "expectations", ())):
             for name in (e.workload, e.want if e.measure == "bound_before" else None):

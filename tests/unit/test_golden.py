@@ -43,7 +43,8 @@ def test_a_wrong_expectation_fails_on_the_same_stream():
     verdict = replay(dataclasses.replace(s, steps=tuple(steps)), GOLDEN / "reclaim")
     row = verdict.checks[0]
     assert not verdict.passed and not row.passed and row.expected == "9" and row.observed == "8"
-    assert row.detail  # where the pods are
+    assert row.detail[0] == f"expectation at {EXERCISES / 'reclaim.yaml'}:{first.line}" and first.line > 1
+    assert row.detail[1:]  # where the pods are
 
 
 def test_replay_applies_what_the_live_run_applied():
