@@ -19,7 +19,7 @@ from typing import Protocol
 from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership
-from kailab.errors import ScenarioError
+from kailab.errors import KailabError, ScenarioError
 from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
 from kailab.labels import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.pods import gpus_by_queue
@@ -440,6 +440,8 @@ def failure_text(e: Exception) -> str:
     """One line for an error that ended a scenario: the API's status and reason, or the error's own schema."""
     if isinstance(e, ApiException):
         return f"the API server answered {e.status} {e.reason}" + (f": {str(e.body)[:300]}" if e.body else "")
+    if isinstance(e, KailabError):  # already says what is wrong, and where
+        return e.message[:400]
     return f"{type(e).__name__}: {getattr(e, 'message', None) or str(e)}"[:400]
 
 

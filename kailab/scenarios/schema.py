@@ -70,7 +70,7 @@ def seconds(text: Any) -> float:
     number, unit = float(m.group(1)), m.group(2) or "s"
     value = number / 1000 if unit == "ms" else number * 60 if unit == "m" else number
     if value > MAX_SECONDS:
-        raise ValueError(f"{text!r} is {value:g} seconds; kailab waits at most {MAX_SECONDS // 60}m "
+        raise ValueError(f"{text!r} is {value:g} seconds; kailab waits at most 1h "
                          f"({MAX_SECONDS}s): a lesson takes seconds")
     return value
 
@@ -200,23 +200,25 @@ class SubGroupFile(FileModel):
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
-# Labels and annotations kailab or KAI set on a workload's objects → the scenario word that sets them.
-# A workload's ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
+# Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
+# ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
 OWN_KEYS = {
-    **{key: "nothing: kailab sets it itself" for key in MANAGED},
-    QUEUE_LABEL: "queue:", PREEMPTIBILITY_LABEL: "preemptibility:", "priorityClassName": "priorityClass:",
-    MIN_MEMBER_ANNOTATION: "minMember:", SUBGROUP_LABEL: "subGroups:", GPU_FRACTION_ANNOTATION: "gpus: 0.5",
-    POD_GROUP_ANNOTATION: "kind: PodGroup", SKIP_PODGROUPER_ANNOTATION: "kind: PodGroup",
-    COMPLETE_DELAY_ANNOTATION: "completeAfter:",
+    **{key: "kailab sets it on everything it makes" for key in MANAGED},
+    QUEUE_LABEL: "write queue: instead", PREEMPTIBILITY_LABEL: "write preemptibility: instead",
+    "priorityClassName": "write priorityClass: instead", MIN_MEMBER_ANNOTATION: "write minMember: instead",
+    SUBGROUP_LABEL: "write subGroups: instead", GPU_FRACTION_ANNOTATION: "write gpus: 0.5 instead",
+    POD_GROUP_ANNOTATION: "write kind: PodGroup instead", SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
+    COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
 }
 OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
 
 
 def _own_key(key: str) -> str | None:
-    """What to write instead of a label or annotation key that is kailab's or KAI's; None if the key is free."""
+    """What to do instead of setting a label or annotation key that is kailab's or KAI's; None if the key is free."""
     if key in OWN_KEYS:
         return OWN_KEYS[key]
-    return "nothing: kailab and KAI set these themselves" if key.startswith(OWN_PREFIXES) else None
+    prefix = next((p for p in OWN_PREFIXES if key.startswith(p)), None)
+    return None if prefix is None else f"kailab and KAI set the keys under {prefix} themselves"
 
 
 class WorkloadFile(FileModel):
@@ -256,7 +258,7 @@ class WorkloadFile(FileModel):
             for key in keys:
                 if (instead := _own_key(key)) is not None:
                     raise ValueError(f"{words}: '{key}' is kailab's or KAI's own (kailab finds and counts its pods "
-                                     f"by such keys); leave it out and write {instead}")
+                                     f"by such keys): leave it out; {instead}")
         if (too_long := self.longest_name(self.pods)) is not None:
             raise ValueError(too_long)
         return self
