@@ -149,12 +149,14 @@ class Engine:
 
     def refuse_unknown_nodes(self, scenarios: list[Scenario]) -> None:
         """Raise, before anything is applied, when a scenario names a node the fleet does not have (its pods would
-        wait forever, its conditions count nothing)."""
+        wait forever, its conditions count nothing). A scenario that does not fit this fleet is only not applicable."""
         fleet = self.cluster.node_names()
         if fleet is None:
             return
         have = set(fleet)
         for s in scenarios:
+            if s.nodes.keys() <= have or self.not_applicable(s):
+                continue
             for name, line in s.nodes.items():
                 if name not in have:
                     shown = ", ".join(sorted(have)[:6]) + (" …" if len(have) > 6 else "")

@@ -71,9 +71,9 @@ class Fleet(ReplayCluster):
 
 
 @pytest.mark.parametrize("fleet, line, node", [
-    (["kwok-a100-0", "kwok-h100-0"], 3, "kwok-a100-9"),  # the workload's node
-    (["kwok-a100-9", "kwok-h100-0"], 7, "kwok-a100-0"),  # deletePods
-    (["kwok-a100-9", "kwok-a100-0"], 8, "kwok-h100-0"),  # a condition's node
+    (["kwok-a100-0", "kwok-h100-0", "cpu-0"], 3, "kwok-a100-9"),  # the workload's node
+    (["kwok-a100-9", "kwok-h100-0", "cpu-0"], 7, "kwok-a100-0"),  # deletePods
+    (["kwok-a100-9", "kwok-a100-0", "cpu-0"], 8, "kwok-h100-0"),  # a condition's node
 ])
 def test_a_node_not_in_the_fleet_is_refused_before_anything_is_applied(tmp_path, fleet, line, node):
     path = write(tmp_path, NODES)
@@ -84,6 +84,15 @@ def test_a_node_not_in_the_fleet_is_refused_before_anything_is_applied(tmp_path,
     assert err.value.message.startswith(f"{path}:{line}: node '{node}' is not in this lab's fleet (its nodes: ")
     verdict = engine.run(load_scenario(path))  # the engine's own check, for callers that go straight to run
     assert verdict.error.startswith(f"{path}:{line}: node '{node}'") and cluster.calls == []
+
+
+def test_a_scenario_that_does_not_fit_the_fleet_is_not_applicable_rather_than_refused(tmp_path):
+    s = load_scenario(write(tmp_path, "requires: {nodes: 3}\n" + NODES))
+    cluster = Fleet(["kwok-a100-0", "kwok-h100-0"])
+    engine = Engine(cluster, Progress(quiet=True))
+    engine.refuse_unknown_nodes([s])
+    verdict = engine.run(s)
+    assert verdict.not_applicable.startswith("on this fleet: it needs 3 nodes") and cluster.calls == []
 
 
 def test_nodes_of_the_fleet_pass_and_an_unknown_fleet_is_not_checked(tmp_path):
