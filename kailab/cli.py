@@ -19,13 +19,56 @@ from kailab import lab, render, versions
 from kailab.errors import KailabError, NotRunning
 from kailab.progress import Progress, stderr
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.")
+# The epilog stands for the hidden demo-NAME shortcuts (one line, not twelve commands).
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.",
+                  epilog="demo-NAME   shortcut for demo NAME: kailab demo-quota, kailab demo-borrow, …")
+
+
+def _flags_without_a_type() -> None:
+    """Typer 0.29's rich help prints a type beside every option, flags too ("--help <bool>"), though a flag takes no
+    value; its plain help does not. Flags get none here, for every command; options that take a value keep theirs."""
+    from typer.core import TyperOption
+
+    typed = getattr(TyperOption, "display_type_rich", None)
+    if typed is None or getattr(typed, "flags_untyped", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else typed(self, ctx)
+
+    display_type_rich.flags_untyped = True
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_without_a_type()
 
 DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
          "consolidation", "fractions", "protection", "baseline")
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
+
+
+def _complete_lessons(incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion: the exercises (in teaching order), with their one-line summaries."""
+    from kailab.lesson import load_lesson
+
+    return [(n, load_lesson(n).one_line) for n in DEMOS if n.startswith(incomplete)]
+
+
+def _complete_demos(incomplete: str) -> list[tuple[str, str]]:
+    return _complete_lessons(incomplete) + [("all", "every exercise, in order")]
+
+
+def _complete_scenario_files(incomplete: str) -> list[str]:
+    """Shell completion: scenario files (.yaml, .yml) and folders under what is typed so far."""
+    folder, _, stem = incomplete.rpartition("/")
+    base = Path(folder or ".")
+    if not base.is_dir():
+        return []
+    found = sorted(p for p in base.iterdir() if p.name.startswith(stem) and not p.name.startswith(".")
+                   and (p.is_dir() or p.suffix in (".yaml", ".yml")))
+    return [f"{folder}/{p.name}" if folder else p.name for p in found]
 
 
 def _runtime_name(value: str) -> str:
@@ -51,9 +94,9 @@ def up(
                                 help="auto (kind when Docker answers, else local), local, kind, or existing "
                                      "(adopt a cluster you already have; never chosen by auto)."),
     fleet: Optional[Path] = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
-    pool: List[str] = typer.Option([], help="Resize a pool: --pool a100=3 (repeatable)."),
+    pool: List[str] = typer.Option([], metavar="<pool=count>", help="Resize a pool: --pool a100=3 (repeatable)."),
     no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
-    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535,
+    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535, metavar="<port>",
                                                  help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
     retain: bool = typer.Option(False, "--retain", help="Keep a half-made lab after a failure, to debug it."),
     kubeconfig_path: Optional[Path] = typer.Option(None, "--kubeconfig",
@@ -172,7 +215,7 @@ def apply_queues(quiet: bool = QuietOpt) -> None:
 
 @app.command()
 def run(
-    files: List[Path] = typer.Argument(..., help="Scenario files."),
+    files: List[Path] = typer.Argument(..., help="Scenario files.", autocompletion=_complete_scenario_files),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     quiet: bool = QuietOpt,
 ) -> None:
@@ -185,7 +228,8 @@ def run(
 
 @app.command()
 def demo(
-    name: str = typer.Argument(..., help=f"One of: {', '.join(DEMOS)}, or all."),
+    name: str = typer.Argument(..., help=f"One of: {', '.join(DEMOS)}, or all.",
+                               autocompletion=_complete_demos),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
     quiet: bool = QuietOpt,
@@ -202,6 +246,22 @@ def demo(
             raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
     scenarios = [lab.for_this_lab(load_scenario(EXERCISES / f"{n}.yaml")) for n in names]
     _run_and_report(scenarios, as_json, quiet, evidence, record)
+
+
+def _demo_shortcut(name: str):
+    def shortcut(
+        as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+        evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
+        quiet: bool = QuietOpt,
+    ) -> None:
+        demo(name, as_json=as_json, evidence=evidence, quiet=quiet, record=None)
+
+    shortcut.__doc__ = f"Shortcut for kailab demo {name}."
+    return shortcut
+
+
+for _name in DEMOS:  # kailab demo-quota, demo-borrow …: one per exercise, listed once in --help (the epilog)
+    app.command(f"demo-{_name}", hidden=True)(_demo_shortcut(_name))
 
 
 def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False, record: Optional[Path] = None) -> None:
@@ -274,14 +334,14 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
 
 @app.command()
 def lesson(
-    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them."),
+    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them.", autocompletion=_complete_lessons),
     yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
     from kailab.lesson import lesson_names, load_lesson, run_lesson
 
-    if name is None:
-        for n in lesson_names():
+    if name is None:  # in teaching order (the exercise list), then any an instructor added
+        for n in sorted(lesson_names(), key=lambda n: (DEMOS.index(n) if n in DEMOS else len(DEMOS), n)):
             render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
         render.stdout.print("Start one: kailab lesson NAME")
         return

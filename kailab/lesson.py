@@ -25,8 +25,10 @@ class Lesson:
 
     @property
     def one_line(self) -> str:
+        """The concept's first sentence, as plain text (no Markdown emphasis): the lesson's summary in listings."""
         concept = self.sections.get("Concept", "")
-        return concept.split(". ")[0].rstrip(".") + "." if concept else ""
+        first = concept.split(". ")[0].rstrip(".") + "." if concept else ""
+        return first.replace("*", "").replace("`", "")
 
 
 def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
@@ -50,6 +52,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     from rich.panel import Panel
 
     from kailab import evidence, lab, render
+    from kailab.applied import kai_lines
     from kailab.paths import lab_home
     from kailab.progress import Progress
     from kailab.scenarios.engine import Engine
@@ -71,6 +74,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
 
     expected = les.sections.get("What you should see", "")
     panel(les.sections.get("Concept", ""), les.title)
+    out.print(render.applied_table(kai_lines(scenario)))
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
     prediction = ask()
     verdict = engine.run(scenario)
