@@ -20,7 +20,8 @@ from kailab.labels import (
     SUBGROUP_LABEL,
 )
 from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
-from kailab.scenarios.model import Scenario, SetQueue
+from kailab.scenarios.model import Scenario
+from kailab.scenarios.schema import SetQueue
 
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}  # kailab's CPU and memory unless a file says otherwise
 
