@@ -30,8 +30,10 @@ class Lesson:
 
     @property
     def one_line(self) -> str:
+        """The concept's first sentence, as plain text (no Markdown emphasis): the lesson's summary in listings."""
         concept = self.sections.get("Concept", "")
-        return concept.split(". ")[0].rstrip(".") + "." if concept else ""
+        first = concept.split(". ")[0].rstrip(".") + "." if concept else ""
+        return first.replace("*", "").replace("`", "")
 
 
 def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
@@ -44,6 +46,13 @@ def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
     return Lesson(name, title, sections)
 
 
+def lesson_names(root: Path = EXERCISES) -> list[str]:
+    """The exercises in teaching order, then any lesson an instructor added to the folder (NAME.md beside NAME.yaml)."""
+    added = sorted(p.stem for p in root.glob("*.md")
+                   if p.stem not in ("README", *EXERCISE_NAMES) and (root / f"{p.stem}.yaml").exists())
+    return [*EXERCISE_NAMES, *added]
+
+
 def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Callable[[], object]) -> bool:
     """The walk-through of ``les``: concept, prediction (``ask``), ``scenario`` run by ``engine``, what the cluster
     looks like then (``frame``), the result and why; recorded for evidence. True if KAI did what the lesson teaches
@@ -52,6 +61,7 @@ def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Cal
     from rich.panel import Panel
 
     from kailab import evidence, render
+    from kailab.applied import kai_lines
     from kailab.paths import lab_home
 
     out = render.stdout
@@ -61,6 +71,7 @@ def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Cal
 
     expected = les.sections.get("What you should see", "")
     panel(les.sections.get("Concept", ""), les.title)
+    out.print(render.applied_table(kai_lines(scenario)))
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
     prediction = ask()
     verdict = engine.run(scenario)

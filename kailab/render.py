@@ -49,6 +49,20 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
                      + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts))
 
 
+def applied_table(lines) -> Table:
+    """``applied.kai_lines``: what a scenario applies, only the lines KAI reads. Cells are data, never markup."""
+    from rich.text import Text
+
+    table = Table(title="What kailab applies — the lines KAI reads", title_justify="left",
+                  caption="Every queue also gets cpu and memory {quota: -1, limit: -1} unless shown: "
+                          "KAI reads an unset limit as 0.", caption_justify="left")
+    for col in ("object", "where", "what"):
+        table.add_column(col, overflow="fold")
+    for line in lines:
+        table.add_row(Text(line.obj), Text(line.where), Text(line.what))
+    return table
+
+
 def status_tables(status: dict) -> list[Table]:
     comps = Table(title=f"Lab ({status['runtime']} runtime)", title_justify="left")
     comps.add_column("component")

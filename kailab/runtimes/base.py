@@ -8,12 +8,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ClassVar
+from typing import Callable
 
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
 from kailab.labstate import LabState
 from kailab.progress import Progress
+from kailab.scheduler_settings import SchedulerSettings
 
 
 @dataclass
@@ -60,50 +61,6 @@ class LabInfo:
     summary: str = ""  # what `kailab up` says the lab is, when the runtime says it itself
 
 
-PLACEMENTS = ("binpack", "spread")
-
-# The one scheduler flag the lab sets apart from KAI's defaults, on every runtime (local: a flag; kind: the
-# SchedulingShard's args). KAI reclaims and preempts one victim per scheduling cycle, and a cycle starts every
-# second by default: a lesson's reclaim of 8 GPUs took 9.5 s. Every 250 ms it takes 3 s (measured; see bench/).
-LAB_SCHEDULER_ARGS = {"schedule-period": "250ms"}
-
-@dataclass(frozen=True)
-class SchedulerSettings:
-    """What a scenario may set in KAI's scheduler. ``SchedulerSettings()`` is the lab's default: KAI v0.17.0's own,
-    with the lab's cycle period (``LAB_SCHEDULER_ARGS``).
-
-    Placement is the SchedulingShard's ``placementStrategy`` (what KAI's operator turns into the config
-    file's plugins and actions); full-hierarchy fairness is the scheduler's flag ``--full-hierarchy-fairness``.
-    """
-
-    gpu_placement: str = "binpack"
-    cpu_placement: str = "binpack"
-    full_hierarchy_fairness: bool = True
-
-    ARGS: ClassVar[tuple[str, ...]] = ("full-hierarchy-fairness", *LAB_SCHEDULER_ARGS)  # every flag args() may set
-
-    def __post_init__(self):
-        for name in ("gpu_placement", "cpu_placement"):
-            if getattr(self, name) not in PLACEMENTS:
-                raise KailabError(f"{name} must be binpack or spread, not {getattr(self, name)!r}.")
-        if not isinstance(self.full_hierarchy_fairness, bool):
-            raise KailabError(f"full_hierarchy_fairness must be true or false, not {self.full_hierarchy_fairness!r}.")
-
-    @classmethod
-    def of(cls, change: "SchedulerSettings | object | None") -> "SchedulerSettings":
-        """These settings; None → the defaults; any object with the same attribute names → them, None keeping the default."""
-        if change is None or isinstance(change, cls):
-            return change or cls()
-        given = {k: getattr(change, k, None) for k in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in given.items() if v is not None})
-
-    def args(self) -> dict[str, str]:
-        """The scheduler's command-line flags these settings need beyond KAI's defaults (SchedulingShard ``spec.args``)."""
-        return {**LAB_SCHEDULER_ARGS, **({} if self.full_hierarchy_fairness else {"full-hierarchy-fairness": "false"})}
-
-    def describe(self) -> str:
-        return (f"GPU {self.gpu_placement}, CPU {self.cpu_placement}, "
-                f"full-hierarchy fairness {'on' if self.full_hierarchy_fairness else 'off'}")
 
 
 class SchedulerControl(ABC):

@@ -26,8 +26,8 @@ from kailab.labels import KAI_HELM_RELEASE, KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYM
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, ComponentHealth, LabInfo, Runtime, SchedulerControl,
-                                  SchedulerSettings, UpOptions)
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
+from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, SchedulerSettings
 from kailab.waiting import Pending, until
 
 CLUSTER = "kailab"

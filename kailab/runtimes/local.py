@@ -33,8 +33,9 @@ from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import local_kai as kai
-from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, SchedulerSettings, UpOptions
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
+from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import until
 
 CLUSTER = "kailab"

@@ -15,8 +15,8 @@ from kailab.labels import (KAI_NAMESPACE, KAI_SCHEDULER_NAME, KAI_SCHEDULER_PROC
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
-from kailab.runtimes.base import SchedulerSettings
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
+from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import Pending, until
 from kailab import gpu_ledger
 

@@ -21,7 +21,7 @@ from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import event_view, pod_view, podgroup_view
 from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
-from kailab.scenarios.model import SchedulerChange
+from kailab.scheduler_settings import SchedulerSettings
 
 
 class LiveChanges:
@@ -160,6 +160,9 @@ class LiveCluster:
     def node_gpus(self) -> list[float]:
         return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in self.kube.core.list_node().items]
 
+    def node_names(self) -> list[str]:
+        return [n.metadata.name for n in self.kube.core.list_node().items]
+
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)
         out = [queue_ref(q["metadata"]["name"]) for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
@@ -176,7 +179,7 @@ class LiveCluster:
     def stop_scheduler(self) -> None:
         self._control().stop()
 
-    def start_scheduler(self, settings: SchedulerChange) -> None:
+    def start_scheduler(self, settings: SchedulerSettings) -> None:
         self._control().start(settings)
 
 

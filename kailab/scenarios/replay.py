@@ -53,6 +53,9 @@ class ReplayCluster:
     def node_gpus(self) -> list[float] | None:
         return self._node_gpus
 
+    def node_names(self) -> list[str] | None:
+        return None
+
     def scenario_objects(self) -> list[dict]:
         return []
 

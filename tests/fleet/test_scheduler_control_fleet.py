@@ -18,7 +18,7 @@ from waits import until  # tests/fleet/waits.py
 from kailab.labels import KWOK_TOLERATION, QUEUE_LABEL
 from kailab.labels import KAI_SCHEDULER_PROCESS
 from kailab.runtimes import local_kai
-from kailab.runtimes.base import SchedulerSettings
+from kailab.scheduler_settings import SchedulerSettings
 from kailab.runtimes.processes import Identity
 
 ORDER_NS, PLACE_NS = "kai-sched-order", "kai-sched-place"

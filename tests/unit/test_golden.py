@@ -15,7 +15,8 @@ import pytest
 from kailab.lesson import EXERCISE_NAMES
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.model import Bound, Expect
+from kailab.scenarios.model import Bound
+from kailab.scenarios.schema import Expect
 from kailab.scenarios.replay import ReplayCluster, golden, read_changes, replay
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -42,7 +43,8 @@ def test_a_wrong_expectation_fails_on_the_same_stream():
     verdict = replay(dataclasses.replace(s, steps=tuple(steps)), GOLDEN / "reclaim")
     row = verdict.checks[0]
     assert not verdict.passed and not row.passed and row.expected == "9" and row.observed == "8"
-    assert row.detail  # where the pods are
+    assert row.detail[0] == f"expectation at {EXERCISES / 'reclaim.yaml'}:{first.line}" and first.line > 1
+    assert row.detail[1:]  # where the pods are
 
 
 def test_replay_applies_what_the_live_run_applied():

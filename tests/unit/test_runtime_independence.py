@@ -2,7 +2,8 @@
 never look at which one runs), the runtime interface knows no runtime, and no module imports itself round a circle.
 
 The import graph is read with ``ast``: every ``import`` and ``from … import`` of a kailab module, at the top of a file
-or inside a function (an import inside a function still ties the two modules together).
+or inside a function (an import inside a function still ties the two modules together); only imports for type
+checkers (``if TYPE_CHECKING:``), which never run, are left out.
 """
 
 from __future__ import annotations
@@ -30,11 +31,30 @@ IMPLEMENTATIONS = {m for m in MODULES if m.startswith(REGISTRY + ".") and m != I
 SHARED = sorted(set(MODULES) - IMPLEMENTATIONS - COMMANDS - {REGISTRY, INTERFACE})
 
 
+def _typing_only(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` — imports for type checkers only, never run."""
+    test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or \
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def _run_nodes(tree: ast.AST):
+    """Every node that runs, leaving out the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if _typing_only(node):
+            todo.extend(node.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def imports_of(source: str, name: str, is_package: bool, known: set[str]) -> set[str]:
-    """The kailab modules a module's source imports (``from pkg import mod`` counts as ``pkg.mod``)."""
+    """The kailab modules a module's source imports when it runs (``from pkg import mod`` counts as ``pkg.mod``)."""
     package = name if is_package else name.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in _run_nodes(ast.parse(source)):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -145,6 +165,8 @@ def test_the_graph_sees_imports_inside_functions_and_from_a_package():
     assert imports_of(source, "kailab.x", False, known) == {"kailab.fleet", "kailab.lab", "kailab.runtimes.local"}
     assert imports_of("from . import lab\nfrom .runtimes import local\n", "kailab.x", False, known) == \
         {"kailab.lab", "kailab.runtimes.local"}
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kailab import lab\nelse:\n    import kailab.fleet\n"
+    assert imports_of(typing_only, "kailab.x", False, known) == {"kailab.fleet"}
 
 
 def test_a_circle_through_a_lazy_import_is_found():

@@ -17,10 +17,11 @@ from kailab.errors import KailabError
 from kailab.progress import Progress
 from kailab.labels import KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_PROCESS
 from kailab.runtimes import kind, local_kai
-from kailab.runtimes.base import Runtime, SchedulerSettings
+from kailab.runtimes.base import Runtime
 from kailab.runtimes.kind import (KAI_CONFIG, SCHEDULER_SHARD, KindRuntime, Result,
                                   scheduler_start_plan, scheduler_stop_plan, settings_from_shard, shard_patch)
 from kailab.runtimes.local import LocalRuntime
+from kailab.scheduler_settings import SchedulerSettings
 
 HEAD = ["predicates", "proportion", "priority", "nodeavailability", "resourcetype", "podaffinity", "elastic",
         "kubeflow", "ray", "subgrouporder", "taskorder", "nominatednode", "dynamicresources", "minruntime",
@@ -90,9 +91,21 @@ def test_components_start_the_scheduler_with_the_default_config(tmp_path):
 def test_settings_are_checked_and_made_from_a_partial_change():
     with pytest.raises(KailabError, match="binpack or spread"):
         SchedulerSettings(gpu_placement="pack")
-    change = SimpleNamespace(gpu_placement="spread", cpu_placement=None, full_hierarchy_fairness=None)
-    assert SchedulerSettings.of(change) == SchedulerSettings(gpu_placement="spread")
     assert SchedulerSettings.of(None) == SchedulerSettings()
+
+
+def test_a_scenario_step_gives_the_settings_with_the_rest_left_at_the_defaults(tmp_path):
+    from kailab.scenarios.loader import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nsteps: [{schedulerConfig: {gpuPlacement: spread}}, {startScheduler: true},\n"
+                    "  {schedulerConfig: {cpuPlacement: spread, fullHierarchyFairness: false}}]\n")
+    one, two, three = load_scenario(path).steps
+    assert (one.settings, one.restart) == (SchedulerSettings(gpu_placement="spread"), True)
+    assert (two.settings, two.restart) == (SchedulerSettings(), False)
+    assert three.settings == SchedulerSettings(cpu_placement="spread", full_hierarchy_fairness=False)
+    assert three.settings.changes() == "cpu spread, full-hierarchy fairness off"
+    assert two.settings.changes() == "the lab's defaults"
 
 
 def test_actions_run_are_read_from_the_scheduler_metrics():
