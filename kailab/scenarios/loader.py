@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kailab.errors import ScenarioError
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 from kailab.paths import MANIFESTS
 from kailab.scenarios import schema
 from kailab.scenarios.model import Expectation, Scenario, Step
@@ -23,7 +24,7 @@ FORMAT_HINT = "The scenario format is described in exercises/README.md."
 # Priority classes every KAI install has (its chart's four) and Kubernetes' own.
 KNOWN_PRIORITY_CLASSES = {"train", "build-preemptible", "build", "inference",
                           "system-cluster-critical", "system-node-critical"}
-SCHEDULERS = ("kai-scheduler", "default-scheduler")
+SCHEDULERS = (KAI_SCHEDULER_NAME, DEFAULT_SCHEDULER_NAME)
 
 
 def load_scenario(path: Path | str) -> Scenario:

@@ -34,6 +34,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from kailab.labels import (
+    KAI_SCHEDULER_NAME,
+    QUEUE_API,
     COMPLETE_DELAY_ANNOTATION,
     GPU_FRACTION_ANNOTATION,
     MANAGED,
@@ -44,13 +46,13 @@ from kailab.labels import (
     SKIP_PODGROUPER_ANNOTATION,
     SUBGROUP_LABEL,
 )
+from kailab.quantity import Quantity
 from kailab.scenarios.model import Bound, Expectation, Step
 from kailab.scheduler_settings import SchedulerSettings
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
 GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
-QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -79,12 +81,6 @@ def _go_duration(text: Any) -> str:
     if not isinstance(text, str) or not GO_DURATION.match(text):
         raise ValueError(f"{text!r} is not a duration KAI reads; want one such as 30s, 5m or 1h30m")
     return text
-
-
-def _quantity(text: Any) -> str:
-    if isinstance(text, bool) or not QUANTITY.match(str(text)):
-        raise ValueError(f"{text!r} is not a Kubernetes quantity; want one such as 1, 500m or 2")
-    return str(text)
 
 
 def _label_key(key: str) -> str:
@@ -119,7 +115,6 @@ def _whole_bound(value: Any) -> Bound:
 
 Seconds = Annotated[Union[StrictInt, StrictFloat, StrictStr], AfterValidator(seconds)]
 GoDuration = Annotated[Any, AfterValidator(_go_duration)]
-Quantity = Annotated[Any, AfterValidator(_quantity)]
 LabelKey = Annotated[StrictStr, AfterValidator(_label_key)]
 LabelValue = Annotated[StrictStr, AfterValidator(_label_value)]
 Want = Annotated[Any, AfterValidator(_bound)]  # a count that may have decimals (GPUs)
@@ -230,7 +225,7 @@ class WorkloadFile(FileModel):
     jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs <name>-0 …
     gpus: Gpus = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
     queue: Name | None = None
-    scheduler: Name = "kai-scheduler"
+    scheduler: Name = KAI_SCHEDULER_NAME
     priorityClass: Name | None = None  # the priorityClassName label on the owner and the pods' spec
     priorityClassName: Name | None = None  # only the pods' spec.priorityClassName (no label)
     preemptibility: Literal["preemptible", "non-preemptible"] | None = None
@@ -658,7 +653,7 @@ class QueueMetadata(BaseModel):
 class QueueObject(FileModel):
     """A KAI Queue object as ``kubectl apply`` takes it (manifests/queues.yaml)."""
 
-    apiVersion: Literal["scheduling.run.ai/v2"]
+    apiVersion: Literal[QUEUE_API]  # type: ignore[valid-type]
     kind: Literal["Queue"]
     metadata: QueueMetadata
     spec: QueueObjectSpec = QueueObjectSpec()
