@@ -18,7 +18,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import NotRunning
-from kailab.labels import MANAGED, PODGROUP_API
+from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
 
 FIELD_MANAGER = "kailab"
 
@@ -119,9 +119,18 @@ class Kube:
             pass
 
     def ensure_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30) -> None:
-        """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists)."""
+        """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists).
+
+        A namespace that exists and is not of the owner ``labels`` name (kailab's, with that lab id or none) is
+        refused, never labelled: kailab empties its namespaces, and would empty the user's with them."""
+        from kailab.ownership import Owner, refused
+
+        labels = {**MANAGED, **(labels or {})}
+        found = self.get("v1", "Namespace", name)
+        if found is not None and not Owner(labels.get(LAB_ID_LABEL, "")).owns(found["metadata"].get("labels")):
+            raise refused([f"Namespace {name}"], "Name a namespace that does not exist on this cluster yet: kailab makes it, and empties only those it made.")
         self.apply({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": name, "labels": {**MANAGED, **(labels or {})}}})
+                    "metadata": {"name": name, "labels": labels}})
         self._watch_until(self.core.list_namespaced_service_account, [name], lambda names: "default" in names,
                           timeout, field_selector="metadata.name=default")
 

@@ -137,7 +137,7 @@ class Engine:
         claimed = {(o["kind"], o["metadata"]["name"]): o for s in scenarios for o in claims(s)}
         names = self.cluster.foreign(list(claimed.values()))
         if names:
-            raise ownership.refused(names)
+            raise ownership.refused(names, namespace_hint(scenarios, names))
 
     def prepare(self, scenario: Scenario, verdict: Verdict) -> None:
         """Refuse another's objects; empty the fleet of earlier exercises; apply this scenario's queues and classes."""
@@ -395,12 +395,26 @@ class Recorder:
 
 def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
-    exist) and its priority classes — by apiVersion, kind and name."""
+    exist), its priority classes and its namespace (kailab empties it) — by apiVersion, kind and name."""
     queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)]
     out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": n}}
            for n in dict.fromkeys([*queues, *scenario.missing_queues])]
     return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
-                  for p in scenario.priority_classes]
+                  for p in scenario.priority_classes] + [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scenario.namespace}}]
+
+
+def namespace_hint(scenarios: list[Scenario], refused: list[str]) -> str | None:
+    """What to do when a scenario names a namespace that is not this lab's: the name to give instead."""
+    taken = {name.removeprefix("Namespace ") for name in refused if name.startswith("Namespace ")}
+    for s in scenarios:
+        if s.namespace in taken:
+            own = f"kailab-{s.name}"
+            instead = f"namespace: {own} (or leave namespace: out)" if own not in taken else \
+                "a namespace of its own, or run on a lab with a --prefix of its own"
+            return (f"Namespace {s.namespace} holds what is not kailab's, and kailab empties a scenario's namespace: "
+                    f"give {s.path or s.name} {instead}.")
+    return None
 
 
 def labelled(obj: dict, scenario: Scenario) -> dict:
