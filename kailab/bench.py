@@ -281,9 +281,9 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
                 kube.delete(QUEUE_API, "Queue", QUEUE)
                 delete_nodes(kube, names)
         except Exception as e:  # the figures are still shown; what is left is said
-            progress.console.print(f"[yellow]Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
+            progress.console.print(f"Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
                           f"Job in namespace {NAMESPACE}, queue {QUEUE}, nodes kwok-{POOL}-*. Run kailab bench again "
-                          "(it reuses and removes them) or kailab down.[/yellow]")
+                          "(it reuses and removes them) or kailab down.", style="yellow")
     return runs
 
 

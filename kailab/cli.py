@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.text import Text
 
 from kailab import lab, render, versions
 from kailab.errors import KailabError, NotRunning
@@ -92,7 +93,7 @@ def up(
     else:
         cls, why = choose_runtime(runtime)
     cls.check_options(options)
-    progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
+    progress.info(Text.assemble("Runtime: ", (cls.name, "bold"), f" ({why})"))
     rt = cls()
     found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes
     if found:
@@ -218,7 +219,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
         _capture(kube, progress, "before the exercise", allow_empty=True)
     for s in scenarios:
         if not (quiet or as_json):
-            stderr.rule(f"{s.title} ({s.path})")
+            stderr.rule(Text(f"{s.title} ({s.path})"))
         v = engine.run(s)
         ev.record_verdict(lab_home(), v.to_record())
         verdicts.append(v)
@@ -249,11 +250,11 @@ def explain(
         print(json.dumps([asdict(e) for e in found], indent=2))
         return
     for e in found:
-        render.stdout.print(f"[bold]{e.pod}[/bold] — {e.state}: {e.summary}")
+        render.stdout.print(Text.assemble((e.pod, "bold"), f" — {e.state}: {e.summary}"))
         if e.reported:
-            render.stdout.print(f"  the scheduler says: “{e.reported}”", markup=False)
+            render.stdout.print(f"  the scheduler says: “{e.reported}”")
         for d in e.details:
-            render.stdout.print(f"  {d}", markup=False)
+            render.stdout.print(f"  {d}")
         if e.runbook:
             render.stdout.print(f"  read: {e.runbook}")
 
@@ -281,7 +282,7 @@ def lesson(
 
     if name is None:
         for n in lesson_names():
-            render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
+            render.stdout.print(Text.assemble((f"{n:<10}", "bold"), f" {load_lesson(n).one_line}"))
         render.stdout.print("Start one: kailab lesson NAME")
         return
     if not run_lesson(name, ask=(lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))):
@@ -361,7 +362,7 @@ def doctor() -> None:
     for col in ("", "tool", "found", "needed for", "how to fix"):
         table.add_column(col)
     for f in findings:
-        table.add_row("[green]✓[/green]" if f.ok else "[red]✗[/red]", f.tool, f.found, f.needed_for, f.fix)
+        table.add_row(Text("✓", style="green") if f.ok else Text("✗", style="red"), f.tool, f.found, f.needed_for, f.fix)
     render.stdout.print(table)
     usable = {rt for rt in ("kind runtime", "local runtime") if all(f.ok for f in findings if f.needed_for == rt)}
     render.stdout.print(f"Usable here: {', '.join(sorted(usable)) or 'none'}")
@@ -408,15 +409,15 @@ def main() -> None:
     except KailabError as e:
         if os.environ.get("KAILAB_DEBUG"):
             raise
-        stderr.print(f"[red]✗ Error:[/red] {e.message}")
+        stderr.print(Text.assemble(("✗ Error:", "red"), f" {e.message}"))
         if e.details:
-            stderr.print(e.details, markup=False, highlight=False)
+            stderr.print(e.details)
         if e.hint:
-            stderr.print(f"[yellow]→[/yellow] {e.hint}")
+            stderr.print(Text.assemble(("→", "yellow"), f" {e.hint}"))
         sys.exit(e.exit_code)
     except Exception as e:  # API errors, bugs: one line, not a traceback
         if os.environ.get("KAILAB_DEBUG"):
             raise
-        stderr.print(f"[red]✗ Unexpected error:[/red] {type(e).__name__}: {str(e).strip()[:600]}", markup=True, highlight=False)
-        stderr.print("[yellow]→[/yellow] Run again with KAILAB_DEBUG=1 for the traceback, and please report it.")
+        stderr.print(Text.assemble(("✗ Unexpected error:", "red"), f" {type(e).__name__}: {str(e).strip()[:600]}"))
+        stderr.print(Text.assemble(("→", "yellow"), " Run again with KAILAB_DEBUG=1 for the traceback, and please report it."))
         sys.exit(1)

@@ -152,7 +152,7 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
         times = [t for t, _ in v["timeline"]]
         for q in queues_seen:
             ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=q)
-        ax.set_title(f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10)
+        ax.set_title(f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False)  # a title's $ is text
         ax.set_ylabel("GPUs allocated")
         ax.set_xlabel("seconds since the exercise started")
         ax.legend(loc="upper left", fontsize=8)

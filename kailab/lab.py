@@ -33,7 +33,7 @@ def remove(progress: Progress) -> None:
     try:
         rt = current_runtime()
     except Exception as e:  # a damaged state file: say so, and remove what is identifiably ours
-        progress.info(f"[yellow]{getattr(e, 'message', e)}[/yellow] Removing what kailab can identify as its own.")
+        progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
         rt = None
     if rt is not None:
         rt.down(progress)

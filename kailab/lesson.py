@@ -48,6 +48,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     (or the lesson does not apply to this cluster)."""
     from rich.markdown import Markdown
     from rich.panel import Panel
+    from rich.text import Text
 
     from kailab import evidence, lab, render
     from kailab.paths import lab_home
@@ -66,7 +67,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     out = render.stdout
 
     def panel(body, title: str) -> None:
-        out.print(Panel(body, title=title, title_align="left"), soft_wrap=False)
+        out.print(Panel(body, title=Text(title), title_align="left"), soft_wrap=False)
 
     expected = les.sections.get("What you should see", "")
     panel(les.sections.get("Concept", ""), les.title)

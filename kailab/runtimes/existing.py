@@ -378,8 +378,8 @@ class ExistingRuntime(Runtime):
             progress.info("No adopted cluster to let go of.")
             return super().forget(progress)
         if not state.lab_id:
-            progress.info("[yellow]The lab's state has no lab id, so kailab cannot tell its objects from others' "
-                          "and deletes none on the cluster.[/yellow]")
+            progress.info("The lab's state has no lab id, so kailab cannot tell its objects from others' "
+                          "and deletes none on the cluster.", style="yellow")
         else:
             try:
                 kube = self.kube()
@@ -389,9 +389,9 @@ class ExistingRuntime(Runtime):
             if answers:
                 self._remove_owned(kube, Owner(state.lab_id), state, progress)
             else:
-                progress.info(f"[yellow]The cluster does not answer; what this lab made there is left. Find it later "
-                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}"
-                              "[/yellow]")
+                progress.info(f"The cluster does not answer; what this lab made there is left. Find it later "
+                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}",
+                              style="yellow")
         labdir.report_left(self.home, labdir.remove(self.home, list(OWN_ENTRIES)), progress)
         progress.info("The cluster itself was left running, with everything kailab did not make.")
 

@@ -100,7 +100,7 @@ class Engine:
         start = self.cluster.clock()
         if why := self.not_applicable(scenario):
             verdict.not_applicable = why
-            self.progress.info(f"[yellow]–[/yellow] {scenario.name} is not applicable {why}")
+            self.progress.info(f"– {scenario.name} is not applicable {why}", style="yellow")
             return verdict
         try:
             self.prepare(scenario, verdict)
@@ -118,7 +118,7 @@ class Engine:
                         self.cluster.start_scheduler(SchedulerChange())
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
             verdict.error = failure_text(e)
-            self.progress.info(f"[red]✗ {scenario.name} stopped: {verdict.error}[/red]")
+            self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
         verdict.seconds = self.cluster.clock() - start
         return verdict
 
@@ -284,9 +284,13 @@ class Engine:
                 if hold:
                     broke_at = run.breaks(all_hold, hold)
             ok = reached and broke_at is None
-            st.note("held" if ok else f"not reached within {step.timeout:.0f}s" if not reached
-                    else f"did not hold for {hold:.0f}s")
-        obs = broke_at or observe(run.state)
+            obs = broke_at or observe(run.state)
+            if ok:
+                st.note("held")
+            else:
+                seen = "; ".join(f"{e.title}: {c.observed}" for e in exps if not (c := evaluate(e, obs)).passed)
+                st.fail((f"not reached within {step.timeout:.0f}s" if not reached else f"did not hold for {hold:.0f}s")
+                        + (f" — seen {seen}" if seen else ""))
         for e in exps:
             check = evaluate(e, obs)
             if not rows and check.passed:
