@@ -5,24 +5,112 @@ Nothing here knows which runtime made the cluster; it needs only a kubeconfig.
 
 from __future__ import annotations
 
+import binascii
+import copy
 import hashlib
+import logging
+import os
+import signal
+import ssl
+import subprocess
 import threading
 import time
+import urllib.parse
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import exec_provider, kube_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from kailab.errors import NotRunning
+from kailab.errors import KailabError, NotRunning
 from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
 
 FIELD_MANAGER = "kailab"
 
 urllib3.disable_warnings()
+
+EXEC_TIMEOUT = 6.0  # a kubeconfig's credential (exec/login) plugin: its answer, or an error
+PROBE_TIMEOUT = (3.0, 3.0)  # connect, read: does the API server answer at all (no retries)
+
+
+class _BoundedPopen(subprocess.Popen):
+    """A credential plugin's process that answers within EXEC_TIMEOUT or is killed, with everything it started
+    (it runs in a session of its own, so its group is exactly what it started)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "start_new_session": True})
+
+    def communicate(self, input=None, timeout=None):
+        try:
+            return super().communicate(input, timeout=EXEC_TIMEOUT if timeout is None else timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                super().communicate(timeout=1)
+            except (subprocess.TimeoutExpired, OSError, ValueError):
+                pass
+            raise config.ConfigException(f"exec: {self.args[0] if isinstance(self.args, list) else self.args} "
+                                         f"did not answer within {EXEC_TIMEOUT:.0f}s") from None
+
+
+_exec_failures = threading.local()
+
+
+class _RecordedExec(exec_provider.ExecProvider):
+    """The client's ExecProvider, whose failure is kept for :func:`load_config` (the client only logs it)."""
+
+    def run(self, previous_response=None):
+        try:
+            return super().run(previous_response)
+        except Exception as e:
+            getattr(_exec_failures, "seen", []).append(str(e))
+            raise
+
+
+# The official client runs a kubeconfig's exec plugin with no time limit and only logs its failure:
+# bound it, and keep the failure to say it.
+exec_provider.subprocess = SimpleNamespace(**{**vars(subprocess), "Popen": _BoundedPopen})
+kube_config.ExecProvider = _RecordedExec
+
+
+def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
+    """The client configuration for a kubeconfig's context; a :class:`KailabError` that names what is wrong
+    with the file (not a file, too large, not YAML, not a mapping, bad base64 data, a server that is not a URL,
+    a credential plugin that fails or does not answer). A context that is not there stays ConfigException."""
+    from kailab.yamlfile import YamlFile
+
+    hint = "Check it with: kubectl --kubeconfig PATH get nodes"
+    f = YamlFile(Path(path), KailabError, hint)
+    f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    cfg = client.Configuration()
+    _exec_failures.seen = []
+    logging.disable(logging.ERROR)  # the client logs a plugin's failure itself; it is said below, once
+    try:
+        config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
+    except (binascii.Error, ValueError) as e:
+        raise KailabError(f"The kubeconfig {path} holds data that is not valid base64 "
+                          f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
+                          hint=hint) from None
+    finally:
+        logging.disable(logging.NOTSET)
+        failures, _exec_failures.seen = _exec_failures.seen, []
+    if failures:
+        raise KailabError(f"The kubeconfig {path}'s credential plugin failed: "
+                          f"{failures[0].removeprefix('exec: ')}.",
+                          hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.")
+    url = urllib.parse.urlsplit(cfg.host or "")
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise KailabError(f"The kubeconfig {path} names the server {cfg.host!r}, which is not a URL.",
+                          hint="A cluster's server is https://HOST:PORT.")
+    return cfg
 
 
 class Kube:
@@ -31,9 +119,9 @@ class Kube:
     def __init__(self, kubeconfig: Path | str, context: str | None = None):
         self.kubeconfig = str(kubeconfig)
         self.context = context
-        cfg = client.Configuration()
-        config.load_kube_config(config_file=self.kubeconfig, context=context, client_configuration=cfg)
+        cfg = load_config(self.kubeconfig, context)
         cfg.connection_pool_maxsize = 16  # a fleet is created by 16 threads at once (fleet.create_fleet)
+        self._cfg = cfg
         self.api = client.ApiClient(cfg)
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
@@ -56,11 +144,25 @@ class Kube:
 
     def ping(self, timeout: float = 2.0) -> bool:
         """True when the API server answers (GET /version)."""
+        return self.probe((timeout, timeout)) is None
+
+    def probe(self, timeout: tuple[float, float] = PROBE_TIMEOUT) -> str | None:
+        """None when the API server answers GET /version within ``timeout`` (connect, read; one try);
+        else what happened, in words: no answer, refused, TLS failed, credentials refused."""
+        cfg = copy.copy(self._cfg)
+        cfg.retries = False
+        api = client.ApiClient(cfg)
         try:
-            client.VersionApi(self.api).get_code(_request_timeout=timeout)
-            return True
-        except Exception:
-            return False
+            client.VersionApi(api).get_code(_request_timeout=timeout)
+            return None
+        except ApiException as e:
+            if e.status in (401, 403):
+                return f"the API server at {cfg.host} refuses these credentials ({e.status} {e.reason})"
+            return f"the API server at {cfg.host} answers {e.status} {e.reason}"
+        except Exception as e:
+            return f"the API server at {cfg.host} {_no_answer(e)}"
+        finally:
+            api.close()
 
     def resource(self, api_version: str, kind: str):
         try:
@@ -201,6 +303,22 @@ class Kube:
         finally:
             w.stop()
         return done({o.metadata.name for o in list_fn(*args, **kw).items})
+
+
+def _no_answer(e: Exception) -> str:
+    """What a failed request says about the server: "does not answer within 3s", "refuses connections"..."""
+    reason = getattr(e, "reason", None) or e
+    chain = [reason, *(x for x in (getattr(reason, "__cause__", None), getattr(reason, "__context__", None)) if x)]
+    if any(isinstance(x, (ssl.SSLError, urllib3.exceptions.SSLError)) for x in chain):
+        detail = str(reason).split("SSLError(")[-1].split(")")[0] if "SSLError(" in str(reason) else str(reason)
+        return f"fails TLS ({detail[:200]}): check the kubeconfig's certificate-authority data and server name"
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        return "has a host name that does not resolve"
+    if any(isinstance(x, ConnectionRefusedError) for x in chain) or "Connection refused" in str(reason):
+        return "refuses connections (is the cluster running?)"
+    if isinstance(reason, (urllib3.exceptions.TimeoutError, TimeoutError)) or "timed out" in str(reason):
+        return f"does not answer within {PROBE_TIMEOUT[1]:.0f}s"
+    return f"cannot be reached ({type(reason).__name__}: {str(reason)[:200]})"
 
 
 def _identity(obj) -> tuple[str, str]:

@@ -66,8 +66,8 @@ def connect() -> Kube:
     if not path.is_file():
         raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
     kube = Kube(path, context=context())
-    if not kube.ping():
-        raise NotRunning(f"The lab's API server does not answer ({path}).",
+    if why := kube.probe():
+        raise NotRunning(f"The lab's API server does not answer ({path}): {why}.",
                          hint="Check it with: kailab status — or start again: kailab down && kailab up")
     return kube
 
