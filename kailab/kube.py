@@ -156,6 +156,8 @@ class Kube:
             client.VersionApi(api).get_code(_request_timeout=timeout)
             return None
         except ApiException as e:
+            if e.status == 0 and str(e.reason).startswith("SSLError"):  # the client's wording of a TLS failure
+                return f"the API server at {cfg.host} {_tls_failed(str(e.reason).partition(chr(10))[2])}"
             if e.status in (401, 403):
                 return f"the API server at {cfg.host} refuses these credentials ({e.status} {e.reason})"
             return f"the API server at {cfg.host} answers {e.status} {e.reason}"
@@ -310,8 +312,7 @@ def _no_answer(e: Exception) -> str:
     reason = getattr(e, "reason", None) or e
     chain = [reason, *(x for x in (getattr(reason, "__cause__", None), getattr(reason, "__context__", None)) if x)]
     if any(isinstance(x, (ssl.SSLError, urllib3.exceptions.SSLError)) for x in chain):
-        detail = str(reason).split("SSLError(")[-1].split(")")[0] if "SSLError(" in str(reason) else str(reason)
-        return f"fails TLS ({detail[:200]}): check the kubeconfig's certificate-authority data and server name"
+        return _tls_failed(str(reason))
     if isinstance(reason, urllib3.exceptions.NameResolutionError):
         return "has a host name that does not resolve"
     if any(isinstance(x, ConnectionRefusedError) for x in chain) or "Connection refused" in str(reason):
@@ -319,6 +320,10 @@ def _no_answer(e: Exception) -> str:
     if isinstance(reason, (urllib3.exceptions.TimeoutError, TimeoutError)) or "timed out" in str(reason):
         return f"does not answer within {PROBE_TIMEOUT[1]:.0f}s"
     return f"cannot be reached ({type(reason).__name__}: {str(reason)[:200]})"
+
+
+def _tls_failed(detail: str) -> str:
+    return f"fails TLS ({detail.strip()[:200]}): check the kubeconfig's certificate-authority data and server name"
 
 
 def _identity(obj) -> tuple[str, str]:
