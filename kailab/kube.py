@@ -138,7 +138,12 @@ class Kube:
             where = str(Path(self.kubeconfig).resolve()) + (f"\0{self.context}" if self.context else "")
             key = hashlib.sha256(where.encode()).hexdigest()[:16]
             cache = cache_home() / "discovery" / f"{key}.json"
-            cache.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise KailabError(f"kailab cannot write its cache folder {cache_home()}: "
+                                  f"{'a file is in the way' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e}.",
+                                  hint="Point KAILAB_CACHE at a folder you own (or unset it).") from None
             self._dyn = DynamicClient(self.api, cache_file=str(cache))
         return self._dyn
 
