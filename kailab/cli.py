@@ -211,6 +211,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     from kailab.scenarios.engine import Engine
 
     kube = lab.connect()
+    ev.check_recordable(lab_home())  # before the run: a verdict is never lost for want of a place to keep it
     progress = Progress(quiet or as_json)
     engine = Engine(lab.live_cluster(kube), progress, record=record)
     engine.refuse_foreign(scenarios)  # another's queue or priority class of the same name: nothing is applied
@@ -313,6 +314,10 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
         raise KailabError(f"Nothing captured: {e}", hint="Run an exercise first, e.g. kailab demo quota") from e
     except FileExistsError as e:
         raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+    except OSError as e:  # --out under a file, in /proc, on a full disk
+        where = e.filename or out or "the evidence folder"
+        raise KailabError(f"Nothing captured: cannot write {where}: {e.strerror or e}.",
+                          hint="Choose an --out in a folder you can write.") from None
     return path
 
 
@@ -382,7 +387,7 @@ def _pool_counts(items: list[str]) -> dict[str, int]:
     out = {}
     for item in items:
         name, _, count = item.partition("=")
-        if not count.isdigit():
+        if not (count.isascii() and count.isdigit()):  # "٣" and "²" are digits to Python, not to a fleet
             raise KailabError(f"--pool {item!r} is not POOL=COUNT.", hint="Example: --pool a100=3")
         out[name] = int(count)
     return out
@@ -396,6 +401,38 @@ def _ask(question: str) -> str:
     return typer.prompt(question, default="(no prediction given)", show_default=False)
 
 
+def _api_refused(e) -> None:
+    """An API error no command turned into words: what the server said, and for 403 what to ask for."""
+    from kailab.kube import api_error_words
+
+    stderr.print(Text.assemble(("✗ Error:", "red"), f" The cluster's API server refused a request: {api_error_words(e)}."))
+    hint = ("The kubeconfig's user lacks that permission (the verb, resource and API group above): ask the "
+            "cluster's admin to grant it, or use a kubeconfig with those rights."
+            if e.status == 403 else "See: kailab status")
+    stderr.print(Text.assemble(("→", "yellow"), f" {hint}"))
+    sys.exit(1)
+
+
+def _os_failed(e: OSError) -> None:
+    """A write the system refused: to the output (a full device, a closed pipe) or to a named file."""
+    import errno
+
+    try:
+        sys.stdout = open(os.devnull, "w")  # the interpreter's own last flush must not fail again
+    except OSError:
+        pass
+    if e.errno == errno.EPIPE:  # `kailab status | head -1`: the reader has all it wanted
+        sys.exit(1)
+    where = f"{e.filename}" if e.filename else "kailab's output"
+    try:
+        stderr.print(Text.assemble(("✗ Error:", "red"), f" Cannot write {where}: {e.strerror or e}."))
+        stderr.print(Text.assemble(("→", "yellow"), " Free some space or choose another place, then run again."
+                                   if e.errno in (errno.ENOSPC, errno.EDQUOT) else " Choose a place you can write."))
+    except OSError:
+        pass  # stderr too is full or closed: the exit code says it
+    sys.exit(1)
+
+
 def _stop_like_ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt  # the same clean-up as Ctrl-C: a half-made lab, the bench's nodes, are removed
 
@@ -405,7 +442,10 @@ def main() -> None:
     SIGTERM (a CI timeout, ``kill``) stops a command as Ctrl-C does, so its clean-up runs."""
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
-        app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
+        try:
+            app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
+        finally:
+            sys.stdout.flush()  # here, where a full disk or a closed pipe is said, not at the interpreter's exit
     except KailabError as e:
         if os.environ.get("KAILAB_DEBUG"):
             raise
@@ -415,9 +455,17 @@ def main() -> None:
         if e.hint:
             stderr.print(Text.assemble(("→", "yellow"), f" {e.hint}"))
         sys.exit(e.exit_code)
+    except OSError as e:  # output to a full disk or a closed pipe, a folder that cannot be written
+        if os.environ.get("KAILAB_DEBUG"):
+            raise
+        _os_failed(e)
     except Exception as e:  # API errors, bugs: one line, not a traceback
         if os.environ.get("KAILAB_DEBUG"):
             raise
+        from kubernetes.client.exceptions import ApiException
+
+        if isinstance(e, ApiException):
+            _api_refused(e)
         stderr.print(Text.assemble(("✗ Unexpected error:", "red"), f" {type(e).__name__}: {str(e).strip()[:600]}"))
         stderr.print(Text.assemble(("→", "yellow"), " Run again with KAILAB_DEBUG=1 for the traceback, and please report it."))
         sys.exit(1)

@@ -327,6 +327,19 @@ def _no_answer(e: Exception) -> str:
     return f"cannot be reached ({type(reason).__name__}: {str(reason)[:200]})"
 
 
+def api_error_words(e: ApiException) -> str:
+    """An API error in one line: status, reason and the server's own message (which, for 403, names the verb,
+    resource and API group the user may not use) — never the response's headers."""
+    import json
+
+    try:
+        message = json.loads(e.body).get("message") if e.body else None
+    except (ValueError, AttributeError):
+        message = None
+    reason = " ".join(str(e.reason or "").split())[:200]
+    return f"{e.status} {reason}" + (f": {str(message)[:400]}" if message else "")
+
+
 def _tls_failed(detail: str) -> str:
     return f"fails TLS ({detail.strip()[:200]}): check the kubeconfig's certificate-authority data and server name"
 

@@ -62,6 +62,7 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
         raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
     les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
     kube = lab.connect()  # before asking for a prediction: no lab, no lesson
+    evidence.check_recordable(lab_home())  # nor a lesson whose verdict could not be kept
     engine = Engine(lab.live_cluster(kube), Progress())
     engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     out = render.stdout

@@ -438,7 +438,9 @@ def describe_settings(c: SchedulerChange) -> str:
 def failure_text(e: Exception) -> str:
     """One line for an error that ended a scenario: the API's status and reason, or the error's own words."""
     if isinstance(e, ApiException):
-        return f"the API server answered {e.status} {e.reason}" + (f": {str(e.body)[:300]}" if e.body else "")
+        from kailab.kube import api_error_words
+
+        return f"the API server answered {api_error_words(e)}"
     return f"{type(e).__name__}: {getattr(e, 'message', None) or str(e)}"[:400]
 
 
