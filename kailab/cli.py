@@ -312,11 +312,11 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
             progress.info(f"Nothing to capture {what}: {e}")
             return None
         raise KailabError(f"Nothing captured: {e}", hint="Run an exercise first, e.g. kailab demo quota") from e
-    except FileExistsError as e:
-        raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
-    except OSError as e:  # --out under a file, in /proc, on a full disk
-        where = e.filename or out or "the evidence folder"
-        raise KailabError(f"Nothing captured: cannot write {where}: {e.strerror or e}.",
+    except OSError as e:  # --out that exists, under a file, in /proc, on a full disk
+        if isinstance(e, FileExistsError) and e.errno is None:  # write_snapshot's own: it never overwrites
+            raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+        why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or str(e)
+        raise KailabError(f"Nothing captured: cannot write {e.filename or out or 'the evidence folder'}: {why}.",
                           hint="Choose an --out in a folder you can write.") from None
     return path
 
