@@ -243,7 +243,11 @@ def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Pro
             result.finished = result.finished and wait_until(cond, lambda: reached("Running"),
                                                              max(1.0, timeout - result.to_bound))
             result.to_running = time.monotonic() - start
-            st.note(f"{result.to_running:.1f}s" if result.finished else f"not all Running within {timeout:.0f}s")
+            if result.finished:
+                st.note(f"{result.to_running:.1f}s")
+            else:  # a wait that did not hold is ✗, with what was seen
+                st.fail(f"not all Running within {timeout:.0f}s: {len(stages.first['bound'])} bound, "
+                        f"{len(stages.first['Running'])} Running of {pods}")
         result.peak_memory_mib = peak.peak
         result.watched = stages.last(pods)
         listing = kube.core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name=bench-{scheduler}")
@@ -281,9 +285,9 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
                 kube.delete(QUEUE_API, "Queue", QUEUE)
                 delete_nodes(kube, names)
         except Exception as e:  # the figures are still shown; what is left is said
-            progress.console.print(f"[yellow]Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
+            progress.console.print(f"Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
                           f"Job in namespace {NAMESPACE}, queue {QUEUE}, nodes kwok-{POOL}-*. Run kailab bench again "
-                          "(it reuses and removes them) or kailab down.[/yellow]")
+                          "(it reuses and removes them) or kailab down.", style="yellow")
     return runs
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.text import Text
 
 from kailab import lab, render, versions
 from kailab.errors import KailabError, NotRunning
@@ -136,7 +137,7 @@ def up(
     else:
         cls, why = choose_runtime(runtime)
     check_options(cls, options)
-    progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
+    progress.info(Text.assemble("Runtime: ", (cls.name, "bold"), f" ({why})"))
     rt = cls()
     found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes
     if found:
@@ -271,6 +272,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     from kailab.scenarios.engine import Engine
 
     kube = lab.connect()
+    ev.check_recordable(lab_home())  # before the run: a verdict is never lost for want of a place to keep it
     progress = Progress(quiet or as_json)
     engine = Engine(lab.live_cluster(kube), progress, record=record)
     engine.refuse_foreign(scenarios)  # another's queue or priority class of the same name: nothing is applied
@@ -280,7 +282,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
         _capture(kube, progress, "before the exercise", allow_empty=True)
     for s in scenarios:
         if not (quiet or as_json):
-            stderr.rule(f"{s.title} ({s.path})")
+            stderr.rule(Text(f"{s.title} ({s.path})"))
         v = engine.run(s)
         ev.record_verdict(lab_home(), v.to_record())
         verdicts.append(v)
@@ -311,11 +313,11 @@ def explain(
         print(json.dumps([asdict(e) for e in found], indent=2))
         return
     for e in found:
-        render.stdout.print(f"[bold]{e.pod}[/bold] — {e.state}: {e.summary}")
+        render.stdout.print(Text.assemble((e.pod, "bold"), f" — {e.state}: {e.summary}"))
         if e.reported:
-            render.stdout.print(f"  the scheduler says: “{e.reported}”", markup=False)
+            render.stdout.print(f"  the scheduler says: “{e.reported}”")
         for d in e.details:
-            render.stdout.print(f"  {d}", markup=False)
+            render.stdout.print(f"  {d}")
         if e.runbook:
             render.stdout.print(f"  read: {e.runbook}")
 
@@ -348,13 +350,17 @@ def lesson(
 
     if name is None:  # in teaching order (the exercise list), then any an instructor added
         for n in lesson_names():
-            render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
+            render.stdout.print(Text.assemble((f"{n:<10}", "bold"), f" {load_lesson(n).one_line}"))
         render.stdout.print("Start one: kailab lesson NAME")
         return
     if name not in lesson_names():
         raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
     les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
     kube = lab.connect()  # before asking for a prediction: no lab, no lesson
+    from kailab import evidence
+    from kailab.paths import lab_home
+
+    evidence.check_recordable(lab_home())  # nor a lesson whose verdict could not be kept
     engine = Engine(lab.live_cluster(kube), Progress())
     engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
@@ -385,8 +391,12 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
             progress.info(f"Nothing to capture {what}: {e}")
             return None
         raise KailabError(f"Nothing captured: {e}", hint="Run an exercise first, e.g. kailab demo quota") from e
-    except FileExistsError as e:
-        raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+    except OSError as e:  # --out that exists, under a file, in /proc, on a full disk
+        if isinstance(e, FileExistsError) and e.errno is None:  # write_snapshot's own: it never overwrites
+            raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+        why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or str(e)
+        raise KailabError(f"Nothing captured: cannot write {e.filename or out or 'the evidence folder'}: {why}.",
+                          hint="Choose an --out in a folder you can write.") from None
     return path
 
 
@@ -436,7 +446,7 @@ def doctor() -> None:
     for col in ("", "tool", "found", "needed for", "how to fix"):
         table.add_column(col)
     for f in findings:
-        table.add_row("[green]✓[/green]" if f.ok else "[red]✗[/red]", f.tool, f.found, f.needed_for, f.fix)
+        table.add_row(Text("✓", style="green") if f.ok else Text("✗", style="red"), f.tool, f.found, f.needed_for, f.fix)
     render.stdout.print(table)
     usable = {rt for rt in ("kind runtime", "local runtime") if all(f.ok for f in findings if f.needed_for == rt)}
     render.stdout.print(f"Usable here: {', '.join(sorted(usable)) or 'none'}")
@@ -456,7 +466,7 @@ def _pool_counts(items: list[str]) -> dict[str, int]:
     out = {}
     for item in items:
         name, _, count = item.partition("=")
-        if not count.isdigit():
+        if not (count.isascii() and count.isdigit()):  # "٣" and "²" are digits to Python, not to a fleet
             raise KailabError(f"--pool {item!r} is not POOL=COUNT.", hint="Example: --pool a100=3")
         out[name] = int(count)
     return out
@@ -470,6 +480,38 @@ def _ask(question: str) -> str:
     return typer.prompt(question, default="(no prediction given)", show_default=False)
 
 
+def _api_refused(e) -> None:
+    """An API error no command turned into words: what the server said, and for 403 what to ask for."""
+    from kailab.kube import api_error_words
+
+    stderr.print(Text.assemble(("✗ Error:", "red"), f" The cluster's API server refused a request: {api_error_words(e)}."))
+    hint = ("The kubeconfig's user lacks that permission (the verb, resource and API group above): ask the "
+            "cluster's admin to grant it, or use a kubeconfig with those rights."
+            if e.status == 403 else "See: kailab status")
+    stderr.print(Text.assemble(("→", "yellow"), f" {hint}"))
+    sys.exit(1)
+
+
+def _os_failed(e: OSError) -> None:
+    """A write the system refused: to the output (a full device, a closed pipe) or to a named file."""
+    import errno
+
+    try:
+        sys.stdout = open(os.devnull, "w")  # the interpreter's own last flush must not fail again
+    except OSError:
+        pass
+    if e.errno == errno.EPIPE:  # `kailab status | head -1`: the reader has all it wanted
+        sys.exit(1)
+    where = f"{e.filename}" if e.filename else "kailab's output"
+    try:
+        stderr.print(Text.assemble(("✗ Error:", "red"), f" Cannot write {where}: {e.strerror or e}."))
+        stderr.print(Text.assemble(("→", "yellow"), " Free some space or choose another place, then run again."
+                                   if e.errno in (errno.ENOSPC, errno.EDQUOT) else " Choose a place you can write."))
+    except OSError:
+        pass  # stderr too is full or closed: the exit code says it
+    sys.exit(1)
+
+
 def _stop_like_ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt  # the same clean-up as Ctrl-C: a half-made lab, the bench's nodes, are removed
 
@@ -479,19 +521,30 @@ def main() -> None:
     SIGTERM (a CI timeout, ``kill``) stops a command as Ctrl-C does, so its clean-up runs."""
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
-        app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
+        try:
+            app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
+        finally:
+            sys.stdout.flush()  # here, where a full disk or a closed pipe is said, not at the interpreter's exit
     except KailabError as e:
         if os.environ.get("KAILAB_DEBUG"):
             raise
-        stderr.print(f"[red]✗ Error:[/red] {e.message}")
+        stderr.print(Text.assemble(("✗ Error:", "red"), f" {e.message}"))
         if e.details:
-            stderr.print(e.details, markup=False, highlight=False)
+            stderr.print(e.details)
         if e.hint:
-            stderr.print(f"[yellow]→[/yellow] {e.hint}")
+            stderr.print(Text.assemble(("→", "yellow"), f" {e.hint}"))
         sys.exit(e.exit_code)
+    except OSError as e:  # output to a full disk or a closed pipe, a folder that cannot be written
+        if os.environ.get("KAILAB_DEBUG"):
+            raise
+        _os_failed(e)
     except Exception as e:  # API errors, bugs: one line, not a traceback
         if os.environ.get("KAILAB_DEBUG"):
             raise
-        stderr.print(f"[red]✗ Unexpected error:[/red] {type(e).__name__}: {str(e).strip()[:600]}", markup=True, highlight=False)
-        stderr.print("[yellow]→[/yellow] Run again with KAILAB_DEBUG=1 for the traceback, and please report it.")
+        from kubernetes.client.exceptions import ApiException
+
+        if isinstance(e, ApiException):
+            _api_refused(e)
+        stderr.print(Text.assemble(("✗ Unexpected error:", "red"), f" {type(e).__name__}: {str(e).strip()[:600]}"))
+        stderr.print(Text.assemble(("→", "yellow"), " Run again with KAILAB_DEBUG=1 for the traceback, and please report it."))
         sys.exit(1)

@@ -35,7 +35,7 @@ def remove(progress: Progress) -> None:
     try:
         rt = current_runtime()
     except Exception as e:  # a damaged state file: say so, and remove what is identifiably ours
-        progress.info(f"[yellow]{getattr(e, 'message', e)}[/yellow] Removing what kailab can identify as its own.")
+        progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
         rt = None
     if rt is not None:
         rt.down(progress)
@@ -68,8 +68,8 @@ def connect() -> Kube:
     if not path.is_file():
         raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
     kube = Kube(path, context=context())
-    if not kube.ping():
-        raise NotRunning(f"The lab's API server does not answer ({path}).",
+    if why := kube.probe():
+        raise NotRunning(f"The lab's API server does not answer ({path}): {why}.",
                          hint="Check it with: kailab status — or start again: kailab down && kailab up")
     return kube
 

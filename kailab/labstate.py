@@ -59,6 +59,8 @@ class LabState:
         if runtimes is not None and data["runtime"] not in runtimes:
             raise cls._damaged(path, f"it names a runtime kailab does not have: {data['runtime']!r}")
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if wrong := [k for k, v in known.items() if not isinstance(v, type(getattr(cls(runtime="", kubeconfig=""), k)))]:
+            raise cls._damaged(path, f"{', '.join(wrong)} {'has' if len(wrong) == 1 else 'have'} the wrong type")
         try:
             return cls(**known)
         except TypeError as e:

@@ -59,6 +59,7 @@ def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Cal
     (or the lesson does not apply to this cluster). The caller binds it to a lab (``kailab lesson`` in cli.py)."""
     from rich.markdown import Markdown
     from rich.panel import Panel
+    from rich.text import Text
 
     from kailab import evidence, render
     from kailab.applied import kai_lines
@@ -67,7 +68,7 @@ def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Cal
     out = render.stdout
 
     def panel(body, title: str) -> None:
-        out.print(Panel(body, title=title, title_align="left"), soft_wrap=False)
+        out.print(Panel(body, title=Text(title), title_align="left"), soft_wrap=False)
 
     expected = les.sections.get("What you should see", "")
     panel(les.sections.get("Concept", ""), les.title)

@@ -119,8 +119,8 @@ class Runtime(ABC):
         """The lab when it already runs with every component healthy (``up`` then has nothing to do), else None."""
         info = self.info()
         if info and info.components and all(c.healthy for c in info.components):
-            progress.info(f"[green]✓[/green] The lab is already running ({self.name} runtime); nothing to do. "
-                          f"Kubeconfig: {self.kubeconfig()}")
+            progress.info(f"✓ The lab is already running ({self.name} runtime); nothing to do. "
+                          f"Kubeconfig: {self.kubeconfig()}", style="green")
             return info
         return None
 

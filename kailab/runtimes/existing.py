@@ -101,11 +101,11 @@ def default_kubeconfig() -> Path:
 
 def connect(path: Path, context: str | None) -> Kube:
     """A client for the kubeconfig's context; a clear error when the file or the context is not there."""
-    if not path.is_file():
+    if not path.exists():
         raise KailabError(f"The kubeconfig {path} does not exist.",
                           hint="Name the cluster's kubeconfig: kailab up --runtime existing --kubeconfig PATH")
     try:
-        return Kube(path, context=context)
+        kube = Kube(path, context=context)
     except config.ConfigException as e:
         try:
             names = ", ".join(c["name"] for c in config.list_kube_config_contexts(config_file=str(path))[0])
@@ -113,6 +113,10 @@ def connect(path: Path, context: str | None) -> Kube:
             names = "none readable"
         raise KailabError(f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {e}.",
                           hint=f"Its contexts: {names}. Choose one with --context NAME.") from e
+    if why := kube.probe():  # one bounded try: a server that never answers is said in seconds
+        raise KailabError(f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {why}.",
+                          hint="Check it with: kubectl --kubeconfig PATH get nodes")
+    return kube
 
 
 def _exists(call: Callable[[], object]) -> object | None:
@@ -374,8 +378,8 @@ class ExistingRuntime(Runtime):
             progress.info("No adopted cluster to let go of.")
             return super().forget(progress)
         if not state.lab_id:
-            progress.info("[yellow]The lab's state has no lab id, so kailab cannot tell its objects from others' "
-                          "and deletes none on the cluster.[/yellow]")
+            progress.info("The lab's state has no lab id, so kailab cannot tell its objects from others' "
+                          "and deletes none on the cluster.", style="yellow")
         else:
             try:
                 kube = self.kube()
@@ -385,9 +389,9 @@ class ExistingRuntime(Runtime):
             if answers:
                 self._remove_owned(kube, Owner(state.lab_id), state, progress)
             else:
-                progress.info(f"[yellow]The cluster does not answer; what this lab made there is left. Find it later "
-                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}"
-                              "[/yellow]")
+                progress.info(f"The cluster does not answer; what this lab made there is left. Find it later "
+                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}",
+                              style="yellow")
         labdir.report_left(self.home, labdir.remove(self.home, list(OWN_ENTRIES)), progress)
         progress.info("The cluster itself was left running, with everything kailab did not make.")
 

@@ -100,9 +100,9 @@ class LocalRuntime(Runtime):
             self._write_state(options)
         except BaseException:
             if options.retain:
-                progress.info(f"[yellow]Keeping the half-made lab for debugging (--retain): {self.home}[/yellow]")
+                progress.info(f"Keeping the half-made lab for debugging (--retain): {self.home}", style="yellow")
             else:
-                progress.info("[yellow]Cleaning up the half-made lab…[/yellow]")
+                progress.info("Cleaning up the half-made lab…", style="yellow")
                 self._teardown()
             raise
         return self.info() or LabInfo(self.name, self.kubeconfig())

@@ -107,7 +107,7 @@ class Engine:
         start = self.cluster.clock()
         if why := self.not_applicable(scenario):
             verdict.not_applicable = why
-            self.progress.info(f"[yellow]–[/yellow] {scenario.name} is not applicable {why}")
+            self.progress.info(f"– {scenario.name} is not applicable {why}", style="yellow")
             return verdict
         step: Step | None = None
         try:
@@ -127,7 +127,7 @@ class Engine:
                         self.cluster.start_scheduler(SchedulerSettings())
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
             verdict.error = (f"{scenario.path}:{step.line}: " if step is not None else "") + failure_text(e)
-            self.progress.info(f"[red]✗ {scenario.name} stopped: {verdict.error}[/red]")
+            self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
         verdict.seconds = self.cluster.clock() - start
         return verdict
 
@@ -146,7 +146,7 @@ class Engine:
         claimed = {(o["kind"], o["metadata"]["name"]): o for s in scenarios for o in claims(s)}
         names = self.cluster.foreign(list(claimed.values()))
         if names:
-            raise ownership.refused(names)
+            raise ownership.refused(names, namespace_hint(scenarios, names))
 
     def refuse_unknown_nodes(self, scenarios: list[Scenario]) -> None:
         """Raise, before anything is applied, when a scenario names a node the fleet does not have (its pods would
@@ -313,9 +313,13 @@ class Engine:
                 if hold:
                     broke_at = run.breaks(all_hold, hold)
             ok = reached and broke_at is None
-            st.note("held" if ok else f"not reached within {step.timeout:.0f}s" if not reached
-                    else f"did not hold for {hold:.0f}s")
-        obs = broke_at or observe(run.state)
+            obs = broke_at or observe(run.state)
+            if ok:
+                st.note("held")
+            else:
+                seen = "; ".join(f"{e.title}: {c.observed}" for e in exps if not (c := evaluate(e, obs)).passed)
+                st.fail((f"not reached within {step.timeout:.0f}s" if not reached else f"did not hold for {hold:.0f}s")
+                        + (f" — seen {seen}" if seen else ""))
         for e in exps:
             check = evaluate(e, obs)
             if not rows and check.passed:
@@ -424,11 +428,25 @@ class Recorder:
 
 def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
-    exist) and its priority classes — by apiVersion, kind and name."""
+    exist), its priority classes and its namespace (kailab empties it) — by apiVersion, kind and name."""
     queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)]
     out = [queue_ref(n) for n in dict.fromkeys([*queues, *scenario.missing_queues])]
     return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
-                  for p in scenario.priority_classes]
+                  for p in scenario.priority_classes] + [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scenario.namespace}}]
+
+
+def namespace_hint(scenarios: list[Scenario], refused: list[str]) -> str | None:
+    """What to do when a scenario names a namespace that is not this lab's: the name to give instead."""
+    taken = {name.removeprefix("Namespace ") for name in refused if name.startswith("Namespace ")}
+    for s in scenarios:
+        if s.namespace in taken:
+            own = f"kailab-{s.name}"
+            instead = f"namespace: {own} (or leave namespace: out)" if own not in taken else \
+                "a namespace of its own, or run on a lab with a --prefix of its own"
+            return (f"Namespace {s.namespace} holds what is not kailab's, and kailab empties a scenario's namespace: "
+                    f"give {s.path or s.name} {instead}.")
+    return None
 
 
 def labelled(obj: dict, scenario: Scenario) -> dict:
@@ -441,7 +459,9 @@ def labelled(obj: dict, scenario: Scenario) -> dict:
 def failure_text(e: Exception) -> str:
     """One line for an error that ended a scenario: the API's status and reason, or the error's own schema."""
     if isinstance(e, ApiException):
-        return f"the API server answered {e.status} {e.reason}" + (f": {str(e.body)[:300]}" if e.body else "")
+        from kailab.kube import api_error_words
+
+        return f"the API server answered {api_error_words(e)}"
     if isinstance(e, KailabError):  # already says what is wrong, and where
         return e.message[:400]
     return f"{type(e).__name__}: {getattr(e, 'message', None) or str(e)}"[:400]

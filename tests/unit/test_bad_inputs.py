@@ -92,6 +92,9 @@ def test_run_checks_every_file_before_it_needs_a_lab(tmp_path):
     (["up", "--runtime", "nosuch"], 2, "nosuch"),
     (["up", "--pool", "a100=2.7"], 1, "--pool 'a100=2.7' is not POOL=COUNT"),
     (["up", "--pool", "v100=2"], 1, "No pool named v100"),
+    (["up", "--pool", "a100=٣"], 1, "--pool 'a100=٣' is not POOL=COUNT"),  # an Arabic-Indic 3: a digit to Python
+    (["up", "--pool", "a100=²"], 1, "--pool 'a100=²' is not POOL=COUNT"),
+    (["up", "--pool", "a100=３"], 1, "--pool 'a100=３' is not POOL=COUNT"),
     (["up", "--runtime", "kind", "--apiserver-port", "7000"], 1, "--apiserver-port is for the local runtime"),
     (["demo", "nosuch"], 1, "No exercise named 'nosuch'"),
     (["lesson", "nosuch"], 1, "No lesson named 'nosuch'"),
@@ -122,6 +125,10 @@ def test_bad_fleet_file_on_the_command_line(tmp_path):
     '{"runtime": "local"}',
     "not json at all",
     "[1, 2]",
+    '{"runtime": "local", "kubeconfig": "/nowhere", "kai_components": 5}',
+    '{"runtime": "existing", "kubeconfig": "/nowhere", "lab_id": [1], "kwok_objects": "x"}',
+    '{"runtime": "kind", "kubeconfig": "/nowhere", "complete": "no", "versions": 3}',
+    '{"runtime": "local", "kubeconfig": "/nowhere", "prefix": 7, "total_gpus": "32"}',
 ])
 @pytest.mark.parametrize("command", [["status"], ["kubeconfig"], ["queues"], ["down"]])
 def test_stale_or_corrupt_lab_state_never_gives_a_traceback(tmp_path, state, command):
