@@ -33,3 +33,5 @@ GPU = "nvidia.com/gpu"
 # On a cluster kailab did not make, each lab's objects also carry its id, so two labs there never
 # clean up each other's objects (a lab on a cluster kailab made has no id: the cluster is its own).
 LAB_ID_LABEL = "kailab.io/lab-id"
+# KAI's: where its binder makes the reservation pods of shared GPUs (the binder's --resource-reservation-namespace)
+RESERVATION_NAMESPACE = "kai-resource-reservation"

@@ -20,8 +20,8 @@ from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership
 from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
+from kailab.gpus import per_queue
 from kailab.labels import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
-from kailab.pods import gpus_by_queue
 from kailab.progress import Progress
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
@@ -367,7 +367,7 @@ class _Run:
 
     def sample(self, final: bool = False) -> None:
         """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
-        point = gpus_by_queue(self.state.pods.values())
+        point = per_queue(self.state.pods.values())
         timeline = self.verdict.timeline
         if final or not timeline or timeline[-1][1] != point:
             timeline.append([round(self.clock() - self.start, 2), point])
