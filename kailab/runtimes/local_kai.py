@@ -11,17 +11,18 @@ import yaml
 
 from kailab import build, versions
 from kailab.kube import Kube
-from kailab.labels import MANAGED, QUEUE_LABEL
+from kailab.labels import MANAGED, QUEUE_LABEL, RESERVATION_NAMESPACE
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
 from kailab.runtimes.base import PODGROUP_CRD, PODGROUP_CRD_PATCH, SchedulerSettings, apply_json_patch
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
-from kailab import gpu_ledger
+from kailab.runtimes import gpu_ledger
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
 NAMESPACES = ("kai-scheduler", "kai-resource-reservation")
 SCHEDULER_NAME = "kai-scheduler"
+RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"  # the binder's --resource-reservation-service-account default
 
 NODEPOOL_LABEL = "kai.scheduler/node-pool"
 SCHEDULER_CONFIG = MANIFESTS / "kai-scheduler-config.yaml"
@@ -74,7 +75,7 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     # (pkg/operator/operands/binder/resources.go, resourceReservationServiceAccount). Without it the API server
     # refuses them: "error looking up service account kai-resource-reservation/kai-resource-reservation".
     kube.apply({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": gpu_ledger.RESERVATION_SERVICE_ACCOUNT, "namespace": gpu_ledger.RESERVATION_NAMESPACE,
+                "metadata": {"name": RESERVATION_SERVICE_ACCOUNT, "namespace": RESERVATION_NAMESPACE,
                              "labels": dict(MANAGED)}})
     for pc in priority_class_objects(chart):
         kube.apply(pc)
@@ -181,7 +182,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
         # fleet's nodes carry run.ai/fake.gpu=true (pkg/operator/operands/binder/resources.go, hasFakeGPUNodes).
         # No --runtime-class-name: the operator sets none by default, so reservation pods need no RuntimeClass.
         "kai-binder": ([f"--resource-reservation-namespace={NAMESPACES[1]}",
-                        f"--resource-reservation-service-account={gpu_ledger.RESERVATION_SERVICE_ACCOUNT}",
+                        f"--resource-reservation-service-account={RESERVATION_SERVICE_ACCOUNT}",
                         f"--resource-reservation-app-label={NAMESPACES[1]}", "--fake-gpu-nodes"], "metrics"),
         "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}", f"--nodepool-label-key={NODEPOOL_LABEL}"], "healthz"),
         "kai-podgroupcontroller": (["--enable-podgroup-webhook=false"], "healthz"),
@@ -204,7 +205,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
 
 
 def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
-    """kailab's stand-in for fake-gpu-operator's status-updater (kailab/gpu_ledger.py), on a fresh loopback port.
+    """kailab's stand-in for fake-gpu-operator's status-updater (kailab/runtimes/gpu_ledger/), on a fresh loopback port.
 
     It gives KAI's GPU reservation pods their GPU id, so fractional pods bind, and keeps the ledger of
     which pod holds which fake GPU. The kubeconfig is on its command line (not only in the environment), so
@@ -219,7 +220,7 @@ def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
     path = [str(Path(kailab.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PYTHONUNBUFFERED": "1"}
     return ProcessSpec(gpu_ledger.PROCESS_NAME, [
-        sys.executable, "-m", "kailab.gpu_ledger", f"--kubeconfig={kubeconfig}", f"--health-port={health}",
+        sys.executable, "-m", gpu_ledger.__name__, f"--kubeconfig={kubeconfig}", f"--health-port={health}",
         f"--scheduler-name={SCHEDULER_NAME}",
     ], env, health_url=f"http://127.0.0.1:{health}/healthz")
 

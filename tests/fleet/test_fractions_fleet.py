@@ -2,7 +2,7 @@
 
 KAI v0.17.0 shares a GPU through a reservation pod per shared GPU (namespace kai-resource-reservation); the
 binder binds a fractional pod only once something has annotated that pod with the GPU it holds — on the
-local runtime, kailab's ledger (kailab/gpu_ledger.py), started by ``up`` and stopped by ``down``.
+local runtime, kailab's ledger (kailab/runtimes/gpu_ledger/), started by ``up`` and stopped by ``down``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import time
 import psutil
 from waits import until  # tests/fleet/waits.py
 
-from kailab.gpu_ledger import GPU_GROUP_LABEL, PROCESS_NAME, RESERVATION_NAMESPACE, RESERVE_ANNOTATION, read_ledger
-from kailab.labels import KWOK_TOLERATION
+from kailab.labels import GPU_GROUP_LABEL, KWOK_TOLERATION, RESERVATION_NAMESPACE
+from kailab.runtimes.gpu_ledger import PROCESS_NAME
+from kailab.runtimes.gpu_ledger.facts import RESERVE_ANNOTATION
+from kailab.runtimes.gpu_ledger.store import read_ledger
 
 NS = "kailab-fractions"
 
