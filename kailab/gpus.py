@@ -16,7 +16,9 @@ with one GPU group (``runai-gpu-group``). So:
 - A queue holds the whole GPUs and the fractions of its pods (two halves are 1 GPU, as KAI counts a queue's
   allocation). A reservation pod is in no queue: its GPU is counted through its fractions' queues.
 
-KAI's multi-GPU fractions (``gpu-fraction-num-devices``) are not modelled: kailab's workloads never ask for them.
+Not modelled, as kailab's workloads never ask for them: KAI's multi-GPU fractions (``gpu-fraction-num-devices``),
+and fractions asked for as GPU memory (``gpu-memory``: such a pod counts 0 for its queue; its shared GPU still
+counts on its node, through its reservation pod).
 """
 
 from __future__ import annotations
