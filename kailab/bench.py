@@ -3,7 +3,8 @@
 For the run it adds a pool of KWOK nodes (``kwok-bench-*``, labelled as kailab's fleet), submits
 one Job of one-GPU pods per scheduler onto that pool, watches the pods to Running, and reads each
 stage from the timestamps the cluster records: created → grouped (KAI's pod-grouper annotated the
-pod) → bound → Running. Everything it added is deleted afterwards.
+pod) → bound → Running. Its Job, queue and nodes are deleted afterwards; its namespace (``kailab-bench``, empty)
+is kept for the next run, and goes with ``kailab down``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from kailab.fleet import Fleet, Pool, create_fleet, node_objects
 from kailab.kube import Kube, Watched, wait_until
 from kailab.labels import (
     BIND_REQUEST_API,
-    KAI_SCHEDULER,
+    DEFAULT_SCHEDULER_NAME,
+    KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
     POD_GROUP_ANNOTATION,
@@ -32,6 +34,7 @@ from kailab.labels import (
     SCENARIO_LABEL,
 )
 from kailab.progress import Progress
+from kailab.queues import queue_object, resource
 
 NAMESPACE = "kailab-bench"
 QUEUE = "kailab-bench"
@@ -39,7 +42,7 @@ POOL = "bench"
 # Without it a lesson's pending pods took two of the bench's GPUs and its Job never finished (seen).
 BENCH_TAINT = {"key": "kailab.io/bench", "value": "only", "effect": "NoSchedule"}
 BENCH_TOLERATION = {"key": "kailab.io/bench", "operator": "Equal", "value": "only", "effect": "NoSchedule"}
-SCHEDULERS = {"kai": KAI_SCHEDULER, "default": "default-scheduler"}
+SCHEDULERS = {"kai": KAI_SCHEDULER_NAME, "default": DEFAULT_SCHEDULER_NAME}
 
 
 # A pod's way to Running, in order. "bind request": KAI's scheduler created the pod's BindRequest (its decision,
@@ -176,7 +179,7 @@ class PeakMemory:
 
 def job(scheduler: str, pods: int) -> dict:
     """One Job of ``pods`` one-GPU pods for ``scheduler``, pinned to the bench pool."""
-    labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER else {})}
+    labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER_NAME else {})}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": f"bench-{scheduler}", "namespace": NAMESPACE, "labels": labels},
@@ -218,7 +221,7 @@ def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Pro
     result = BenchRun(scheduler=scheduler, pods=pods)
     cond = threading.Condition()
     watched = Watched(_raw_pods(kube), NAMESPACE, cond=cond, label_selector=f"job-name=bench-{scheduler}")
-    requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER else None
+    requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER_NAME else None
     stages = StageClock(time.monotonic())
     watched.on_change(stages.pod_changed)
     if requests is not None:
@@ -268,10 +271,7 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
         kube.ensure_namespace(NAMESPACE, {SCENARIO_LABEL: "bench"})
         # Its quota covers every bench pod: KAI binds them as deserved, not as a share of spare GPUs that
         # other queues (a lesson left running) may be asking for too.
-        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-        kube.apply({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": QUEUE, "labels": dict(MANAGED)},
-                    "spec": {"resources": {"gpu": {"quota": pods, "limit": -1, "overQuotaWeight": 1},
-                                           "cpu": unlimited, "memory": unlimited}}})
+        kube.apply(queue_object(QUEUE, gpu=resource(pods)))
         for name in schedulers:
             kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
             runs.append(run_one(kube, name, pods, timeout, progress, memory))

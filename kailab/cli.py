@@ -1,4 +1,4 @@
-"""The kailab command line: each command parses options, makes one call, renders the result.
+"""The kailab command line: each command parses its options, calls into the package, renders the result.
 
 Errors are KailabError: printed once, with what to do, exit code 1; no tracebacks
 unless ``KAILAB_DEBUG=1``.
@@ -17,19 +17,61 @@ import typer
 
 from kailab import lab, render, versions
 from kailab.errors import KailabError, NotRunning
+from kailab.lesson import EXERCISE_NAMES
 from kailab.progress import Progress, stderr
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.")
+# The epilog stands for the hidden demo-NAME shortcuts (one line, not twelve commands).
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.",
+                  epilog="demo-NAME   shortcut for demo NAME: kailab demo-quota, kailab demo-borrow, …")
 
-DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
-         "consolidation", "fractions", "protection", "baseline")
+
+def _flags_without_a_type() -> None:
+    """Typer 0.29's rich help prints a type beside every option, flags too ("--help <bool>"), though a flag takes no
+    value; its plain help does not. Flags get none here, for every command; options that take a value keep theirs."""
+    from typer.core import TyperOption
+
+    typed = getattr(TyperOption, "display_type_rich", None)
+    if typed is None or getattr(typed, "flags_untyped", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else typed(self, ctx)
+
+    display_type_rich.flags_untyped = True
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_without_a_type()
+
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
 
 
+def _complete_lessons(incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion: the exercises (in teaching order), with their one-line summaries."""
+    from kailab.lesson import load_lesson
+
+    return [(n, load_lesson(n).one_line) for n in EXERCISE_NAMES if n.startswith(incomplete)]
+
+
+def _complete_demos(incomplete: str) -> list[tuple[str, str]]:
+    return _complete_lessons(incomplete) + [("all", "every exercise, in order")]
+
+
+def _complete_scenario_files(incomplete: str) -> list[str]:
+    """Shell completion: scenario files (.yaml, .yml) and folders under what is typed so far."""
+    folder, _, stem = incomplete.rpartition("/")
+    base = Path(folder or ".")
+    if not base.is_dir():
+        return []
+    found = sorted(p for p in base.iterdir() if p.name.startswith(stem) and not p.name.startswith(".")
+                   and (p.is_dir() or p.suffix in (".yaml", ".yml")))
+    return [f"{folder}/{p.name}" if folder else p.name for p in found]
+
+
 def _runtime_name(value: str) -> str:
-    from kailab.runtimes.base import runtime_names
+    from kailab.runtimes import runtime_names
 
     if value != "auto" and value not in runtime_names():
         raise typer.BadParameter(f"{value!r} is not a runtime; choose auto, {', '.join(runtime_names())}.")
@@ -51,11 +93,12 @@ def up(
                                 help="auto (kind when Docker answers, else local), local, kind, or existing "
                                      "(adopt a cluster you already have; never chosen by auto)."),
     fleet: Optional[Path] = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
-    pool: List[str] = typer.Option([], help="Resize a pool: --pool a100=3 (repeatable)."),
+    pool: List[str] = typer.Option([], metavar="<pool=count>", help="Resize a pool: --pool a100=3 (repeatable)."),
     no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
-    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535,
+    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535, metavar="<port>",
                                                  help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
-    retain: bool = typer.Option(False, "--retain", help="Keep a half-made lab after a failure, to debug it."),
+    retain: bool = typer.Option(False, "--retain", help="Local runtime: keep a half-made lab after a failure, to debug "
+                                                        "it (the kind and existing runtimes always keep it)."),
     kubeconfig_path: Optional[Path] = typer.Option(None, "--kubeconfig",
                                                    help="Existing runtime: the cluster's kubeconfig (default: $KUBECONFIG "
                                                         "or ~/.kube/config); used where it is, never copied."),
@@ -69,7 +112,8 @@ def up(
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
     from kailab.fleet import load_fleet
-    from kailab.runtimes.base import UpOptions, choose_runtime, get_runtime
+    from kailab.runtimes import check_options, choose_runtime, get_runtime
+    from kailab.runtimes.base import UpOptions
 
     progress = Progress(quiet)
     spec = load_fleet(fleet)
@@ -91,7 +135,7 @@ def up(
         cls, why = get_runtime(running.runtime), "the lab that is running"
     else:
         cls, why = choose_runtime(runtime)
-    cls.check_options(options)
+    check_options(cls, options)
     progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
     rt = cls()
     found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes
@@ -172,7 +216,7 @@ def apply_queues(quiet: bool = QuietOpt) -> None:
 
 @app.command()
 def run(
-    files: List[Path] = typer.Argument(..., help="Scenario files."),
+    files: List[Path] = typer.Argument(..., help="Scenario files.", autocompletion=_complete_scenario_files),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     quiet: bool = QuietOpt,
 ) -> None:
@@ -185,7 +229,8 @@ def run(
 
 @app.command()
 def demo(
-    name: str = typer.Argument(..., help=f"One of: {', '.join(DEMOS)}, or all."),
+    name: str = typer.Argument(..., help=f"One of: {', '.join(EXERCISE_NAMES)}, or all.",
+                               autocompletion=_complete_demos),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
     quiet: bool = QuietOpt,
@@ -196,12 +241,28 @@ def demo(
     from kailab.paths import EXERCISES
     from kailab.scenarios.loader import load_scenario
 
-    names = list(DEMOS) if name == "all" else [name]
+    names = list(EXERCISE_NAMES) if name == "all" else [name]
     for n in names:
-        if n not in DEMOS:
-            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
+        if n not in EXERCISE_NAMES:
+            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(EXERCISE_NAMES)}, all.")
     scenarios = [lab.for_this_lab(load_scenario(EXERCISES / f"{n}.yaml")) for n in names]
     _run_and_report(scenarios, as_json, quiet, evidence, record)
+
+
+def _demo_shortcut(name: str):
+    def shortcut(
+        as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+        evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
+        quiet: bool = QuietOpt,
+    ) -> None:
+        demo(name, as_json=as_json, evidence=evidence, quiet=quiet, record=None)
+
+    shortcut.__doc__ = f"Shortcut for kailab demo {name}."
+    return shortcut
+
+
+for _name in EXERCISE_NAMES:  # kailab demo-quota, demo-borrow …: one per exercise, listed once in --help (the epilog)
+    app.command(f"demo-{_name}", hidden=True)(_demo_shortcut(_name))
 
 
 def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False, record: Optional[Path] = None) -> None:
@@ -213,6 +274,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     progress = Progress(quiet or as_json)
     engine = Engine(lab.live_cluster(kube), progress, record=record)
     engine.refuse_foreign(scenarios)  # another's queue or priority class of the same name: nothing is applied
+    engine.refuse_unknown_nodes(scenarios)  # a node the fleet does not have: nothing is applied
     verdicts = []
     if evidence:
         _capture(kube, progress, "before the exercise", allow_empty=True)
@@ -273,18 +335,31 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
 
 @app.command()
 def lesson(
-    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them."),
+    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them.", autocompletion=_complete_lessons),
     yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
     from kailab.lesson import lesson_names, load_lesson, run_lesson
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.engine import Engine
+    from kailab.scenarios.loader import load_scenario
+    from kailab.status import all_pods
+    from kailab.watch import current_frame
 
-    if name is None:
+    if name is None:  # in teaching order (the exercise list), then any an instructor added
         for n in lesson_names():
             render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
         render.stdout.print("Start one: kailab lesson NAME")
         return
-    if not run_lesson(name, ask=(lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))):
+    if name not in lesson_names():
+        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
+    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
+    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
+    engine = Engine(lab.live_cluster(kube), Progress())
+    engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
+    engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
+    ask = (lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))
+    if not run_lesson(les, scenario, engine, ask, frame=lambda: current_frame(kube, all_pods(kube), lab.fair_shares())):
         raise typer.Exit(1)
 
 

@@ -19,6 +19,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import NotRunning
 from kailab.labels import MANAGED, PODGROUP_API
+from kailab.waiting import until
 
 FIELD_MANAGER = "kailab"
 
@@ -159,12 +160,15 @@ class Kube:
             # Thousands of pods outlast the API server's request timeout; the deletion goes on, and the loop
             # below waits for it (and deletes again what is left).
         # A controller may create a pod just before its owner is gone: delete again until none is left.
-        deadline = time.monotonic() + timeout
-        while not self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
-            if time.monotonic() > deadline:
-                raise NotRunning(f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
-                                 hint="Is the KWOK controller running? See: kailab status")
+        def gone() -> bool:
+            if self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
+                return True
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+            return False
+
+        until(gone, timeout, 0, fail=lambda _: NotRunning(
+            f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
+            hint="Is the KWOK controller running? See: kailab status"))
         group, version = PODGROUP_API.split("/")  # one call for all (64 one by one took 2 s); 404: no KAI here
         _found(lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
             group, version, name, "podgroups", propagation_policy="Background"))
@@ -356,7 +360,8 @@ def watch_pods(kube: Kube, namespace: str | None = None, cond: threading.Conditi
 
 
 def wait_until(cond: threading.Condition, predicate: Callable[[], bool], timeout: float) -> bool:
-    """Wait on a condition shared by several watches until ``predicate()`` holds; False at the timeout."""
+    """Wait on a condition shared by several watches until ``predicate()`` holds; False at the timeout.
+    (What no watch can tell is polled with :func:`kailab.waiting.until`.)"""
     deadline = time.monotonic() + timeout
     with cond:
         while True:

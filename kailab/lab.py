@@ -11,12 +11,14 @@ from kailab.kube import Kube
 from kailab.ownership import Owner
 from kailab.paths import lab_home
 from kailab.progress import Progress
-from kailab.runtimes.base import LabState, Runtime, get_runtime, runtime_names
+from kailab.labstate import LabState
+from kailab.runtimes import get_runtime, runtime_names
+from kailab.runtimes.base import Runtime
 
 
 def state() -> LabState | None:
     """The lab's state, None when no lab is up; raises DamagedState when its file cannot be used."""
-    return LabState.read(lab_home())
+    return LabState.read(lab_home(), runtime_names())
 
 
 def current_runtime() -> Runtime | None:

@@ -1,9 +1,9 @@
 """What kailab reads from pods and events — one shape each, one place that reads the API objects.
 
-:func:`pod_view` and :func:`event_view` are the only readers of the client's objects; every
-other module (checks, the engine, status, watch, explain, evidence) works on
-:class:`PodView` and :class:`EventView`, which are plain data and serialize to JSON
-(golden change streams are files of them).
+:func:`pod_view`, :func:`event_view` and :func:`podgroup_view` read the client's objects; the checks, the engine,
+status, watch, explain and evidence work on :class:`PodView`, :class:`EventView` and :class:`PodGroupView`, which
+are plain data and serialize to JSON (golden change streams are files of them). ``kailab bench`` reads its own
+pods' timestamps itself.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from datetime import datetime
 
 from kailab import gpus
 from kailab.labels import (
+    DEFAULT_SCHEDULER_NAME,
     POD_GROUP_ANNOTATION,
     GPU_GROUP_LABEL,
     QUEUE_LABEL,
@@ -44,7 +45,7 @@ class PodView:
     bound_at: float | None = None
     unschedulable: bool = False
     namespace: str = ""
-    scheduler: str = "default-scheduler"
+    scheduler: str = DEFAULT_SCHEDULER_NAME
     pod_group: str = ""  # KAI's pod-group-name annotation
     waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
     subgroup: str = ""  # KAI's kai.scheduler/subgroup-name label
@@ -120,7 +121,7 @@ def pod_view(pod) -> PodView:
         name=meta.name, workload=labels.get(WORKLOAD_LABEL, ""), queue=labels.get(QUEUE_LABEL, ""),
         phase=(status.phase if status else None) or "Pending", node=spec.node_name or "", gpus=pod_gpus(pod),
         deleting=meta.deletion_timestamp is not None, bound_at=bound_at, unschedulable=unschedulable,
-        namespace=meta.namespace or "", scheduler=spec.scheduler_name or "default-scheduler",
+        namespace=meta.namespace or "", scheduler=spec.scheduler_name or DEFAULT_SCHEDULER_NAME,
         pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""), waiting=waiting,
         subgroup=labels.get(SUBGROUP_LABEL, ""), gpu_group=labels.get(GPU_GROUP_LABEL, ""),
     )

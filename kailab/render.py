@@ -1,4 +1,4 @@
-"""Formatters: verdicts, status and queues as rich tables or JSON. No logic here, only display."""
+"""Formatters: verdicts, status, queues, bench runs and findings as rich tables or JSON. Nothing here reads the cluster."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kailab.checks import Verdict
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 
 stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 
@@ -46,6 +47,20 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
         stdout.print(f"{passed} of {len(verdicts) - skipped} exercises passed"
                      + (f" ({skipped} not applicable here)" if skipped else "") + ": "
                      + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts))
+
+
+def applied_table(lines) -> Table:
+    """``applied.kai_lines``: what a scenario applies, only the lines KAI reads. Cells are data, never markup."""
+    from rich.text import Text
+
+    table = Table(title="What kailab applies — the lines KAI reads", title_justify="left",
+                  caption="Every queue also gets cpu and memory {quota: -1, limit: -1} unless shown: "
+                          "KAI reads an unset limit as 0.", caption_justify="left")
+    for col in ("object", "where", "what"):
+        table.add_column(col, overflow="fold")
+    for line in lines:
+        table.add_row(Text(line.obj), Text(line.where), Text(line.what))
+    return table
 
 
 def status_tables(status: dict) -> list[Table]:
@@ -128,5 +143,5 @@ def findings_table(findings: list) -> Table:
 def ratio(runs) -> float | None:
     """KAI's time to all bound as a multiple of kube-scheduler's; None unless both ran."""
     by = {r.scheduler: r for r in runs}
-    kai, default = by.get("kai-scheduler"), by.get("default-scheduler")
+    kai, default = by.get(KAI_SCHEDULER_NAME), by.get(DEFAULT_SCHEDULER_NAME)
     return kai.to_bound / default.to_bound if kai and default and default.to_bound else None

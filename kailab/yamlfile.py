@@ -33,10 +33,19 @@ class _Seq(list):
     lines: list
 
 
+def refuse_merge_keys(node) -> None:
+    """A YAML merge key (``<<: *anchor``) hides which keys a mapping has: kailab asks for them written out."""
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            raise yaml.constructor.ConstructorError(
+                None, None, "'<<' (a YAML merge key) is not supported: write the keys out in full", key_node.start_mark)
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps lines and refuses a key given twice."""
+    """SafeLoader that keeps lines and refuses a key given twice, or a merge key."""
 
     def construct_mapping(self, node, deep=False):
+        refuse_merge_keys(node)
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)

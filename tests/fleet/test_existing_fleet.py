@@ -21,7 +21,7 @@ from waits import until  # tests/fleet/waits.py
 from kailab.labels import KWOK_TOLERATION, LAB_ID_LABEL, QUEUE_API
 from kailab.ownership import Owner
 from kailab.preflight import blocking, findings
-from kailab.runtimes.base import LabState
+from kailab.labstate import LabState
 from kailab.runtimes.existing import leaves_first, read_facts
 from kailab.scenarios.live import clear_scenarios
 

@@ -48,6 +48,23 @@ def test_bad_file_says_file_line_and_what(load, path):
     assert words in err.value.message, err.value.message
 
 
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_kailab_run_refuses_a_bad_scenario_with_its_message_and_exit_1(path, tmp_path, monkeypatch, capsys):
+    """The same cases through the command line (in this process: fast): the message once, exit code 1, no lab made."""
+    from kailab import cli
+
+    line, words = expected(path)
+    monkeypatch.setenv("KAILAB_HOME", str(tmp_path / "lab"))
+    monkeypatch.delenv("KAILAB_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", ["kailab", "run", str(path)])
+    with pytest.raises(SystemExit) as ended:
+        cli.main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert ended.value.code == 1
+    assert err.count(f"✗ Error: {path}:{line}: ") == 1 and " ".join(words.split()) in err, err
+    assert not (tmp_path / "lab").exists()
+
+
 def test_binary_files_are_refused_in_words(tmp_path):
     blob = tmp_path / "blob.yaml"
     blob.write_bytes(bytes(range(256)) * 4)

@@ -9,7 +9,7 @@ import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from kailab.labels import KAI_SCHEDULER
+from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.runtimes.gpu_ledger.driver import Driver
 
 log = logging.getLogger("kailab.gpu_ledger")
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m kailab.runtimes.gpu_ledger", description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--health-port", type=int, required=True, help="serve /healthz on 127.0.0.1:PORT")
-    parser.add_argument("--scheduler-name", default=KAI_SCHEDULER)
+    parser.add_argument("--scheduler-name", default=KAI_SCHEDULER_NAME)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("kubernetes").setLevel(logging.WARNING)

@@ -8,7 +8,7 @@ import random
 import threading
 import time
 
-from kailab.labels import KAI_SCHEDULER
+from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.runtimes.gpu_ledger.admission import SharedGpuPrep, shared_gpu_prep
 from kailab.runtimes.gpu_ledger.facts import CONFIGMAP_ANNOTATION, RESERVE_ANNOTATION, facts_of, node_shape
 from kailab.runtimes.gpu_ledger.store import dump_ledger, read_ledger, write_ledger
@@ -22,7 +22,7 @@ class Driver:
 
     WRITE_EVERY = 0.2  # seconds: a burst of pod changes makes one ledger write, not one per change
 
-    def __init__(self, kube, scheduler: str = KAI_SCHEDULER, seed: int | None = None):
+    def __init__(self, kube, scheduler: str = KAI_SCHEDULER_NAME, seed: int | None = None):
         self.kube = kube
         self.scheduler = scheduler
         self.topology = Topology()
