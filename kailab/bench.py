@@ -18,6 +18,7 @@ from typing import Callable
 
 from kubernetes import client
 
+from kailab import gpus
 from kailab.fleet import Fleet, Pool, create_fleet, node_objects
 from kailab.kube import Kube, Watched, wait_until
 from kailab.labels import (
@@ -190,7 +191,7 @@ def job(scheduler: str, pods: int) -> dict:
                     "schedulerName": scheduler, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                     "nodeSelector": {POOL_LABEL: POOL}, "tolerations": [dict(KWOK_TOLERATION), dict(BENCH_TOLERATION)],
                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                                    "resources": {"limits": gpus.request(1)[0]}}],
                 },
             },
         },

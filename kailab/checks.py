@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from kailab import gpus
 from kailab.pods import PodGroupView, PodView
 from kailab.scenarios.model import ABILITIES, Expectation
 from kailab.scenarios.schema import RequiresFile
@@ -74,9 +75,9 @@ COUNTERS: dict[str, tuple[bool, Callable[[list[PodView]], float]]] = {
     "pending": (False, lambda pods: sum(p.phase == "Pending" for p in pods)),
     "bound": (True, lambda pods: sum(bool(p.node) for p in pods)),
     "unschedulable": (False, lambda pods: sum(p.unschedulable and not p.node for p in pods)),
-    "allocated": (True, lambda pods: sum(p.gpus for p in pods if p.holds_gpus)),
+    "allocated": (True, lambda pods: sum(gpus.for_queue(p) for p in pods)),
     "nodes": (True, lambda pods: len({p.node for p in pods if p.node})),
-    "fraction_gpus": (True, lambda pods: len({(p.node, p.gpu_group) for p in pods if p.node and p.gpu_group})),
+    "fraction_gpus": (True, lambda pods: len(gpus.shared_gpus(pods))),
 }
 
 

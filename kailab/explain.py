@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kailab.gpus import is_fraction
 from kailab.kube import Kube
 from kailab.labels import DEFAULT_SCHEDULER_NAME, QUEUE_API, QUEUE_LABEL
 from kailab.labels import KAI_SCHEDULER_NAME as KAI
@@ -104,13 +105,14 @@ def queue_standing(row: dict) -> str:
     return f"Its queue '{name}' holds {held:g} GPUs" + (f" (fair share {share:g})." if share is not None else ".")
 
 
-def nearest_node(nodes: list[dict], need: int) -> str:
-    """The node closest to fitting the pod, and what it lacks."""
+def nearest_node(nodes: list[dict], need: float) -> str:
+    """The node closest to fitting the pod (most free GPUs, a shared GPU not free: :mod:`kailab.gpus`), and what it lacks."""
     if not nodes:
         return "There are no nodes."
     best = max(nodes, key=lambda n: n["free"])
+    wants = f"a {need:g} fraction of one GPU" if is_fraction(need) else f"{need:g}"
     return (f"Nearest node: {best['name']} ({best['pool']}) has {best['free']} free GPU(s) of {best['gpus']}; "
-            f"the pod needs {need}.")
+            f"the pod needs {wants}.")
 
 
 def gather(kube: Kube, name: str, namespace: str, fair_shares: dict[str, float] | None = None) -> list[Explanation]:

@@ -13,10 +13,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
+from kailab import gpus
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
-    GPU,
-    GPU_FRACTION_ANNOTATION,
     POD_GROUP_ANNOTATION,
     GPU_GROUP_LABEL,
     QUEUE_LABEL,
@@ -54,8 +53,8 @@ class PodView:
 
     @property
     def holds_gpus(self) -> bool:
-        """Bound and not finished: its GPUs are taken (also while it is being deleted)."""
-        return bool(self.node) and self.phase in ("Pending", "Running")
+        """Bound and not finished: its GPUs are taken (also while it is being deleted); see :mod:`kailab.gpus`."""
+        return gpus.holds(self)
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v not in ("", None, False, 0) or k == "name"}
@@ -97,17 +96,10 @@ class EventView:
 
 
 def pod_gpus(pod) -> float:
-    """GPUs a pod (client object) asks for: its containers' limits, or KAI's gpu-fraction annotation."""
-    total = 0
-    for c in pod.spec.containers or []:
-        limits = (c.resources.limits or {}) if c.resources else {}
-        total += int(limits.get(GPU, 0) or 0)
-    if not total:
-        try:
-            return float((pod.metadata.annotations or {}).get(GPU_FRACTION_ANNOTATION, 0))
-        except ValueError:
-            return 0
-    return total
+    """GPUs a pod (client object) asks for: whole GPUs in its containers, or KAI's gpu-fraction annotation."""
+    whole = gpus.whole_asked((c.resources.limits, c.resources.requests) if c.resources else (None, None)
+                             for c in pod.spec.containers or [])
+    return gpus.asked(whole, gpus.fraction_asked(pod.metadata.annotations))
 
 
 def pod_view(pod) -> PodView:
@@ -180,13 +172,3 @@ def event_view(ev) -> EventView:
             break
     return EventView(kind=ref.kind or "", name=ref.name or "", reason=ev.reason or "",
                      message=" ".join((ev.message or "").split()), time=when, namespace=ev.metadata.namespace or "")
-
-
-def gpus_by_queue(pods) -> dict[str, int]:
-    """GPUs held by bound pods, per queue (pods with no queue label under "(no queue)")."""
-    out: dict[str, int] = {}
-    for p in pods:
-        if p.holds_gpus:
-            key = p.queue or "(no queue)"
-            out[key] = out.get(key, 0) + p.gpus
-    return out

@@ -18,7 +18,7 @@ from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patc
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import Pending, until
-from kailab import gpu_ledger
+from kailab.runtimes import gpu_ledger
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
@@ -202,7 +202,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
 
 
 def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
-    """kailab's stand-in for fake-gpu-operator's status-updater (kailab/gpu_ledger.py), on a fresh loopback port.
+    """kailab's stand-in for fake-gpu-operator's status-updater (kailab/runtimes/gpu_ledger/), on a fresh loopback port.
 
     It gives KAI's GPU reservation pods their GPU id, so fractional pods bind, and keeps the ledger of
     which pod holds which fake GPU. The kubeconfig is on its command line (not only in the environment), so
@@ -217,7 +217,7 @@ def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
     path = [str(Path(kailab.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PYTHONUNBUFFERED": "1"}
     return ProcessSpec(gpu_ledger.PROCESS_NAME, [
-        sys.executable, "-m", "kailab.gpu_ledger", f"--kubeconfig={kubeconfig}", f"--health-port={health}",
+        sys.executable, "-m", gpu_ledger.__name__, f"--kubeconfig={kubeconfig}", f"--health-port={health}",
         f"--scheduler-name={KAI_SCHEDULER_NAME}",
     ], env, health_url=f"http://127.0.0.1:{health}/healthz")
 

@@ -21,8 +21,8 @@ from kubernetes.client.exceptions import ApiException
 from kailab import ownership
 from kailab.errors import KailabError, ScenarioError
 from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
+from kailab.gpus import per_queue
 from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
-from kailab.pods import gpus_by_queue
 from kailab.progress import Progress
 from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change, RunState, fold, observe
@@ -400,7 +400,7 @@ class _Run:
 
     def sample(self, final: bool = False) -> None:
         """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
-        point = gpus_by_queue(self.state.pods.values())
+        point = per_queue(self.state.pods.values())
         timeline = self.verdict.timeline
         if final or not timeline or timeline[-1][1] != point:
             timeline.append([round(self.clock() - self.start, 2), point])

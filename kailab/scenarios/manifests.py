@@ -7,12 +7,10 @@ the **Job** (KAI's pod-grouper reads the top owner), not only on its pod templat
 
 from __future__ import annotations
 
-from kailab import queues
+from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     DEFAULT_SCHEDULER_NAME,
-    GPU,
-    GPU_FRACTION_ANNOTATION,
     KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
@@ -74,8 +72,9 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
 
 def _resources(w: WorkloadFile) -> dict:
     res: dict = {}
-    if w.gpus and not w.fraction:  # a fraction is KAI's gpu-fraction annotation, not a limit
-        res["limits"] = {GPU: str(int(w.gpus))}
+    limits, _ = gpus.request(w.gpus)  # a fraction is KAI's gpu-fraction annotation, not a limit
+    if limits:
+        res["limits"] = limits
     if w.cpu:
         res["requests"] = {"cpu": w.cpu}
     return res
@@ -88,8 +87,7 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         annotations[COMPLETE_DELAY_ANNOTATION] = f"{w.completeAfter:g}s"
     if w.kind == "PodGroup":
         annotations[POD_GROUP_ANNOTATION] = w.name
-    if w.fraction:
-        annotations[GPU_FRACTION_ANNOTATION] = f"{w.gpus:g}"
+    annotations.update(gpus.request(w.gpus)[1])
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
