@@ -3,7 +3,8 @@
 For the run it adds a pool of KWOK nodes (``kwok-bench-*``, labelled as kailab's fleet), submits
 one Job of one-GPU pods per scheduler onto that pool, watches the pods to Running, and reads each
 stage from the timestamps the cluster records: created → grouped (KAI's pod-grouper annotated the
-pod) → bound → Running. Everything it added is deleted afterwards.
+pod) → bound → Running. Its Job, queue and nodes are deleted afterwards; its namespace (``kailab-bench``, empty)
+is kept for the next run, and goes with ``kailab down``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from typing import Callable
 
 from kubernetes import client
 
+from kailab import gpus
 from kailab.fleet import Fleet, Pool, create_fleet, node_objects
 from kailab.kube import Kube, Watched, wait_until
 from kailab.labels import (
     BIND_REQUEST_API,
-    KAI_SCHEDULER,
+    DEFAULT_SCHEDULER_NAME,
+    KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
     POD_GROUP_ANNOTATION,
@@ -31,6 +34,7 @@ from kailab.labels import (
     SCENARIO_LABEL,
 )
 from kailab.progress import Progress
+from kailab.queues import queue_object, resource
 
 NAMESPACE = "kailab-bench"
 QUEUE = "kailab-bench"
@@ -38,7 +42,7 @@ POOL = "bench"
 # Without it a lesson's pending pods took two of the bench's GPUs and its Job never finished (seen).
 BENCH_TAINT = {"key": "kailab.io/bench", "value": "only", "effect": "NoSchedule"}
 BENCH_TOLERATION = {"key": "kailab.io/bench", "operator": "Equal", "value": "only", "effect": "NoSchedule"}
-SCHEDULERS = {"kai": KAI_SCHEDULER, "default": "default-scheduler"}
+SCHEDULERS = {"kai": KAI_SCHEDULER_NAME, "default": DEFAULT_SCHEDULER_NAME}
 
 
 # A pod's way to Running, in order. "bind request": KAI's scheduler created the pod's BindRequest (its decision,
@@ -175,7 +179,7 @@ class PeakMemory:
 
 def job(scheduler: str, pods: int) -> dict:
     """One Job of ``pods`` one-GPU pods for ``scheduler``, pinned to the bench pool."""
-    labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER else {})}
+    labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER_NAME else {})}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": f"bench-{scheduler}", "namespace": NAMESPACE, "labels": labels},
@@ -187,7 +191,7 @@ def job(scheduler: str, pods: int) -> dict:
                     "schedulerName": scheduler, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                     "nodeSelector": {POOL_LABEL: POOL}, "tolerations": [dict(KWOK_TOLERATION), dict(BENCH_TOLERATION)],
                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                                    "resources": {"limits": gpus.request(1)[0]}}],
                 },
             },
         },
@@ -217,7 +221,7 @@ def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Pro
     result = BenchRun(scheduler=scheduler, pods=pods)
     cond = threading.Condition()
     watched = Watched(_raw_pods(kube), NAMESPACE, cond=cond, label_selector=f"job-name=bench-{scheduler}")
-    requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER else None
+    requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER_NAME else None
     stages = StageClock(time.monotonic())
     watched.on_change(stages.pod_changed)
     if requests is not None:
@@ -240,7 +244,11 @@ def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Pro
             result.finished = result.finished and wait_until(cond, lambda: reached("Running"),
                                                              max(1.0, timeout - result.to_bound))
             result.to_running = time.monotonic() - start
-            st.note(f"{result.to_running:.1f}s" if result.finished else f"not all Running within {timeout:.0f}s")
+            if result.finished:
+                st.note(f"{result.to_running:.1f}s")
+            else:  # a wait that did not hold is ✗, with what was seen
+                st.fail(f"not all Running within {timeout:.0f}s: {len(stages.first['bound'])} bound, "
+                        f"{len(stages.first['Running'])} Running of {pods}")
         result.peak_memory_mib = peak.peak
         result.watched = stages.last(pods)
         listing = kube.core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name=bench-{scheduler}")
@@ -267,10 +275,7 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
         kube.ensure_namespace(NAMESPACE, {SCENARIO_LABEL: "bench"})
         # Its quota covers every bench pod: KAI binds them as deserved, not as a share of spare GPUs that
         # other queues (a lesson left running) may be asking for too.
-        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-        kube.apply({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": QUEUE, "labels": dict(MANAGED)},
-                    "spec": {"resources": {"gpu": {"quota": pods, "limit": -1, "overQuotaWeight": 1},
-                                           "cpu": unlimited, "memory": unlimited}}})
+        kube.apply(queue_object(QUEUE, gpu=resource(pods)))
         for name in schedulers:
             kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
             runs.append(run_one(kube, name, pods, timeout, progress, memory))
@@ -281,9 +286,9 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
                 kube.delete(QUEUE_API, "Queue", QUEUE)
                 delete_nodes(kube, names)
         except Exception as e:  # the figures are still shown; what is left is said
-            progress.console.print(f"[yellow]Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
+            progress.console.print(f"Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
                           f"Job in namespace {NAMESPACE}, queue {QUEUE}, nodes kwok-{POOL}-*. Run kailab bench again "
-                          "(it reuses and removes them) or kailab down.[/yellow]")
+                          "(it reuses and removes them) or kailab down.", style="yellow")
     return runs
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from kailab import gpus
 from kailab.pods import PodGroupView, PodView
-from kailab.scenarios.model import ABILITIES, Expectation, Requirements
+from kailab.scenarios.model import ABILITIES, Expectation
+from kailab.scenarios.schema import RequiresFile
 
 
 @dataclass
@@ -73,9 +75,9 @@ COUNTERS: dict[str, tuple[bool, Callable[[list[PodView]], float]]] = {
     "pending": (False, lambda pods: sum(p.phase == "Pending" for p in pods)),
     "bound": (True, lambda pods: sum(bool(p.node) for p in pods)),
     "unschedulable": (False, lambda pods: sum(p.unschedulable and not p.node for p in pods)),
-    "allocated": (True, lambda pods: sum(p.gpus for p in pods if p.holds_gpus)),
+    "allocated": (True, lambda pods: sum(gpus.for_queue(p) for p in pods)),
     "nodes": (True, lambda pods: len({p.node for p in pods if p.node})),
-    "fraction_gpus": (True, lambda pods: len({(p.node, p.gpu_group) for p in pods if p.node and p.gpu_group})),
+    "fraction_gpus": (True, lambda pods: len(gpus.shared_gpus(pods))),
 }
 
 
@@ -256,22 +258,24 @@ class Verdict:
         return cls(**fields, checks=[Check(**c) for c in d.get("checks", [])])
 
 
-def misfit(requires: Requirements, node_gpus: list[float]) -> str:
+def misfit(requires: RequiresFile | None, node_gpus: list[float]) -> str:
     """Why a fleet (GPUs of each node; 0 for a CPU-only node) does not fit a scenario's requirements; "" if it does."""
+    if requires is None:
+        return ""
     gpu_nodes = [g for g in node_gpus if g > 0]
     wrong = []
     if requires.gpus and not requires.gpus.holds(sum(gpu_nodes)):
         wrong.append(f"it needs {requires.gpus} GPUs, the fleet has {sum(gpu_nodes):g}")
     if requires.nodes and not requires.nodes.holds(len(node_gpus)):
         wrong.append(f"it needs {requires.nodes} nodes, the fleet has {len(node_gpus)}")
-    if requires.gpus_per_node and not all(requires.gpus_per_node.holds(g) for g in gpu_nodes):
+    if requires.gpusPerNode and not all(requires.gpusPerNode.holds(g) for g in gpu_nodes):
         sizes = ", ".join(f"{g:g}" for g in sorted(set(gpu_nodes))) or "none"
-        wrong.append(f"it needs {requires.gpus_per_node} GPUs on every GPU node, the fleet's nodes have {sizes}")
+        wrong.append(f"it needs {requires.gpusPerNode} GPUs on every GPU node, the fleet's nodes have {sizes}")
     if requires.homogeneous and len(set(gpu_nodes)) > 1:
         wrong.append("it needs every GPU node alike, the fleet mixes " + ", ".join(f"{g:g}" for g in sorted(set(gpu_nodes))) + " GPUs per node")
     cpu_only = len(node_gpus) - len(gpu_nodes)
-    if requires.cpu_only_nodes and not requires.cpu_only_nodes.holds(cpu_only):
-        wrong.append(f"it needs {requires.cpu_only_nodes} CPU-only nodes, the fleet has {cpu_only}")
+    if requires.cpuOnlyNodes and not requires.cpuOnlyNodes.holds(cpu_only):
+        wrong.append(f"it needs {requires.cpuOnlyNodes} CPU-only nodes, the fleet has {cpu_only}")
     return "; ".join(wrong)
 
 

@@ -1,4 +1,4 @@
-"""The kailab command line: each command parses options, makes one call, renders the result.
+"""The kailab command line: each command parses its options, calls into the package, renders the result.
 
 Errors are KailabError: printed once, with what to do, exit code 1; no tracebacks
 unless ``KAILAB_DEBUG=1``.
@@ -14,22 +14,65 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.text import Text
 
 from kailab import lab, render, versions
 from kailab.errors import KailabError, NotRunning
+from kailab.lesson import EXERCISE_NAMES
 from kailab.progress import Progress, stderr
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.")
+# The epilog stands for the hidden demo-NAME shortcuts (one line, not twelve commands).
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.",
+                  epilog="demo-NAME   shortcut for demo NAME: kailab demo-quota, kailab demo-borrow, …")
 
-DEMOS = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
-         "consolidation", "fractions", "protection", "baseline")
+
+def _flags_without_a_type() -> None:
+    """Typer 0.29's rich help prints a type beside every option, flags too ("--help <bool>"), though a flag takes no
+    value; its plain help does not. Flags get none here, for every command; options that take a value keep theirs."""
+    from typer.core import TyperOption
+
+    typed = getattr(TyperOption, "display_type_rich", None)
+    if typed is None or getattr(typed, "flags_untyped", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else typed(self, ctx)
+
+    display_type_rich.flags_untyped = True
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_without_a_type()
+
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
 
 
+def _complete_lessons(incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion: the exercises (in teaching order), with their one-line summaries."""
+    from kailab.lesson import load_lesson
+
+    return [(n, load_lesson(n).one_line) for n in EXERCISE_NAMES if n.startswith(incomplete)]
+
+
+def _complete_demos(incomplete: str) -> list[tuple[str, str]]:
+    return _complete_lessons(incomplete) + [("all", "every exercise, in order")]
+
+
+def _complete_scenario_files(incomplete: str) -> list[str]:
+    """Shell completion: scenario files (.yaml, .yml) and folders under what is typed so far."""
+    folder, _, stem = incomplete.rpartition("/")
+    base = Path(folder or ".")
+    if not base.is_dir():
+        return []
+    found = sorted(p for p in base.iterdir() if p.name.startswith(stem) and not p.name.startswith(".")
+                   and (p.is_dir() or p.suffix in (".yaml", ".yml")))
+    return [f"{folder}/{p.name}" if folder else p.name for p in found]
+
+
 def _runtime_name(value: str) -> str:
-    from kailab.runtimes.base import runtime_names
+    from kailab.runtimes import runtime_names
 
     if value != "auto" and value not in runtime_names():
         raise typer.BadParameter(f"{value!r} is not a runtime; choose auto, {', '.join(runtime_names())}.")
@@ -51,11 +94,12 @@ def up(
                                 help="auto (kind when Docker answers, else local), local, kind, or existing "
                                      "(adopt a cluster you already have; never chosen by auto)."),
     fleet: Optional[Path] = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
-    pool: List[str] = typer.Option([], help="Resize a pool: --pool a100=3 (repeatable)."),
+    pool: List[str] = typer.Option([], metavar="<pool=count>", help="Resize a pool: --pool a100=3 (repeatable)."),
     no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
-    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535,
+    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535, metavar="<port>",
                                                  help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
-    retain: bool = typer.Option(False, "--retain", help="Keep a half-made lab after a failure, to debug it."),
+    retain: bool = typer.Option(False, "--retain", help="Local runtime: keep a half-made lab after a failure, to debug "
+                                                        "it (the kind and existing runtimes always keep it)."),
     kubeconfig_path: Optional[Path] = typer.Option(None, "--kubeconfig",
                                                    help="Existing runtime: the cluster's kubeconfig (default: $KUBECONFIG "
                                                         "or ~/.kube/config); used where it is, never copied."),
@@ -69,7 +113,8 @@ def up(
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
     from kailab.fleet import load_fleet
-    from kailab.runtimes.base import UpOptions, choose_runtime, get_runtime
+    from kailab.runtimes import check_options, choose_runtime, get_runtime
+    from kailab.runtimes.base import UpOptions
 
     progress = Progress(quiet)
     spec = load_fleet(fleet)
@@ -91,8 +136,8 @@ def up(
         cls, why = get_runtime(running.runtime), "the lab that is running"
     else:
         cls, why = choose_runtime(runtime)
-    cls.check_options(options)
-    progress.info(f"Runtime: [bold]{cls.name}[/bold] ({why})")
+    check_options(cls, options)
+    progress.info(Text.assemble("Runtime: ", (cls.name, "bold"), f" ({why})"))
     rt = cls()
     found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes
     if found:
@@ -172,7 +217,7 @@ def apply_queues(quiet: bool = QuietOpt) -> None:
 
 @app.command()
 def run(
-    files: List[Path] = typer.Argument(..., help="Scenario files."),
+    files: List[Path] = typer.Argument(..., help="Scenario files.", autocompletion=_complete_scenario_files),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     quiet: bool = QuietOpt,
 ) -> None:
@@ -185,7 +230,8 @@ def run(
 
 @app.command()
 def demo(
-    name: str = typer.Argument(..., help=f"One of: {', '.join(DEMOS)}, or all."),
+    name: str = typer.Argument(..., help=f"One of: {', '.join(EXERCISE_NAMES)}, or all.",
+                               autocompletion=_complete_demos),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
     quiet: bool = QuietOpt,
@@ -196,12 +242,28 @@ def demo(
     from kailab.paths import EXERCISES
     from kailab.scenarios.loader import load_scenario
 
-    names = list(DEMOS) if name == "all" else [name]
+    names = list(EXERCISE_NAMES) if name == "all" else [name]
     for n in names:
-        if n not in DEMOS:
-            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
+        if n not in EXERCISE_NAMES:
+            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(EXERCISE_NAMES)}, all.")
     scenarios = [lab.for_this_lab(load_scenario(EXERCISES / f"{n}.yaml")) for n in names]
     _run_and_report(scenarios, as_json, quiet, evidence, record)
+
+
+def _demo_shortcut(name: str):
+    def shortcut(
+        as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+        evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
+        quiet: bool = QuietOpt,
+    ) -> None:
+        demo(name, as_json=as_json, evidence=evidence, quiet=quiet, record=None)
+
+    shortcut.__doc__ = f"Shortcut for kailab demo {name}."
+    return shortcut
+
+
+for _name in EXERCISE_NAMES:  # kailab demo-quota, demo-borrow …: one per exercise, listed once in --help (the epilog)
+    app.command(f"demo-{_name}", hidden=True)(_demo_shortcut(_name))
 
 
 def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False, record: Optional[Path] = None) -> None:
@@ -210,15 +272,17 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     from kailab.scenarios.engine import Engine
 
     kube = lab.connect()
+    ev.check_recordable(lab_home())  # before the run: a verdict is never lost for want of a place to keep it
     progress = Progress(quiet or as_json)
     engine = Engine(lab.live_cluster(kube), progress, record=record)
     engine.refuse_foreign(scenarios)  # another's queue or priority class of the same name: nothing is applied
+    engine.refuse_unknown_nodes(scenarios)  # a node the fleet does not have: nothing is applied
     verdicts = []
     if evidence:
         _capture(kube, progress, "before the exercise", allow_empty=True)
     for s in scenarios:
         if not (quiet or as_json):
-            stderr.rule(f"{s.title} ({s.path})")
+            stderr.rule(Text(f"{s.title} ({s.path})"))
         v = engine.run(s)
         ev.record_verdict(lab_home(), v.to_record())
         lab.record_in_class(kube, v)
@@ -250,11 +314,11 @@ def explain(
         print(json.dumps([asdict(e) for e in found], indent=2))
         return
     for e in found:
-        render.stdout.print(f"[bold]{e.pod}[/bold] — {e.state}: {e.summary}")
+        render.stdout.print(Text.assemble((e.pod, "bold"), f" — {e.state}: {e.summary}"))
         if e.reported:
-            render.stdout.print(f"  the scheduler says: “{e.reported}”", markup=False)
+            render.stdout.print(f"  the scheduler says: “{e.reported}”")
         for d in e.details:
-            render.stdout.print(f"  {d}", markup=False)
+            render.stdout.print(f"  {d}")
         if e.runbook:
             render.stdout.print(f"  read: {e.runbook}")
 
@@ -267,25 +331,43 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
 
     kube = lab.connect()
     if once:
-        render.stdout.print(live.current_frame(kube, all_pods(kube), lab.fair_shares()))
+        render.stdout.print(live.current_frame(kube, lab.pods(kube), lab.fair_shares()))
         return
     live.run(kube, render.stdout, fair_shares=lab.fair_shares)
 
 
 @app.command()
 def lesson(
-    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them."),
+    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them.", autocompletion=_complete_lessons),
     yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
     from kailab.lesson import lesson_names, load_lesson, run_lesson
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.engine import Engine
+    from kailab.scenarios.loader import load_scenario
+    from kailab.status import all_pods
+    from kailab.watch import current_frame
 
-    if name is None:
+    if name is None:  # in teaching order (the exercise list), then any an instructor added
         for n in lesson_names():
-            render.stdout.print(f"[bold]{n:<10}[/bold] {load_lesson(n).one_line}")
+            render.stdout.print(Text.assemble((f"{n:<10}", "bold"), f" {load_lesson(n).one_line}"))
         render.stdout.print("Start one: kailab lesson NAME")
         return
-    if not run_lesson(name, ask=(lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))):
+    if name not in lesson_names():
+        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
+    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
+    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
+    from kailab import evidence
+    from kailab.paths import lab_home
+
+    evidence.check_recordable(lab_home())  # nor a lesson whose verdict could not be kept
+    engine = Engine(lab.live_cluster(kube), Progress())
+    engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
+    engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
+    ask = (lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))
+    if not run_lesson(les, scenario, engine, ask, frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares()),
+                      keep=lambda verdict, prediction: lab.record_in_class(kube, verdict, prediction)):
         raise typer.Exit(1)
 
 
@@ -311,8 +393,12 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
             progress.info(f"Nothing to capture {what}: {e}")
             return None
         raise KailabError(f"Nothing captured: {e}", hint="Run an exercise first, e.g. kailab demo quota") from e
-    except FileExistsError as e:
-        raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+    except OSError as e:  # --out that exists, under a file, in /proc, on a full disk
+        if isinstance(e, FileExistsError) and e.errno is None:  # write_snapshot's own: it never overwrites
+            raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+        why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or str(e)
+        raise KailabError(f"Nothing captured: cannot write {e.filename or out or 'the evidence folder'}: {why}.",
+                          hint="Choose an --out in a folder you can write.") from None
     return path
 
 
@@ -362,7 +448,7 @@ def doctor() -> None:
     for col in ("", "tool", "found", "needed for", "how to fix"):
         table.add_column(col)
     for f in findings:
-        table.add_row("[green]✓[/green]" if f.ok else "[red]✗[/red]", f.tool, f.found, f.needed_for, f.fix)
+        table.add_row(Text("✓", style="green") if f.ok else Text("✗", style="red"), f.tool, f.found, f.needed_for, f.fix)
     render.stdout.print(table)
     usable = {rt for rt in ("kind runtime", "local runtime") if all(f.ok for f in findings if f.needed_for == rt)}
     render.stdout.print(f"Usable here: {', '.join(sorted(usable)) or 'none'}")
@@ -382,7 +468,7 @@ def _pool_counts(items: list[str]) -> dict[str, int]:
     out = {}
     for item in items:
         name, _, count = item.partition("=")
-        if not count.isdigit():
+        if not (count.isascii() and count.isdigit()):  # "٣" and "²" are digits to Python, not to a fleet
             raise KailabError(f"--pool {item!r} is not POOL=COUNT.", hint="Example: --pool a100=3")
         out[name] = int(count)
     return out
@@ -429,6 +515,38 @@ def _add_class_commands() -> None:
 _add_class_commands()
 
 
+def _api_refused(e) -> None:
+    """An API error no command turned into words: what the server said, and for 403 what to ask for."""
+    from kailab.kube import api_error_words
+
+    stderr.print(Text.assemble(("✗ Error:", "red"), f" The cluster's API server refused a request: {api_error_words(e)}."))
+    hint = ("The kubeconfig's user lacks that permission (the verb, resource and API group above): ask the "
+            "cluster's admin to grant it, or use a kubeconfig with those rights."
+            if e.status == 403 else "See: kailab status")
+    stderr.print(Text.assemble(("→", "yellow"), f" {hint}"))
+    sys.exit(1)
+
+
+def _os_failed(e: OSError) -> None:
+    """A write the system refused: to the output (a full device, a closed pipe) or to a named file."""
+    import errno
+
+    try:
+        sys.stdout = open(os.devnull, "w")  # the interpreter's own last flush must not fail again
+    except OSError:
+        pass
+    if e.errno == errno.EPIPE:  # `kailab status | head -1`: the reader has all it wanted
+        sys.exit(1)
+    where = f"{e.filename}" if e.filename else "kailab's output"
+    try:
+        stderr.print(Text.assemble(("✗ Error:", "red"), f" Cannot write {where}: {e.strerror or e}."))
+        stderr.print(Text.assemble(("→", "yellow"), " Free some space or choose another place, then run again."
+                                   if e.errno in (errno.ENOSPC, errno.EDQUOT) else " Choose a place you can write."))
+    except OSError:
+        pass  # stderr too is full or closed: the exit code says it
+    sys.exit(1)
+
+
 def _stop_like_ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt  # the same clean-up as Ctrl-C: a half-made lab, the bench's nodes, are removed
 
@@ -438,24 +556,37 @@ def main() -> None:
     SIGTERM (a CI timeout, ``kill``) stops a command as Ctrl-C does, so its clean-up runs."""
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
-        app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
+        try:
+            app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit
+        finally:
+            sys.stdout.flush()  # here, where a full disk or a closed pipe is said, not at the interpreter's exit
     except KailabError as e:
         if os.environ.get("KAILAB_DEBUG"):
             raise
-        stderr.print(f"[red]✗ Error:[/red] {e.message}")
+        stderr.print(Text.assemble(("✗ Error:", "red"), f" {e.message}"))
         if e.details:
-            stderr.print(e.details, markup=False, highlight=False)
+            stderr.print(e.details)
         if e.hint:
-            stderr.print(f"[yellow]→[/yellow] {e.hint}")
+            stderr.print(Text.assemble(("→", "yellow"), f" {e.hint}"))
         sys.exit(e.exit_code)
+    except OSError as e:  # output to a full disk or a closed pipe, a folder that cannot be written
+        if os.environ.get("KAILAB_DEBUG"):
+            raise
+        _os_failed(e)
     except Exception as e:  # API errors, bugs: one line, not a traceback
         if os.environ.get("KAILAB_DEBUG"):
             raise
         if getattr(e, "status", None) == 401:  # kubernetes' ApiException and the dynamic client's errors carry it
-            stderr.print("[red]✗ Error:[/red] The cluster no longer accepts this lab's credential (401 Unauthorized). "
-                         "A class credential: your class has ended or your credential was revoked.")
-            stderr.print("[yellow]→[/yellow] Ask your instructor for a new kubeconfig; for a lab of your own: kailab up")
+            stderr.print(Text.assemble(("✗ Error:", "red"), " The cluster no longer accepts this lab's credential (401 "
+                                       "Unauthorized). A class credential: your class has ended or your credential "
+                                       "was revoked."))
+            stderr.print(Text.assemble(("→", "yellow"), " Ask your instructor for a new kubeconfig; for a lab of your "
+                                       "own: kailab up"))
             sys.exit(1)
-        stderr.print(f"[red]✗ Unexpected error:[/red] {type(e).__name__}: {str(e).strip()[:600]}", markup=True, highlight=False)
-        stderr.print("[yellow]→[/yellow] Run again with KAILAB_DEBUG=1 for the traceback, and please report it.")
+        from kubernetes.client.exceptions import ApiException
+
+        if isinstance(e, ApiException):
+            _api_refused(e)
+        stderr.print(Text.assemble(("✗ Unexpected error:", "red"), f" {type(e).__name__}: {str(e).strip()[:600]}"))
+        stderr.print(Text.assemble(("→", "yellow"), " Run again with KAILAB_DEBUG=1 for the traceback, and please report it."))
         sys.exit(1)

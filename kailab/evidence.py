@@ -19,6 +19,7 @@ import yaml
 from jinja2 import Environment, PackageLoader
 
 from kailab import labdir, versions
+from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL
 from kailab.pods import EventView, event_view, pod_view
@@ -40,6 +41,15 @@ def record_verdict(home: Path, record: dict) -> None:
     labdir.claim(home)
     with open(home / PENDING, "a") as fh:
         fh.write(json.dumps(record) + "\n")
+
+
+def check_recordable(home: Path) -> None:
+    """Raise, before a run, when its verdict could not be kept in ``home`` (not kailab's, a file, not writable)."""
+    labdir.claim(home)
+    pending = home / PENDING
+    if not os.access(home, os.W_OK | os.X_OK) or (pending.exists() and not os.access(pending, os.W_OK)):
+        raise KailabError(f"The lab folder {home} cannot be written, so a verdict could not be kept there.",
+                          hint="Make it writable, or point KAILAB_HOME at the lab's folder.")
 
 
 def pending_verdicts(home: Path) -> list[dict]:
@@ -152,7 +162,7 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
         times = [t for t, _ in v["timeline"]]
         for q in queues_seen:
             ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=q)
-        ax.set_title(f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10)
+        ax.set_title(f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False)  # a title's $ is text
         ax.set_ylabel("GPUs allocated")
         ax.set_xlabel("seconds since the exercise started")
         ax.legend(loc="upper left", fontsize=8)

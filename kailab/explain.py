@@ -10,21 +10,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kailab.gpus import is_fraction
 from kailab.kube import Kube
-from kailab.labels import KAI_SCHEDULER as KAI
-from kailab.labels import QUEUE_API, QUEUE_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, QUEUE_API, QUEUE_LABEL
+from kailab.labels import KAI_SCHEDULER_NAME as KAI
 from kailab.pods import PodView, event_view, pod_view
 from kailab.status import nodes_and_gpus
 from kailab.status import queues as queue_rows
 
-# KAI's words → (what it means, runbook). First match wins.
+# KAI's words → (what it means, runbook). First match wins. Where KAI writes them (v0.17.0):
+# pkg/scheduler/cache/cluster_info/cluster_info.go (queue), pkg/scheduler/api/unschedule_info.go (over quota,
+# limit), pkg/scheduler/actions/common/allocate.go and cache/status_updater (gang), actions/utils/input_jobs.go
+# (preemption delay), k8s_internal/k8s_internal.go and kube-scheduler (no room).
 KNOWN_REASONS = [
     (r"Queue '.*' does not exist", "the queue it names does not exist", "runbooks/pod-pending-forever.md"),
     (r"Non-preemptible workload is over quota", "it is non-preemptible and its queue is at its quota; "
      "non-preemptible work may never go over quota", "runbooks/borrowing-not-happening.md"),
     (r"allowable limit of (CPU|memory)", "its queue's CPU or memory limit is reached — an unset limit is 0 to KAI",
      "runbooks/pod-pending-forever.md"),
-    (r"allowable limit", "its queue is at its GPU limit", "runbooks/borrowing-not-happening.md"),
+    (r"allowable limit", "its queue, or the queue above it that KAI names, is at its GPU limit",
+     "runbooks/borrowing-not-happening.md"),
+    (r"within its preemption delay window", "it has a preemption delay (kai.scheduler/preemption-delay) that has "
+     "not elapsed: until then it may take only free GPUs, not evict anyone", "runbooks/reclaim-not-happening.md"),
     (r"required for gang scheduling|not ready for scheduling", "its gang cannot start whole yet",
      "runbooks/gang-not-binding.md"),
     (r"enough resources|Insufficient", "no node has room for it", "runbooks/pod-pending-forever.md"),
@@ -59,7 +66,7 @@ def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exi
         by = "KAI Scheduler" if scheduler == KAI else f"the {scheduler}"
         return Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
     last = messages[-1] if messages else ""
-    if scheduler not in (KAI, "default-scheduler"):
+    if scheduler not in (KAI, DEFAULT_SCHEDULER_NAME):
         return Explanation(name, "Pending", f"No scheduler named '{scheduler}' runs here, so nothing will ever place it "
                            f"(KAI's is '{KAI}').", runbook="runbooks/pod-pending-forever.md")
     if scheduler == KAI and not pod.pod_group:
@@ -90,20 +97,22 @@ def queue_standing(row: dict) -> str:
     if share is not None and held >= share:
         return (f"Its queue '{name}' holds {held:g} GPUs, its fair share is {share:g}: the spare GPUs are "
                 "other queues' share now, so KAI will not reclaim for it.")
-    if quota is not None and quota >= 0 and held < quota:
-        return (f"Its queue '{name}' holds {held:g} of its quota {quota:g}: KAI reclaims for it from queues over "
-                "theirs — unless their pods are non-preemptible or still inside a protection window "
-                "(reclaimMinRuntime / preemptMinRuntime).")
+    below_quota = quota is not None and quota >= 0 and held < quota
+    if below_quota or (share is not None and held < share):
+        where = f"{held:g} of its quota {quota:g}" if below_quota else f"{held:g} GPUs, below its fair share {share:g}"
+        return (f"Its queue '{name}' holds {where}: KAI reclaims for it from queues over their quota or fair "
+                "share — unless their pods are non-preemptible or inside their queue's reclaimMinRuntime.")
     return f"Its queue '{name}' holds {held:g} GPUs" + (f" (fair share {share:g})." if share is not None else ".")
 
 
-def nearest_node(nodes: list[dict], need: int) -> str:
-    """The node closest to fitting the pod, and what it lacks."""
+def nearest_node(nodes: list[dict], need: float) -> str:
+    """The node closest to fitting the pod (most free GPUs, a shared GPU not free: :mod:`kailab.gpus`), and what it lacks."""
     if not nodes:
         return "There are no nodes."
     best = max(nodes, key=lambda n: n["free"])
+    wants = f"a {need:g} fraction of one GPU" if is_fraction(need) else f"{need:g}"
     return (f"Nearest node: {best['name']} ({best['pool']}) has {best['free']} free GPU(s) of {best['gpus']}; "
-            f"the pod needs {need}.")
+            f"the pod needs {wants}.")
 
 
 def gather(kube: Kube, name: str, namespace: str, fair_shares: dict[str, float] | None = None) -> list[Explanation]:

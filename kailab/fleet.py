@@ -18,7 +18,7 @@ from kailab.errors import KailabError
 from kailab.kube import Kube, Watched, wait_until
 from kailab.labels import FLEET_LABEL, GPU, MANAGED, POOL_LABEL
 from kailab.paths import MANIFESTS
-from kailab.scenarios.schema import Quantity
+from kailab.quantity import Quantity
 from kailab.yamlfile import YamlFile
 
 DEFAULT_FLEET = MANIFESTS / "fleet.yaml"

@@ -5,24 +5,113 @@ Nothing here knows which runtime made the cluster; it needs only a kubeconfig.
 
 from __future__ import annotations
 
+import binascii
+import copy
 import hashlib
+import logging
+import os
+import signal
+import ssl
+import subprocess
 import threading
 import time
+import urllib.parse
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import exec_provider, kube_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from kailab.errors import NotRunning
-from kailab.labels import MANAGED, PODGROUP_API
+from kailab.errors import KailabError, NotRunning
+from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
+from kailab.waiting import until
 
 FIELD_MANAGER = "kailab"
 
 urllib3.disable_warnings()
+
+EXEC_TIMEOUT = 6.0  # a kubeconfig's credential (exec/login) plugin: its answer, or an error
+PROBE_TIMEOUT = (3.0, 3.0)  # connect, read: does the API server answer at all (no retries)
+
+
+class _BoundedPopen(subprocess.Popen):
+    """A credential plugin's process that answers within EXEC_TIMEOUT or is killed, with everything it started
+    (it runs in a session of its own, so its group is exactly what it started)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "start_new_session": True})
+
+    def communicate(self, input=None, timeout=None):
+        try:
+            return super().communicate(input, timeout=EXEC_TIMEOUT if timeout is None else timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                super().communicate(timeout=1)
+            except (subprocess.TimeoutExpired, OSError, ValueError):
+                pass
+            raise config.ConfigException(f"exec: {self.args[0] if isinstance(self.args, list) else self.args} "
+                                         f"did not answer within {EXEC_TIMEOUT:.0f}s") from None
+
+
+_exec_failures = threading.local()
+
+
+class _RecordedExec(exec_provider.ExecProvider):
+    """The client's ExecProvider, whose failure is kept for :func:`load_config` (the client only logs it)."""
+
+    def run(self, previous_response=None):
+        try:
+            return super().run(previous_response)
+        except Exception as e:
+            getattr(_exec_failures, "seen", []).append(str(e))
+            raise
+
+
+# The official client runs a kubeconfig's exec plugin with no time limit and only logs its failure:
+# bound it, and keep the failure to say it.
+exec_provider.subprocess = SimpleNamespace(**{**vars(subprocess), "Popen": _BoundedPopen})
+kube_config.ExecProvider = _RecordedExec
+
+
+def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
+    """The client configuration for a kubeconfig's context; a :class:`KailabError` that names what is wrong
+    with the file (not a file, too large, not YAML, not a mapping, bad base64 data, a server that is not a URL,
+    a credential plugin that fails or does not answer). A context that is not there stays ConfigException."""
+    from kailab.yamlfile import YamlFile
+
+    hint = "Check it with: kubectl --kubeconfig PATH get nodes"
+    f = YamlFile(Path(path), KailabError, hint)
+    f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    cfg = client.Configuration()
+    _exec_failures.seen = []
+    logging.disable(logging.ERROR)  # the client logs a plugin's failure itself; it is said below, once
+    try:
+        config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
+    except (binascii.Error, ValueError) as e:
+        raise KailabError(f"The kubeconfig {path} holds data that is not valid base64 "
+                          f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
+                          hint=hint) from None
+    finally:
+        logging.disable(logging.NOTSET)
+        failures, _exec_failures.seen = _exec_failures.seen, []
+    if failures:
+        raise KailabError(f"The kubeconfig {path}'s credential plugin failed: "
+                          f"{failures[0].removeprefix('exec: ')}.",
+                          hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.")
+    url = urllib.parse.urlsplit(cfg.host or "")
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise KailabError(f"The kubeconfig {path} names the server {cfg.host!r}, which is not a URL.",
+                          hint="A cluster's server is https://HOST:PORT.")
+    return cfg
 
 
 class Kube:
@@ -31,9 +120,9 @@ class Kube:
     def __init__(self, kubeconfig: Path | str, context: str | None = None):
         self.kubeconfig = str(kubeconfig)
         self.context = context
-        cfg = client.Configuration()
-        config.load_kube_config(config_file=self.kubeconfig, context=context, client_configuration=cfg)
+        cfg = load_config(self.kubeconfig, context)
         cfg.connection_pool_maxsize = 16  # a fleet is created by 16 threads at once (fleet.create_fleet)
+        self._cfg = cfg
         self.api = client.ApiClient(cfg)
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
@@ -50,17 +139,38 @@ class Kube:
             where = str(Path(self.kubeconfig).resolve()) + (f"\0{self.context}" if self.context else "")
             key = hashlib.sha256(where.encode()).hexdigest()[:16]
             cache = cache_home() / "discovery" / f"{key}.json"
-            cache.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise KailabError(f"kailab cannot write its cache folder {cache_home()}: "
+                                  f"{'a file is in the way' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e}.",
+                                  hint="Point KAILAB_CACHE at a folder you own (or unset it).") from None
             self._dyn = DynamicClient(self.api, cache_file=str(cache))
         return self._dyn
 
     def ping(self, timeout: float = 2.0) -> bool:
         """True when the API server answers (GET /version)."""
+        return self.probe((timeout, timeout)) is None
+
+    def probe(self, timeout: tuple[float, float] = PROBE_TIMEOUT) -> str | None:
+        """None when the API server answers GET /version within ``timeout`` (connect, read; one try);
+        else what happened, in words: no answer, refused, TLS failed, credentials refused."""
+        cfg = copy.copy(self._cfg)
+        cfg.retries = False
+        api = client.ApiClient(cfg)
         try:
-            client.VersionApi(self.api).get_code(_request_timeout=timeout)
-            return True
-        except Exception:
-            return False
+            client.VersionApi(api).get_code(_request_timeout=timeout)
+            return None
+        except ApiException as e:
+            if e.status == 0 and str(e.reason).startswith("SSLError"):  # the client's wording of a TLS failure
+                return f"the API server at {cfg.host} {_tls_failed(str(e.reason).partition(chr(10))[2])}"
+            if e.status in (401, 403):
+                return f"the API server at {cfg.host} refuses these credentials ({e.status} {e.reason})"
+            return f"the API server at {cfg.host} answers {e.status} {e.reason}"
+        except Exception as e:
+            return f"the API server at {cfg.host} {_no_answer(e)}"
+        finally:
+            api.close()
 
     def resource(self, api_version: str, kind: str):
         try:
@@ -119,9 +229,18 @@ class Kube:
             pass
 
     def ensure_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30) -> None:
-        """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists)."""
+        """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists).
+
+        A namespace that exists and is not of the owner ``labels`` name (kailab's, with that lab id or none) is
+        refused, never labelled: kailab empties its namespaces, and would empty the user's with them."""
+        from kailab.ownership import Owner, refused
+
+        labels = {**MANAGED, **(labels or {})}
+        found = self.get("v1", "Namespace", name)
+        if found is not None and not Owner(labels.get(LAB_ID_LABEL, "")).owns(found["metadata"].get("labels")):
+            raise refused([f"Namespace {name}"], "Name a namespace that does not exist on this cluster yet: kailab makes it, and empties only those it made.")
         self.apply({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": name, "labels": {**MANAGED, **(labels or {})}}})
+                    "metadata": {"name": name, "labels": labels}})
         self._watch_until(self.core.list_namespaced_service_account, [name], lambda names: "default" in names,
                           timeout, field_selector="metadata.name=default")
 
@@ -159,12 +278,15 @@ class Kube:
             # Thousands of pods outlast the API server's request timeout; the deletion goes on, and the loop
             # below waits for it (and deletes again what is left).
         # A controller may create a pod just before its owner is gone: delete again until none is left.
-        deadline = time.monotonic() + timeout
-        while not self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
-            if time.monotonic() > deadline:
-                raise NotRunning(f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
-                                 hint="Is the KWOK controller running? See: kailab status")
+        def gone() -> bool:
+            if self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
+                return True
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+            return False
+
+        until(gone, timeout, 0, fail=lambda _: NotRunning(
+            f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
+            hint="Is the KWOK controller running? See: kailab status"))
         group, version = PODGROUP_API.split("/")  # one call for all (64 one by one took 2 s); 404: no KAI here
         _found(lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
             group, version, name, "podgroups", propagation_policy="Background"))
@@ -192,6 +314,38 @@ class Kube:
         finally:
             w.stop()
         return done({o.metadata.name for o in list_fn(*args, **kw).items})
+
+
+def _no_answer(e: Exception) -> str:
+    """What a failed request says about the server: "does not answer within 3s", "refuses connections"..."""
+    reason = getattr(e, "reason", None) or e
+    chain = [reason, *(x for x in (getattr(reason, "__cause__", None), getattr(reason, "__context__", None)) if x)]
+    if any(isinstance(x, (ssl.SSLError, urllib3.exceptions.SSLError)) for x in chain):
+        return _tls_failed(str(reason))
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        return "has a host name that does not resolve"
+    if any(isinstance(x, ConnectionRefusedError) for x in chain) or "Connection refused" in str(reason):
+        return "refuses connections (is the cluster running?)"
+    if isinstance(reason, (urllib3.exceptions.TimeoutError, TimeoutError)) or "timed out" in str(reason):
+        return f"does not answer within {PROBE_TIMEOUT[1]:.0f}s"
+    return f"cannot be reached ({type(reason).__name__}: {str(reason)[:200]})"
+
+
+def api_error_words(e: ApiException) -> str:
+    """An API error in one line: status, reason and the server's own message (which, for 403, names the verb,
+    resource and API group the user may not use) — never the response's headers."""
+    import json
+
+    try:
+        message = json.loads(e.body).get("message") if e.body else None
+    except (ValueError, AttributeError):
+        message = None
+    reason = " ".join(str(e.reason or "").split())[:200]
+    return f"{e.status} {reason}" + (f": {str(message)[:400]}" if message else "")
+
+
+def _tls_failed(detail: str) -> str:
+    return f"fails TLS ({detail.strip()[:200]}): check the kubeconfig's certificate-authority data and server name"
 
 
 def _identity(obj) -> tuple[str, str]:
@@ -356,7 +510,8 @@ def watch_pods(kube: Kube, namespace: str | None = None, cond: threading.Conditi
 
 
 def wait_until(cond: threading.Condition, predicate: Callable[[], bool], timeout: float) -> bool:
-    """Wait on a condition shared by several watches until ``predicate()`` holds; False at the timeout."""
+    """Wait on a condition shared by several watches until ``predicate()`` holds; False at the timeout.
+    (What no watch can tell is polled with :func:`kailab.waiting.until`.)"""
     deadline = time.monotonic() + timeout
     with cond:
         while True:

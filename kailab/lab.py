@@ -11,12 +11,14 @@ from kailab.kube import Kube
 from kailab.ownership import Owner
 from kailab.paths import lab_home
 from kailab.progress import Progress
-from kailab.runtimes.base import LabState, Runtime, get_runtime, runtime_names
+from kailab.labstate import LabState
+from kailab.runtimes import get_runtime, runtime_names
+from kailab.runtimes.base import Runtime
 
 
 def state() -> LabState | None:
     """The lab's state, None when no lab is up; raises DamagedState when its file cannot be used."""
-    return LabState.read(lab_home())
+    return LabState.read(lab_home(), runtime_names())
 
 
 def current_runtime() -> Runtime | None:
@@ -39,7 +41,7 @@ def remove(progress: Progress) -> None:
     try:
         rt = current_runtime()
     except Exception as e:  # a damaged state file: say so, and remove what is identifiably ours
-        progress.info(f"[yellow]{getattr(e, 'message', e)}[/yellow] Removing what kailab can identify as its own.")
+        progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
         rt = None
     if rt is not None:
         rt.down(progress)
@@ -79,8 +81,8 @@ def connect() -> Kube:
 
         whoami(kube, j.kubeconfig)
         return kube
-    if not kube.ping():
-        raise NotRunning(f"The lab's API server does not answer ({path}).",
+    if why := kube.probe():
+        raise NotRunning(f"The lab's API server does not answer ({path}): {why}.",
                          hint="Check it with: kailab status — or start again: kailab down && kailab up")
     return kube
 
@@ -169,3 +171,17 @@ def record_in_class(kube: Kube, verdict, prediction: str = "") -> None:
         from kailab.classroom.records import record_object
 
         kube.apply(record_object(j.learner, verdict, prediction))
+
+
+def pods(kube: Kube) -> list:
+    """Every pod the lab may see: the cluster's; a class's learner's, every pod in their lesson namespaces."""
+    from kailab.status import all_pods
+
+    if j := joined():
+        from kailab.classroom.plan import lesson_namespaces
+        from kailab.pods import pod_view
+
+        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner().selector()).items}
+        return [pod_view(p) for n in lesson_namespaces(j.learner) if n in names
+                for p in kube.core.list_namespaced_pod(n).items]
+    return all_pods(kube)

@@ -1,4 +1,4 @@
-"""Names kailab and KAI agree on: labels, annotations and API groups. One home for each."""
+"""Names kailab and KAI agree on: labels, annotations, API groups, namespaces and component names. One home for each."""
 
 from __future__ import annotations
 
@@ -14,7 +14,17 @@ GPU_GROUP_LABEL = "runai-gpu-group"  # the binder's: pods sharing one GPU carry 
 QUEUE_API = "scheduling.run.ai/v2"
 PODGROUP_API = "scheduling.run.ai/v2alpha2"
 BIND_REQUEST_API = "scheduling.run.ai/v1alpha2"
-KAI_SCHEDULER = "kai-scheduler"
+# "kai-scheduler" means four things; one name for each meaning:
+KAI_SCHEDULER_NAME = "kai-scheduler"  # the scheduler a pod asks for (spec.schedulerName, the components' --scheduler-name)
+KAI_NAMESPACE = "kai-scheduler"  # the namespace KAI's chart installs into (and the local runtime makes)
+KAI_HELM_RELEASE = "kai-scheduler"  # the Helm release of KAI's chart (kind runtime; preflight's advice)
+KAI_SCHEDULER_PROCESS = "kai-scheduler"  # the scheduler's binary and process on the local runtime (pids/, logs/)
+KAI_SCHEDULER_DEPLOYMENT = "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
+# Where KAI's binder puts the pods that reserve a shared GPU (GPU fractions): the namespace, its pods' app label and
+# their service account all carry this one name (the binder's --resource-reservation-* defaults).
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+RESERVATION_APP_LABEL = "kai-resource-reservation"
+RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
 
 # KWOK's
 COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
@@ -22,6 +32,8 @@ KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": 
 
 # fake-gpu-operator's: a node's simulated GPU pool
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"  # kube-scheduler's, the baseline beside KAI
 
 # kailab's own: every object it creates carries MANAGED
 MANAGED = {"app.kubernetes.io/managed-by": "kailab"}

@@ -11,10 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from kailab.errors import KailabError
 from kailab.paths import EXERCISES
 
 SECTIONS = ("Concept", "Predict", "Run", "What you should see", "Why")
+
+# Every exercise, in teaching order — the one list: ``kailab demo all`` runs them in this order, ``kailab lesson``
+# lists them so. Each is a scenario (exercises/NAME.yaml) beside its lesson (exercises/NAME.md); a test holds the
+# folder, the README and exercises/README.md to this list.
+EXERCISE_NAMES = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
+                  "consolidation", "fractions", "protection", "baseline")
 
 
 @dataclass
@@ -25,8 +30,10 @@ class Lesson:
 
     @property
     def one_line(self) -> str:
+        """The concept's first sentence, as plain text (no Markdown emphasis): the lesson's summary in listings."""
         concept = self.sections.get("Concept", "")
-        return concept.split(". ")[0].rstrip(".") + "." if concept else ""
+        first = concept.split(". ")[0].rstrip(".") + "." if concept else ""
+        return first.replace("*", "").replace("`", "")
 
 
 def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
@@ -40,40 +47,38 @@ def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
 
 
 def lesson_names(root: Path = EXERCISES) -> list[str]:
-    return sorted(p.stem for p in root.glob("*.md") if p.stem != "README" and (root / f"{p.stem}.yaml").exists())
+    """The exercises in teaching order, then any lesson an instructor added to the folder (NAME.md beside NAME.yaml)."""
+    added = sorted(p.stem for p in root.glob("*.md")
+                   if p.stem not in ("README", *EXERCISE_NAMES) and (root / f"{p.stem}.yaml").exists())
+    return [*EXERCISE_NAMES, *added]
 
 
-def run_lesson(name: str, ask: Callable[[], str]) -> bool:
-    """The walk-through: concept, prediction (``ask``), the run on the lab, the result and why; True if KAI did what it teaches
-    (or the lesson does not apply to this cluster)."""
+def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Callable[[], object],
+               keep: Callable[[object, str], None] | None = None) -> bool:
+    """The walk-through of ``les``: concept, prediction (``ask``), ``scenario`` run by ``engine``, what the cluster
+    looks like then (``frame``), the result and why; recorded for evidence. True if KAI did what the lesson teaches
+    (or the lesson does not apply to this cluster). The caller binds it to a lab (``kailab lesson`` in cli.py);
+    ``keep(verdict, prediction)`` keeps them somewhere more (a class's learner: in the cluster)."""
     from rich.markdown import Markdown
     from rich.panel import Panel
+    from rich.text import Text
 
-    from kailab import evidence, lab, render
+    from kailab import evidence, render
+    from kailab.applied import kai_lines
     from kailab.paths import lab_home
-    from kailab.progress import Progress
-    from kailab.scenarios.engine import Engine
-    from kailab.scenarios.loader import load_scenario
-    from kailab.status import all_pods
-    from kailab.watch import current_frame
 
-    if name not in lesson_names():
-        raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
-    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
-    kube = lab.connect()  # before asking for a prediction: no lab, no lesson
-    engine = Engine(lab.live_cluster(kube), Progress())
-    engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     out = render.stdout
 
     def panel(body, title: str) -> None:
-        out.print(Panel(body, title=title, title_align="left"), soft_wrap=False)
+        out.print(Panel(body, title=Text(title), title_align="left"), soft_wrap=False)
 
     expected = les.sections.get("What you should see", "")
     panel(les.sections.get("Concept", ""), les.title)
+    out.print(render.applied_table(kai_lines(scenario)))
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
     prediction = ask()
     verdict = engine.run(scenario)
-    out.print(current_frame(kube, all_pods(kube), lab.fair_shares()))  # queues, and who holds each GPU
+    out.print(frame())  # queues, and who holds each GPU
     out.print(render.verdict_table(verdict))
     panel(f"You predicted: {prediction}\nThe lesson expects: {expected}\n"
           f"KAI did: {_what_kai_did(verdict)}",
@@ -82,7 +87,8 @@ def run_lesson(name: str, ask: Callable[[], str]) -> bool:
     record = verdict.to_record()
     record["lesson"] = {"prediction": prediction, "expected": expected, "passed": verdict.passed}
     evidence.record_verdict(lab_home(), record)
-    lab.record_in_class(kube, verdict, prediction)
+    if keep is not None:
+        keep(verdict, prediction)
     out.print("Recorded for your evidence: kailab evidence")
     return verdict.ok
 

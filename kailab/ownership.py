@@ -51,12 +51,13 @@ def foreign(found: dict[str, dict[str, str] | None], owner: Owner) -> list[str]:
     return sorted(name for name, labels in found.items() if labels is not None and not owner.owns(labels))
 
 
-def refused(names: list[str]) -> KailabError:
-    """The error for a run that would change or delete objects kailab did not make (for this lab)."""
+def refused(names: list[str], hint: str | None = None) -> KailabError:
+    """The error for a run that would change or delete objects kailab did not make (for this lab);
+    ``hint`` replaces the usual one (a prefix of the lab's own)."""
     it = "it" if len(names) == 1 else "them"
     return KailabError(
         f"kailab will not change or delete {', '.join(names)}: {'it exists' if len(names) == 1 else 'they exist'} "
         f"on this cluster, and kailab did not make {it} for this lab. Nothing was applied.",
-        hint="Give this lab's queues and namespaces a prefix of their own: kailab down, then "
+        hint=hint or "Give this lab's queues and namespaces a prefix of their own: kailab down, then "
              "kailab up --runtime existing --kubeconfig PATH --prefix NAME (or remove "
              f"{it} yourself if {it} {'is' if len(names) == 1 else 'are'} yours and no longer needed).")

@@ -1,9 +1,9 @@
 """What kailab reads from pods and events — one shape each, one place that reads the API objects.
 
-:func:`pod_view` and :func:`event_view` are the only readers of the client's objects; every
-other module (checks, the engine, status, watch, explain, evidence) works on
-:class:`PodView` and :class:`EventView`, which are plain data and serialize to JSON
-(golden change streams are files of them).
+:func:`pod_view`, :func:`event_view` and :func:`podgroup_view` read the client's objects; the checks, the engine,
+status, watch, explain and evidence work on :class:`PodView`, :class:`EventView` and :class:`PodGroupView`, which
+are plain data and serialize to JSON (golden change streams are files of them). ``kailab bench`` reads its own
+pods' timestamps itself.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
+from kailab import gpus
 from kailab.labels import (
-    GPU,
-    GPU_FRACTION_ANNOTATION,
+    DEFAULT_SCHEDULER_NAME,
     POD_GROUP_ANNOTATION,
     GPU_GROUP_LABEL,
     QUEUE_LABEL,
@@ -45,7 +45,7 @@ class PodView:
     bound_at: float | None = None
     unschedulable: bool = False
     namespace: str = ""
-    scheduler: str = "default-scheduler"
+    scheduler: str = DEFAULT_SCHEDULER_NAME
     pod_group: str = ""  # KAI's pod-group-name annotation
     waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
     subgroup: str = ""  # KAI's kai.scheduler/subgroup-name label
@@ -53,8 +53,8 @@ class PodView:
 
     @property
     def holds_gpus(self) -> bool:
-        """Bound and not finished: its GPUs are taken (also while it is being deleted)."""
-        return bool(self.node) and self.phase in ("Pending", "Running")
+        """Bound and not finished: its GPUs are taken (also while it is being deleted); see :mod:`kailab.gpus`."""
+        return gpus.holds(self)
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v not in ("", None, False, 0) or k == "name"}
@@ -96,17 +96,10 @@ class EventView:
 
 
 def pod_gpus(pod) -> float:
-    """GPUs a pod (client object) asks for: its containers' limits, or KAI's gpu-fraction annotation."""
-    total = 0
-    for c in pod.spec.containers or []:
-        limits = (c.resources.limits or {}) if c.resources else {}
-        total += int(limits.get(GPU, 0) or 0)
-    if not total:
-        try:
-            return float((pod.metadata.annotations or {}).get(GPU_FRACTION_ANNOTATION, 0))
-        except ValueError:
-            return 0
-    return total
+    """GPUs a pod (client object) asks for: whole GPUs in its containers, or KAI's gpu-fraction annotation."""
+    whole = gpus.whole_asked((c.resources.limits, c.resources.requests) if c.resources else (None, None)
+                             for c in pod.spec.containers or [])
+    return gpus.asked(whole, gpus.fraction_asked(pod.metadata.annotations))
 
 
 def pod_view(pod) -> PodView:
@@ -128,7 +121,7 @@ def pod_view(pod) -> PodView:
         name=meta.name, workload=labels.get(WORKLOAD_LABEL, ""), queue=labels.get(QUEUE_LABEL, ""),
         phase=(status.phase if status else None) or "Pending", node=spec.node_name or "", gpus=pod_gpus(pod),
         deleting=meta.deletion_timestamp is not None, bound_at=bound_at, unschedulable=unschedulable,
-        namespace=meta.namespace or "", scheduler=spec.scheduler_name or "default-scheduler",
+        namespace=meta.namespace or "", scheduler=spec.scheduler_name or DEFAULT_SCHEDULER_NAME,
         pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""), waiting=waiting,
         subgroup=labels.get(SUBGROUP_LABEL, ""), gpu_group=labels.get(GPU_GROUP_LABEL, ""),
     )
@@ -179,13 +172,3 @@ def event_view(ev) -> EventView:
             break
     return EventView(kind=ref.kind or "", name=ref.name or "", reason=ev.reason or "",
                      message=" ".join((ev.message or "").split()), time=when, namespace=ev.metadata.namespace or "")
-
-
-def gpus_by_queue(pods) -> dict[str, int]:
-    """GPUs held by bound pods, per queue (pods with no queue label under "(no queue)")."""
-    out: dict[str, int] = {}
-    for p in pods:
-        if p.holds_gpus:
-            key = p.queue or "(no queue)"
-            out[key] = out.get(key, 0) + p.gpus
-    return out

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kailab import versions
+from kailab.labels import KAI_HELM_RELEASE, KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_NAME
 
 KAI_CRDS = ("queues.scheduling.run.ai", "podgroups.scheduling.run.ai", "bindrequests.scheduling.run.ai")
 LESSON_GPUS = 32  # the fleet every lesson was proved on
-INSTALL_KAI = (f"helm upgrade -i kai-scheduler {versions.KAI_CHART} --version {versions.KAI_VERSION} "
-               "-n kai-scheduler --create-namespace --set global.gpuSharing=true")
+INSTALL_KAI = (f"helm upgrade -i {KAI_HELM_RELEASE} {versions.KAI_CHART} --version {versions.KAI_VERSION} "
+               f"-n {KAI_NAMESPACE} --create-namespace --set global.gpuSharing=true")
 
 OK, WARN, PROBLEM = "ok", "warning", "problem"
 
@@ -99,10 +100,10 @@ def _scheduler(facts: Facts) -> Finding:
             return Finding("KAI's scheduler", OK, where)
         return Finding("KAI's scheduler", PROBLEM, where + ": not ready, so nothing would be scheduled",
                        f"Look at it: kubectl -n {d.namespace} get pods,events")
-    bound = (f"but {facts.kai_bound_pods} pods were bound by kai-scheduler, so one runs somewhere (outside the "
+    bound = (f"but {facts.kai_bound_pods} pods were bound by {KAI_SCHEDULER_NAME}, so one runs somewhere (outside the "
              "cluster, as on kailab's local runtime)") if facts.kai_bound_pods else \
-        "and no pod has been bound by kai-scheduler yet: if none runs, every lesson will wait and fail"
-    return Finding("KAI's scheduler", WARN, f"no Deployment kai-scheduler-default found, {bound}",
+        f"and no pod has been bound by {KAI_SCHEDULER_NAME} yet: if none runs, every lesson will wait and fail"
+    return Finding("KAI's scheduler", WARN, f"no Deployment {KAI_SCHEDULER_DEPLOYMENT} found, {bound}",
                    "" if facts.kai_bound_pods else f"Install KAI with its Helm chart if it is not running: {INSTALL_KAI}")
 
 
@@ -116,7 +117,7 @@ def _version(facts: Facts) -> Finding:
         return Finding("KAI's version", OK, f"{tag}, the version the lessons were proved on")
     return Finding("KAI's version", WARN, f"{tag or 'unknown'} ({d.image}); the lessons were proved on "
                    f"{versions.KAI_VERSION}, so a verdict may differ",
-                   f"To match them: helm upgrade kai-scheduler {versions.KAI_CHART} --version {versions.KAI_VERSION} "
+                   f"To match them: helm upgrade {KAI_HELM_RELEASE} {versions.KAI_CHART} --version {versions.KAI_VERSION} "
                    f"-n {d.namespace}")
 
 
@@ -143,7 +144,7 @@ def _sharing(facts: Facts) -> Finding:
     if facts.gpu_sharing:
         return Finding("GPU sharing", OK, "on (kai-config: admission.gpuSharing)")
     return Finding("GPU sharing", WARN, "off: the fractions lesson is not run here",
-                   "To turn it on: helm upgrade kai-scheduler … --reuse-values --set global.gpuSharing=true")
+                   f"To turn it on: helm upgrade {KAI_HELM_RELEASE} … --reuse-values --set global.gpuSharing=true")
 
 
 def _kwok(facts: Facts) -> Finding:

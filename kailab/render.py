@@ -1,4 +1,8 @@
-"""Formatters: verdicts, status and queues as rich tables or JSON. No logic here, only display."""
+"""Formatters: verdicts, status, queues, bench runs and findings as rich tables or JSON. Nothing here reads the cluster.
+
+Text from users and clusters (titles, notes, names, messages) is printed as it is: :data:`stdout` has Rich
+markup off, and colour is given as a style or a :class:`~rich.text.Text`, never as ``[red]`` in a string.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ import sys
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kailab.checks import Verdict
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 
-stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
+stdout = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 140)
 
 
 def verdict_table(v: Verdict) -> Table:
@@ -20,10 +26,10 @@ def verdict_table(v: Verdict) -> Table:
     table.add_column("observed", justify="right")
     table.add_column("verdict")
     for c in v.checks:
-        mark = "[green]PASS[/green]" if c.passed else "[red]FAIL[/red]"
+        mark = Text("PASS", style="green") if c.passed else Text("FAIL", style="red")
         table.add_row(c.title, c.expected, c.observed, mark)
         for line in c.detail:
-            table.add_row(f"  [dim]↳ {line}[/dim]", "", "", "")
+            table.add_row(Text(f"  ↳ {line}", style="dim"), "", "", "")
     return table
 
 
@@ -33,13 +39,13 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
         return
     for v in verdicts:
         if v.not_applicable:
-            stdout.print(f"{v.title} — [yellow]not applicable[/yellow] {v.not_applicable}")
+            stdout.print(Text.assemble(f"{v.title} — ", ("not applicable", "yellow"), f" {v.not_applicable}"))
             continue
         stdout.print(verdict_table(v))
         if v.error:
-            stdout.print(f"[red]Error:[/red] {v.error}")
+            stdout.print(Text.assemble(("Error:", "red"), f" {v.error}"))
         stdout.print(f"Verify: {v.verify}")
-        stdout.print(f"[dim]{len(v.checks)} checks in {v.seconds:.1f}s[/dim]\n")
+        stdout.print(f"{len(v.checks)} checks in {v.seconds:.1f}s\n", style="dim")
     if len(verdicts) > 1:
         passed = sum(v.passed for v in verdicts)
         skipped = sum(bool(v.not_applicable) for v in verdicts)
@@ -48,13 +54,27 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
                      + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts))
 
 
+def applied_table(lines) -> Table:
+    """``applied.kai_lines``: what a scenario applies, only the lines KAI reads. Cells are data, never markup."""
+    from rich.text import Text
+
+    table = Table(title="What kailab applies — the lines KAI reads", title_justify="left",
+                  caption="Every queue also gets cpu and memory {quota: -1, limit: -1} unless shown: "
+                          "KAI reads an unset limit as 0.", caption_justify="left")
+    for col in ("object", "where", "what"):
+        table.add_column(col, overflow="fold")
+    for line in lines:
+        table.add_row(Text(line.obj), Text(line.where), Text(line.what))
+    return table
+
+
 def status_tables(status: dict) -> list[Table]:
     comps = Table(title=f"Lab ({status['runtime']} runtime)", title_justify="left")
     comps.add_column("component")
     comps.add_column("health")
     comps.add_column("detail")
     for c in status["components"]:
-        comps.add_row(c["name"], "[green]healthy[/green]" if c["healthy"] else "[red]down[/red]", c["detail"])
+        comps.add_row(c["name"], Text("healthy", style="green") if c["healthy"] else Text("down", style="red"), c["detail"])
     from kailab.status import MAX_NODE_ROWS, pool_rows
 
     if len(status["nodes"]) > MAX_NODE_ROWS:
@@ -116,7 +136,7 @@ def bench_table(runs) -> Table:
 
 def findings_table(findings: list) -> Table:
     """What ``kailab up --runtime existing`` found before adopting a cluster: one row per check."""
-    marks = {"ok": "[green]✓[/green]", "warning": "[yellow]![/yellow]", "problem": "[red]✗[/red]"}
+    marks = {"ok": Text("✓", style="green"), "warning": Text("!", style="yellow"), "problem": Text("✗", style="red")}
     table = Table(title="The cluster, before kailab adopts it", title_justify="left")
     for col in ("", "check", "found", "what to do"):
         table.add_column(col)
@@ -128,5 +148,5 @@ def findings_table(findings: list) -> Table:
 def ratio(runs) -> float | None:
     """KAI's time to all bound as a multiple of kube-scheduler's; None unless both ran."""
     by = {r.scheduler: r for r in runs}
-    kai, default = by.get("kai-scheduler"), by.get("default-scheduler")
+    kai, default = by.get(KAI_SCHEDULER_NAME), by.get(DEFAULT_SCHEDULER_NAME)
     return kai.to_bound / default.to_bound if kai and default and default.to_bound else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kailab import gpus
 from kailab.kube import Kube
 from kailab.labels import GPU, POOL_LABEL, QUEUE_API
 from kailab.pods import PodView, pod_view
@@ -9,31 +10,18 @@ from kailab.runtimes.base import LabInfo
 
 
 def all_pods(kube: Kube) -> list[PodView]:
-    """Every pod in the cluster; for a class's learner (``kailab join``), every pod in their lesson namespaces —
-    all their credential may read."""
-    from kailab import lab
-
-    if j := lab.joined():
-        from kailab.classroom.plan import lesson_namespaces
-
-        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=lab.owner().selector()).items}
-        return [pod_view(p) for n in lesson_namespaces(j.learner) if n in names
-                for p in kube.core.list_namespaced_pod(n).items]
+    """Every pod in the cluster."""
     return [pod_view(p) for p in kube.core.list_pod_for_all_namespaces().items]
 
 
 def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
-    """One row per node: its pool, GPUs, GPUs held by bound pods, free GPUs."""
-    pods = pods if pods is not None else all_pods(kube)
-    used: dict[str, int] = {}
-    for p in pods:
-        if p.holds_gpus:
-            used[p.node] = used.get(p.node, 0) + p.gpus
+    """One row per node: its pool, GPUs, GPUs in use (a shared GPU once, see :mod:`kailab.gpus`), free GPUs."""
+    used = gpus.used_per_node(pods if pods is not None else all_pods(kube))
     out = []
     for n in kube.core.list_node().items:
-        gpus = int((n.status.allocatable or {}).get(GPU, 0) or 0)
+        count = gpus.quantity((n.status.allocatable or {}).get(GPU, 0))
         out.append({"name": n.metadata.name, "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
-                    "gpus": gpus, "used": used.get(n.metadata.name, 0), "free": gpus - used.get(n.metadata.name, 0)})
+                    "gpus": count, "used": used.get(n.metadata.name, 0), "free": count - used.get(n.metadata.name, 0)})
     return out
 
 
@@ -52,19 +40,14 @@ def pool_rows(node_rows: list[dict]) -> list[dict]:
 
 
 def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None) -> list[dict]:
-    """One row per Queue: its GPU quota, limit and weight, GPUs its pods hold, its pending pods (parents sum
-    children), and its fair share of GPUs when KAI's scheduler published one (``fair_shares``)."""
+    """One row per Queue: its GPU quota, limit and weight, GPUs its pods hold (:func:`kailab.gpus.per_queue`), its
+    pending pods (parents sum children), and its fair share of GPUs when KAI's scheduler published one (``fair_shares``)."""
     pods = pods if pods is not None else all_pods(kube)
-    allocated: dict[str, int] = {}
+    allocated = gpus.per_queue(pods)
     pending: dict[str, int] = {}
     for p in pods:
-        q = p.queue
-        if not q or p.deleting:
-            continue
-        if p.holds_gpus:
-            allocated[q] = allocated.get(q, 0) + p.gpus
-        elif not p.node:
-            pending[q] = pending.get(q, 0) + 1
+        if p.queue and not p.deleting and not p.node:
+            pending[p.queue] = pending.get(p.queue, 0) + 1
     out = []
     for q in kube.list(QUEUE_API, "Queue"):
         spec = q.get("spec") or {}
@@ -80,8 +63,8 @@ def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str,
         if q["parent"]:
             children.setdefault(q["parent"], []).append(q)
 
-    def total(q: dict, key: str) -> int:
-        return q[key] + sum(total(c, key) for c in children.get(q["name"], []))
+    def total(q: dict, key: str) -> float:
+        return round(q[key] + sum(total(c, key) for c in children.get(q["name"], [])), 6)
 
     for q in out:
         q["allocated"], q["pending"] = total(q, "allocated"), total(q, "pending")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kailab.labels import KAI_SCHEDULER_PROCESS
+
 # KAI Scheduler: newest non-retracted release (v0.20.0 / v0.20.1 are retracted upstream).
 KAI_VERSION = "v0.17.0"
 KAI_MODULE = "github.com/kai-scheduler/KAI-scheduler"
@@ -103,7 +105,7 @@ BUILDS: tuple[GoBuild, ...] = (
         module=KAI_MODULE,
         version=KAI_VERSION,
         binaries={
-            "kai-scheduler": f"{KAI_MODULE}/cmd/scheduler",
+            KAI_SCHEDULER_PROCESS: f"{KAI_MODULE}/cmd/scheduler",
             "kai-binder": f"{KAI_MODULE}/cmd/binder",
             "kai-podgrouper": f"{KAI_MODULE}/cmd/podgrouper",
             "kai-podgroupcontroller": f"{KAI_MODULE}/cmd/podgroupcontroller",

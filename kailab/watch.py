@@ -12,6 +12,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from kailab import gpus
+from kailab.gpus import GpuInUse
 from kailab.kube import Kube, wait_until, watch_pods
 from kailab.pods import PodView, pod_view
 from kailab.render import num
@@ -19,20 +21,14 @@ from kailab.status import MAX_NODE_ROWS, nodes_and_gpus, pool_rows, queues
 
 COLOURS = ["cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta"]
 FREE = "·"
+WHOLE = "■"
+SHARED = "◐"  # a GPU shared by fractional pods, shown once
 
 
-def gpu_cells(pods: list[PodView]) -> dict[str, list[str]]:
-    """node → the queue of each GPU in use on it (pods without a queue label: "(no queue)")."""
-    cells: dict[str, list[str]] = {}
-    for p in sorted(pods, key=lambda p: (p.queue, p.name)):
-        if p.holds_gpus and not p.deleting:
-            cells.setdefault(p.node, []).extend([p.queue or "(no queue)"] * p.gpus)
-    return cells
-
-
-def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[str]]) -> Group:
-    """One screen: a queue table, then one row of GPU cells per node, coloured by queue."""
-    names = sorted({q for used in cells.values() for q in used} | {q["name"] for q in queue_rows})
+def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[GpuInUse]]) -> Group:
+    """One screen: a queue table, then one row of GPU cells per node (``cells``: :func:`kailab.gpus.in_use`),
+    coloured by queue."""
+    names = sorted({g.queue for used in cells.values() for g in used} | {q["name"] for q in queue_rows})
     colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(names)}
     qt = Table(title="Queues", title_justify="left")
     for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated", "pending pods"):
@@ -49,24 +45,25 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[s
             share = p["used"] / p["gpus"] if p["gpus"] else 0
             pt.add_row(p["pool"], str(p["nodes"]), num(p["used"]), num(p["gpus"]), "█" * round(share * 30) + "·" * (30 - round(share * 30)))
         return Group(qt, pt)
-    nt = Table(title="GPUs per node (one cell per GPU, coloured by queue; · is free)", title_justify="left")
+    nt = Table(title=f"GPUs per node (one cell per GPU, coloured by queue; {SHARED} is shared by fractions, "
+                     f"{FREE} is free)", title_justify="left")
     for col in ("node", "pool", "used", "GPUs"):
         nt.add_column(col)
     for n in node_rows:
         used = cells.get(n["name"], [])[: n["gpus"]]
         row = Text()
-        for q in used:
-            row.append("■ ", style=colour.get(q, ""))
+        for g in used:
+            row.append(f"{SHARED if g.shared else WHOLE} ", style=colour.get(g.queue, ""))
         row.append(f"{FREE} " * max(0, n["gpus"] - len(used)))
         nt.add_row(n["name"], n["pool"], f"{len(used)}/{n['gpus']}", row)
     legend = Text()
     for n in names:
-        legend.append(f"■ {n}  ", style=colour[n])
+        legend.append(f"{WHOLE} {n}  ", style=colour[n])
     return Group(qt, nt, legend)
 
 
 def current_frame(kube: Kube, pods: list[PodView], fair_shares: dict[str, float] | None = None) -> Group:
-    return frame(queues(kube, pods, fair_shares), nodes_and_gpus(kube, pods), gpu_cells(pods))
+    return frame(queues(kube, pods, fair_shares), nodes_and_gpus(kube, pods), gpus.in_use(pods))
 
 
 def run(kube: Kube, console, stop: threading.Event | None = None,

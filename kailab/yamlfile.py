@@ -15,8 +15,20 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from kailab.errors import KailabError
+from kailab.userfile import read_bytes
 
 M = TypeVar("M", bound=BaseModel)
+
+MAX_DEPTH = 64  # mappings and lists inside each other; the lab's own files use fewer than 10
+MAX_VALUES = 200_000  # keys, values and items of one document once its aliases (*name) are expanded
+
+
+class Refused(yaml.YAMLError):
+    """Valid YAML that kailab will not read: nested too deep, or aliases that expand it too far."""
+
+    def __init__(self, problem: str, mark):
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, mark
 
 
 class _Map(dict):
@@ -33,10 +45,36 @@ class _Seq(list):
     lines: list
 
 
+def refuse_merge_keys(node) -> None:
+    """A YAML merge key (``<<: *anchor``) hides which keys a mapping has: kailab asks for them written out."""
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            raise yaml.constructor.ConstructorError(
+                None, None, "'<<' (a YAML merge key) is not supported: write the keys out in full", key_node.start_mark)
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps lines and refuses a key given twice."""
+    """SafeLoader that keeps lines and refuses a key given twice or a merge key, nesting beyond MAX_DEPTH and documents whose
+    aliases expand them beyond MAX_VALUES (a few hundred bytes can otherwise stand for billions of values)."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise Refused(f"nested more than {MAX_DEPTH} levels deep; kailab reads at most {MAX_DEPTH}",
+                              self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_document(self, node):
+        _check_expansion(node)
+        return super().construct_document(node)
 
     def construct_mapping(self, node, deep=False):
+        refuse_merge_keys(node)
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
@@ -58,6 +96,38 @@ class _Loader(yaml.SafeLoader):
         return seq
 
 
+def _check_expansion(root) -> None:
+    """Refuse a document whose aliases make it larger than MAX_VALUES values or deeper than MAX_DEPTH levels,
+    or refer to a node they are inside. Each node is visited once (aliases share nodes): linear in the file."""
+    measured: dict[int, tuple[int, int]] = {}  # id(node) → (values, depth) with aliases expanded
+    open_nodes: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in measured:
+            continue
+        kids = [] if isinstance(node, yaml.ScalarNode) else \
+            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        if not done:
+            if id(node) in open_nodes:
+                raise Refused("an alias (*name) refers to the node it is inside, which would never end",
+                              node.start_mark)
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in measured)
+            continue
+        open_nodes.discard(id(node))
+        values = 1 + sum(measured[id(k)][0] for k in kids)
+        depth = 1 + max((measured[id(k)][1] for k in kids), default=0)
+        if values > MAX_VALUES:
+            raise Refused(f"aliases (*name) expand this document to more than {MAX_VALUES:,} values; "
+                          "kailab reads at most that many", root.start_mark)
+        if depth > MAX_DEPTH:
+            raise Refused(f"aliases (*name) nest this document more than {MAX_DEPTH} levels deep; "
+                          f"kailab reads at most {MAX_DEPTH}", root.start_mark)
+        measured[id(node)] = (values, depth)
+
+
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _Loader.construct_sequence)
 
@@ -77,16 +147,14 @@ class YamlFile:
         """The file's data, which must be a mapping; ``shape`` says what one holds (for the error)."""
         data = self.read()
         if not isinstance(data, dict):
-            found = "an empty file" if data is None else type(data).__name__
+            found = "an empty file" if data is None else _shown(data)
             raise self.fail(getattr(data, "line", 1), f"{shape}, not {found}")
         return data
 
     def read(self, documents: bool = False) -> Any:
         """The file's data (a list of documents when ``documents``); errors name file and line."""
         try:
-            text = self.path.read_bytes().decode("utf-8")
-        except OSError as e:
-            raise self.error(f"Cannot read {self.path}: {e.strerror or e}.", hint=self.hint) from e
+            text = read_bytes(self.path, self.error, self.hint).decode("utf-8")
         except UnicodeDecodeError as e:
             raise self.error(f"{self.path} is not a text file (byte {e.start} is not UTF-8).", hint=self.hint) from e
         if "\0" in text:
@@ -95,6 +163,8 @@ class YamlFile:
             if documents:
                 return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
             return yaml.load(text, Loader=_Loader)
+        except Refused as e:
+            raise self.fail(e.problem_mark.line + 1, e.problem) from None
         except yaml.YAMLError as e:
             problem = getattr(e, "problem", None) or str(e)
             mark = getattr(e, "problem_mark", None)

@@ -125,12 +125,12 @@ def demo(
     quiet: bool = QuietOpt,
 ) -> None:
     """Run a built-in exercise in a learner's slice, as they would."""
-    from kailab.cli import DEMOS
     from kailab.classroom.lessons import run_lessons, slice_line
+    from kailab.lesson import lesson_names
 
-    names = list(DEMOS) if name == "all" else [name]
-    if any(n not in DEMOS for n in names):
-        raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(DEMOS)}, all.")
+    names = lesson_names() if name == "all" else [name]
+    if any(n not in lesson_names() for n in names):
+        raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(lesson_names())}, all.")
     klass = local_class()
     klass.known(learner)  # an unknown learner is refused before anything is applied
     stderr.print(slice_line(learner), markup=False, highlight=False)

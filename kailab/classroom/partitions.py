@@ -22,7 +22,7 @@ from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
-from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API
+from kailab.labels import KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API
 from kailab.progress import Progress
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
 from kailab.scenarios.live import LiveCluster
@@ -80,7 +80,7 @@ class LocalClass:
             raise RosterError(f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
                               hint="Remove some first: kailab class down --learner NAME")
         state = self.rt.state()
-        if state is None or "kai-scheduler" not in state.kai_components:
+        if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
             raise KailabError("A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
                               hint="kailab down && kailab up, then kailab class up")
         if new:

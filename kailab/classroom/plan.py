@@ -14,11 +14,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
-from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL
+from kailab.labels import KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
 from kailab.ownership import Owner
-from kailab.runtimes.local_kai import SCHEDULER
-from kailab.scenarios import model
 from kailab.scenarios.model import Scenario
+from kailab.scenarios.schema import NodeStep, Wait
 from kailab.scenarios.prefix import prefixed
 
 LAB_ID_PREFIX = "class-"
@@ -41,7 +40,7 @@ def owner(learner: str) -> LearnerOwner:
 
 def scheduler_process(learner: str) -> str:
     """The learner's scheduler's process name (pids/ and logs/ of the lab's KAI folder)."""
-    return f"{SCHEDULER}-{learner}"
+    return f"{KAI_SCHEDULER_PROCESS}-{learner}"
 
 
 def node_labels(learner: str) -> dict[str, str]:
@@ -66,16 +65,16 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         return f"{learner}-{name}" if name else name
 
     def step(s):
-        if isinstance(s, (model.DeletePods, model.DeleteWorkloads)):
+        if isinstance(s, NodeStep):
             return dataclasses.replace(s, node=node(s.node))
-        if isinstance(s, model.Wait):
+        if isinstance(s, Wait):
             return dataclasses.replace(s, expectations=tuple(
                 dataclasses.replace(e, node=node(e.node)) for e in s.expectations))
         return s
 
     return dataclasses.replace(
         out,
-        workloads=tuple(dataclasses.replace(w, node=node(w.node)) for w in out.workloads),
+        workloads=tuple(w.model_copy(update={"node": node(w.node)}) for w in out.workloads),
         steps=tuple(step(s) for s in out.steps),
     )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,17 +29,18 @@ from kailab import labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
 from kailab.kube import Kube
-from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER, QUEUE_API
+from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_NAME, QUEUE_API
+from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
 from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, blocking, findings
 from kailab.progress import Progress
-from kailab.runtimes.base import ComponentHealth, LabInfo, LabState, Runtime, UpOptions, register
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions
 from kailab.runtimes.kind import KWOK_RELEASE
+from kailab.waiting import until
 
 OWN_ENTRIES = ("lab.json",)
-SCHEDULER = "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
-METRICS_PORT = "http-metrics"  # the port of the operator's Service for that scheduler
+METRICS_PORT = "http-metrics"  # the port of the Service KAI's operator makes for its scheduler
 KAI_CONFIG = ("kai.scheduler", "v1", "configs", "kai-config")
 STAGES_CRD = "stages.kwok.x-k8s.io"
 KWOK_CONTROLLER = ("kube-system", "kwok-controller")
@@ -101,11 +101,11 @@ def default_kubeconfig() -> Path:
 
 def connect(path: Path, context: str | None) -> Kube:
     """A client for the kubeconfig's context; a clear error when the file or the context is not there."""
-    if not path.is_file():
+    if not path.exists():
         raise KailabError(f"The kubeconfig {path} does not exist.",
                           hint="Name the cluster's kubeconfig: kailab up --runtime existing --kubeconfig PATH")
     try:
-        return Kube(path, context=context)
+        kube = Kube(path, context=context)
     except config.ConfigException as e:
         try:
             names = ", ".join(c["name"] for c in config.list_kube_config_contexts(config_file=str(path))[0])
@@ -113,6 +113,10 @@ def connect(path: Path, context: str | None) -> Kube:
             names = "none readable"
         raise KailabError(f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {e}.",
                           hint=f"Its contexts: {names}. Choose one with --context NAME.") from e
+    if why := kube.probe():  # one bounded try: a server that never answers is said in seconds
+        raise KailabError(f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {why}.",
+                          hint="Check it with: kubectl --kubeconfig PATH get nodes")
+    return kube
 
 
 def _exists(call: Callable[[], object]) -> object | None:
@@ -127,7 +131,7 @@ def _exists(call: Callable[[], object]) -> object | None:
 
 def find_scheduler(kube: Kube) -> SchedulerDeployment | None:
     """KAI's scheduler Deployment (the operator's ``kai-scheduler-default``), in whatever namespace KAI is."""
-    items = kube.apps.list_deployment_for_all_namespaces(field_selector=f"metadata.name={SCHEDULER}",
+    items = kube.apps.list_deployment_for_all_namespaces(field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}",
                                                         _request_timeout=10).items
     if not items:
         return None
@@ -197,7 +201,7 @@ def read_facts(kube: Kube, owner: Owner, fleet: Fleet | None) -> Facts:
     nodes = read("nodes", lambda: kube.core.list_node(_request_timeout=10).items, [])
     gpu_nodes = tuple((n.metadata.name, _gpus(n)) for n in nodes)
     bound = read("pods", lambda: kube.core.list_pod_for_all_namespaces(
-        field_selector=f"spec.schedulerName={KAI_SCHEDULER},spec.nodeName!=", limit=500, _request_timeout=10).items, [])
+        field_selector=f"spec.schedulerName={KAI_SCHEDULER_NAME},spec.nodeName!=", limit=500, _request_timeout=10).items, [])
     facts = dict(server=server, crds=crds, scheduler=read("Deployments", lambda: find_scheduler(kube), None),
                  kai_bound_pods=len(bound), gpu_nodes=tuple((n, g) for n, g in gpu_nodes if g > 0),
                  gpu_sharing=read("KAI's Config", lambda: gpu_sharing(kube), None))
@@ -223,7 +227,6 @@ def leaves_first(queues: list[dict]) -> list[str]:
     return sorted(parent, key=lambda n: (-depth(n), n))
 
 
-@register
 class ExistingRuntime(Runtime):
     """A cluster kailab did not make, adopted through its kubeconfig; kailab's objects on it carry this lab's id."""
 
@@ -231,6 +234,7 @@ class ExistingRuntime(Runtime):
     takes = frozenset({"kubeconfig", "context", "kwok", "prefix"})
     preference = 90
     makes_cluster = False
+    after_failed_up = "always keeps lab.json after a failed up, so kailab down removes what it applied"
     own_entries = OWN_ENTRIES
 
     def __init__(self, home: Path | None = None, fetch: Callable[[str], str] = download):
@@ -243,7 +247,6 @@ class ExistingRuntime(Runtime):
 
     @classmethod
     def check_options(cls, options: UpOptions) -> None:
-        super().check_options(options)
         if options.fleet_given and not options.kwok:
             raise KailabError("--fleet and --pool shape kailab's fake fleet, which an adopted cluster has only with --kwok.",
                               hint="Add --kwok, or leave them out to use the cluster's own nodes.")
@@ -352,12 +355,9 @@ class ExistingRuntime(Runtime):
 
     @staticmethod
     def _wait(kube: Kube, what: str, ready: Callable[[], bool], timeout: float = 180) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if time.monotonic() > deadline:
-                raise KailabError(f"KWOK: {what} not ready after {timeout:.0f}s.",
-                                  hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} get pods,events")
-            time.sleep(1)
+        until(ready, timeout, 1, fail=lambda _: KailabError(
+            f"KWOK: {what} not ready after {timeout:.0f}s.",
+            hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} get pods,events"))
 
     @staticmethod
     def _create_fleet(kube: Kube, owner: Owner, fleet: Fleet) -> None:
@@ -378,8 +378,8 @@ class ExistingRuntime(Runtime):
             progress.info("No adopted cluster to let go of.")
             return super().forget(progress)
         if not state.lab_id:
-            progress.info("[yellow]The lab's state has no lab id, so kailab cannot tell its objects from others' "
-                          "and deletes none on the cluster.[/yellow]")
+            progress.info("The lab's state has no lab id, so kailab cannot tell its objects from others' "
+                          "and deletes none on the cluster.", style="yellow")
         else:
             try:
                 kube = self.kube()
@@ -389,9 +389,9 @@ class ExistingRuntime(Runtime):
             if answers:
                 self._remove_owned(kube, Owner(state.lab_id), state, progress)
             else:
-                progress.info(f"[yellow]The cluster does not answer; what this lab made there is left. Find it later "
-                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}"
-                              "[/yellow]")
+                progress.info(f"The cluster does not answer; what this lab made there is left. Find it later "
+                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}",
+                              style="yellow")
         labdir.report_left(self.home, labdir.remove(self.home, list(OWN_ENTRIES)), progress)
         progress.info("The cluster itself was left running, with everything kailab did not make.")
 
@@ -466,7 +466,7 @@ class ExistingRuntime(Runtime):
         """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
         try:
             kube = self.kube()
-            services = kube.core.list_service_for_all_namespaces(field_selector=f"metadata.name={SCHEDULER}",
+            services = kube.core.list_service_for_all_namespaces(field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}",
                                                                  _request_timeout=5).items
         except Exception:
             return None
@@ -477,7 +477,7 @@ class ExistingRuntime(Runtime):
         def read() -> str | None:
             try:
                 return kube.core.connect_get_namespaced_service_proxy_with_path(
-                    f"{SCHEDULER}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5)
+                    f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5)
             except Exception:
                 return None
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -21,11 +20,15 @@ import yaml
 from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import Fleet, create_fleet
+from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 from kailab.kube import Kube
+from kailab.labels import KAI_HELM_RELEASE, KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYMENT, RESERVATION_NAMESPACE
+from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes.base import (LAB_SCHEDULER_ARGS, PODGROUP_CRD, PODGROUP_CRD_PATCH, ComponentHealth, LabInfo,
-                                  LabState, Runtime, SchedulerControl, SchedulerSettings, UpOptions, register)
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
+from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, SchedulerSettings
+from kailab.waiting import Pending, until
 
 CLUSTER = "kailab"
 COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
@@ -34,20 +37,18 @@ OWN_ENTRIES = ("lab.json", "kubeconfig.yaml", "kind.yaml", "fake-gpu-operator-va
                "reservation-rbac.yaml")
 LAB_LABEL = "kailab.io/lab"
 KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
-KAI_NAMESPACE = "kai-scheduler"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
-RESERVATION_NAMESPACE = "kai-resource-reservation"
 # The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
 KAI_DEPLOYMENTS = ("kai-operator", "admission", "binder", "pod-grouper", "podgroup-controller", "queue-controller",
-                   "kai-scheduler-default")
+                   KAI_SCHEDULER_DEPLOYMENT)
 # KAI's operator makes the scheduler's Deployment (pods labelled app=<name>), its ConfigMap and Service for the
 # chart's SchedulingShard "default" from that shard and the cluster's Config "kai-config"; it rewrites any of
-# them changed by hand, so the scheduler is stopped, started and configured through those two objects.
-SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
+# them changed by hand, so the scheduler (its Deployment: KAI_SCHEDULER_DEPLOYMENT) is stopped, started and configured
+# through those two objects.
 SCHEDULER_SHARD = ("schedulingshards.kai.scheduler", "default")
 KAI_CONFIG = ("configs.kai.scheduler", "kai-config")
 # The operator's Service for the shard names its port http-metrics (resources_for_shard.go, serviceForShard).
-SCHEDULER_METRICS = f"/api/v1/namespaces/{KAI_NAMESPACE}/services/{SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics"
+SCHEDULER_METRICS = f"/api/v1/namespaces/{KAI_NAMESPACE}/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics"
 TOOLS = {
     "docker": "Install Docker Engine or Docker Desktop, and start it.",
     "kind": f"Install kind {versions.KIND_VERSION} (for example: go install sigs.k8s.io/kind@{versions.KIND_VERSION}).",
@@ -161,13 +162,13 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
                "-n", GPU_OPERATOR_NAMESPACE, "--create-namespace",
                "-f", str(home / "fake-gpu-operator-values.yaml"), "--wait", "--timeout", "10m"]],
             files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False)}),
-        # The chart creates kai-resource-reservation; the RBAC into it follows, as in KAI's e2e setup.
+        # The chart creates the reservation namespace; the RBAC into it follows, as in KAI's e2e setup.
         Step(f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)",
-             [["helm", "upgrade", "-i", "kai-scheduler", versions.KAI_CHART, "--version", versions.KAI_VERSION,
+             [["helm", "upgrade", "-i", KAI_HELM_RELEASE, versions.KAI_CHART, "--version", versions.KAI_VERSION,
                "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
                "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"],
               [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")],
-              # the lab's one change to KAI's CRDs, as on the local runtime (kailab/runtimes/base.py)
+              # the lab's one change to KAI's CRDs, as on the local runtime (kailab/kai_patches.py)
               [*kubectl, "patch", "crd", PODGROUP_CRD, "--type=json", "-p", json.dumps(PODGROUP_CRD_PATCH)]],
             files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False),
                    "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}),
@@ -209,7 +210,7 @@ def scheduler_stop_plan(home: Path) -> list[Step]:
     kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
     return [Step("Stopping KAI's scheduler (kai-config: scheduler disabled)",
                  [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(False)]],
-                 wait_gone=(SCHEDULER_DEPLOYMENT,))]
+                 wait_gone=(KAI_SCHEDULER_DEPLOYMENT,))]
 
 
 def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
@@ -220,15 +221,14 @@ def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
              [[*kubectl, "patch", *SCHEDULER_SHARD, "--type", "merge", "-p", json.dumps(shard_patch(settings))]]),
         Step("Starting KAI's scheduler (kai-config: scheduler enabled)",
              [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(True)]],
-             wait_for=(SCHEDULER_DEPLOYMENT,)),
+             wait_for=(KAI_SCHEDULER_DEPLOYMENT,)),
         # The operator may roll the new Deployment once more (its pod template carries the ConfigMap's
         # resourceVersion, unknown until the ConfigMap exists): wait until the newest rollout is done.
         Step("Waiting until KAI's scheduler has rolled out",
-             [[*kubectl, "-n", KAI_NAMESPACE, "rollout", "status", f"deployment/{SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]),
+             [[*kubectl, "-n", KAI_NAMESPACE, "rollout", "status", f"deployment/{KAI_SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]),
     ]
 
 
-@register
 class KindRuntime(Runtime):
     """A kind cluster named ``kailab``; the same KAI, fleet and exercises as the local runtime.
 
@@ -238,6 +238,7 @@ class KindRuntime(Runtime):
 
     name = "kind"
     preference = 10  # first choice where a Docker engine answers
+    after_failed_up = "always keeps what a failed up made: the next kailab up completes it, kailab down removes it"
     own_entries = OWN_ENTRIES
 
     def __init__(self, home: Path | None = None, runner: Runner = run_command,
@@ -347,36 +348,30 @@ class KindRuntime(Runtime):
 
     def wait_deployments(self, step: Step) -> None:
         """Until each named Deployment exists and has all replicas ready (the operator makes most of them)."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            ready = {c.name for c in (self.info_components() or []) if c.healthy}
-            missing = [d for d in step.wait_for if d not in ready]
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise KailabError(
-                    f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {', '.join(missing)}.",
-                    hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
-                )
-            time.sleep(2)
+        def ready() -> bool | Pending:
+            healthy = {c.name for c in (self.info_components() or []) if c.healthy}
+            missing = [d for d in step.wait_for if d not in healthy]
+            return not missing or Pending(", ".join(missing))
+
+        until(ready, self.timeout, 2, fail=lambda last: KailabError(
+            f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {last.seen}.",
+            hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
 
     def wait_pods_gone(self, step: Step) -> None:
         """Until no pod of the named Deployments is left (the operator deletes them a moment after it is told)."""
-        deadline = time.monotonic() + self.timeout
         selector = f"app in ({','.join(step.wait_gone)})"
-        while True:
+
+        def gone() -> bool | Pending:
             try:
                 left = [p.metadata.name for p in self.kube().core.list_namespaced_pod(
                     KAI_NAMESPACE, label_selector=selector, _request_timeout=10).items]
             except Exception:
                 left = ["(the API server does not answer)"]
-            if not left:
-                return
-            if time.monotonic() > deadline:
-                raise KailabError(
-                    f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {', '.join(left)}.",
-                    hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events")
-            time.sleep(1)
+            return not left or Pending(", ".join(left))
+
+        until(gone, self.timeout, 1, fail=lambda last: KailabError(
+            f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {last.seen}.",
+            hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
 
     def scheduler_control(self) -> "KindSchedulerControl":
         return KindSchedulerControl(self)
@@ -433,7 +428,7 @@ class KindSchedulerControl(SchedulerControl):
         return settings_from_shard(json.loads(out.stdout))
 
     def running(self) -> bool:
-        return any(c.name == SCHEDULER_DEPLOYMENT and c.healthy for c in self.rt.info_components() or [])
+        return any(c.name == KAI_SCHEDULER_DEPLOYMENT and c.healthy for c in self.rt.info_components() or [])
 
     def stop(self) -> None:
         for step in scheduler_stop_plan(self.rt.home):

@@ -6,7 +6,7 @@ How the local fleet starts:
    kube-scheduler and the KWOK controller from those binaries, with kailab's stages
    (``manifests/kwok-stages.yaml``), bound to 127.0.0.1, all state under the lab dir.
 3. ``kai.install_cluster_objects`` applies KAI's CRDs, priority classes and default queues.
-4. ``kai.components`` describes KAI's scheduler, binder and controllers; they run as
+4. ``kai.components`` describes KAI's scheduler, binder and controllers, and kailab's GPU ledger; they run as
    processes kailab supervises (``processes.ProcessGroup``): pids/ and logs/ in the lab dir.
 5. The fleet's KWOK nodes are created and waited for until Ready.
 """
@@ -28,12 +28,15 @@ from kailab import build, labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
+from kailab.labels import KAI_SCHEDULER_PROCESS
+from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import local_kai as kai
-from kailab.runtimes.base import (ComponentHealth, LabInfo, LabState, Runtime, SchedulerControl, SchedulerSettings,
-                                  UpOptions, register)
+from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
+from kailab.scheduler_settings import SchedulerSettings
+from kailab.waiting import until
 
 CLUSTER = "kailab"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
@@ -42,12 +45,11 @@ STAGES = MANIFESTS / "kwok-stages.yaml"
 OWN_ENTRIES = ("kwok", "kai", "lab.json", "kubeconfig.yaml", "kwokctl.yaml", "control-plane.pids")
 
 
-@register
 class LocalRuntime(Runtime):
     """Everything on this machine, from binaries built out of Go modules."""
 
     name = "local"
-    takes = frozenset({"with_kai", "apiserver_port"})
+    takes = frozenset({"with_kai", "apiserver_port", "retain"})
     preference = 20  # used when no Docker engine answers
     own_entries = OWN_ENTRIES
 
@@ -98,9 +100,9 @@ class LocalRuntime(Runtime):
             self._write_state(options)
         except BaseException:
             if options.retain:
-                progress.info(f"[yellow]Keeping the half-made lab for debugging (--retain): {self.home}[/yellow]")
+                progress.info(f"Keeping the half-made lab for debugging (--retain): {self.home}", style="yellow")
             else:
-                progress.info("[yellow]Cleaning up the half-made lab…[/yellow]")
+                progress.info("Cleaning up the half-made lab…", style="yellow")
                 self._teardown()
             raise
         return self.info() or LabInfo(self.name, self.kubeconfig())
@@ -197,12 +199,9 @@ class LocalRuntime(Runtime):
                     hint=f"Logs: {self.cluster_dir / 'logs'}", details=details)
             # kwokctl create exits 0 even when the API server never became ready: check it here.
             kube = Kube(self.kubeconfig())
-            deadline = time.monotonic() + 60
-            while not kube.ping():
-                if time.monotonic() > deadline:
-                    raise KailabError("kube-apiserver started but does not answer.", hint=f"See {self.cluster_dir / 'logs' / 'kube-apiserver.log'}",
-                                      details=_tail(self.cluster_dir / "logs" / "kube-apiserver.log"))
-                time.sleep(0.2)
+            log = self.cluster_dir / "logs" / "kube-apiserver.log"
+            until(kube.ping, 60, 0.2, fail=lambda _: KailabError(
+                "kube-apiserver started but does not answer.", hint=f"See {log}", details=_tail(log)))
             step.note(f"API server {self._server()}")
 
     def _record_control_plane(self, since: float) -> None:
@@ -250,7 +249,7 @@ class LocalRuntime(Runtime):
             for spec in specs:
                 self.kai_processes.start(spec)
             kai.wait_healthy(specs, self.kai_processes, timeout=60)
-        self.scheduler_control().record(next(s for s in specs if s.name == kai.SCHEDULER), SchedulerSettings())
+        self.scheduler_control().record(next(s for s in specs if s.name == KAI_SCHEDULER_PROCESS), SchedulerSettings())
 
     def scheduler_control(self) -> "LocalSchedulerControl":
         return LocalSchedulerControl(self)
@@ -294,7 +293,7 @@ class LocalSchedulerControl(SchedulerControl):
 
     RECORD = "scheduler.json"
 
-    def __init__(self, runtime: LocalRuntime, timeout: float = 60, name: str = kai.SCHEDULER, partition: str = "",
+    def __init__(self, runtime: LocalRuntime, timeout: float = 60, name: str = KAI_SCHEDULER_PROCESS, partition: str = "",
                  workdir: Path | None = None):
         self.rt = runtime
         self.timeout = timeout
@@ -336,14 +335,14 @@ class LocalSchedulerControl(SchedulerControl):
     def start(self, settings: SchedulerSettings | None = None) -> None:
         settings = SchedulerSettings.of(settings)
         state = self.rt.state()
-        if state is None or kai.SCHEDULER not in state.kai_components:
+        if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
             raise KailabError("This lab runs no KAI scheduler to start (it was brought up without KAI).",
                               hint="Bring it up with KAI: kailab down && kailab up")
         if self.running() and settings == self.settings:
             return
         binary = Path(self._record().get("binary") or "")
         if binary.is_file():  # the binary this lab started with, whatever KAILAB_CACHE says now
-            bins = {kai.SCHEDULER: binary}
+            bins = {KAI_SCHEDULER_PROCESS: binary}
         else:
             bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
         self.stop()
@@ -355,13 +354,17 @@ class LocalSchedulerControl(SchedulerControl):
 
     def _wait_scheduling(self) -> None:
         """Until the new scheduler has run a cycle: its caches are synced and it binds again."""
-        deadline = time.monotonic() + self.timeout
-        while not kai.actions_run(self.metrics() or ""):
-            if self.rt.kai_processes.pid(self.name) is None:
-                raise self.rt.kai_processes.fail(self.name, "exited while starting")
-            if time.monotonic() > deadline:
-                raise self.rt.kai_processes.fail(self.name, f"ran no scheduling cycle within {self.timeout:.0f}s")
-            time.sleep(0.2)
+        processes = self.rt.kai_processes
+
+        def cycled() -> bool:
+            if kai.actions_run(self.metrics() or ""):
+                return True
+            if processes.pid(self.name) is None:
+                raise processes.fail(self.name, "exited while starting")
+            return False
+
+        until(cycled, self.timeout, 0.2, fail=lambda _: processes.fail(
+            self.name, f"ran no scheduling cycle within {self.timeout:.0f}s"))
 
     def metrics(self) -> str | None:
         url = self._record().get("metrics")

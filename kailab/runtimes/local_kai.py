@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import yaml
 
 from kailab import build, versions
 from kailab.kube import Kube
-from kailab.labels import MANAGED, NODEPOOL_LABEL, QUEUE_LABEL
+from kailab.labels import (KAI_NAMESPACE, KAI_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, MANAGED, NODEPOOL_LABEL,
+                           QUEUE_LABEL, RESERVATION_APP_LABEL, RESERVATION_NAMESPACE, RESERVATION_SERVICE_ACCOUNT)
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
-from kailab.runtimes.base import PODGROUP_CRD, PODGROUP_CRD_PATCH, SchedulerSettings, apply_json_patch
+from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
-from kailab import gpu_ledger
+from kailab.scheduler_settings import SchedulerSettings
+from kailab.waiting import Pending, until
+from kailab.runtimes import gpu_ledger
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
-NAMESPACES = ("kai-scheduler", "kai-resource-reservation")
-SCHEDULER_NAME = "kai-scheduler"
 
 SCHEDULER_CONFIG = MANIFESTS / "kai-scheduler-config.yaml"
 
@@ -67,13 +67,13 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
         kube.apply(crd)
     _wait_crds_established(kube, [c["metadata"]["name"] for c in crds])
     kube.dyn.resources.invalidate_cache()
-    for ns in NAMESPACES:
+    for ns in (KAI_NAMESPACE, RESERVATION_NAMESPACE):
         kube.ensure_namespace(ns)
     # The binder creates GPU reservation pods (fractions) with this service account; KAI's operator makes it
     # (pkg/operator/operands/binder/resources.go, resourceReservationServiceAccount). Without it the API server
     # refuses them: "error looking up service account kai-resource-reservation/kai-resource-reservation".
     kube.apply({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": gpu_ledger.RESERVATION_SERVICE_ACCOUNT, "namespace": gpu_ledger.RESERVATION_NAMESPACE,
+                "metadata": {"name": RESERVATION_SERVICE_ACCOUNT, "namespace": RESERVATION_NAMESPACE,
                              "labels": dict(MANAGED)}})
     for pc in priority_class_objects(chart):
         kube.apply(pc)
@@ -83,22 +83,20 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
 
 
 def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
     pending = set(names)
-    while pending and time.monotonic() < deadline:
+
+    def established() -> bool | Pending:
         for name in list(pending):
             crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
             conds = ((crd or {}).get("status") or {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
                 pending.discard(name)
-        if pending:
-            time.sleep(0.2)
-    if pending:
-        raise KailabError(f"KAI's CRDs were not established within {timeout:.0f}s: {', '.join(sorted(pending))}.",
-                          hint="See kube-apiserver's log in the lab folder (kailab status names it).")
+        return not pending or Pending(", ".join(sorted(pending)))
 
+    until(established, timeout, 0.2, fail=lambda last: KailabError(
+        f"KAI's CRDs were not established within {timeout:.0f}s: {last.seen}.",
+        hint="See kube-apiserver's log in the lab folder (kailab status names it)."))
 
-SCHEDULER = "kai-scheduler"  # the scheduler's process name (pids/, logs/)
 
 # Every KAI component's client to the API server. KAI's default (50 requests/s, burst 300) is sized for a shared
 # production API server; here it was the lab's bottleneck: the pod-grouper patches every pod, the scheduler creates a
@@ -142,7 +140,7 @@ def scheduler_flags(settings: SchedulerSettings = SchedulerSettings()) -> list[s
 
 def scheduler_spec(bins: dict[str, Path], kubeconfig: Path, workdir: Path,
                    settings: SchedulerSettings = SchedulerSettings(), partition: str = "",
-                   name: str = SCHEDULER) -> ProcessSpec:
+                   name: str = KAI_SCHEDULER_PROCESS) -> ProcessSpec:
     """KAI's scheduler with these settings, on fresh loopback ports; writes its config file in ``workdir``.
 
     ``partition``: the node-pool label value it schedules (a class's learner, kailab/classroom); "" the lab's own
@@ -154,10 +152,10 @@ def scheduler_spec(bins: dict[str, Path], kubeconfig: Path, workdir: Path,
     metrics, plugins = free_port(), free_port()
     return ProcessSpec(name, [
         # The flags KAI's operator gives the scheduler of a shard (the chart's default shard: partition "").
-        str(bins["kai-scheduler"]), f"--scheduler-conf={conf}", f"--scheduler-name={SCHEDULER_NAME}",
-        f"--namespace={NAMESPACES[0]}",
+        str(bins[KAI_SCHEDULER_PROCESS]), f"--scheduler-conf={conf}", f"--scheduler-name={KAI_SCHEDULER_NAME}",
+        f"--namespace={KAI_NAMESPACE}",
         f"--nodepool-label-key={NODEPOOL_LABEL}", f"--partition-label-value={partition}",
-        f"--resource-reservation-app-label={NAMESPACES[1]}", f"--queue-label-key={QUEUE_LABEL}",
+        f"--resource-reservation-app-label={RESERVATION_APP_LABEL}", f"--queue-label-key={QUEUE_LABEL}",
         f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}", *CLIENT_LIMITS,
         *scheduler_flags(settings),
     ], {"KUBECONFIG": str(kubeconfig)}, health_url=f"http://127.0.0.1:{metrics}/metrics")
@@ -172,21 +170,21 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
     """
     workdir.mkdir(parents=True, exist_ok=True)
     env = {"KUBECONFIG": str(kubeconfig)}
-    common = [f"--scheduler-name={SCHEDULER_NAME}", *CLIENT_LIMITS]
+    common = [f"--scheduler-name={KAI_SCHEDULER_NAME}", *CLIENT_LIMITS]
     specs = []
 
     specs.append(scheduler_spec(bins, kubeconfig, workdir))
 
     # (flags, health path): podgrouper and podgroupcontroller serve /healthz on the probe port;
     # the binder has no health check, so its metrics endpoint answers for it. The pod-grouper keeps KAI's own
-    # 10 workers: with the lab's PodGroup CRD default (runtimes/base.py) they no longer fight over one PodGroup.
+    # 10 workers: with the lab's PodGroup CRD default (kailab/kai_patches.py) they no longer fight over one PodGroup.
     controllers = {
         # The reservation flags KAI's operator passes (their defaults, said here); --fake-gpu-nodes because the
         # fleet's nodes carry run.ai/fake.gpu=true (pkg/operator/operands/binder/resources.go, hasFakeGPUNodes).
         # No --runtime-class-name: the operator sets none by default, so reservation pods need no RuntimeClass.
-        "kai-binder": ([f"--resource-reservation-namespace={NAMESPACES[1]}",
-                        f"--resource-reservation-service-account={gpu_ledger.RESERVATION_SERVICE_ACCOUNT}",
-                        f"--resource-reservation-app-label={NAMESPACES[1]}", "--fake-gpu-nodes"], "metrics"),
+        "kai-binder": ([f"--resource-reservation-namespace={RESERVATION_NAMESPACE}",
+                        f"--resource-reservation-service-account={RESERVATION_SERVICE_ACCOUNT}",
+                        f"--resource-reservation-app-label={RESERVATION_APP_LABEL}", "--fake-gpu-nodes"], "metrics"),
         "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}", f"--nodepool-label-key={NODEPOOL_LABEL}"], "healthz"),
         "kai-podgroupcontroller": (["--enable-podgroup-webhook=false"], "healthz"),
     }
@@ -208,7 +206,7 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
 
 
 def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
-    """kailab's stand-in for fake-gpu-operator's status-updater (kailab/gpu_ledger.py), on a fresh loopback port.
+    """kailab's stand-in for fake-gpu-operator's status-updater (kailab/runtimes/gpu_ledger/), on a fresh loopback port.
 
     It gives KAI's GPU reservation pods their GPU id, so fractional pods bind, and keeps the ledger of
     which pod holds which fake GPU. The kubeconfig is on its command line (not only in the environment), so
@@ -223,8 +221,8 @@ def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
     path = [str(Path(kailab.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PYTHONUNBUFFERED": "1"}
     return ProcessSpec(gpu_ledger.PROCESS_NAME, [
-        sys.executable, "-m", "kailab.gpu_ledger", f"--kubeconfig={kubeconfig}", f"--health-port={health}",
-        f"--scheduler-name={SCHEDULER_NAME}",
+        sys.executable, "-m", gpu_ledger.__name__, f"--kubeconfig={kubeconfig}", f"--health-port={health}",
+        f"--scheduler-name={KAI_SCHEDULER_NAME}",
     ], env, health_url=f"http://127.0.0.1:{health}/healthz")
 
 
@@ -248,9 +246,9 @@ def wait_healthy(specs: list[ProcessSpec], group: ProcessGroup, timeout: float =
     """Every component alive and, where it has one, its health endpoint answering 200."""
     import urllib.request
 
-    deadline = time.monotonic() + timeout
     waiting = {s.name: s for s in specs}
-    while waiting:
+
+    def healthy() -> bool:
         for name, spec in list(waiting.items()):
             if group.pid(name) is None:
                 raise group.fail(name, "exited while starting")
@@ -263,10 +261,10 @@ def wait_healthy(specs: list[ProcessSpec], group: ProcessGroup, timeout: float =
                         waiting.pop(name)
             except OSError:
                 pass
-        if waiting and time.monotonic() > deadline:
-            name = next(iter(waiting))
-            raise group.fail(name, f"did not become healthy within {timeout:.0f}s")
-        time.sleep(0.3)
+        return not waiting
+
+    until(healthy, timeout, 0.3,
+          fail=lambda _: group.fail(next(iter(waiting)), f"did not become healthy within {timeout:.0f}s"))
 
 
 def actions_run(metrics: str) -> set[str]:

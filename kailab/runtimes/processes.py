@@ -1,4 +1,4 @@
-"""Background processes kailab starts itself (the KAI components), kwokctl-style:
+"""Background processes kailab starts itself (KAI's components and kailab's GPU ledger), kwokctl-style:
 ``pids/<name>.pid`` and ``logs/<name>.log`` under one folder, each in its own session.
 
 A process is known by its identity — pid *and* start time — so a pid the system has since
@@ -11,13 +11,13 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 from kailab.errors import KailabError
+from kailab.waiting import TimedOut, until
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,11 @@ def stop(identities: list[Identity], timeout: float = 10, group: bool = False) -
     """
     for ident in identities:
         _signal(ident, signal.SIGTERM, group)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(i.alive() for i in identities):
-        time.sleep(0.1)
-    for ident in identities:
-        _signal(ident, signal.SIGKILL, group)
+    try:
+        until(lambda: not any(i.alive() for i in identities), timeout, 0.1, "processes to stop")
+    except TimedOut:
+        for ident in identities:
+            _signal(ident, signal.SIGKILL, group)
 
 
 def _signal(ident: Identity, sig: int, group: bool) -> None:

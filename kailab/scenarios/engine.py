@@ -19,14 +19,18 @@ from typing import Protocol
 from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership
+from kailab.errors import KailabError, ScenarioError
 from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
-from kailab.labels import QUEUE_API, QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
-from kailab.pods import gpus_by_queue
+from kailab.gpus import per_queue
+from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.progress import Progress
+from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
-from kailab.scenarios import model
-from kailab.scenarios.model import Scenario, SchedulerChange, Step, WorkloadSpec
+from kailab.scenarios import schema
+from kailab.scenarios.model import Scenario, Step
+from kailab.scenarios.schema import WorkloadFile
+from kailab.scheduler_settings import SchedulerSettings
 
 CHANGES_FILE = "changes.jsonl"
 
@@ -65,6 +69,9 @@ class Cluster(Protocol):
     def node_gpus(self) -> list[float] | None:
         """GPUs of each node of the fleet (0 for a CPU-only node); None when unknown (a recording)."""
 
+    def node_names(self) -> list[str] | None:
+        """The names of the fleet's nodes; None when unknown (a recording)."""
+
     def scenario_objects(self) -> list[dict]:
         """Queues and priority classes an earlier scenario of this lab made (by its labels): apiVersion, kind, metadata."""
 
@@ -77,7 +84,7 @@ class Cluster(Protocol):
     def stop_scheduler(self) -> None:
         """Stop KAI's scheduler; return once it no longer runs."""
 
-    def start_scheduler(self, settings: SchedulerChange) -> None:
+    def start_scheduler(self, settings: SchedulerSettings) -> None:
         """Start KAI's scheduler with these settings (unset ones: the lab's defaults); return once it is healthy."""
 
 
@@ -100,8 +107,9 @@ class Engine:
         start = self.cluster.clock()
         if why := self.not_applicable(scenario):
             verdict.not_applicable = why
-            self.progress.info(f"[yellow]–[/yellow] {scenario.name} is not applicable {why}")
+            self.progress.info(f"– {scenario.name} is not applicable {why}", style="yellow")
             return verdict
+        step: Step | None = None
         try:
             self.prepare(scenario, verdict)
             run = _Run(self.cluster, scenario, verdict, start, self._changes(scenario))
@@ -109,16 +117,17 @@ class Engine:
                 for step in scenario.steps:
                     if not self.play(step, run):
                         break
+                step = None
             finally:
                 run.sample(final=True)
                 run.changes.close()
-                if any(isinstance(s, (model.StopScheduler, model.StartScheduler)) for s in scenario.steps):
+                if any(isinstance(s, (schema.StopScheduler, schema.StartScheduler)) for s in scenario.steps):
                     # The next scenario starts from the lab's scheduler as it was: running, default settings.
                     with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
-                        self.cluster.start_scheduler(SchedulerChange())
+                        self.cluster.start_scheduler(SchedulerSettings())
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
-            verdict.error = failure_text(e)
-            self.progress.info(f"[red]✗ {scenario.name} stopped: {verdict.error}[/red]")
+            verdict.error = (f"{scenario.path}:{step.line}: " if step is not None else "") + failure_text(e)
+            self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
         verdict.seconds = self.cluster.clock() - start
         return verdict
 
@@ -137,11 +146,31 @@ class Engine:
         claimed = {(o["kind"], o["metadata"]["name"]): o for s in scenarios for o in claims(s)}
         names = self.cluster.foreign(list(claimed.values()))
         if names:
-            raise ownership.refused(names)
+            raise ownership.refused(names, namespace_hint(scenarios, names))
+
+    def refuse_unknown_nodes(self, scenarios: list[Scenario]) -> None:
+        """Raise, before anything is applied, when a scenario names a node the fleet does not have (its pods would
+        wait forever, its conditions count nothing). A scenario that does not fit this fleet is only not applicable."""
+        fleet = self.cluster.node_names()
+        if fleet is None:
+            return
+        have = set(fleet)
+        for s in scenarios:
+            if s.nodes.keys() <= have or self.not_applicable(s):
+                continue
+            for name, line in s.nodes.items():
+                if name not in have:
+                    shown = ", ".join(sorted(have)[:6]) + (" …" if len(have) > 6 else "")
+                    raise ScenarioError(f"{s.path}:{line}: node '{name}' is not in this lab's fleet "
+                                        f"(its nodes: {shown or 'none'})",
+                                        hint="Name one of the fleet's nodes (kailab status lists them), or start the "
+                                             "lab with a fleet that has it (kailab up --fleet FILE).")
 
     def prepare(self, scenario: Scenario, verdict: Verdict) -> None:
-        """Refuse another's objects; empty the fleet of earlier exercises; apply this scenario's queues and classes."""
+        """Refuse another's objects and unknown nodes; empty the fleet of earlier exercises; apply this scenario's
+        queues and classes."""
         self.refuse_foreign([scenario])
+        self.refuse_unknown_nodes([scenario])
         with self.progress.step("Clearing earlier exercises") as st:
             st.note(", ".join(self.cluster.clear_scenarios(scenario.namespace)) or "none running")
         with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
@@ -150,7 +179,7 @@ class Engine:
                 if (obj["kind"], obj["metadata"]["name"]) not in declared:
                     self.cluster.delete(obj)
             for name in scenario.missing_queues:
-                self.cluster.delete({"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": name}})
+                self.cluster.delete(queue_ref(name))
             for obj in [*map(priority_class_object, scenario.priority_classes), *map(queue_object, scenario.queues)]:
                 self.cluster.apply(labelled(obj, scenario))
                 verdict.applied.append(obj)
@@ -169,8 +198,8 @@ class Engine:
         """Play one step; False ends the scenario."""
         raise TypeError(f"no player for step {type(step).__name__}")
 
-    @play.register(model.Apply)
-    def _(self, step: model.Apply, run: "_Run") -> bool:
+    @play.register(schema.Apply)
+    def _(self, step: schema.Apply, run: "_Run") -> bool:
         w = run.scenario.workload(step.workload)
         what = f"{w.jobs} Jobs {w.name}-0…{w.jobs - 1}" if w.jobs else f"{w.kind} {w.name}"
         with self.progress.step(f"Apply {what}: {w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}, "
@@ -180,21 +209,21 @@ class Engine:
             run.resized(w.name, w.total_pods)
         return True
 
-    @play.register(model.Delete)
-    def _(self, step: model.Delete, run: "_Run") -> bool:
+    @play.register(schema.Delete)
+    def _(self, step: schema.Delete, run: "_Run") -> bool:
         w = run.scenario.workload(step.workload)
         with self.progress.step(f"Delete {w.kind} {w.name}"):
             self._delete_workload(w, run)
         return True
 
-    def _delete_workload(self, w: WorkloadSpec, run: "_Run") -> None:
+    def _delete_workload(self, w: WorkloadFile, run: "_Run") -> None:
         for obj in reversed(workload_objects(w, run.scenario)):
             self.cluster.delete(obj)
         self.cluster.delete_pods(run.scenario.namespace, w.name)
         run.resized(w.name, None)
 
-    @play.register(model.DeletePods)
-    def _(self, step: model.DeletePods, run: "_Run") -> bool:
+    @play.register(schema.DeletePods)
+    def _(self, step: schema.DeletePods, run: "_Run") -> bool:
         with self.progress.step(f"Delete the pods on {step.node}") as st:
             names = sorted(p.name for p in run.state.pods.values() if p.node == step.node)
             run.state.removed.update(names)  # deleted by the lab: not evictions
@@ -205,8 +234,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(model.DeleteWorkloads)
-    def _(self, step: model.DeleteWorkloads, run: "_Run") -> bool:
+    @play.register(schema.DeleteWorkloads)
+    def _(self, step: schema.DeleteWorkloads, run: "_Run") -> bool:
         with self.progress.step(f"Delete the workloads with a pod on {step.node}") as st:
             names = sorted({p.workload for p in run.state.pods.values() if p.node == step.node and p.workload})
             for name in names:
@@ -214,22 +243,22 @@ class Engine:
             st.note(", ".join(names) or "none were there")
         return True
 
-    @play.register(model.Sleep)
-    def _(self, step: model.Sleep, run: "_Run") -> bool:
+    @play.register(schema.Sleep)
+    def _(self, step: schema.Sleep, run: "_Run") -> bool:
         with self.progress.step(f"Sleep {step.seconds:g}s"):
             run.breaks(lambda obs: True, step.seconds)  # changes keep arriving; nothing can break
         return True
 
-    @play.register(model.StopScheduler)
-    def _(self, step: model.StopScheduler, run: "_Run") -> bool:
+    @play.register(schema.StopScheduler)
+    def _(self, step: schema.StopScheduler, run: "_Run") -> bool:
         with self.progress.step("Stop KAI's scheduler"):
             self.cluster.stop_scheduler()
             run.stepped()
         return True
 
-    @play.register(model.StartScheduler)
-    def _(self, step: model.StartScheduler, run: "_Run") -> bool:
-        said = describe_settings(step.settings)
+    @play.register(schema.StartScheduler)
+    def _(self, step: schema.StartScheduler, run: "_Run") -> bool:
+        said = step.settings.changes()
         with self.progress.step(f"{'Restart' if step.restart else 'Start'} KAI's scheduler ({said})"):
             if step.restart:
                 self.cluster.stop_scheduler()
@@ -237,8 +266,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(model.Scale)
-    def _(self, step: model.Scale, run: "_Run") -> bool:
+    @play.register(schema.Scale)
+    def _(self, step: schema.Scale, run: "_Run") -> bool:
         s, w = run.scenario, run.scenario.workload(step.workload)
         with self.progress.step(f"Scale {w.name} to {step.pods} pods"):
             objects = workload_objects(w, s, step.pods)
@@ -254,22 +283,22 @@ class Engine:
             run.resized(w.name, step.pods)
         return True
 
-    @play.register(model.SetQueue)
-    def _(self, step: model.SetQueue, run: "_Run") -> bool:
+    @play.register(schema.SetQueue)
+    def _(self, step: schema.SetQueue, run: "_Run") -> bool:
         q = step.queue
         with self.progress.step(f"Set queue {q.name}: GPU quota {q.gpu.quota}, limit {q.gpu.limit}"):
             run.apply(labelled(queue_object(q), run.scenario))
             run.stepped()
         return True
 
-    @play.register(model.Wait)
-    def _(self, step: model.Wait, run: "_Run") -> bool:
+    @play.register(schema.Wait)
+    def _(self, step: schema.Wait, run: "_Run") -> bool:
         """Wait until every condition holds, then keep it for ``stable`` seconds.
 
         A Wait only gates the run (it shows as a row only when it fails); an Expect adds
         one row per condition. Either ends the run on failure.
         """
-        exps, rows = step.expectations, isinstance(step, model.Expect)
+        exps, rows = step.expectations, isinstance(step, schema.Expect)
         label = step.note or "; ".join(f"{e.title} = {e.want}" for e in exps)
         hold = max(e.stable for e in exps)
 
@@ -284,15 +313,19 @@ class Engine:
                 if hold:
                     broke_at = run.breaks(all_hold, hold)
             ok = reached and broke_at is None
-            st.note("held" if ok else f"not reached within {step.timeout:.0f}s" if not reached
-                    else f"did not hold for {hold:.0f}s")
-        obs = broke_at or observe(run.state)
+            obs = broke_at or observe(run.state)
+            if ok:
+                st.note("held")
+            else:
+                seen = "; ".join(f"{e.title}: {c.observed}" for e in exps if not (c := evaluate(e, obs)).passed)
+                st.fail((f"not reached within {step.timeout:.0f}s" if not reached else f"did not hold for {hold:.0f}s")
+                        + (f" — seen {seen}" if seen else ""))
         for e in exps:
             check = evaluate(e, obs)
             if not rows and check.passed:
                 continue
             if not check.passed:
-                check.detail = stragglers(e, obs)
+                check.detail = [f"expectation at {run.scenario.path}:{e.line}", *stragglers(e, obs)]
                 if not rows:
                     check.title = f"wait: {check.title}"
                 if broke_at is not None:
@@ -367,7 +400,7 @@ class _Run:
 
     def sample(self, final: bool = False) -> None:
         """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
-        point = gpus_by_queue(self.state.pods.values())
+        point = per_queue(self.state.pods.values())
         timeline = self.verdict.timeline
         if final or not timeline or timeline[-1][1] != point:
             timeline.append([round(self.clock() - self.start, 2), point])
@@ -395,12 +428,25 @@ class Recorder:
 
 def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
-    exist) and its priority classes — by apiVersion, kind and name."""
-    queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)]
-    out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": n}}
-           for n in dict.fromkeys([*queues, *scenario.missing_queues])]
+    exist), its priority classes and its namespace (kailab empties it) — by apiVersion, kind and name."""
+    queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)]
+    out = [queue_ref(n) for n in dict.fromkeys([*queues, *scenario.missing_queues])]
     return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
-                  for p in scenario.priority_classes]
+                  for p in scenario.priority_classes] + [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scenario.namespace}}]
+
+
+def namespace_hint(scenarios: list[Scenario], refused: list[str]) -> str | None:
+    """What to do when a scenario names a namespace that is not this lab's: the name to give instead."""
+    taken = {name.removeprefix("Namespace ") for name in refused if name.startswith("Namespace ")}
+    for s in scenarios:
+        if s.namespace in taken:
+            own = f"kailab-{s.name}"
+            instead = f"namespace: {own} (or leave namespace: out)" if own not in taken else \
+                "a namespace of its own, or run on a lab with a --prefix of its own"
+            return (f"Namespace {s.namespace} holds what is not kailab's, and kailab empties a scenario's namespace: "
+                    f"give {s.path or s.name} {instead}.")
+    return None
 
 
 def labelled(obj: dict, scenario: Scenario) -> dict:
@@ -410,17 +456,14 @@ def labelled(obj: dict, scenario: Scenario) -> dict:
     return obj
 
 
-def describe_settings(c: SchedulerChange) -> str:
-    """ "gpu spread, full-hierarchy fairness on" — or "the lab's defaults"."""
-    parts = [f"gpu {c.gpu_placement}" if c.gpu_placement else "", f"cpu {c.cpu_placement}" if c.cpu_placement else "",
-             "" if c.full_hierarchy_fairness is None else f"full-hierarchy fairness {'on' if c.full_hierarchy_fairness else 'off'}"]
-    return ", ".join(p for p in parts if p) or "the lab's defaults"
-
-
 def failure_text(e: Exception) -> str:
-    """One line for an error that ended a scenario: the API's status and reason, or the error's own words."""
+    """One line for an error that ended a scenario: the API's status and reason, or the error's own schema."""
     if isinstance(e, ApiException):
-        return f"the API server answered {e.status} {e.reason}" + (f": {str(e.body)[:300]}" if e.body else "")
+        from kailab.kube import api_error_words
+
+        return f"the API server answered {api_error_words(e)}"
+    if isinstance(e, KailabError):  # already says what is wrong, and where
+        return e.message[:400]
     return f"{type(e).__name__}: {getattr(e, 'message', None) or str(e)}"[:400]
 
 

@@ -1,7 +1,7 @@
 """The pure core of a scenario run: fold each change the cluster reports into a RunState, observe it.
 
-No I/O and no clock: ``fold(state, change)`` takes one change of a pod or an event and
-returns the state; ``observe(state)`` gives the :class:`~kailab.checks.Observation` the
+No I/O and no clock: ``fold(state, change)`` takes one change (of a pod, an event, a PodGroup, or a
+queue's fair share) and returns the state; ``observe(state)`` gives the :class:`~kailab.checks.Observation` the
 checks decide on. The engine feeds it live changes; the golden tests feed it recorded ones.
 """
 
@@ -16,7 +16,8 @@ from kailab.pods import EventView, PodGroupView, PodView
 
 @dataclass(frozen=True)
 class Change:
-    """One change the cluster reported: a pod, an event or a PodGroup ADDED, MODIFIED or DELETED, ``t`` seconds in."""
+    """One change the cluster reported, ``t`` seconds in: a pod, an event or a PodGroup ADDED, MODIFIED or DELETED,
+    or a queue's fair share as the scheduler published it."""
 
     type: str
     pod: PodView | None = None
@@ -49,7 +50,8 @@ class Change:
 
 @dataclass
 class RunState:
-    """Everything a scenario run has seen, kept small: live pods, and what the events said."""
+    """Everything a scenario run has seen: live pods and PodGroups, each pod's workload and queue, evictions,
+    the scheduler's reasons for waiting, fair shares."""
 
     pods: dict[str, PodView] = field(default_factory=dict)  # live pods by name
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # every pod ever seen → (workload, queue)

@@ -19,12 +19,14 @@ from kailab.kube import Kube, Watched
 from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import event_view, pod_view, podgroup_view
+from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
-from kailab.scenarios.model import SchedulerChange
+from kailab.scheduler_settings import SchedulerSettings
 
 
 class LiveChanges:
-    """Watches of one namespace's pods, events and PodGroups; their threads only put changes on a queue."""
+    """Watches of one namespace's pods, events and PodGroups, and a poll of the scheduler's fair shares; their
+    threads only put changes on a queue."""
 
     POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default)
 
@@ -162,10 +164,12 @@ class LiveCluster:
         nodes = self.kube.core.list_node(label_selector=self.node_selector or "").items
         return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in nodes]
 
+    def node_names(self) -> list[str]:
+        return [n.metadata.name for n in self.kube.core.list_node().items]
+
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)
-        out = [{"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q["metadata"]["name"]}}
-               for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
+        out = [queue_ref(q["metadata"]["name"]) for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
         classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
         return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                        "metadata": {"name": p["metadata"]["name"]}} for p in classes]
@@ -179,7 +183,7 @@ class LiveCluster:
     def stop_scheduler(self) -> None:
         self._control().stop()
 
-    def start_scheduler(self, settings: SchedulerChange) -> None:
+    def start_scheduler(self, settings: SchedulerSettings) -> None:
         self._control().start(settings)
 
 

@@ -1,8 +1,9 @@
 """Reads a scenario file and checks it, whole, before anything is applied.
 
-The file's shape is declared in ``schema.py``; what needs the whole file (a queue's parent
-exists, a step names a declared workload, no two queues share a name) is checked here.
-Every error names the file and line: ``exercises/gang.yaml:14: workloads[2].pods: -1 — want a whole number ≥ 0``.
+The words are declared in ``schema.py``; what needs the whole file (a queue's parent exists, a
+step names a declared workload, a workload is applied before it is deleted) is checked here, in
+time linear in the file's size. Every error names the file and line:
+``exercises/gang.yaml:14: workloads[2].pods: -1 — want a whole number ≥ 0``.
 """
 
 from __future__ import annotations
@@ -11,32 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from kailab.errors import ScenarioError
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 from kailab.paths import MANIFESTS
 from kailab.scenarios import schema
-from kailab.scenarios.model import (
-    COUNTS,
-    Apply,
-    Delete,
-    DeletePods,
-    DeleteWorkloads,
-    Expect,
-    Expectation,
-    PriorityClassSpec,
-    QueueSpec,
-    Requirements,
-    Resource,
-    Scale,
-    Scenario,
-    SchedulerChange,
-    SetQueue,
-    Sleep,
-    StartScheduler,
-    Step,
-    StopScheduler,
-    SubGroupSpec,
-    Wait,
-    WorkloadSpec,
-)
+from kailab.scenarios.model import Expectation, Scenario, Step
+from kailab.scenarios.schema import QueueFile, WorkloadFile
 from kailab.yamlfile import YamlFile
 
 LESSON_QUEUES = MANIFESTS / "queues.yaml"
@@ -44,15 +24,7 @@ FORMAT_HINT = "The scenario format is described in exercises/README.md."
 # Priority classes every KAI install has (its chart's four) and Kubernetes' own.
 KNOWN_PRIORITY_CLASSES = {"train", "build-preemptible", "build", "inference",
                           "system-cluster-critical", "system-node-critical"}
-SCHEDULERS = ("kai-scheduler", "default-scheduler")
-# file key → the measure's name in the model
-MEASURE_OF = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
-              "allocated": "allocated", "gpus": "allocated", "unschedulable": "unschedulable", "nodes": "nodes",
-              "fairShare": "fair_share", "fractionGpus": "fraction_gpus",
-              "placement": "placement", "allOrNone": "all_or_none", "reason": "reason", "notReason": "not_reason",
-              "boundBefore": "bound_before", "podGroupField": "pod_group_field",
-              "schedulingCondition": "scheduling_condition", "noSchedulingCondition": "no_scheduling_condition"}
-FIELD_OF = {m: k for k, m in MEASURE_OF.items() if k != "gpus"}  # measure → the ConditionFile attribute
+SCHEDULERS = (KAI_SCHEDULER_NAME, DEFAULT_SCHEDULER_NAME)
 
 
 def load_scenario(path: Path | str) -> Scenario:
@@ -62,34 +34,21 @@ def load_scenario(path: Path | str) -> Scenario:
     return _Build(f, data).scenario(f.check(schema.ScenarioFile, data))
 
 
-def load_queue_file(path: Path) -> tuple[QueueSpec, ...]:
-    """KAI Queue objects (``scheduling.run.ai/v2``, as ``kubectl apply`` takes them) → queue specs."""
+def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
+    """KAI Queue objects (``scheduling.run.ai/v2``, as ``kubectl apply`` takes them) → queues."""
     f = YamlFile(path, ScenarioError, "A queue file holds KAI Queue objects, as manifests/queues.yaml does.")
-    specs = []
+    queues = []
     for doc in f.read(documents=True):
         obj = f.check(schema.QueueObject, doc)
         q, r = obj.spec, obj.spec.resources
-        specs.append(_queue_spec(obj.metadata.name, q.parentQueue, q.priority, r.gpu, r.cpu, r.memory,
-                                 q.preemptMinRuntime, q.reclaimMinRuntime))
-    return tuple(specs)
-
-
-def _queue(q: schema.QueueFile) -> QueueSpec:
-    return _queue_spec(q.name, q.parent, q.priority, q.gpu, q.cpu, q.memory, q.preemptMinRuntime, q.reclaimMinRuntime)
-
-
-def _queue_spec(name, parent, priority, gpu, cpu, memory, preempt_min_runtime, reclaim_min_runtime) -> QueueSpec:
-    """One queue, from a scenario's queue entry or a Queue object. Unset CPU and memory are unlimited."""
-    def res(r: schema.ResourceFile | None, default: Resource) -> Resource:
-        return default if r is None else Resource(r.quota, r.limit, r.overQuotaWeight)
-
-    return QueueSpec(name=name, parent=parent, priority=priority,
-                     gpu=res(gpu, Resource()), cpu=res(cpu, Resource(-1, -1)), memory=res(memory, Resource(-1, -1)),
-                     preempt_min_runtime=preempt_min_runtime, reclaim_min_runtime=reclaim_min_runtime)
+        given = {"parent": q.parentQueue, "priority": q.priority, "gpu": r.gpu, "cpu": r.cpu, "memory": r.memory,
+                 "preemptMinRuntime": q.preemptMinRuntime, "reclaimMinRuntime": q.reclaimMinRuntime}
+        queues.append(QueueFile(name=obj.metadata.name, **{k: v for k, v in given.items() if v is not None}))
+    return tuple(queues)
 
 
 class _Build:
-    """The checks across the whole file, and the model they yield."""
+    """The checks across the whole file, and the scenario they yield."""
 
     def __init__(self, f: YamlFile, data: Any):
         self.f, self.data = f, data
@@ -102,71 +61,69 @@ class _Build:
 
     def scenario(self, doc: schema.ScenarioFile) -> Scenario:
         queues = self.queues(doc)
-        pcs = self.priority_classes(doc)
-        workloads = self.workloads(doc, {q.name for q in queues} | set(doc.missingQueues), pcs)
-        self.workloads_by_name = {w.name: w for w in workloads}
-        names = set(self.workloads_by_name)
-        used_queues = {q.name for q in queues} | {w.queue for w in workloads if w.queue}
-        steps = tuple(self.step(i, s, names, used_queues, queues) for i, s in enumerate(doc.steps))
+        self.queue_names = {q.name for q in queues}
+        self.workloads_by_name = self.workloads(doc, self.queue_names | set(doc.missingQueues),
+                                                self.priority_classes(doc))
+        self.used_queues = self.queue_names | {w.queue for w in self.workloads_by_name.values() if w.queue}
+        steps = tuple(self.step(i, s) for i, s in enumerate(doc.steps))
+        self.order(steps)
+        self.leaf_queues(doc, queues, steps)
         return Scenario(
             name=doc.name, title=doc.title or doc.name, path=str(self.f.path), lesson=doc.lesson,
-            namespace=doc.namespace or f"kailab-{doc.name}", queues=queues, priority_classes=pcs,
-            workloads=workloads, steps=steps, verify=doc.verify, missing_queues=tuple(doc.missingQueues),
-            requires=self.requires(doc),
+            namespace=doc.namespace or f"kailab-{doc.name}", queues=queues, priority_classes=tuple(doc.priorityClasses),
+            workloads=tuple(self.workloads_by_name.values()), steps=steps, verify=doc.verify,
+            missing_queues=tuple(doc.missingQueues), requires=doc.requires,
+            workload_lines={w.name: self.line("workloads", i) for i, w in enumerate(doc.workloads)},
         )
 
-    def requires(self, doc: schema.ScenarioFile) -> Requirements:
-        r = doc.requires
-        if r is None:
-            return Requirements()
-        return Requirements(gpus=r.gpus, nodes=r.nodes, gpus_per_node=r.gpusPerNode, homogeneous=r.homogeneous,
-                            cpu_only_nodes=r.cpuOnlyNodes)
-
-    def queues(self, doc: schema.ScenarioFile) -> tuple[QueueSpec, ...]:
+    def queues(self, doc: schema.ScenarioFile) -> tuple[QueueFile, ...]:
         """``queues: lesson`` takes manifests/queues.yaml; a list declares queues here (and may include lesson)."""
         items = ["lesson"] if doc.queues == "lesson" else list(doc.queues)
-        out: list[tuple[tuple, QueueSpec]] = []
+        out: list[tuple[tuple, QueueFile]] = []
         for i, item in enumerate(items):
             loc = ("queues",) if doc.queues == "lesson" else ("queues", i)
-            specs = load_queue_file(LESSON_QUEUES) if item == "lesson" else (_queue(item),)
+            specs = load_queue_file(LESSON_QUEUES) if item == "lesson" else (item,)
             out.extend((loc, s) for s in specs)
         seen: dict[str, tuple] = {}
         for loc, q in out:
             if q.name in seen:
                 raise self.fail(loc, f"two queues are named '{q.name}'" + (" (one of them is a lesson queue)" if "lesson" in items else ""))
             seen[q.name] = loc
+        missing = set(doc.missingQueues)
         for loc, q in out:
-            if q.name in doc.missingQueues:
+            if q.name in missing:
                 raise self.fail(loc, f"queue '{q.name}' is declared and also listed in missingQueues")
             if q.parent is not None and q.parent not in seen:
                 raise self.fail(loc, f"queue '{q.name}' names parent '{q.parent}', which this scenario does not declare")
         parent = {q.name: q.parent for _, q in out}
+        done: set[str] = set()  # queues whose chain of parents is known to end: each is walked once
         for loc, q in out:
             chain, at = [q.name], q.parent
-            while at is not None:
+            while at is not None and at not in done:
                 if at in chain:
                     raise self.fail(loc, f"queues form a loop of parents: {' → '.join(chain + [at])}")
                 chain.append(at)
                 at = parent.get(at)
+            done.update(chain)
         return tuple(q for _, q in out)
 
-    def priority_classes(self, doc: schema.ScenarioFile) -> tuple[PriorityClassSpec, ...]:
-        out = []
+    def priority_classes(self, doc: schema.ScenarioFile) -> set[str]:
+        """The priority class names a workload may use: KAI's, Kubernetes' and the declared ones."""
+        known = set(KNOWN_PRIORITY_CLASSES)
         for i, pc in enumerate(doc.priorityClasses):
-            if pc.name in {p.name for p in out} or pc.name in KNOWN_PRIORITY_CLASSES:
+            if pc.name in known:
                 raise self.fail(("priorityClasses", i, "name"), f"priority class '{pc.name}' is declared twice, "
                                 "or is one KAI or Kubernetes already has")
-            out.append(PriorityClassSpec(pc.name, pc.value, pc.preemptible))
-        return tuple(out)
+            known.add(pc.name)
+        return known
 
-    def workloads(self, doc: schema.ScenarioFile, queues: set[str], pcs: tuple[PriorityClassSpec, ...]) -> tuple[WorkloadSpec, ...]:
-        out: list[WorkloadSpec] = []
-        known_pcs = KNOWN_PRIORITY_CLASSES | {p.name for p in pcs}
+    def workloads(self, doc: schema.ScenarioFile, queues: set[str], known_pcs: set[str]) -> dict[str, WorkloadFile]:
+        out: dict[str, WorkloadFile] = {}
         for i, w in enumerate(doc.workloads):
-            if w.name in {o.name for o in out}:
+            if w.name in out:
                 raise self.fail(("workloads", i, "name"), f"two workloads are named '{w.name}'")
             # A scenario that declares no queues runs on whatever queues the cluster has.
-            if w.queue and queues and w.queue not in queues | {"default-queue"}:
+            if w.queue and queues and w.queue not in queues and w.queue != "default-queue":
                 raise self.fail(("workloads", i, "queue"), f"workload '{w.name}' uses queue '{w.queue}', which this "
                                 f"scenario does not declare (declared: {', '.join(sorted(queues))})")
             if w.minMember is not None and w.minMember > w.pods:
@@ -180,136 +137,130 @@ class _Build:
                                 f"the lab has {' and '.join(SCHEDULERS)} (list a name under missingSchedulers to "
                                 "show a pod that no scheduler looks at)")
             pc_key = "priorityClassName" if w.priorityClassName else "priorityClass"
-            pc = w.priorityClassName or w.priorityClass
-            if pc and pc not in known_pcs:
+            if w.priority_class and w.priority_class not in known_pcs:
                 raise self.fail(("workloads", i, pc_key), f"workload '{w.name}' uses priority class "
-                                f"'{pc}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
+                                f"'{w.priority_class}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
                                 "nor declared under priorityClasses")
-            if w.kind == "Deployment" and 0 < w.gpus < 1:
+            if w.kind == "Deployment" and w.fraction:
                 raise self.fail(("workloads", i, "gpus"), f"workload '{w.name}': kailab makes fractional pods as "
                                 "Jobs, Pods or PodGroups; use one of those kinds")
+            groups: set[str] = set()
             for j, g in enumerate(w.subGroups):
                 if g.minMember is not None and g.minMember > g.pods:
                     raise self.fail(("workloads", i, "subGroups", j, "minMember"), f"subgroup '{g.name}' has minMember "
                                     f"{g.minMember} but only {g.pods} pods: it could never start")
-                if g.name in {x.name for x in w.subGroups[:j]}:
+                if g.name in groups:
                     raise self.fail(("workloads", i, "subGroups", j, "name"), f"two subgroups are named '{g.name}'")
-            out.append(WorkloadSpec(
-                name=w.name, kind=w.kind, pods=w.pods, jobs=w.jobs, gpus=w.gpus, queue=w.queue, scheduler=w.scheduler,
-                priority_class=pc, priority_in_spec_only=bool(w.priorityClassName),
-                subgroups=tuple(SubGroupSpec(g.name, g.pods, g.minMember) for g in w.subGroups),
-                pod_group_after_pods=w.podGroupAfterPods, node=w.node,
-                preemptibility=w.preemptibility, min_member=w.minMember,
-                complete_after=None if w.completeAfter is None else f"{w.completeAfter:g}s",
-                cpu=w.cpu, labels=dict(w.labels), annotations=dict(w.annotations), line=self.line("workloads", i),
-            ))
-        return tuple(out)
+                groups.add(g.name)
+            out[w.name] = w
+        return out
 
-    def step(self, i: int, s: schema.StepFile, workloads: set[str], queues: set[str],
-             declared: tuple[QueueSpec, ...]) -> Step:
-        action = s.action
-        loc = ("steps", i, action)
-        common = {"timeout": 30.0 if s.timeout is None else s.timeout, "note": s.note or "", "line": self.line(*loc)}
+    def step(self, i: int, s: schema.StepFile) -> Step:
+        word = schema.STEP_OF[s.action]
+        return word.build(getattr(s, s.action), _At(self, i, s))
 
-        def known(name: str, at: tuple) -> str:
-            if name not in workloads:
-                raise self.fail(at, f"step '{action}' names workload '{name}', which the scenario does not declare")
-            return name
+    def order(self, steps: tuple[Step, ...]) -> None:
+        """A workload is applied before a step deletes or scales it, and some step applies every workload a
+        condition is about (else the condition could only count nothing)."""
+        applied: set[str] = set()
+        deleted: set[str] = set()
+        for step in steps:
+            if isinstance(step, schema.Apply):
+                applied.add(step.workload)
+            elif isinstance(step, (schema.Delete, schema.Scale)) and step.workload not in applied:
+                verb = "deletes" if isinstance(step, schema.Delete) else "scales"
+                when = "after a step deleted it" if step.workload in deleted else "before any step applies it"
+                raise self.f.fail(step.line, f"this step {verb} workload '{step.workload}' {when}, so there is "
+                                  f"nothing to {verb[:-1]}: add '- apply: {step.workload}' before it")
+            elif isinstance(step, schema.Delete):
+                applied.discard(step.workload)
+                deleted.add(step.workload)
+        ever = {s.workload for s in steps if isinstance(s, schema.Apply)}
+        for e in (e for s in steps for e in getattr(s, "expectations", ())):
+            for name in (e.workload, e.want if e.measure == "bound_before" else None):
+                if name and name not in ever:
+                    raise self.f.fail(e.line, f"a condition is about workload '{name}', which no step applies, so it "
+                                      f"could only count nothing: add '- apply: {name}' to the steps")
 
-        if action in ("apply", "delete"):
-            kind = Apply if action == "apply" else Delete
-            return kind(workload=known(getattr(s, action), loc), **common)
-        if action == "scale":
-            name = known(s.scale.workload, loc + ("workload",))
-            w = self.workloads_by_name[name]
-            if w.jobs is not None or w.kind == "PodGroup":
-                raise self.fail(loc, f"workload '{name}' cannot be scaled: scale a single Job, a Deployment or bare Pods")
-            return Scale(workload=name, pods=s.scale.pods, **common)
-        if action == "sleep":
-            return Sleep(seconds=s.sleep, **common)
-        if action == "deletePods":
-            return DeletePods(node=s.deletePods.node, **common)
-        if action == "deleteWorkloads":
-            return DeleteWorkloads(node=s.deleteWorkloads.node, **common)
-        if action == "stopScheduler":
-            return StopScheduler(**common)
-        if action in ("startScheduler", "schedulerConfig"):
-            c = s.schedulerConfig or schema.SchedulerFile()
-            settings = SchedulerChange(c.gpuPlacement, c.cpuPlacement, c.fullHierarchyFairness)
-            return StartScheduler(settings=settings, restart=action == "schedulerConfig", **common)
-        if action == "queue":
-            names = {q.name for q in declared}
-            if s.queue.parent is not None and s.queue.parent not in names:
-                raise self.fail(loc, f"queue '{s.queue.name}' names parent '{s.queue.parent}', which this scenario does not declare")
-            return SetQueue(queue=_queue(s.queue), **common)
-        body = getattr(s, action)
-        conditions = body if isinstance(body, list) else [body]
-        raw = self.data["steps"][i][action]
-        raw = raw if isinstance(raw, list) else [raw]
-        exps = []
-        for j, (cond, keys) in enumerate(zip(conditions, raw)):
-            at = loc + ((j,) if isinstance(body, list) else ())
-            exps.extend(self.expectations(cond, keys, at, workloads, queues))
-        if not exps:
-            raise self.fail(loc, f"a '{action}' step needs at least one condition")
-        return (Wait if action == "wait" else Expect)(expectations=tuple(exps), **common)
+    def leaf_queues(self, doc: schema.ScenarioFile, queues: tuple[QueueFile, ...], steps: tuple[Step, ...]) -> None:
+        """KAI schedules pods only from leaf queues: a workload on a parent queue waits forever, unless the file says
+        it means that (``onParentQueue``)."""
+        children: dict[str, str] = {}
+        for q in [*queues, *(s.queue for s in steps if isinstance(s, schema.SetQueue))]:
+            if q.parent is not None:
+                children.setdefault(q.parent, q.name)
+        on_purpose = set(doc.onParentQueue)
+        for i, w in enumerate(doc.workloads):
+            if w.queue in children and w.name not in on_purpose:
+                raise self.fail(("workloads", i, "queue"), f"workload '{w.name}' is on queue '{w.queue}', the parent of "
+                                f"'{children[w.queue]}': KAI schedules pods only from leaf queues; put it on "
+                                f"'{children[w.queue]}' or another queue without children (or list '{w.name}' under onParentQueue "
+                                "to show just that)")
 
-    def expectations(self, c: schema.ConditionFile, keys: dict, at: tuple, workloads: set[str],
-                     queues: set[str]) -> list[Expectation]:
+    def expectations(self, c: Any, keys: dict, at: tuple) -> list[Expectation]:
         """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure."""
+        workloads = self.workloads_by_name
         if c.workload is not None and c.workload not in workloads:
             raise self.fail(at + ("workload",), f"a condition names workload '{c.workload}', which the scenario does not declare")
-        if c.queue is not None and c.queue not in queues:
+        if c.queue is not None and c.queue not in self.used_queues:
             raise self.fail(at + ("queue",), f"a condition is about queue '{c.queue}', which no queue or workload of this "
                             "scenario declares, so it could only count nothing")
         if c.boundBefore is not None and c.boundBefore not in workloads:
             raise self.fail(at + ("boundBefore",), f"boundBefore names workload '{c.boundBefore}', which the scenario does not declare")
         if c.subGroup is not None:
-            groups = {g.name for g in self.workloads_by_name[c.workload].subgroups}
+            groups = {g.name for g in workloads[c.workload].subGroups}
             if c.subGroup not in groups:
                 raise self.fail(at + ("subGroup",), f"workload '{c.workload}' has no subgroup '{c.subGroup}'"
                                 + (f" (its subgroups: {', '.join(sorted(groups))})" if groups else ""))
+        who = " ".join(filter(None, [c.workload, c.subGroup and f"subgroup {c.subGroup}", c.queue,
+                                     c.node and f"on {c.node}"])) or "all pods"
         out = []
-        for key in keys:
-            measure = MEASURE_OF.get(key)
-            if measure is None:
+        for key in keys:  # in the file's order: the verdict's rows keep it
+            m = schema.MEASURE_OF_KEY.get(key)
+            if m is None:
                 continue
-            value = getattr(c, FIELD_OF[measure])
-            bound = value if measure in COUNTS or measure == "fair_share" else None
-            if measure == "pod_group_field":
-                want = f"{value.path}={str(value.equals).lower() if isinstance(value.equals, bool) else value.equals}"
-            else:
-                want = "true" if measure == "all_or_none" else str(keys[key]) if bound is not None else str(value)
-            who = " ".join(filter(None, [c.workload, c.subGroup and f"subgroup {c.subGroup}", c.queue,
-                                         c.node and f"on {c.node}"])) or None
-            title = c.title or _title(measure, want, who)
-            out.append(Expectation(title=title, measure=measure, want=want, bound=bound, queue=c.queue,
-                                   workload=c.workload, node=c.node, subgroup=c.subGroup, stable=c.stable or 0.0,
-                                   line=self.line(*at, key)))
+            value = getattr(c, m.word)
+            want = m.want(value, keys[key])
+            title = c.title or m.titled(who, want)
+            out.append(Expectation(title=title, measure=m.name, want=want, bound=value if m.counted else None,
+                                   queue=c.queue, workload=c.workload, node=c.node, subgroup=c.subGroup,
+                                   stable=c.stable or 0.0, line=self.line(*at, key), needs=m.needs))
         if len(out) > 1 and c.title:
             out = [Expectation(**{**e.__dict__, "title": f"{c.title} ({e.measure.replace('_', ' ')})"}) for e in out]
         return out
 
 
-def _title(measure: str, want: str, who: str | None) -> str:
-    who = who or "all pods"
-    return {
-        "pods": f"{who}: pods that exist",
-        "fair_share": f"{who}: fair share of GPUs (KAI's)",
-        "fraction_gpus": f"{who}: GPUs its fractions are on",
-        "nodes": f"{who}: nodes its bound pods are on",
-        "placement": f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}",
-        "not_reason": f"{who}: reason given does not mention",
-        "pod_group_field": f"{who}: PodGroup {want.split('=')[0]}",
-        "scheduling_condition": f"{who}: PodGroup has scheduling condition",
-        "no_scheduling_condition": f"{who}: PodGroup has no scheduling condition",
-        "running": f"{who}: pods Running",
-        "pending": f"{who}: pods Pending",
-        "bound": f"{who}: pods bound to a node",
-        "evicted": f"{who}: pods evicted or preempted",
-        "allocated": f"{who}: GPUs allocated",
-        "unschedulable": f"{who}: pods marked unschedulable",
-        "all_or_none": f"{who}: gang binds all or none",
-        "reason": f"{who}: reason given for waiting",
-        "bound_before": f"{who} bound before {want}",
-    }[measure]
+class _At:
+    """One step being built: what its declaration (schema.Where) may ask of the loader."""
+
+    def __init__(self, build: _Build, i: int, s: Any):
+        self.build, self.i, self.s = build, i, s
+        self.loc = ("steps", i, s.action)
+        self.common = {"timeout": 30.0 if s.timeout is None else s.timeout, "note": s.note or "",
+                       "line": build.line(*self.loc)}
+
+    def fail(self, message: str, *loc: Any) -> ScenarioError:
+        return self.build.fail(self.loc + loc, message)
+
+    def workload(self, name: str, *loc: Any) -> WorkloadFile:
+        w = self.build.workloads_by_name.get(name)
+        if w is None:
+            raise self.fail(f"step '{self.s.action}' names workload '{name}', which the scenario does not declare", *loc)
+        return w
+
+    def queue(self, q: QueueFile) -> QueueFile:
+        if q.parent is not None and q.parent not in self.build.queue_names:
+            raise self.fail(f"queue '{q.name}' names parent '{q.parent}', which this scenario does not declare")
+        return q
+
+    def conditions(self) -> tuple[Expectation, ...]:
+        body = getattr(self.s, self.s.action)
+        conditions = body if isinstance(body, list) else [body]
+        raw = self.build.data["steps"][self.i][self.s.action]
+        raw = raw if isinstance(raw, list) else [raw]
+        exps = []
+        for j, (cond, keys) in enumerate(zip(conditions, raw)):
+            exps.extend(self.build.expectations(cond, keys, self.loc + ((j,) if isinstance(body, list) else ())))
+        if not exps:
+            raise self.fail(f"a '{self.s.action}' step needs at least one condition")
+        return tuple(exps)

@@ -7,48 +7,41 @@ the **Job** (KAI's pod-grouper reads the top owner), not only on its pod templat
 
 from __future__ import annotations
 
+from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
-    GPU,
-    GPU_FRACTION_ANNOTATION,
-    KAI_SCHEDULER,
+    DEFAULT_SCHEDULER_NAME,
+    KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
     POD_GROUP_ANNOTATION,
     PODGROUP_API,
     PREEMPTIBILITY_LABEL,
-    QUEUE_API,
     QUEUE_LABEL,
     SCENARIO_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
     SUBGROUP_LABEL,
     WORKLOAD_LABEL,
 )
-from kailab.scenarios.model import PriorityClassSpec, QueueSpec, Resource, Scenario, WorkloadSpec
+from kailab.scenarios.model import Scenario
+from kailab.scenarios.schema import PriorityClassFile, QueueFile, ResourceFile, WorkloadFile
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 
-def _resource(r: Resource) -> dict:
-    return {"quota": r.quota, "limit": r.limit, "overQuotaWeight": r.over_quota_weight}
+def _resource(r: ResourceFile) -> dict:
+    return queues.resource(r.quota, r.limit, r.overQuotaWeight)
 
 
-def queue_object(q: QueueSpec) -> dict:
-    """A KAI Queue (cluster-scoped). CPU and memory default to unlimited: an unset limit is 0 to KAI."""
-    spec: dict = {"resources": {"gpu": _resource(q.gpu), "cpu": _resource(q.cpu), "memory": _resource(q.memory)}}
-    if q.parent:
-        spec["parentQueue"] = q.parent
-    if q.priority is not None:
-        spec["priority"] = q.priority
-    if q.preempt_min_runtime:
-        spec["preemptMinRuntime"] = q.preempt_min_runtime
-    if q.reclaim_min_runtime:
-        spec["reclaimMinRuntime"] = q.reclaim_min_runtime
-    return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": q.name, "labels": dict(MANAGED)}, "spec": spec}
+def queue_object(q: QueueFile) -> dict:
+    """A scenario's queue as a KAI Queue (kailab.queues: the one shape)."""
+    return queues.queue_object(q.name, _resource(q.gpu), _resource(q.cpu), _resource(q.memory), parent=q.parent,
+                               priority=q.priority, preempt_min_runtime=q.preemptMinRuntime,
+                               reclaim_min_runtime=q.reclaimMinRuntime)
 
 
-def priority_class_object(pc: PriorityClassSpec) -> dict:
+def priority_class_object(pc: PriorityClassFile) -> dict:
     obj = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
@@ -62,39 +55,39 @@ def priority_class_object(pc: PriorityClassSpec) -> dict:
     return obj
 
 
-def _owner_meta(w: WorkloadSpec, scenario: Scenario) -> dict:
+def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
     """Labels and annotations KAI reads from the top owner (the Job, the Deployment, a bare Pod)."""
     labels = {**MANAGED, WORKLOAD_LABEL: w.name, SCENARIO_LABEL: scenario.name, **w.labels}
     if w.queue:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
         labels[PREEMPTIBILITY_LABEL] = w.preemptibility
-    if w.priority_class and w.scheduler == KAI_SCHEDULER and not w.priority_in_spec_only:
+    if w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priorityClassName:
         labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
     annotations = dict(w.annotations)
-    if w.min_member is not None and w.kind == "Job":
-        annotations[MIN_MEMBER_ANNOTATION] = str(w.min_member)
+    if w.minMember is not None and w.kind == "Job":
+        annotations[MIN_MEMBER_ANNOTATION] = str(w.minMember)
     return {"labels": labels, "annotations": annotations}
 
 
-def _resources(w: WorkloadSpec) -> dict:
+def _resources(w: WorkloadFile) -> dict:
     res: dict = {}
-    if w.gpus and not w.fraction:  # a fraction is KAI's gpu-fraction annotation, not a limit
-        res["limits"] = {GPU: str(int(w.gpus))}
+    limits, _ = gpus.request(w.gpus)  # a fraction is KAI's gpu-fraction annotation, not a limit
+    if limits:
+        res["limits"] = limits
     if w.cpu:
         res["requests"] = {"cpu": w.cpu}
     return res
 
 
-def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
+def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
     meta = _owner_meta(w, scenario)
     annotations = {}
-    if w.complete_after:
-        annotations[COMPLETE_DELAY_ANNOTATION] = w.complete_after
+    if w.completeAfter is not None:
+        annotations[COMPLETE_DELAY_ANNOTATION] = f"{w.completeAfter:g}s"
     if w.kind == "PodGroup":
         annotations[POD_GROUP_ANNOTATION] = w.name
-    if w.fraction:
-        annotations[GPU_FRACTION_ANNOTATION] = f"{w.gpus:g}"
+    annotations.update(gpus.request(w.gpus)[1])
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
@@ -105,7 +98,7 @@ def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
             "resources": _resources(w),
         }],
     }
-    if w.scheduler != "default-scheduler":
+    if w.scheduler != DEFAULT_SCHEDULER_NAME:
         spec["schedulerName"] = w.scheduler
     if w.node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": w.node}
@@ -115,7 +108,7 @@ def pod_template(w: WorkloadSpec, scenario: Scenario, restart: str) -> dict:
                          "annotations": annotations}, "spec": spec}
 
 
-def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = None) -> list[dict]:
+def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = None) -> list[dict]:
     """The objects that make one workload; ``pods`` overrides its size (the scale step)."""
     n = w.pods if pods is None else pods
     ns = scenario.namespace
@@ -144,17 +137,17 @@ def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = Non
         }]
     pod_group = []
     if w.kind == "PodGroup":
-        spec = {"minMember": w.min_member or n, "queue": w.queue or "default-queue"}
+        spec = {"minMember": w.minMember or n, "queue": w.queue or "default-queue"}
         if w.priority_class:
             spec["priorityClassName"] = w.priority_class
         if w.preemptibility:
             spec["preemptibility"] = w.preemptibility
-        if w.subgroups:
-            spec["subGroups"] = [{"name": g.name, **({"minMember": g.min_member} if g.min_member else {})}
-                                 for g in w.subgroups]
+        if w.subGroups:
+            spec["subGroups"] = [{"name": g.name, **({"minMember": g.minMember} if g.minMember else {})}
+                                 for g in w.subGroups]
         pod_group.append({"apiVersion": PODGROUP_API, "kind": "PodGroup",
                           "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]}, "spec": spec})
-    subgroup_of = [g.name for g in w.subgroups for _ in range(g.pods)]
+    subgroup_of = [g.name for g in w.subGroups for _ in range(g.pods)]
     pods = []
     for i in range(n):
         tmpl = pod_template(w, scenario, "Never")
@@ -169,4 +162,4 @@ def workload_objects(w: WorkloadSpec, scenario: Scenario, pods: int | None = Non
         pods.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": f"{w.name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
                      "spec": tmpl["spec"]})
-    return pods + pod_group if w.pod_group_after_pods else pod_group + pods
+    return pods + pod_group if w.podGroupAfterPods else pod_group + pods

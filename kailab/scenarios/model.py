@@ -1,16 +1,19 @@
-"""What a scenario file says, as plain data: queues, workloads, steps, expectations.
+"""A loaded scenario, and what its words become: expectations, steps (their kinds are declared in schema.py).
 
 The loader (``loader.py``) builds these from YAML and checks them; the engine
-(``engine.py``) runs them; ``manifests.py`` turns them into Kubernetes objects.
+(``engine.py``) runs them; ``manifests.py`` turns the workloads and queues into Kubernetes objects.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
 
-UNLIMITED = -1
+if TYPE_CHECKING:
+    from kailab.scenarios.schema import PriorityClassFile, QueueFile, RequiresFile, WorkloadFile
+
 _N = r"\d+(?:\.\d+)?"
 _BOUND = re.compile(rf"^\s*(?:(>=|<=|>|<|==)?\s*({_N})|({_N})\s*\.\.\s*({_N}))\s*$")
 
@@ -56,87 +59,11 @@ def _number(text: str) -> float:
 
 
 @dataclass(frozen=True)
-class Resource:
-    """One resource of a queue. ``-1`` is unlimited; KAI reads an unset limit as 0."""
-
-    quota: float = 0
-    limit: float = UNLIMITED
-    over_quota_weight: float = 1
-
-
-@dataclass(frozen=True)
-class QueueSpec:
-    name: str
-    parent: str | None = None
-    priority: int | None = None
-    gpu: Resource = field(default_factory=Resource)
-    cpu: Resource = field(default_factory=lambda: Resource(UNLIMITED, UNLIMITED))
-    memory: Resource = field(default_factory=lambda: Resource(UNLIMITED, UNLIMITED))
-    preempt_min_runtime: str | None = None
-    reclaim_min_runtime: str | None = None
-
-
-@dataclass(frozen=True)
-class PriorityClassSpec:
-    name: str
-    value: int
-    preemptible: bool | None = None
-
-
-WorkloadKind = Literal["Job", "Pod", "PodGroup", "Deployment"]
-
-
-@dataclass(frozen=True)
-class SubGroupSpec:
-    name: str
-    pods: int
-    min_member: int | None = None
-
-
-@dataclass(frozen=True)
-class WorkloadSpec:
-    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment."""
-
-    name: str
-    kind: WorkloadKind = "Job"
-    pods: int = 1  # per Job when ``jobs`` is set
-    jobs: int | None = None  # that many separate Jobs, <name>-0 …, each its own PodGroup
-    gpus: float = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
-    queue: str | None = None
-    scheduler: str = "kai-scheduler"
-    priority_class: str | None = None
-    priority_in_spec_only: bool = False  # priorityClassName only in the pods' spec, no label
-    preemptibility: str | None = None  # "preemptible" | "non-preemptible"
-    min_member: int | None = None  # gang: batch-min-member on a Job, minMember on a PodGroup
-    subgroups: tuple[SubGroupSpec, ...] = ()  # a hand-made PodGroup's subgroups
-    pod_group_after_pods: bool = False  # a hand-made PodGroup is created after its pods
-    node: str | None = None  # pods pinned to this node
-    complete_after: str | None = None  # let KWOK complete the pods after this delay ("30s")
-    cpu: str | None = None  # CPU request per pod ("1"); pods ask for no CPU unless set
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    line: int = 0
-
-    @property
-    def fraction(self) -> bool:
-        return 0 < self.gpus < 1
-
-    @property
-    def total_pods(self) -> int:
-        return self.pods * (self.jobs or 1)
-
-
-# Measures that count (their ``bound`` is the number wanted); the rest are properties with a text ``want``.
-COUNTS = ("pods", "running", "pending", "bound", "evicted", "allocated", "unschedulable", "nodes", "fraction_gpus")
-
-
-@dataclass(frozen=True)
 class Expectation:
     """One thing that must hold, about a queue, a workload (or one of its subgroups), a node, or every pod.
 
-    ``measure`` is a count (see COUNTS) — then ``bound`` is the number wanted — or a property
-    (all_or_none, placement, reason, not_reason, bound_before, pod_group_field,
-    scheduling_condition, no_scheduling_condition), whose ``want`` is its text.
+    ``measure`` names one of schema.MEASURES: a count — then ``bound`` is the number wanted — or a
+    property, whose ``want`` is its text. ``line`` is where the scenario file says it.
     """
 
     title: str
@@ -149,6 +76,7 @@ class Expectation:
     subgroup: str | None = None
     stable: float = 0.0  # the expectation must keep holding this long (seconds)
     line: int = 0
+    needs: str = ""  # what its measure needs of a cluster (see ABILITIES), "" for nothing
 
     @property
     def scope(self) -> str:
@@ -164,106 +92,12 @@ class Expectation:
 
 @dataclass(frozen=True, kw_only=True)
 class Step:
-    """What every step has. The engine dispatches on the step's type."""
+    """What every step has. The engine dispatches on the step's type (schema.STEPS declares them)."""
 
+    needs: ClassVar[frozenset[str]] = frozenset()  # what the step needs of a cluster (see ABILITIES)
     timeout: float = 30.0
     note: str = ""
     line: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkloadStep(Step):
-    """A step about one of the scenario's workloads."""
-
-    workload: str
-
-
-class Apply(WorkloadStep):
-    """Create (or update) a workload's objects."""
-
-
-class Delete(WorkloadStep):
-    """Delete a workload's objects and its pods."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scale(WorkloadStep):
-    """Set how many pods a workload asks for."""
-
-    pods: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class SetQueue(Step):
-    """Create or change a queue mid-scenario."""
-
-    queue: QueueSpec
-
-
-@dataclass(frozen=True, kw_only=True)
-class Sleep(Step):
-    """Let time pass (changes are still folded in), e.g. for a protection window to elapse."""
-
-    seconds: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class DeletePods(Step):
-    """Delete the scenario's pods on one node (their owners may make new ones)."""
-
-    node: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class DeleteWorkloads(Step):
-    """Delete every workload that has a pod on one node."""
-
-    node: str
-
-
-@dataclass(frozen=True)
-class SchedulerChange:
-    """Settings of KAI's scheduler a scenario changes; None keeps the lab's default."""
-
-    gpu_placement: str | None = None  # binpack | spread
-    cpu_placement: str | None = None
-    full_hierarchy_fairness: bool | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class StopScheduler(Step):
-    """Stop KAI's scheduler: pods submitted now wait, together, until it starts."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class StartScheduler(Step):
-    """Start KAI's scheduler with these settings (the lab's defaults when empty)."""
-
-    settings: SchedulerChange = field(default_factory=SchedulerChange)
-    restart: bool = False  # stop it first (a configuration change)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Wait(Step):
-    """Wait until every expectation holds; a row in the verdict only when it fails."""
-
-    expectations: tuple[Expectation, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Expect(Wait):
-    """Wait until every expectation holds (and keeps holding); one verdict row each."""
-
-
-@dataclass(frozen=True)
-class Requirements:
-    """What a scenario needs of the fleet (None: anything)."""
-
-    gpus: Bound | None = None
-    nodes: Bound | None = None
-    gpus_per_node: Bound | None = None
-    homogeneous: bool | None = None
-    cpu_only_nodes: Bound | None = None
 
 
 @dataclass(frozen=True)
@@ -273,30 +107,41 @@ class Scenario:
     path: str
     lesson: str = ""
     namespace: str = ""
-    queues: tuple[QueueSpec, ...] = ()
-    priority_classes: tuple[PriorityClassSpec, ...] = ()
-    workloads: tuple[WorkloadSpec, ...] = ()
+    queues: tuple[QueueFile, ...] = ()
+    priority_classes: tuple[PriorityClassFile, ...] = ()
+    workloads: tuple[WorkloadFile, ...] = ()
     steps: tuple[Step, ...] = ()
     verify: str = ""
     missing_queues: tuple[str, ...] = ()  # queues that must not exist (kailab deletes them first)
-    requires: Requirements = field(default_factory=Requirements)
+    requires: RequiresFile | None = None  # None: any fleet
+    workload_lines: dict[str, int] = field(default_factory=dict)  # workload → its line in the file
 
-    def workload(self, name: str) -> WorkloadSpec:
-        return next(w for w in self.workloads if w.name == name)
+    def workload(self, name: str) -> WorkloadFile:
+        return self._workloads[name]
+
+    @cached_property
+    def _workloads(self) -> dict[str, WorkloadFile]:
+        return {w.name: w for w in self.workloads}
 
     @property
     def expectations(self) -> list[Expectation]:
         """Every expectation of every wait and expect step, in order."""
-        return [e for step in self.steps if isinstance(step, Wait) for e in step.expectations]
+        return [e for step in self.steps for e in getattr(step, "expectations", ())]
+
+    @property
+    def nodes(self) -> dict[str, int]:
+        """Node names the scenario uses (a workload's node, a step's, a condition's) → the line of the first."""
+        out: dict[str, int] = {}
+        for name, line in [*((w.node, self.workload_lines.get(w.name, 0)) for w in self.workloads), *((getattr(s, "node", None), s.line) for s in self.steps),
+                           *((e.node, e.line) for e in self.expectations)]:
+            if name and not out.get(name):
+                out[name] = line
+        return out
 
     @property
     def needs(self) -> frozenset[str]:
         """What the scenario needs of the cluster beyond its fleet (see ABILITIES)."""
-        out = set()
-        if any(isinstance(s, (StopScheduler, StartScheduler)) for s in self.steps):
-            out.add("scheduler-control")
-        if any(e.measure == "fair_share" for e in self.expectations):
-            out.add("fair-share")
+        out = {n for s in self.steps for n in s.needs} | {e.needs for e in self.expectations if e.needs}
         if any(w.fraction for w in self.workloads):
             out.add("gpu-sharing")
         return frozenset(out)

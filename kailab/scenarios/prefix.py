@@ -13,7 +13,8 @@ import dataclasses
 import re
 
 from kailab.errors import KailabError
-from kailab.scenarios.model import Expectation, QueueSpec, Scenario, SetQueue, Wait, WorkloadSpec
+from kailab.scenarios.model import Expectation, Scenario
+from kailab.scenarios.schema import QueueFile, SetQueue, Wait, WorkloadFile
 
 MAX_PREFIX = 20  # leaves room for the lessons' names: namespaces and queues are at most 63 characters
 MAX_NAME = 63
@@ -40,7 +41,7 @@ def prefixed(scenario: Scenario, prefix: str) -> Scenario:
         scenario,
         namespace=rename.name(scenario.namespace),
         queues=tuple(rename.queue(q) for q in scenario.queues),
-        priority_classes=tuple(dataclasses.replace(p, name=rename.name(p.name)) for p in scenario.priority_classes),
+        priority_classes=tuple(p.model_copy(update={"name": rename.name(p.name)}) for p in scenario.priority_classes),
         workloads=tuple(rename.workload(w) for w in scenario.workloads),
         steps=tuple(rename.step(s) for s in scenario.steps),
         missing_queues=tuple(rename.name(q) for q in scenario.missing_queues),
@@ -53,7 +54,7 @@ def prefixed(scenario: Scenario, prefix: str) -> Scenario:
     return out
 
 
-def prefixed_queues(queues: tuple[QueueSpec, ...], prefix: str) -> tuple[QueueSpec, ...]:
+def prefixed_queues(queues: tuple[QueueFile, ...], prefix: str) -> tuple[QueueFile, ...]:
     """Queues (``kailab queues``) with the prefix on their names and parents."""
     rename = _Renamer(prefix, {q.name for q in queues}, set())
     return tuple(rename.queue(q) for q in queues)
@@ -73,12 +74,13 @@ class _Renamer:
     def _queue_ref(self, name: str | None) -> str | None:
         return self.name(name) if name in self.queues else name
 
-    def queue(self, q: QueueSpec) -> QueueSpec:
-        return dataclasses.replace(q, name=self.name(q.name), parent=self._queue_ref(q.parent))
+    def queue(self, q: QueueFile) -> QueueFile:
+        return q.model_copy(update={"name": self.name(q.name), "parent": self._queue_ref(q.parent)})
 
-    def workload(self, w: WorkloadSpec) -> WorkloadSpec:
+    def workload(self, w: WorkloadFile) -> WorkloadFile:
         pc = self.name(w.priority_class) if w.priority_class in self.classes else w.priority_class
-        return dataclasses.replace(w, queue=self._queue_ref(w.queue), priority_class=pc)
+        key = "priorityClassName" if w.priorityClassName else "priorityClass"
+        return w.model_copy(update={"queue": self._queue_ref(w.queue), key: pc})
 
     def expectation(self, e: Expectation) -> Expectation:
         want = e.want

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from kailab.checks import Verdict
+from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.progress import Progress
 from kailab.scenarios.engine import CHANGES_FILE, Engine
 from kailab.scenarios.fold import Change
@@ -52,6 +53,9 @@ class ReplayCluster:
     def node_gpus(self) -> list[float] | None:
         return self._node_gpus
 
+    def node_names(self) -> list[str] | None:
+        return None
+
     def scenario_objects(self) -> list[dict]:
         return []
 
@@ -62,10 +66,10 @@ class ReplayCluster:
         return frozenset(ABILITIES)
 
     def stop_scheduler(self) -> None:
-        self.calls.append(("stop", "kai-scheduler"))
+        self.calls.append(("stop", KAI_SCHEDULER_NAME))
 
     def start_scheduler(self, settings) -> None:
-        self.calls.append(("start", "kai-scheduler"))
+        self.calls.append(("start", KAI_SCHEDULER_NAME))
 
     def next(self, timeout: float) -> Change | None:
         """The next recorded change if it happened within ``timeout`` of now (the clock moves to it); else None."""

@@ -1,4 +1,10 @@
-"""The scenario file format, declared: what each key may hold. ``loader.py`` turns it into the model.
+"""The scenario vocabulary: every word of a scenario file, declared once, and what the loader makes of it.
+
+A workload key is a field of :class:`WorkloadFile` (manifests.py writes it into objects). A measure
+is one line of :data:`MEASURES` (its check is in ``kailab/checks.py``). A step is one line of
+:data:`STEPS` — its key, what it holds and the step it becomes (its player is in ``engine.py``).
+The file's shape (``ConditionFile``, ``StepFile``), the loader's tables and the verdict titles
+are derived from these declarations; exercises/README.md is tested against them.
 
 Keys are the file's own (camelCase); unknown keys are errors (``extra="forbid"``). Checks
 that need the whole file (a queue's parent exists, a step names a declared workload) are
@@ -8,7 +14,8 @@ in the loader, where every error still carries its line.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, Callable, ClassVar, Literal, Protocol, Union, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -21,42 +28,59 @@ from pydantic import (
     StrictInt,
     StrictStr,
     Tag,
+    create_model,
     model_validator,
 )
+from pydantic.alias_generators import to_camel
 
-from kailab.scenarios.model import Bound
+from kailab.labels import (
+    KAI_SCHEDULER_NAME,
+    QUEUE_API,
+    COMPLETE_DELAY_ANNOTATION,
+    GPU_FRACTION_ANNOTATION,
+    MANAGED,
+    MIN_MEMBER_ANNOTATION,
+    POD_GROUP_ANNOTATION,
+    PREEMPTIBILITY_LABEL,
+    QUEUE_LABEL,
+    SKIP_PODGROUPER_ANNOTATION,
+    SUBGROUP_LABEL,
+)
+from kailab.quantity import Quantity
+from kailab.scenarios.model import Bound, Expectation, Step
+from kailab.scheduler_settings import SchedulerSettings
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
 GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
-QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 MAX_PODS = 1000  # per workload: the lab's fleets hold dozens; `kailab bench` is for thousands
+MAX_SECONDS = 3600  # a sleep, timeout, hold or completeAfter: a lesson takes seconds, an hour is a mistake
+MAX_NAME = 63  # a Kubernetes name that is also a label value or a DNS label
 
-Name = Annotated[StrictStr, Field(pattern=DNS_LABEL, max_length=63)]
+Name = Annotated[StrictStr, Field(pattern=DNS_LABEL, max_length=MAX_NAME)]
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
 
 
 def seconds(text: Any) -> float:
-    """``"30s"`` / ``"500ms"`` / ``"2m"`` / ``5`` → seconds."""
+    """``"30s"`` / ``"500ms"`` / ``"2m"`` / ``5`` → seconds, at most an hour."""
     m = DURATION.match(str(text)) if not isinstance(text, bool) else None
     if not m:
         raise ValueError(f"{text!r} is not a duration; want one such as 30s, 500ms or 2m")
     number, unit = float(m.group(1)), m.group(2) or "s"
-    return number / 1000 if unit == "ms" else number * 60 if unit == "m" else number
+    value = number / 1000 if unit == "ms" else number * 60 if unit == "m" else number
+    if value > MAX_SECONDS:
+        raise ValueError(f"{text!r} is {value:g} seconds; kailab waits at most 1h "
+                         f"({MAX_SECONDS}s): a lesson takes seconds")
+    return value
 
 
 def _go_duration(text: Any) -> str:
     if not isinstance(text, str) or not GO_DURATION.match(text):
         raise ValueError(f"{text!r} is not a duration KAI reads; want one such as 30s, 5m or 1h30m")
     return text
-
-
-def _quantity(text: Any) -> str:
-    if isinstance(text, bool) or not QUANTITY.match(str(text)):
-        raise ValueError(f"{text!r} is not a Kubernetes quantity; want one such as 1, 500m or 2")
-    return str(text)
 
 
 def _label_key(key: str) -> str:
@@ -67,17 +91,34 @@ def _label_key(key: str) -> str:
     return key
 
 
+def _label_value(value: str) -> str:
+    if len(value) > MAX_NAME or not LABEL_VALUE.match(value):
+        raise ValueError(f"{value!r} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
+                         "starting and ending with a letter or digit (or empty)")
+    return value
+
+
 def _bound(value: Any) -> Bound:
+    if isinstance(value, Bound):
+        return value
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a count; want 8, >=8, <=8, >8, <8 or 8..12")
     return Bound.parse(str(value))
 
 
+def _whole_bound(value: Any) -> Bound:
+    bound = _bound(value)
+    if any(n is not None and not float(n).is_integer() for n in (bound.low, bound.high)):
+        raise ValueError(f"{value!r} — this counts pods or nodes: want a whole number (8, >=8, 8..12)")
+    return bound
+
+
 Seconds = Annotated[Union[StrictInt, StrictFloat, StrictStr], AfterValidator(seconds)]
 GoDuration = Annotated[Any, AfterValidator(_go_duration)]
-Quantity = Annotated[Any, AfterValidator(_quantity)]
 LabelKey = Annotated[StrictStr, AfterValidator(_label_key)]
-Want = Annotated[Any, AfterValidator(_bound)]
+LabelValue = Annotated[StrictStr, AfterValidator(_label_value)]
+Want = Annotated[Any, AfterValidator(_bound)]  # a count that may have decimals (GPUs)
+WholeWant = Annotated[Any, AfterValidator(_whole_bound)]  # a count of pods or nodes
 Number = Union[StrictInt, StrictFloat]
 
 
@@ -92,21 +133,37 @@ def _amount(value: float) -> float:
 
 
 Amount = Annotated[Number, AfterValidator(_amount)]
+UNLIMITED = -1
 
 
 class ResourceFile(FileModel):
+    """One resource of a queue. ``-1`` is unlimited; KAI reads an unset limit as 0, so kailab writes -1."""
+
     quota: Amount = 0
-    limit: Amount = -1  # KAI reads an omitted limit as 0; kailab writes -1 (unlimited) unless given
+    limit: Amount = UNLIMITED
     overQuotaWeight: Amount = 1
+
+    @model_validator(mode="after")
+    def _quota_within_limit(self):
+        if self.limit != UNLIMITED and (self.quota == UNLIMITED or self.quota > self.limit):
+            quota = "an unlimited quota (-1)" if self.quota == UNLIMITED else f"quota {self.quota:g}"
+            raise ValueError(f"{quota} is above limit {self.limit:g}: a queue never gets more than its limit; "
+                             "raise the limit (or -1, unlimited) or lower the quota")
+        return self
+
+
+_UNLIMITED = ResourceFile(quota=UNLIMITED)
 
 
 class QueueFile(FileModel):
+    """A queue; CPU and memory default to unlimited (an unset limit is 0 to KAI, which would block every pod)."""
+
     name: Name
     parent: Name | None = None
     priority: StrictInt | None = None
-    gpu: ResourceFile | None = None
-    cpu: ResourceFile | None = None
-    memory: ResourceFile | None = None
+    gpu: ResourceFile = ResourceFile()
+    cpu: ResourceFile = _UNLIMITED
+    memory: ResourceFile = _UNLIMITED
     preemptMinRuntime: GoDuration | None = None
     reclaimMinRuntime: GoDuration | None = None
 
@@ -138,24 +195,47 @@ class SubGroupFile(FileModel):
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
+# Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
+# ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
+OWN_KEYS = {
+    **{key: "kailab sets it on everything it makes" for key in MANAGED},
+    QUEUE_LABEL: "write queue: instead", PREEMPTIBILITY_LABEL: "write preemptibility: instead",
+    "priorityClassName": "write priorityClass: instead", MIN_MEMBER_ANNOTATION: "write minMember: instead",
+    SUBGROUP_LABEL: "write subGroups: instead", GPU_FRACTION_ANNOTATION: "write gpus: 0.5 instead",
+    POD_GROUP_ANNOTATION: "write kind: PodGroup instead", SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
+    COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
+}
+OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
+
+
+def _own_key(key: str) -> str | None:
+    """What to do instead of setting a label or annotation key that is kailab's or KAI's; None if the key is free."""
+    if key in OWN_KEYS:
+        return OWN_KEYS[key]
+    prefix = next((p for p in OWN_PREFIXES if key.startswith(p)), None)
+    return None if prefix is None else f"kailab and KAI set the keys under {prefix} themselves"
+
+
 class WorkloadFile(FileModel):
+    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment."""
+
     name: Name
     kind: Literal["Job", "Pod", "PodGroup", "Deployment"] = "Job"
-    pods: Count = 1
-    jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs (kind Job)
-    gpus: Gpus = 1
+    pods: Count = 1  # per Job when ``jobs`` is set
+    jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs <name>-0 …
+    gpus: Gpus = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
     queue: Name | None = None
-    scheduler: Name = "kai-scheduler"
+    scheduler: Name = KAI_SCHEDULER_NAME
     priorityClass: Name | None = None  # the priorityClassName label on the owner and the pods' spec
     priorityClassName: Name | None = None  # only the pods' spec.priorityClassName (no label)
     preemptibility: Literal["preemptible", "non-preemptible"] | None = None
-    minMember: Annotated[StrictInt, Field(ge=1)] | None = None
-    subGroups: list[SubGroupFile] = []
-    podGroupAfterPods: StrictBool = False
+    minMember: Annotated[StrictInt, Field(ge=1)] | None = None  # gang: batch-min-member (Job), minMember (PodGroup)
+    subGroups: tuple[SubGroupFile, ...] = ()
+    podGroupAfterPods: StrictBool = False  # a hand-made PodGroup is created after its pods
     node: Name | None = None  # pin the pods to this node (nodeSelector kubernetes.io/hostname)
-    completeAfter: Seconds | None = None
-    cpu: Quantity | None = None
-    labels: dict[LabelKey, StrictStr] = {}
+    completeAfter: Seconds | None = None  # KWOK completes the pods after this long
+    cpu: Quantity | None = None  # CPU request per pod; pods ask for no CPU unless set
+    labels: dict[LabelKey, LabelValue] = {}
     annotations: dict[LabelKey, StrictStr] = {}
 
     @model_validator(mode="after")
@@ -169,7 +249,50 @@ class WorkloadFile(FileModel):
         if self.subGroups and sum(g.pods for g in self.subGroups) != self.pods:
             raise ValueError(f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
                              f"but the workload has pods: {self.pods}")
+        for words, keys in (("labels", self.labels), ("annotations", self.annotations)):
+            for key in keys:
+                if (instead := _own_key(key)) is not None:
+                    raise ValueError(f"{words}: '{key}' is kailab's or KAI's own (kailab finds and counts its pods "
+                                     f"by such keys): leave it out; {instead}")
+        if (too_long := self.longest_name(self.pods)) is not None:
+            raise ValueError(too_long)
         return self
+
+    def longest_name(self, pods: int) -> str | None:
+        """Why the names kailab derives from this workload's (with ``pods`` pods) exceed Kubernetes' limit; None if they fit.
+
+        Jobs are <name>-<i> with ``jobs:`` (a Job's name is also a label on its pods); bare pods are <name>-<i>.
+        """
+        many = self.jobs if self.jobs is not None else pods if self.kind in ("Pod", "PodGroup") else 0
+        longest = f"{self.name}-{many - 1}" if many else self.name
+        if len(longest) > MAX_NAME:
+            what = "Job" if self.jobs is not None else "pod"
+            return (f"the {what} names would be up to '{longest}' ({len(longest)} characters; Kubernetes allows "
+                    f"{MAX_NAME}): shorten the name to {MAX_NAME - len(longest) + len(self.name)} characters")
+        return None
+
+    @property
+    def priority_class(self) -> str | None:
+        """The pods' priority class, whichever word gave it."""
+        return self.priorityClassName or self.priorityClass
+
+    @property
+    def fraction(self) -> bool:
+        return 0 < self.gpus < 1
+
+    @property
+    def total_pods(self) -> int:
+        return self.pods * (self.jobs or 1)
+
+
+class RequiresFile(FileModel):
+    """What the scenario needs of the fleet; on another fleet its verdict is "not applicable"."""
+
+    gpus: WholeWant | None = None
+    nodes: WholeWant | None = None
+    gpusPerNode: WholeWant | None = None  # every GPU node
+    homogeneous: StrictBool | None = None  # every GPU node has the same number of GPUs
+    cpuOnlyNodes: WholeWant | None = None
 
 
 class PodGroupFieldFile(FileModel):
@@ -178,11 +301,70 @@ class PodGroupFieldFile(FileModel):
     path: Annotated[StrictStr, Field(pattern=r"^(spec|status|metadata)(\.[A-Za-z][A-Za-z0-9]*)+$")]
     equals: Union[StrictStr, StrictInt, StrictBool]
 
+    def __str__(self) -> str:
+        return f"{self.path}={str(self.equals).lower() if isinstance(self.equals, bool) else self.equals}"
 
-class ConditionFile(FileModel):
-    """One condition of a wait or expect step: a scope and one or more measures."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+# -- measures ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure a condition may name: its key, what it holds, and the verdict row it makes."""
+
+    word: str  # the file's key
+    name: str  # the measure in the verdict (a check's ``measure``) and in kailab/checks.py
+    value: Any  # what the file may give; Want or WholeWant: a count, checked against a Bound
+    title: str | Callable[[str, str], str]  # the row's title, from who it is about and the wanted text
+    about: str = ""  # "workload" or "queue": the scope it needs
+    needs: str = ""  # what it needs of a cluster (model.ABILITIES)
+    short: str = ""  # another key for the same measure
+
+    @property
+    def counted(self) -> bool:
+        """A count, compared with a Bound (the rest are properties with a text)."""
+        return self.value is Want or self.value is WholeWant
+
+    def want(self, value: Any, raw: Any) -> str:
+        """The wanted value as text: a count as the file wrote it, ``true``, or the property's text."""
+        return str(raw) if self.counted else "true" if value is True else str(value)
+
+    def titled(self, who: str, want: str) -> str:
+        return self.title(who, want) if callable(self.title) else self.title.format(who=who, want=want)
+
+
+MEASURES = (
+    Measure("pods", "pods", WholeWant, "{who}: pods that exist"),
+    Measure("running", "running", WholeWant, "{who}: pods Running"),
+    Measure("pending", "pending", WholeWant, "{who}: pods Pending"),
+    Measure("bound", "bound", WholeWant, "{who}: pods bound to a node"),
+    Measure("evicted", "evicted", WholeWant, "{who}: pods evicted or preempted"),
+    Measure("allocated", "allocated", Want, "{who}: GPUs allocated", short="gpus"),
+    Measure("unschedulable", "unschedulable", WholeWant, "{who}: pods marked unschedulable"),
+    Measure("nodes", "nodes", WholeWant, "{who}: nodes its bound pods are on"),
+    Measure("fractionGpus", "fraction_gpus", WholeWant, "{who}: GPUs its fractions are on"),
+    Measure("fairShare", "fair_share", Want, "{who}: fair share of GPUs (KAI's)", about="queue", needs="fair-share"),
+    Measure("placement", "placement", Literal["distinct", "oneNode"],
+            lambda who, want: f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}"),
+    Measure("allOrNone", "all_or_none", Literal[True], "{who}: gang binds all or none", about="workload"),
+    Measure("reason", "reason", StrictStr, "{who}: reason given for waiting"),
+    Measure("notReason", "not_reason", StrictStr, "{who}: reason given does not mention"),
+    Measure("boundBefore", "bound_before", Name, "{who} bound before {want}", about="workload"),
+    Measure("podGroupField", "pod_group_field", PodGroupFieldFile,
+            lambda who, want: f"{who}: PodGroup {want.split('=')[0]}", about="workload"),
+    Measure("schedulingCondition", "scheduling_condition", StrictStr, "{who}: PodGroup has scheduling condition",
+            about="workload"),
+    Measure("noSchedulingCondition", "no_scheduling_condition", StrictStr,
+            "{who}: PodGroup has no scheduling condition", about="workload"),
+)
+MEASURE_OF_KEY = {key: m for m in MEASURES for key in (m.word, m.short) if key}  # file key → measure
+MEASURE_NAMED = {m.name: m for m in MEASURES}  # verdict name → measure
+_NEEDS_SCOPE = {"workload": "{word} is about one workload: add 'workload: NAME'",
+                "queue": "{word} is a queue's: add 'queue: NAME'"}
+
+
+class _Condition(FileModel):
+    """One condition of a wait or expect step: a scope and one or more measures (the fields MEASURES adds)."""
 
     queue: Name | None = None
     workload: Name | None = None
@@ -190,56 +372,33 @@ class ConditionFile(FileModel):
     subGroup: Name | None = None
     title: StrictStr | None = None
     stable: Seconds | None = None
-    pods: Want | None = None
-    running: Want | None = None
-    pending: Want | None = None
-    bound: Want | None = None
-    evicted: Want | None = None
-    allocated: Want | None = Field(None, alias="gpus")
-    unschedulable: Want | None = None
-    nodes: Want | None = None
-    fractionGpus: Want | None = None  # distinct GPUs the scope's bound fraction pods are on
-    fairShare: Want | None = None  # the queue's fair share of GPUs, as KAI's scheduler publishes it
-    placement: Literal["distinct", "oneNode"] | None = None
-    allOrNone: Literal[True] | None = None
-    reason: StrictStr | None = None
-    notReason: StrictStr | None = None
-    boundBefore: Name | None = None
-    podGroupField: PodGroupFieldFile | None = None
-    schedulingCondition: StrictStr | None = None
-    noSchedulingCondition: StrictStr | None = None
 
     @model_validator(mode="before")
     @classmethod
-    def _allocated(cls, data: Any) -> Any:
-        # ``allocated`` and its short form ``gpus`` are one measure.
-        if isinstance(data, dict) and "allocated" in data:
-            if "gpus" in data:
-                raise ValueError("give allocated or gpus, not both")
-            data = {("gpus" if k == "allocated" else k): v for k, v in data.items()}
+    def _short_keys(cls, data: Any) -> Any:
+        # A measure's short key (``gpus`` for ``allocated``) is the same measure.
+        if isinstance(data, dict):
+            for m in MEASURES:
+                if m.short and m.short in data:
+                    if m.word in data:
+                        raise ValueError(f"give {m.word} or {m.short}, not both")
+                    data = {(m.word if k == m.short else k): v for k, v in data.items()}
         return data
 
     @model_validator(mode="after")
     def _one_measure(self):
-        if not any(getattr(self, m) is not None for m in MEASURES):
-            raise ValueError("a condition needs a measure: " + ", ".join(MEASURE_WORDS.values()))
-        for m in ("allOrNone", "boundBefore", "podGroupField", "schedulingCondition", "noSchedulingCondition"):
-            if getattr(self, m) is not None and not self.workload:
-                raise ValueError(f"{m} is about one workload: add 'workload: NAME'")
-        if self.fairShare is not None and not self.queue:
-            raise ValueError("fairShare is a queue's: add 'queue: NAME'")
+        if not any(getattr(self, m.word) is not None for m in MEASURES):
+            raise ValueError("a condition needs a measure: " + ", ".join(m.word for m in MEASURES))
+        for m in MEASURES:
+            if m.about and getattr(self, m.word) is not None and getattr(self, m.about) is None:
+                raise ValueError(_NEEDS_SCOPE[m.about].format(word=m.word))
         if self.subGroup is not None and not self.workload:
             raise ValueError("subGroup names a subgroup of one workload: add 'workload: NAME'")
         return self
 
 
-# measure attribute → the word a scenario file uses
-MEASURE_WORDS = {"pods": "pods", "running": "running", "pending": "pending", "bound": "bound", "evicted": "evicted",
-                 "allocated": "allocated", "unschedulable": "unschedulable", "nodes": "nodes", "fractionGpus": "fractionGpus", "fairShare": "fairShare",
-                 "placement": "placement", "allOrNone": "allOrNone", "reason": "reason", "notReason": "notReason",
-                 "boundBefore": "boundBefore", "podGroupField": "podGroupField",
-                 "schedulingCondition": "schedulingCondition", "noSchedulingCondition": "noSchedulingCondition"}
-MEASURES = tuple(MEASURE_WORDS)
+ConditionFile = create_model("ConditionFile", __base__=_Condition,
+                             **{m.word: (m.value | None, None) for m in MEASURES})
 
 
 def _one_or_many(value: Any) -> str:
@@ -252,6 +411,114 @@ Conditions = Annotated[
 ]
 
 
+# -- steps ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadStep(Step):
+    """A step about one of the scenario's workloads."""
+
+    workload: str
+
+
+class Apply(WorkloadStep):
+    """Create (or update) a workload's objects."""
+
+
+class Delete(WorkloadStep):
+    """Delete a workload's objects and its pods."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scale(WorkloadStep):
+    """Set how many pods a workload asks for."""
+
+    pods: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetQueue(Step):
+    """Create or change a queue mid-scenario."""
+
+    queue: QueueFile
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sleep(Step):
+    """Let time pass (changes are still folded in), e.g. for a protection window to elapse."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeStep(Step):
+    """A step about one node of the fleet."""
+
+    node: str
+
+
+class DeletePods(NodeStep):
+    """Delete the scenario's pods on one node (their owners may make new ones)."""
+
+
+class DeleteWorkloads(NodeStep):
+    """Delete every workload that has a pod on one node."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopScheduler(Step):
+    """Stop KAI's scheduler: pods submitted now wait, together, until it starts."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"scheduler-control"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartScheduler(Step):
+    """Start KAI's scheduler with these settings (the lab's defaults when empty)."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"scheduler-control"})
+    settings: SchedulerSettings = field(default_factory=SchedulerSettings)
+    restart: bool = False  # stop it first (a configuration change)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wait(Step):
+    """Wait until every expectation holds; a row in the verdict only when it fails."""
+
+    expectations: tuple[Expectation, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expect(Wait):
+    """Wait until every expectation holds (and keeps holding); one verdict row each."""
+
+
+class Where(Protocol):
+    """What a step's declaration may ask of the loader while it builds the step (every error names file:line)."""
+
+    common: dict  # timeout, note and line: every step has them
+
+    def fail(self, message: str, *loc: Any) -> Exception: ...
+
+    def workload(self, name: str, *loc: Any) -> WorkloadFile:
+        """The declared workload of that name, or an error at ``loc`` (below the step's key)."""
+
+    def queue(self, q: QueueFile) -> QueueFile:
+        """A queue a step sets, its parent checked."""
+
+    def conditions(self) -> tuple[Expectation, ...]:
+        """The step's conditions, one expectation per measure."""
+
+
+def _scale(v: ScaleFile, at: Where) -> Scale:
+    w = at.workload(v.workload, "workload")
+    if w.jobs is not None or w.kind == "PodGroup":
+        raise at.fail(f"workload '{w.name}' cannot be scaled: scale a single Job, a Deployment or bare Pods")
+    if (too_long := w.longest_name(v.pods)) is not None:
+        raise at.fail(too_long, "pods")
+    return Scale(workload=w.name, pods=v.pods, **at.common)
+
+
 class ScaleFile(FileModel):
     workload: Name
     pods: Count
@@ -261,31 +528,51 @@ class OnNodeFile(FileModel):
     node: Name
 
 
-class SchedulerFile(FileModel):
-    """What a scenario may set in KAI's scheduler; what is left out keeps the lab's default."""
-
-    gpuPlacement: Literal["binpack", "spread"] | None = None
-    cpuPlacement: Literal["binpack", "spread"] | None = None
-    fullHierarchyFairness: StrictBool | None = None
+def _settings(given: BaseModel) -> SchedulerSettings:
+    """A ``schedulerConfig:`` value → the scheduler's settings; a key left out keeps the lab's default."""
+    return SchedulerSettings(**{f.name: v for f in fields(SchedulerSettings)
+                                if (v := getattr(given, to_camel(f.name))) is not None})
 
 
-ACTIONS = ("apply", "delete", "scale", "queue", "wait", "expect", "sleep", "deletePods", "deleteWorkloads",
-           "stopScheduler", "startScheduler", "schedulerConfig")
+# What a scenario may set in KAI's scheduler: SchedulerSettings' fields, in camelCase, each optional.
+_hints = get_type_hints(SchedulerSettings)
+SchedulerFile = create_model("SchedulerFile", __base__=FileModel,
+                             **{to_camel(f.name): (_hints[f.name] | None, None) for f in fields(SchedulerSettings)})
+SchedulerConfig = Annotated[SchedulerFile, AfterValidator(_settings)]
 
 
-class StepFile(FileModel):
-    apply: Name | None = None
-    delete: Name | None = None
-    scale: ScaleFile | None = None
-    queue: QueueFile | None = None
-    wait: Conditions | None = None
-    expect: Conditions | None = None
-    sleep: Seconds | None = None
-    deletePods: OnNodeFile | None = None  # the scenario's pods on that node
-    deleteWorkloads: OnNodeFile | None = None  # every workload with a pod on that node
-    stopScheduler: Literal[True] | None = None
-    startScheduler: Literal[True] | None = None
-    schedulerConfig: SchedulerFile | None = None  # restart the scheduler with these settings
+@dataclass(frozen=True)
+class StepWord:
+    """One step a scenario may take: its key, what the key holds, and the step it becomes."""
+
+    word: str
+    value: Any
+    build: Callable[[Any, Where], Step]
+
+
+STEPS = (
+    StepWord("apply", Name, lambda v, at: Apply(workload=at.workload(v).name, **at.common)),
+    StepWord("delete", Name, lambda v, at: Delete(workload=at.workload(v).name, **at.common)),
+    StepWord("scale", ScaleFile, _scale),
+    StepWord("queue", QueueFile, lambda v, at: SetQueue(queue=at.queue(v), **at.common)),
+    StepWord("wait", Conditions, lambda v, at: Wait(expectations=at.conditions(), **at.common)),
+    StepWord("expect", Conditions, lambda v, at: Expect(expectations=at.conditions(), **at.common)),
+    StepWord("sleep", Seconds, lambda v, at: Sleep(seconds=v, **at.common)),
+    StepWord("deletePods", OnNodeFile, lambda v, at: DeletePods(node=v.node, **at.common)),  # the scenario's pods there
+    StepWord("deleteWorkloads", OnNodeFile,  # every workload with a pod on that node
+             lambda v, at: DeleteWorkloads(node=v.node, **at.common)),
+    StepWord("stopScheduler", Literal[True], lambda v, at: StopScheduler(**at.common)),
+    StepWord("startScheduler", Literal[True], lambda v, at: StartScheduler(**at.common)),
+    StepWord("schedulerConfig", SchedulerConfig,  # restart the scheduler with these settings
+             lambda v, at: StartScheduler(settings=v, restart=True, **at.common)),
+)
+STEP_OF = {s.word: s for s in STEPS}
+ACTIONS = tuple(STEP_OF)
+
+
+class _Step(FileModel):
+    """One step: exactly one of the STEPS' keys, and what every step may have."""
+
     timeout: Seconds | None = None
     note: StrictStr | None = None
 
@@ -300,6 +587,12 @@ class StepFile(FileModel):
     @property
     def action(self) -> str:
         return next(a for a in ACTIONS if getattr(self, a) is not None)
+
+
+StepFile = create_model("StepFile", __base__=_Step, **{s.word: (s.value | None, None) for s in STEPS})
+
+
+# -- the file ------------------------------------------------------------------------------------
 
 
 def _lesson_or_queue(value: Any) -> str:
@@ -322,24 +615,15 @@ Queues = Annotated[
 ]
 
 
-class RequiresFile(FileModel):
-    """What the scenario needs of the fleet; on another fleet its verdict is "not applicable"."""
-
-    gpus: Want | None = None
-    nodes: Want | None = None
-    gpusPerNode: Want | None = None  # every GPU node
-    homogeneous: StrictBool | None = None  # every GPU node has the same number of GPUs
-    cpuOnlyNodes: Want | None = None
-
-
 class ScenarioFile(FileModel):
-    name: Annotated[Name, Field(max_length=56)]  # the namespace kailab-<name> must fit in 63
+    name: Annotated[Name, Field(max_length=MAX_NAME - len("kailab-"))]  # the namespace kailab-<name> must fit
     title: StrictStr | None = None
     lesson: StrictStr = ""
     namespace: Name | None = None
     queues: Queues = []
     missingQueues: list[Name] = []
     missingSchedulers: list[Name] = []  # scheduler names no scheduler answers to (a typo, on purpose)
+    onParentQueue: list[Name] = []  # workloads on a parent queue on purpose (KAI leaves them Pending, silently)
     priorityClasses: list[PriorityClassFile] = []
     workloads: list[WorkloadFile] = []
     requires: RequiresFile | None = None
@@ -369,7 +653,7 @@ class QueueMetadata(BaseModel):
 class QueueObject(FileModel):
     """A KAI Queue object as ``kubectl apply`` takes it (manifests/queues.yaml)."""
 
-    apiVersion: Literal["scheduling.run.ai/v2"]
+    apiVersion: Literal[QUEUE_API]  # type: ignore[valid-type]
     kind: Literal["Queue"]
     metadata: QueueMetadata
     spec: QueueObjectSpec = QueueObjectSpec()

@@ -95,7 +95,11 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         assert report[learner]["scheduler"] == "running"
     page = tmp_path / "class.md"
     kai_lab.cli("class", "evidence", "--out", str(page), check=True)
-    assert "| cai | – | – | – | PASS " in page.read_text()  # baseline, borrow, consolidation: not cai's; fairshare
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in page.read_text().splitlines()
+             if line.startswith("| ")]
+    header, cai = table[0], next(r for r in table if r[0] == "cai")
+    assert cai[header.index("fairshare")].startswith("PASS ") and cai[header.index("reclaim")].startswith("PASS ")
+    assert cai[header.index("quota")] == "–"
     # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
     ns = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
     queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name

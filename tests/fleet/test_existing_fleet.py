@@ -21,7 +21,7 @@ from waits import until  # tests/fleet/waits.py
 from kailab.labels import KWOK_TOLERATION, LAB_ID_LABEL, QUEUE_API
 from kailab.ownership import Owner
 from kailab.preflight import blocking, findings
-from kailab.runtimes.base import LabState
+from kailab.labstate import LabState
 from kailab.runtimes.existing import leaves_first, read_facts
 from kailab.scenarios.live import clear_scenarios
 
@@ -199,3 +199,60 @@ def test_with_a_prefix_every_lesson_runs_beside_foreign_objects_and_down_leaves_
     assert kube.ping()
     status = json.loads(kai_lab.cli("status", "--json", check=True).stdout)
     assert status["healthy"] and status["runtime"] == "local"  # the local lab runs on, untouched
+
+
+USER_POD = "users-own"  # in `default`, beside the foreign namespace's pod
+
+
+def scenario_in(folder, namespace: str):
+    """A scenario that names a namespace it did not make: nothing may be cleared, labelled or applied there."""
+    path = folder / f"in-{namespace}.yaml"
+    path.write_text(f"name: mine\nnamespace: {namespace}\nqueues: [{{name: mine-q}}]\n"
+                    "workloads: [{name: w, queue: mine-q, pods: 1, gpus: 1}]\nsteps: [{apply: w}, {wait: {workload: w, running: 1}}]\n")
+    return path
+
+
+def users_things(kube) -> dict:
+    """The user's pods (uid, phase, not being deleted) and namespaces (uid, labels), as they are now."""
+    pods = {(ns, name): kube.core.read_namespaced_pod(name, ns) for ns, name in (("default", USER_POD), (FOREIGN_NS, FOREIGN_POD))}
+    spaces = {ns: kube.core.read_namespace(ns) for ns in ("default", FOREIGN_NS)}
+    return {"pods": {k: (p.metadata.uid, p.status.phase, p.metadata.deletion_timestamp) for k, p in pods.items()},
+            "namespaces": {k: (n.metadata.uid, n.metadata.labels, n.metadata.deletion_timestamp) for k, n in spaces.items()}}
+
+
+def test_a_scenario_naming_a_namespace_kailab_did_not_make_is_refused_and_the_users_pods_are_left(
+        kai_lab, foreign, guest, tmp_path):
+    kube = kai_lab.kube
+    pod = {**FOREIGN[-1], "metadata": {"name": USER_POD, "namespace": "default", "labels": {"team": "me"}}}
+    kube.apply(pod)
+    try:
+        until("the user's pod in default to run",
+              lambda: kube.core.read_namespaced_pod(USER_POD, "default").status.phase == "Running")
+        before = users_things(kube)
+        assert all(phase == "Running" for _, phase, _ in before["pods"].values())
+        paths = {ns: scenario_in(tmp_path, ns) for ns in ("default", FOREIGN_NS)}
+
+        # An adopted cluster: refused before anything is applied; a lesson and down leave the user's things.
+        lab_id, _ = guest.up()
+        for ns, path in paths.items():
+            proc = guest.cli("run", str(path))
+            assert proc.returncode == 1, proc.stdout + proc.stderr
+            assert f"kailab will not change or delete Namespace {ns}: it exists on this cluster" in proc.stderr, proc.stderr
+            assert f"give {path} namespace: kailab-mine (or leave namespace: out)" in proc.stderr, proc.stderr
+        assert owned_by(kube, lab_id) == {"namespaces": [], "queues": [], "priority classes": []}  # nothing applied
+        proc = guest.cli("demo", "baseline")
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        assert users_things(kube) == before
+        guest.down()
+        assert users_things(kube) == before, "down touched a namespace or pod kailab did not make"
+
+        # The cluster kailab made: the same refusal, and its lesson leaves the user's things too.
+        for ns, path in paths.items():
+            proc = kai_lab.cli("run", str(path))
+            assert proc.returncode == 1 and f"Namespace {ns}: it exists" in proc.stderr, proc.stdout + proc.stderr
+        proc = kai_lab.cli("demo", "baseline")
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        assert users_things(kube) == before
+    finally:
+        clear_scenarios(kube)  # the lessons' pods: the next test starts from an empty fleet
+        kube.delete("v1", "Pod", USER_POD, "default")

@@ -2,18 +2,22 @@
 
 KAI v0.17.0 shares a GPU through a reservation pod per shared GPU (namespace kai-resource-reservation); the
 binder binds a fractional pod only once something has annotated that pod with the GPU it holds — on the
-local runtime, kailab's ledger (kailab/gpu_ledger.py), started by ``up`` and stopped by ``down``.
+local runtime, kailab's ledger (kailab/runtimes/gpu_ledger/), started by ``up`` and stopped by ``down``.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import psutil
 from waits import until  # tests/fleet/waits.py
 
-from kailab.gpu_ledger import GPU_GROUP_LABEL, PROCESS_NAME, RESERVATION_NAMESPACE, RESERVE_ANNOTATION, read_ledger
-from kailab.labels import KWOK_TOLERATION
+from kailab.evidence import pending_verdicts
+from kailab.labels import GPU_GROUP_LABEL, KWOK_TOLERATION, RESERVATION_NAMESPACE
+from kailab.runtimes.gpu_ledger import PROCESS_NAME
+from kailab.runtimes.gpu_ledger.facts import RESERVE_ANNOTATION
+from kailab.runtimes.gpu_ledger.store import read_ledger
 
 NS = "kailab-fractions"
 
@@ -129,3 +133,26 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         print("times: " + ", ".join(f"{k} {v:.1f}s" for k, v in times.items()))
     finally:
         kube.delete_namespace(NS)
+
+
+def test_the_fractions_lesson_records_its_verdict_and_watch_and_status_count_each_shared_gpu_once(kai_lab):
+    # The lesson prints a watch frame after its run: a bound fractional pod used to crash it before it recorded.
+    run = kai_lab.cli("lesson", "fractions", "--yes")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Recorded for your evidence" in run.stdout
+    recorded = [r for r in pending_verdicts(kai_lab.home) if r["scenario"] == "fractions"]
+    assert recorded and recorded[-1]["passed"] and recorded[-1]["lesson"]["passed"]
+
+    # Its pods stay after its expectations: two halves on one GPU of kwok-a100-0, 0.9 and 0.3 on one GPU each,
+    # each shared GPU also held by one of KAI's reservation pods — 3 GPUs in use, not 6 nor 2.2.
+    until("KAI's three reservation pods", lambda: len(reservation_pods(kai_lab.kube)) == 3)
+    text = kai_lab.cli("watch", "--once", check=True).stdout
+    row = next(line for line in text.splitlines() if line.startswith("│ kwok-a100-0 "))
+    assert row.count("◐") == 3 and row.count("■") == 0 and "3/8" in row, row
+    frac = next(line for line in text.splitlines() if line.startswith("│ team-frac "))
+    assert "2.2" in frac, frac
+    status = json.loads(kai_lab.cli("status", "--json", check=True).stdout)
+    node = next(n for n in status["nodes"] if n["name"] == "kwok-a100-0")
+    assert (node["used"], node["free"]) == (3, 5), node
+    queue = next(q for q in status["queues"] if q["name"] == "team-frac")
+    assert round(queue["allocated"], 6) == 2.2, queue

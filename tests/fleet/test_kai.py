@@ -62,9 +62,9 @@ def test_every_exercise_passes_on_real_kai_and_replays_to_the_same_verdict(kai_l
     failed = [f"{v['scenario']}: {c['title']}: expected {c['expected']}, observed {c['observed']}; " + " / ".join(c["detail"])
               for v in result.get("verdicts", []) for c in v["checks"] if not c["passed"]]
     assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-3000:]
-    from kailab.cli import DEMOS
+    from kailab.lesson import EXERCISE_NAMES
 
-    assert [v["scenario"] for v in result["verdicts"]] == list(DEMOS)
+    assert [v["scenario"] for v in result["verdicts"]] == list(EXERCISE_NAMES)
     for live in result["verdicts"]:
         again = replay(load_scenario(EXERCISES / f"{live['scenario']}.yaml"), tmp_path / live["scenario"])
         rows = lambda checks: [(c["title"], c["expected"], c["observed"], c["passed"]) for c in checks]  # noqa: E731
@@ -100,7 +100,7 @@ def podgroup_rewrites(kube) -> int:
 def test_kai_groups_a_job_without_rewriting_its_podgroup(kai_lab):
     """The lab's PodGroup CRD defaults spec.subGroups to []: KAI's pod-grouper finds the PodGroup it built
     and leaves it alone, instead of rewriting it for every pod event (and losing races to the podgroup-controller)."""
-    from kailab.runtimes.base import PODGROUP_CRD
+    from kailab.kai_patches import PODGROUP_CRD
     from kailab.scenarios.live import clear_scenarios
 
     kube = kai_lab.kube

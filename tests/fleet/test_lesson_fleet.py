@@ -40,3 +40,11 @@ def test_lesson_borrow_without_prompts(kai_lab, tmp_path):
 def test_lesson_list(lab):
     out = lab.cli("lesson", check=True).stdout
     assert all(n in out for n in ("quota", "borrow", "reclaim", "gang", "priority", "baseline"))
+
+
+def test_lesson_quota_shows_what_it_applies_and_passes_on_kai(kai_lab):
+    """The quota lesson's contention (a higher-priority queue fills the fleet first) holds on the real KAI, and the
+    lesson prints the lines KAI reads of what it applied."""
+    out = " ".join(_lesson_recorded(kai_lab, "quota").stdout.split())
+    assert "What kailab applies — the lines KAI reads" in out
+    assert "kai.scheduler/queue: team-ops" in out and "priority: 200" in out and "schedulerName: kai-scheduler" in out

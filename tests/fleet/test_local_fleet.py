@@ -9,7 +9,7 @@ import sys
 import time
 
 from kailab.kube import Watched
-from kailab.runtimes.base import LabState
+from kailab.labstate import LabState
 from kailab.runtimes.processes import Identity
 from kailab.scenarios.live import clear_scenarios
 

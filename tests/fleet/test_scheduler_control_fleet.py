@@ -16,8 +16,9 @@ import pytest
 from waits import until  # tests/fleet/waits.py
 
 from kailab.labels import KWOK_TOLERATION, QUEUE_LABEL
+from kailab.labels import KAI_SCHEDULER_PROCESS
 from kailab.runtimes import local_kai
-from kailab.runtimes.base import SchedulerSettings
+from kailab.scheduler_settings import SchedulerSettings
 from kailab.runtimes.processes import Identity
 
 ORDER_NS, PLACE_NS = "kai-sched-order", "kai-sched-place"
@@ -90,7 +91,7 @@ def space(kai_lab):
 def test_pods_submitted_while_stopped_wait_together_and_the_higher_priority_binds_first(kai_lab, control, space):
     kube = kai_lab.kube
     space(ORDER_NS, queue(ORDER_QUEUE, ORDER_GPUS, ORDER_GPUS))
-    old = kai_lab.runtime.kai_processes.identity(local_kai.SCHEDULER)
+    old = kai_lab.runtime.kai_processes.identity(KAI_SCHEDULER_PROCESS)
     assert old is not None and control.running()
 
     t = time.monotonic()
@@ -113,7 +114,7 @@ def test_pods_submitted_while_stopped_wait_together_and_the_higher_priority_bind
     t = time.monotonic()
     control.start()
     start_s = time.monotonic() - t
-    new = kai_lab.runtime.kai_processes.identity(local_kai.SCHEDULER)
+    new = kai_lab.runtime.kai_processes.identity(KAI_SCHEDULER_PROCESS)
     assert control.running() and new is not None and new != old
     assert control.settings == SchedulerSettings()
 
@@ -175,17 +176,17 @@ def test_spread_puts_four_pods_on_four_nodes_and_binpack_on_one(kai_lab, control
 
 def test_a_restarted_scheduler_is_the_one_status_shows_and_down_finds(kai_lab, control):
     control.start(SchedulerSettings(full_hierarchy_fairness=False))
-    ident = kai_lab.runtime.kai_processes.identity(local_kai.SCHEDULER)
+    ident = kai_lab.runtime.kai_processes.identity(KAI_SCHEDULER_PROCESS)
     assert ident is not None and ident in kai_lab.runtime.processes(), "down stops what processes() lists"
     argv = " ".join(psutil.Process(ident.pid).cmdline())
     assert "--full-hierarchy-fairness=false" in argv
     proc = kai_lab.cli("status", "--json")
     status = json.loads(proc.stdout)
-    sched = next(c for c in status["components"] if c["name"] == local_kai.SCHEDULER)
+    sched = next(c for c in status["components"] if c["name"] == KAI_SCHEDULER_PROCESS)
     assert sched["healthy"] and sched["detail"] == f"pid {ident.pid}", sched
     assert proc.returncode == 0 and status["healthy"]
 
     control.start()  # back to the defaults: a new process again, the flag gone
-    again = kai_lab.runtime.kai_processes.identity(local_kai.SCHEDULER)
+    again = kai_lab.runtime.kai_processes.identity(KAI_SCHEDULER_PROCESS)
     assert again != ident and not Identity(ident.pid, ident.started).alive()
     assert "--full-hierarchy-fairness" not in " ".join(psutil.Process(again.pid).cmdline())

@@ -48,6 +48,23 @@ def test_bad_file_says_file_line_and_what(load, path):
     assert words in err.value.message, err.value.message
 
 
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_kailab_run_refuses_a_bad_scenario_with_its_message_and_exit_1(path, tmp_path, monkeypatch, capsys):
+    """The same cases through the command line (in this process: fast): the message once, exit code 1, no lab made."""
+    from kailab import cli
+
+    line, words = expected(path)
+    monkeypatch.setenv("KAILAB_HOME", str(tmp_path / "lab"))
+    monkeypatch.delenv("KAILAB_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", ["kailab", "run", str(path)])
+    with pytest.raises(SystemExit) as ended:
+        cli.main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert ended.value.code == 1
+    assert err.count(f"✗ Error: {path}:{line}: ") == 1 and " ".join(words.split()) in err, err
+    assert not (tmp_path / "lab").exists()
+
+
 def test_binary_files_are_refused_in_words(tmp_path):
     blob = tmp_path / "blob.yaml"
     blob.write_bytes(bytes(range(256)) * 4)
@@ -75,6 +92,9 @@ def test_run_checks_every_file_before_it_needs_a_lab(tmp_path):
     (["up", "--runtime", "nosuch"], 2, "nosuch"),
     (["up", "--pool", "a100=2.7"], 1, "--pool 'a100=2.7' is not POOL=COUNT"),
     (["up", "--pool", "v100=2"], 1, "No pool named v100"),
+    (["up", "--pool", "a100=٣"], 1, "--pool 'a100=٣' is not POOL=COUNT"),  # an Arabic-Indic 3: a digit to Python
+    (["up", "--pool", "a100=²"], 1, "--pool 'a100=²' is not POOL=COUNT"),
+    (["up", "--pool", "a100=３"], 1, "--pool 'a100=３' is not POOL=COUNT"),
     (["up", "--runtime", "kind", "--apiserver-port", "7000"], 1, "--apiserver-port is for the local runtime"),
     (["demo", "nosuch"], 1, "No exercise named 'nosuch'"),
     (["lesson", "nosuch"], 1, "No lesson named 'nosuch'"),
@@ -105,6 +125,10 @@ def test_bad_fleet_file_on_the_command_line(tmp_path):
     '{"runtime": "local"}',
     "not json at all",
     "[1, 2]",
+    '{"runtime": "local", "kubeconfig": "/nowhere", "kai_components": 5}',
+    '{"runtime": "existing", "kubeconfig": "/nowhere", "lab_id": [1], "kwok_objects": "x"}',
+    '{"runtime": "kind", "kubeconfig": "/nowhere", "complete": "no", "versions": 3}',
+    '{"runtime": "local", "kubeconfig": "/nowhere", "prefix": 7, "total_gpus": "32"}',
 ])
 @pytest.mark.parametrize("command", [["status"], ["kubeconfig"], ["queues"], ["down"]])
 def test_stale_or_corrupt_lab_state_never_gives_a_traceback(tmp_path, state, command):

@@ -17,7 +17,7 @@ from kailab.labels import NODEPOOL_LABEL
 from kailab.ownership import Owner, stamped
 from kailab.paths import EXERCISES
 from kailab.runtimes.local_kai import scheduler_spec
-from kailab.scenarios import model
+from kailab.scenarios.schema import NodeStep
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import workload_objects
 
@@ -114,7 +114,7 @@ def test_nodes_a_lesson_names_become_the_learners():
     pinned = {w.node for w in scenario.workloads if w.node}
     assert pinned == {"ann-kwok-a100-0"}
     for step in scenario.steps:
-        if isinstance(step, (model.DeletePods, model.DeleteWorkloads)):
+        if isinstance(step, NodeStep):
             assert step.node.startswith("ann-kwok-")
 
 

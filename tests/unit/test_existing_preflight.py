@@ -213,7 +213,7 @@ def test_another_kai_version_or_a_scheduler_not_ready_are_said():
 
 def test_fair_shares_are_read_through_the_api_servers_service_proxy(api_with, tmp_path):
     from kailab import fairshare
-    from kailab.runtimes.base import LabState
+    from kailab.labstate import LabState
     from kailab.runtimes.existing import ExistingRuntime
 
     metrics = 'kai_queue_fair_share_gpu{queue_name="alice-team-prod"} 12\n'
@@ -230,7 +230,7 @@ def test_fair_shares_are_read_through_the_api_servers_service_proxy(api_with, tm
 
 
 def test_without_the_schedulers_service_there_are_no_fair_shares(api_with, tmp_path):
-    from kailab.runtimes.base import LabState
+    from kailab.labstate import LabState
     from kailab.runtimes.existing import ExistingRuntime
 
     _, kube = api_with({"/api/v1/services": by_field([], "ServiceList")})

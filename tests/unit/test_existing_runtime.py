@@ -13,7 +13,9 @@ from kailab.fleet import load_fleet
 from kailab.labels import LAB_ID_LABEL, MANAGED
 from kailab.ownership import Owner
 from kailab.paths import MANIFESTS
-from kailab.runtimes.base import LabState, UpOptions, choose_runtime, get_runtime
+from kailab.labstate import LabState
+from kailab.runtimes import check_options, choose_runtime, get_runtime
+from kailab.runtimes.base import UpOptions
 
 OURS = {**MANAGED, LAB_ID_LABEL: "abc"}
 
@@ -29,14 +31,14 @@ def test_options_for_the_existing_runtime_are_refused_elsewhere_and_the_reverse(
     fleet = load_fleet()
     local, kind, existing = (get_runtime(n) for n in ("local", "kind", "existing"))
     with pytest.raises(KailabError, match="--prefix is for the existing runtime, not the local runtime"):
-        local.check_options(UpOptions(fleet=fleet, prefix="alice"))
+        check_options(local, UpOptions(fleet=fleet, prefix="alice"))
     with pytest.raises(KailabError, match="--kubeconfig is for the existing runtime, not the kind runtime"):
-        kind.check_options(UpOptions(fleet=fleet, kubeconfig="/tmp/kc"))
+        check_options(kind, UpOptions(fleet=fleet, kubeconfig="/tmp/kc"))
     with pytest.raises(KailabError, match="--apiserver-port is for the local runtime, not the existing runtime"):
-        existing.check_options(UpOptions(fleet=fleet, apiserver_port=6443))
+        check_options(existing, UpOptions(fleet=fleet, apiserver_port=6443))
     with pytest.raises(KailabError, match="only with --kwok"):
-        existing.check_options(UpOptions(fleet=fleet, fleet_given=True))
-    existing.check_options(UpOptions(fleet=fleet, fleet_given=True, kwok=True, prefix="a", context="c", kubeconfig="/k"))
+        check_options(existing, UpOptions(fleet=fleet, fleet_given=True))
+    check_options(existing, UpOptions(fleet=fleet, fleet_given=True, kwok=True, prefix="a", context="c", kubeconfig="/k"))
 
 
 def test_an_old_lab_json_still_reads_and_the_new_fields_round_trip(tmp_path):
@@ -161,3 +163,16 @@ def test_a_second_up_may_not_point_the_lab_elsewhere(tmp_path):
         rt._refuse_changes(state, UpOptions(fleet=load_fleet(), prefix="bob"))
     with pytest.raises(KailabError, match="--kubeconfig /clusters/b.yaml"):
         rt._refuse_changes(state, UpOptions(fleet=load_fleet(), kubeconfig="/clusters/b.yaml"))
+
+
+def test_retain_is_honoured_by_the_local_runtime_and_refused_by_the_others_with_why():
+    """--retain keeps a half-made local lab; kind and existing always keep theirs, so they refuse it and say so."""
+    fleet = load_fleet()
+    check_options(get_runtime("local"), UpOptions(fleet=fleet, retain=True))
+    for name, keeps in (("kind", "the next kailab up completes it"), ("existing", "kailab down removes what it applied")):
+        with pytest.raises(KailabError, match=f"--retain is for the local runtime, not the {name} runtime") as err:
+            check_options(get_runtime(name), UpOptions(fleet=fleet, retain=True))
+        assert keeps in err.value.hint and "leave out --retain" in err.value.hint
+    runtimes = [get_runtime(n) for n in ("local", "kind", "existing")]
+    assert all(("retain" in r.takes) != bool(r.after_failed_up) for r in runtimes), \
+        "a runtime either takes --retain or says what a failed up leaves"

@@ -23,6 +23,9 @@ def test_each_kai_reason_maps_to_its_runbook():
         "OverLimit: q quota has reached the allowable limit of GPUs.": ("GPU limit", "borrowing-not-happening"),
         "OverLimit: q quota has reached the allowable limit of CPU cores.": ("CPU or memory", "pod-pending-forever"),
         "Resources were found for 4 pods while 6 are required for gang scheduling.": ("gang", "gang-not-binding"),
+        # KAI v0.17.0's words, pkg/scheduler/actions/utils/input_jobs.go (recordPreemptionDelayFitError)
+        "PreemptionDelayNotElapsed: Workload is within its preemption delay window (2m0s) and may not trigger "
+        "evictions before 2026-07-12T10:33:43Z": ("preemption delay", "reclaim-not-happening"),
     }
     for message, (words, runbook) in cases.items():
         e = explain_pod(pod(), ["older message", message], None, True, True, NODES)
@@ -49,3 +52,10 @@ def test_no_room_says_where_the_queue_stands():
     assert "holds 0 of its quota 8" in owed.details[-1] and "reclaimMinRuntime" in owed.details[-1]
     full = explain_pod(pod(), reason, None, True, True, NODES, {"name": "team-a", "allocated": 10, "quota": 4, "fair_share": 10})
     assert "its fair share is 10" in full.details[-1] and "will not reclaim" in full.details[-1]
+
+
+def test_below_its_fair_share_but_past_its_quota_a_queue_is_still_owed_a_reclaim():
+    reason = ["no nodes with enough resources were found: 5 node(s) didn't have enough resources: GPUs."]
+    e = explain_pod(pod(), reason, None, True, True, NODES, {"name": "team-a", "allocated": 12, "quota": 8, "fair_share": 16})
+    assert "below its fair share 16" in e.details[-1] and "reclaimMinRuntime" in e.details[-1]
+    assert "preemptMinRuntime" not in e.details[-1]  # a window of preemption inside a queue, not of reclaim

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kailab.lesson import lesson_names
+from kailab.lesson import EXERCISE_NAMES
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.model import Bound, Expect
+from kailab.scenarios.model import Bound
+from kailab.scenarios.schema import Expect
 from kailab.scenarios.replay import ReplayCluster, golden, read_changes, replay
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -23,7 +24,7 @@ RECORDED = sorted(p.name for p in GOLDEN.iterdir() if (p / "verdict.json").exist
 
 
 def test_every_lesson_has_a_recorded_stream():
-    assert RECORDED == sorted(lesson_names())
+    assert RECORDED == sorted(EXERCISE_NAMES)
 
 
 @pytest.mark.parametrize("name", RECORDED)
@@ -42,7 +43,8 @@ def test_a_wrong_expectation_fails_on_the_same_stream():
     verdict = replay(dataclasses.replace(s, steps=tuple(steps)), GOLDEN / "reclaim")
     row = verdict.checks[0]
     assert not verdict.passed and not row.passed and row.expected == "9" and row.observed == "8"
-    assert row.detail  # where the pods are
+    assert row.detail[0] == f"expectation at {EXERCISES / 'reclaim.yaml'}:{first.line}" and first.line > 1
+    assert row.detail[1:]  # where the pods are
 
 
 def test_replay_applies_what_the_live_run_applied():
@@ -62,9 +64,3 @@ def test_a_malformed_recording_names_its_file_and_line(tmp_path):
     bad.write_text('{"t": 0, "type": "ADDED", "pod": {"name": "a"}}\n{"t": 1, "type": "ADDED", "pod": {"nme": "b"}}\n')
     with pytest.raises(ValueError, match=r"changes.jsonl:2: not a recorded change"):
         read_changes(bad)
-
-
-def test_demo_all_runs_every_lesson():
-    from kailab.cli import DEMOS
-
-    assert sorted(DEMOS) == sorted(lesson_names())

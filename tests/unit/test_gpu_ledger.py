@@ -1,4 +1,4 @@
-"""The GPU ledger's pure core: which fake GPU id each pod holds, and what it asks the driver to write."""
+"""The GPU ledger's pure core (kailab/runtimes/gpu_ledger/): which fake GPU id each pod holds, and what it asks the driver to write."""
 
 from __future__ import annotations
 
@@ -6,23 +6,11 @@ import random
 
 from kubernetes import client
 
-from kailab.gpu_ledger import (
-    CONFIGMAP_ANNOTATION,
-    FRACTION,
-    RESERVATION,
-    RESERVATION_NAMESPACE,
-    RESERVE_ANNOTATION,
-    WHOLE,
-    Annotate,
-    NodeShape,
-    PodFacts,
-    Topology,
-    dump_ledger,
-    facts_of,
-    node_shape,
-    parse_ledger,
-    shared_gpu_prep,
-)
+from kailab.labels import RESERVATION_NAMESPACE
+from kailab.runtimes.gpu_ledger.admission import shared_gpu_prep
+from kailab.runtimes.gpu_ledger.facts import CONFIGMAP_ANNOTATION, RESERVE_ANNOTATION, NodeShape, PodFacts, facts_of, node_shape
+from kailab.runtimes.gpu_ledger.store import dump_ledger, parse_ledger
+from kailab.runtimes.gpu_ledger.topology import FRACTION, RESERVATION, WHOLE, Annotate, Topology
 
 NODE = "kwok-a100-0"
 
@@ -222,3 +210,16 @@ def test_cells_name_their_kinds():
     assert kinds == {"0": {WHOLE}, "1": {RESERVATION}}
     t.update(fraction("f", 0.25, "g1"))
     assert {h.kind for h in t.cells()[NODE][1].holders} == {RESERVATION, FRACTION}
+
+
+def test_the_local_runtime_starts_the_ledger_by_a_module_path_that_runs(tmp_path):
+    import subprocess
+
+    from kailab.runtimes import local_kai
+
+    spec = local_kai.gpu_ledger_spec(tmp_path / "kubeconfig")
+    argv = spec.argv
+    module = argv[argv.index("-m") + 1]
+    assert module == "kailab.runtimes.gpu_ledger"
+    out = subprocess.run([argv[0], "-m", module, "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "--health-port" in out.stdout

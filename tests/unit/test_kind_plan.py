@@ -12,6 +12,7 @@ from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import load_fleet
 from kailab.progress import Progress
+from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.runtimes import local_kai
 from kailab.runtimes.base import UpOptions
 from kailab.runtimes import kind
@@ -131,7 +132,7 @@ def test_same_stages_and_queues_as_the_local_runtime(tmp_path):
     assert any(c.endswith(str(STAGES)) for c in cmds)
     stages = [d["metadata"]["name"] for d in yaml.safe_load_all(STAGES.read_text())]
     assert "pod-complete" not in stages and "pod-complete-after-delay" in stages
-    assert local_kai.SCHEDULER_NAME == "kai-scheduler" and local_kai.QUEUE_LABEL == "kai.scheduler/queue"
+    assert KAI_SCHEDULER_NAME == "kai-scheduler" and local_kai.QUEUE_LABEL == "kai.scheduler/queue"
 
 
 def test_kwok_stage_crd_is_established_before_the_stages_are_applied(tmp_path):
@@ -265,7 +266,7 @@ def test_fleet_values_follow_a_resized_fleet():
 
 def test_kai_podgroup_crd_gets_the_labs_one_patch_after_the_chart(tmp_path):
     """kind installs KAI's CRDs through Helm, then makes the same change the local runtime makes before applying them."""
-    from kailab.runtimes.base import PODGROUP_CRD, PODGROUP_CRD_PATCH
+    from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 
     steps = plan(tmp_path, load_fleet(), cluster_exists=False)
     argvs = [argv for s in steps for argv in s.commands]
@@ -284,7 +285,7 @@ def crd(first_version: str) -> dict:
 
 
 def test_podgroup_patch_defaults_subgroups_to_an_empty_list_and_leaves_the_chart_object_alone():
-    from kailab.runtimes.base import PODGROUP_CRD_PATCH, apply_json_patch
+    from kailab.kai_patches import PODGROUP_CRD_PATCH, apply_json_patch
 
     chart = crd("v2alpha2")
     patched = apply_json_patch(chart, PODGROUP_CRD_PATCH)
@@ -294,7 +295,7 @@ def test_podgroup_patch_defaults_subgroups_to_an_empty_list_and_leaves_the_chart
 
 
 def test_podgroup_patch_refuses_a_crd_of_another_shape():
-    from kailab.runtimes.base import PODGROUP_CRD_PATCH, apply_json_patch
+    from kailab.kai_patches import PODGROUP_CRD_PATCH, apply_json_patch
 
     with pytest.raises(KailabError) as refused:
         apply_json_patch(crd("v2alpha3"), PODGROUP_CRD_PATCH)

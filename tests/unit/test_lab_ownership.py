@@ -52,12 +52,27 @@ def test_stamped_labels_the_object_and_its_pod_template():
     assert crd["metadata"]["labels"] == OURS and "template" not in crd["spec"]
 
 
-def test_a_scenario_claims_its_queues_set_queues_missing_queues_and_classes(tmp_path):
+def test_a_scenario_claims_its_queues_set_queues_missing_queues_classes_and_namespace(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nqueues: [{name: q1}]\nmissingQueues: [ghost]\npriorityClasses: [{name: low, value: 10}]\n"
                     "workloads: [{name: w, queue: q1}]\nsteps: [{apply: w}, {queue: {name: q9}}]\n")
     assert [(o["kind"], o["metadata"]["name"]) for o in claims(load_scenario(path))] == [
-        ("Queue", "q1"), ("Queue", "q9"), ("Queue", "ghost"), ("PriorityClass", "low")]
+        ("Queue", "q1"), ("Queue", "q9"), ("Queue", "ghost"), ("PriorityClass", "low"), ("Namespace", "kailab-s")]
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "team-a"])
+def test_a_scenario_naming_a_namespace_that_is_not_the_labs_is_refused_with_a_name_to_use(tmp_path, namespace):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\nnamespace: {namespace}\nqueues: [{{name: q1}}]\nworkloads: [{{name: w, queue: q1}}]\n"
+                    "steps: [{apply: w}]\n")
+    cluster = Occupied({namespace})
+    verdict = Engine(cluster, Progress(quiet=True)).run(load_scenario(path))
+    assert not verdict.passed and f"Namespace {namespace}" in verdict.error, verdict.error
+    assert cluster.calls == []  # nothing cleared, labelled or applied
+    with pytest.raises(KailabError) as err:
+        Engine(cluster, Progress(quiet=True)).refuse_foreign([load_scenario(path)])
+    assert err.value.message.startswith(f"kailab will not change or delete Namespace {namespace}: it exists")
+    assert f"give {path} namespace: kailab-s (or leave namespace: out)" in err.value.hint
 
 
 class Occupied(ReplayCluster):

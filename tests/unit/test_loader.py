@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from kailab.errors import ScenarioError
+from kailab.lesson import EXERCISE_NAMES
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.model import Bound
@@ -36,10 +37,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_every_builtin_exercise_loads():
-    names = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
-    assert names == ["baseline", "borrow", "consolidation", "fairshare", "fractions", "gang", "hierarchy", "placement",
-                     "priority", "protection", "quota", "reclaim"]
-    for name in names:
+    for name in EXERCISE_NAMES:
         s = load_scenario(EXERCISES / f"{name}.yaml")
         assert s.name == name and s.steps
 

@@ -8,7 +8,7 @@ from kailab.errors import KailabError
 from kailab.paths import EXERCISES, RUNBOOKS
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import queue_object, workload_objects
-from kailab.scenarios.model import SetQueue
+from kailab.scenarios.schema import SetQueue
 from kailab.scenarios.prefix import MAX_PREFIX, check_prefix, prefixed
 
 
@@ -56,7 +56,7 @@ def test_set_queue_steps_missing_queues_and_declared_priority_classes_are_prefix
 def test_a_queue_name_inside_another_word_is_not_renamed(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nqueues: [{name: prod}]\nworkloads: [{name: w, queue: prod}]\n"
-                    "steps: [{expect: {workload: w, reason: 'team-prod and prod-x, but prod'}}]\n")
+                    "steps: [{apply: w}, {expect: {workload: w, reason: 'team-prod and prod-x, but prod'}}]\n")
     assert prefixed(load_scenario(path), "p").expectations[0].want == "team-prod and prod-x, but p-prod"
 
 

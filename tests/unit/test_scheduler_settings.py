@@ -15,11 +15,13 @@ import yaml
 
 from kailab.errors import KailabError
 from kailab.progress import Progress
+from kailab.labels import KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_PROCESS
 from kailab.runtimes import kind, local_kai
-from kailab.runtimes.base import Runtime, SchedulerSettings
-from kailab.runtimes.kind import (KAI_CONFIG, SCHEDULER_DEPLOYMENT, SCHEDULER_SHARD, KindRuntime, Result,
+from kailab.runtimes.base import Runtime
+from kailab.runtimes.kind import (KAI_CONFIG, SCHEDULER_SHARD, KindRuntime, Result,
                                   scheduler_start_plan, scheduler_stop_plan, settings_from_shard, shard_patch)
 from kailab.runtimes.local import LocalRuntime
+from kailab.scheduler_settings import SchedulerSettings
 
 HEAD = ["predicates", "proportion", "priority", "nodeavailability", "resourcetype", "podaffinity", "elastic",
         "kubeflow", "ray", "subgrouporder", "taskorder", "nominatednode", "dynamicresources", "minruntime",
@@ -81,7 +83,7 @@ def test_scheduler_spec_writes_its_config_and_takes_the_flags(tmp_path):
 def test_components_start_the_scheduler_with_the_default_config(tmp_path):
     bins = type("AnyBinary", (dict,), {"__missing__": lambda self, name: tmp_path / name})()
     specs = local_kai.components(bins, tmp_path / "kc", tmp_path / "kai")
-    sched = next(s for s in specs if s.name == local_kai.SCHEDULER)
+    sched = next(s for s in specs if s.name == KAI_SCHEDULER_PROCESS)
     assert not any(a.startswith("--full-hierarchy-fairness") for a in sched.argv)
     assert (tmp_path / "kai" / "scheduler-config.yaml").read_text() == local_kai.SCHEDULER_CONFIG.read_text()
 
@@ -89,9 +91,21 @@ def test_components_start_the_scheduler_with_the_default_config(tmp_path):
 def test_settings_are_checked_and_made_from_a_partial_change():
     with pytest.raises(KailabError, match="binpack or spread"):
         SchedulerSettings(gpu_placement="pack")
-    change = SimpleNamespace(gpu_placement="spread", cpu_placement=None, full_hierarchy_fairness=None)
-    assert SchedulerSettings.of(change) == SchedulerSettings(gpu_placement="spread")
     assert SchedulerSettings.of(None) == SchedulerSettings()
+
+
+def test_a_scenario_step_gives_the_settings_with_the_rest_left_at_the_defaults(tmp_path):
+    from kailab.scenarios.loader import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nsteps: [{schedulerConfig: {gpuPlacement: spread}}, {startScheduler: true},\n"
+                    "  {schedulerConfig: {cpuPlacement: spread, fullHierarchyFairness: false}}]\n")
+    one, two, three = load_scenario(path).steps
+    assert (one.settings, one.restart) == (SchedulerSettings(gpu_placement="spread"), True)
+    assert (two.settings, two.restart) == (SchedulerSettings(), False)
+    assert three.settings == SchedulerSettings(cpu_placement="spread", full_hierarchy_fairness=False)
+    assert three.settings.changes() == "cpu spread, full-hierarchy fairness off"
+    assert two.settings.changes() == "the lab's defaults"
 
 
 def test_actions_run_are_read_from_the_scheduler_metrics():
@@ -110,7 +124,7 @@ def test_every_runtime_has_a_scheduler_control_or_says_it_has_none(tmp_path):
 
 
 def test_local_start_refuses_a_lab_without_kai(tmp_path):
-    from kailab.runtimes.base import LabState
+    from kailab.labstate import LabState
 
     LabState("local", str(tmp_path / "kubeconfig.yaml"), kai_components=[]).write(tmp_path)
     with pytest.raises(KailabError, match="without KAI"):
@@ -130,7 +144,7 @@ def test_kind_stop_disables_the_scheduler_in_kai_config_and_waits_for_its_pods(t
     assert cmd[:3] == ["kubectl", "--kubeconfig", str(tmp_path / "kubeconfig.yaml")]
     assert cmd[3:6] == ["patch", *KAI_CONFIG] and cmd[6:8] == ["--type", "merge"]
     assert _patch_of(cmd) == {"spec": {"scheduler": {"service": {"enabled": False}}}}
-    assert step.wait_gone == (SCHEDULER_DEPLOYMENT,) and not step.wait_for
+    assert step.wait_gone == (KAI_SCHEDULER_DEPLOYMENT,) and not step.wait_for
     assert not any(c in ("scale", "edit") or "configmap" in c for c in cmd), "the operator reverts hand edits"
 
 
@@ -143,9 +157,9 @@ def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_pat
                                                 "schedule-period": "250ms"}}}
     [cmd] = enable.commands
     assert cmd[3:6] == ["patch", *KAI_CONFIG] and _patch_of(cmd) == {"spec": {"scheduler": {"service": {"enabled": True}}}}
-    assert enable.wait_for == (SCHEDULER_DEPLOYMENT,)
+    assert enable.wait_for == (KAI_SCHEDULER_DEPLOYMENT,)
     assert rollout.commands == [["kubectl", "--kubeconfig", str(tmp_path / "kubeconfig.yaml"), "-n", "kai-scheduler",
-                                 "rollout", "status", f"deployment/{SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]
+                                 "rollout", "status", f"deployment/{KAI_SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]
 
 
 def test_kind_defaults_are_the_charts_shard_and_remove_the_flag(tmp_path):
@@ -183,12 +197,12 @@ class FakeOperator:
 
     def connect(self, kubeconfig):
         def deployments(ns, **kw):
-            names = ["binder", *([SCHEDULER_DEPLOYMENT] if self.enabled else [])]
+            names = ["binder", *([KAI_SCHEDULER_DEPLOYMENT] if self.enabled else [])]
             return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=n), spec=SimpleNamespace(replicas=1),
                                                           status=SimpleNamespace(ready_replicas=1)) for n in names])
 
         def pods(ns, label_selector="", **kw):
-            assert label_selector == f"app in ({SCHEDULER_DEPLOYMENT})"
+            assert label_selector == f"app in ({KAI_SCHEDULER_DEPLOYMENT})"
             return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name="sched-0"))] if self.enabled else [])
 
         return SimpleNamespace(apps=SimpleNamespace(list_namespaced_deployment=deployments),
@@ -230,5 +244,5 @@ def test_kind_stop_that_never_ends_says_what_is_left(tmp_path):
 
 
 def test_kind_runtime_constants_match_the_operator_names():
-    assert kind.SCHEDULER_DEPLOYMENT in kind.KAI_DEPLOYMENTS
-    assert kind.SCHEDULER_METRICS.endswith(f"/services/{SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics")
+    assert KAI_SCHEDULER_DEPLOYMENT in kind.KAI_DEPLOYMENTS
+    assert kind.SCHEDULER_METRICS.endswith(f"/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics")

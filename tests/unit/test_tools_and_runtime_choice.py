@@ -34,7 +34,7 @@ def test_current_helm_is_fine(tmp_path, monkeypatch):
 
 
 def test_auto_picks_kind_only_with_docker_answering_and_its_tools(tmp_path, monkeypatch):
-    from kailab.runtimes.base import choose_runtime
+    from kailab.runtimes import choose_runtime
 
     monkeypatch.setenv("PATH", str(tmp_path))
     fake_tool(tmp_path, "docker", "27.3.1")
@@ -48,7 +48,7 @@ def test_auto_picks_kind_only_with_docker_answering_and_its_tools(tmp_path, monk
 
 
 def test_auto_without_docker_picks_local(tmp_path, monkeypatch):
-    from kailab.runtimes.base import choose_runtime
+    from kailab.runtimes import choose_runtime
 
     monkeypatch.setenv("PATH", str(tmp_path))
     chosen, why = choose_runtime("auto")

@@ -2,13 +2,16 @@
 
 from rich.console import Console
 
+from kailab import gpus
+from kailab.gpus import GpuInUse
+from kailab.pods import PodView
 from kailab.watch import frame
 
 QUEUES = [{"name": "team-prod", "parent": "ai-factory", "priority": 100, "quota": 8, "limit": -1, "weight": 1,
            "allocated": 10, "pending": 2}]
 NODES = [{"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "used": 8, "free": 0},
          {"name": "kwok-l40s-0", "pool": "l40s", "gpus": 4, "used": 2, "free": 2}]
-CELLS = {"kwok-a100-0": ["team-prod"] * 8, "kwok-l40s-0": ["team-prod", "(no queue)"]}
+CELLS = {"kwok-a100-0": [GpuInUse(("team-prod",))] * 8, "kwok-l40s-0": [GpuInUse(("team-prod",)), GpuInUse(())]}
 
 
 def render():
@@ -42,3 +45,18 @@ def test_a_big_fleet_is_shown_per_pool():
     assert "GPUs per pool (1000 nodes)" in text and "kwok-a100-999" not in text
     row = next(line for line in text.splitlines() if "a100" in line and "█" in line)
     assert "1000" in row and "4000" in row and "8000" in row
+
+
+def test_fractions_on_one_gpu_are_one_shared_cell():
+    # two halves and KAI's reservation pod on one GPU, a 0.9 on another, a whole-GPU pod: 3 GPUs of 8 in use
+    pods = [PodView("half-1", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.5, gpu_group="g1"),
+            PodView("half-2", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.5, gpu_group="g1"),
+            PodView("kwok-a100-0-g1", namespace="kai-resource-reservation", phase="Running", node="kwok-a100-0",
+                    gpus=1, gpu_group="g1"),
+            PodView("big", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.9, gpu_group="g2"),
+            PodView("one", queue="team-prod", phase="Running", node="kwok-a100-0", gpus=1)]
+    nodes = [{"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "used": 3, "free": 5}]
+    console = Console(record=True, width=140)
+    console.print(frame(QUEUES, nodes, gpus.in_use(pods)))
+    row = next(line for line in console.export_text().splitlines() if "kwok-a100-0" in line)
+    assert row.count("◐") == 2 and row.count("■") == 1 and row.count("·") == 5 and "3/8" in row

@@ -29,11 +29,11 @@ NOT_SOURCE = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-in
 CHECK = r"""
 import importlib.resources, json, sys, sysconfig
 import kailab, kailab.paths as paths
-from kailab.lesson import lesson_names, load_lesson
+from kailab.lesson import EXERCISE_NAMES, load_lesson
 from kailab.scenarios.loader import load_scenario
 
 folders = {"manifests": paths.MANIFESTS, "exercises": paths.EXERCISES, "runbooks": paths.RUNBOOKS}
-lessons = lesson_names()
+lessons = list(EXERCISE_NAMES)
 for name in lessons:
     load_lesson(name)
     load_scenario(paths.EXERCISES / f"{name}.yaml")

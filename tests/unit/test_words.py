@@ -11,7 +11,8 @@ from kailab.pods import PodGroupView, PodView
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import workload_objects
-from kailab.scenarios.model import Bound, Expectation, Requirements
+from kailab.scenarios.model import Bound, Expectation
+from kailab.scenarios.schema import RequiresFile
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 
@@ -109,12 +110,12 @@ def test_not_reason():
 
 
 @pytest.mark.parametrize("requires, nodes, words", [
-    (Requirements(gpus=Bound.parse("32")), [8, 8, 8, 4, 4], ""),
-    (Requirements(gpus=Bound.parse(">=64")), [8, 8, 8, 4, 4], "it needs ≥ 64 GPUs, the fleet has 32"),
-    (Requirements(homogeneous=True), [8, 8, 8, 4, 4], "the fleet mixes 4, 8 GPUs per node"),
-    (Requirements(homogeneous=True, cpu_only_nodes=Bound.parse("1")), [8, 8, 0], ""),
-    (Requirements(cpu_only_nodes=Bound.parse(">=1")), [8, 8], "it needs ≥ 1 CPU-only nodes, the fleet has 0"),
-    (Requirements(gpus_per_node=Bound.parse("8")), [8, 4], "it needs 8 GPUs on every GPU node, the fleet's nodes have 4, 8"),
+    (RequiresFile(gpus=Bound.parse("32")), [8, 8, 8, 4, 4], ""),
+    (RequiresFile(gpus=Bound.parse(">=64")), [8, 8, 8, 4, 4], "it needs ≥ 64 GPUs, the fleet has 32"),
+    (RequiresFile(homogeneous=True), [8, 8, 8, 4, 4], "the fleet mixes 4, 8 GPUs per node"),
+    (RequiresFile(homogeneous=True, cpuOnlyNodes=Bound.parse("1")), [8, 8, 0], ""),
+    (RequiresFile(cpuOnlyNodes=Bound.parse(">=1")), [8, 8], "it needs ≥ 1 CPU-only nodes, the fleet has 0"),
+    (RequiresFile(gpusPerNode=Bound.parse("8")), [8, 4], "it needs 8 GPUs on every GPU node, the fleet's nodes have 4, 8"),
 ])
 def test_misfit_says_why_a_fleet_does_not_fit(requires, nodes, words):
     said = misfit(requires, nodes)

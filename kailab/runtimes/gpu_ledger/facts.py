@@ -1,0 +1,123 @@
+"""What the GPU ledger reads of a pod and a node: plain facts from the client's objects. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kailab import gpus
+from kailab.labels import GPU, GPU_GROUP_LABEL
+
+# KAI v0.17.0's names (pkg/common/constants/constants.go, pkg/binder/binding/resourcereservation/)
+RESERVE_ANNOTATION = "run.ai/reserve_for_gpu_index"
+MULTI_GROUP_PREFIX = GPU_GROUP_LABEL + "/"
+GPU_MEMORY_ANNOTATION = "gpu-memory"
+CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
+FRACTION_CONTAINER_ANNOTATION = "gpu-fraction-container-name"
+# fake-gpu-operator's node labels (kailab/fleet.py writes them)
+COUNT_LABEL = "nvidia.com/gpu.count"
+MEMORY_LABEL = "nvidia.com/gpu.memory"
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    gpus: int
+    memory_mib: int | None = None
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    """What the ledger needs of one pod."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    node: str | None = None
+    gpus: int = 0  # whole GPUs in its containers' limits (else requests)
+    groups: tuple[str, ...] = ()  # KAI's GPU groups (runai-gpu-group labels), set by the binder
+    fraction: float | None = None  # the gpu-fraction annotation
+    memory_mib: int | None = None  # the gpu-memory annotation
+    finished: bool = False  # Succeeded or Failed
+    reserved_index: str | None = None  # run.ai/reserve_for_gpu_index, on a reservation pod
+    scheduler: str = ""
+    configmap_prefix: str | None = None  # runai/shared-gpu-configmap
+    owner: str = ""  # its first owner's name (what KAI names the shared-GPU ConfigMap after)
+    fraction_container: str = "0"  # the container KAI gives the fraction, as its ConfigMaps name it ("0", "i0", …)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def reservation(self) -> bool:
+        """One of KAI's GPU reservation pods (:func:`kailab.gpus.is_reservation`)."""
+        return gpus.is_reservation(self.namespace, self.gpus)
+
+    @property
+    def asks_fraction(self) -> bool:
+        return self.fraction is not None or self.memory_mib is not None
+
+    @property
+    def holds_whole(self) -> bool:
+        """Holds whole GPUs of its node (a reservation pod holds the one it shares out)."""
+        return self.gpus > 0 and self.node is not None and not self.finished
+
+    @property
+    def shares(self) -> bool:
+        """Holds part of the GPUs its groups' reservation pods hold."""
+        return bool(self.groups) and not self.reservation and not self.finished
+
+
+def _float(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def facts_of(pod) -> PodFacts:
+    """The facts of a pod as the kubernetes client gives it (``V1Pod``)."""
+    meta, spec, status = pod.metadata, pod.spec, pod.status
+    ann, labels = meta.annotations or {}, meta.labels or {}
+    whole = gpus.whole_asked((c.resources.limits, c.resources.requests) if c.resources else (None, None)
+                             for c in (spec.containers if spec else None) or [])
+    groups = [labels[GPU_GROUP_LABEL]] if labels.get(GPU_GROUP_LABEL) else []
+    groups += sorted(v for k, v in labels.items() if k.startswith(MULTI_GROUP_PREFIX) and v and v not in groups)
+    memory = _float(ann.get(GPU_MEMORY_ANNOTATION))
+    owners = meta.owner_references or []
+    return PodFacts(
+        namespace=meta.namespace, name=meta.name, uid=meta.uid or "",
+        node=(spec.node_name if spec else None) or None,
+        gpus=whole, groups=tuple(groups),
+        fraction=gpus.fraction_asked(ann),
+        memory_mib=int(memory) if memory is not None else None,
+        finished=(status.phase if status else None) in ("Succeeded", "Failed"),
+        reserved_index=ann.get(RESERVE_ANNOTATION) or None,
+        scheduler=(spec.scheduler_name if spec else "") or "",
+        configmap_prefix=ann.get(CONFIGMAP_ANNOTATION) or None,
+        owner=owners[0].name if owners else "",
+        fraction_container=_fraction_container(spec, ann.get(FRACTION_CONTAINER_ANNOTATION)),
+    )
+
+
+def _fraction_container(spec, name: str | None) -> str:
+    """Which container gets the fraction, as KAI's ConfigMap names number it (pkg/binder/common/utils.go,
+    GetFractionContainerRef): the one the annotation names — an init container first, as "i<index>" —
+    else the first container."""
+    if name and spec is not None:
+        for i, c in enumerate(spec.init_containers or []):
+            if c.name == name:
+                return f"i{i}"
+        for i, c in enumerate(spec.containers or []):
+            if c.name == name:
+                return str(i)
+    return "0"
+
+
+def node_shape(node) -> NodeShape:
+    """A node's GPUs as KAI counts them: the ``nvidia.com/gpu.count`` label, else allocatable ``nvidia.com/gpu``."""
+    labels = node.metadata.labels or {}
+    count = labels.get(COUNT_LABEL)
+    count = count if count is not None else ((node.status.allocatable or {}).get(GPU, 0) if node.status else 0)
+    return NodeShape(gpus.quantity(count), gpus.quantity(labels.get(MEMORY_LABEL)) or None)
+
+

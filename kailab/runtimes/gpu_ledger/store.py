@@ -1,0 +1,86 @@
+"""The ledger as one ConfigMap: written by the ledger's process, read by anyone.
+
+``kailab-gpu-ledger`` in ``kai-resource-reservation`` (annotated with its format, ``kailab.io/gpu-ledger-format:
+"1"``), one key per node; its value is JSON ``{"gpus": 8, "memoryMiB": 81920, "cells": {"<gpu id>": [holder, …]}}``
+with only the GPUs someone holds; a holder is ``{"namespace", "name", "uid", "kind", "portion"}``, kind ``whole``,
+``reservation`` or ``fraction``. A ConfigMap rather than annotations on pods: it is read in one GET, it survives
+the process restarting (whole-GPU pods have nowhere else to keep their ids), and the process never writes to pods
+for its own bookkeeping, so the pod watches that scenarios record see no extra changes. Why it is not
+fake-gpu-operator's format: see :mod:`kailab.runtimes.gpu_ledger`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from kailab.labels import MANAGED, RESERVATION_NAMESPACE
+from kailab.runtimes.gpu_ledger.facts import NodeShape
+from kailab.runtimes.gpu_ledger.topology import GpuCell, Holder, id_order
+
+LEDGER_CONFIGMAP = "kailab-gpu-ledger"
+FORMAT_ANNOTATION = "kailab.io/gpu-ledger-format"
+FORMAT = "1"
+
+
+def dump_ledger(cells: dict[str, list[GpuCell]], nodes: dict[str, NodeShape]) -> dict[str, str]:
+    """The ConfigMap's data: per node, its GPU count and memory and the GPUs someone holds."""
+    data = {}
+    for node, node_cells in cells.items():
+        shape = nodes.get(node, NodeShape(len(node_cells)))
+        held = {c.gpu: [h.to_dict() for h in c.holders] for c in node_cells if c.holders}
+        data[node] = json.dumps({"gpus": shape.gpus, "memoryMiB": shape.memory_mib, "cells": held},
+                                sort_keys=True, separators=(",", ":"))
+    return data
+
+
+def parse_ledger(data: dict[str, str] | None) -> dict[str, list[GpuCell]]:
+    """The ledger from the ConfigMap's data: node → every GPU of the node, in id order (free ones without holders).
+
+    A value that is not the ledger's JSON is skipped, not raised: a reader draws what it can.
+    """
+    out: dict[str, list[GpuCell]] = {}
+    for node, text in sorted((data or {}).items()):
+        try:
+            doc = json.loads(text)
+            gpus = int(doc.get("gpus", 0))
+            held = doc.get("cells") or {}
+            ids = [str(i) for i in range(gpus)]
+            ids += sorted((g for g in held if g not in ids), key=id_order)  # held past the count: shown, not lost
+            out[node] = [GpuCell(node, gpu, tuple(Holder.from_dict(h) for h in held.get(gpu, []))) for gpu in ids]
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return out
+
+
+def read_ledger(kube) -> dict[str, list[GpuCell]]:
+    """The ledger as last written: node → its GPUs (``GpuCell``), every one, in id order.
+
+    Empty when there is none (a lab without KAI, the kind runtime — fake-gpu-operator keeps its own —
+    or the ledger's first write has not happened yet). One GET of the ConfigMap.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        cm = kube.core.read_namespaced_config_map(LEDGER_CONFIGMAP, RESERVATION_NAMESPACE)
+    except ApiException as e:
+        if e.status == 404:
+            return {}
+        raise
+    return parse_ledger(cm.data)
+
+
+def write_ledger(kube, data: dict[str, str]) -> None:
+    """Replace the ConfigMap's data (create it the first time); an API error is raised."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    body = client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=LEDGER_CONFIGMAP, namespace=RESERVATION_NAMESPACE, labels=dict(MANAGED),
+                                     annotations={FORMAT_ANNOTATION: FORMAT}),
+        data=data)
+    try:
+        kube.core.replace_namespaced_config_map(LEDGER_CONFIGMAP, RESERVATION_NAMESPACE, body)
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        kube.core.create_namespaced_config_map(RESERVATION_NAMESPACE, body)

@@ -1,0 +1,104 @@
+"""One scenario vocabulary: every declared word is documented in exercises/README.md, every documented word is
+declared, and every declared measure has exactly one check."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from kailab import checks
+from kailab.paths import EXERCISES
+from kailab.scenarios import schema
+from kailab.scenarios.loader import load_scenario
+from kailab.scenarios.model import Expectation, Step
+
+README = (EXERCISES / "README.md").read_text()
+STEP_EXTRAS = {"timeout", "note"}  # what every step may have beside its word
+SCOPES = set(schema._Condition.model_fields)  # what every condition may have beside its measures
+
+
+def documented() -> dict[str, set[str]]:
+    """The words exercises/README.md shows: in its YAML examples, and in its table of measures."""
+    steps, workloads, measures = set(), set(), set()
+    for block in re.findall(r"```yaml\n(.*?)```", README, re.S):
+        data = yaml.safe_load(block)
+        for w in data.get("workloads", []):
+            workloads |= set(w)
+        for step in data.get("steps", []):
+            steps |= set(step) - STEP_EXTRAS
+            for word in ("wait", "expect"):
+                for cond in (step.get(word) if isinstance(step.get(word), list) else [step.get(word)]):
+                    measures |= set(cond or {}) - SCOPES
+    table = README.split("| measure | meaning |", 1)[1].split("\n\n", 1)[0]
+    for row in table.splitlines()[2:]:
+        measures |= set(re.findall(r"`(\w+)(?::[^`]*)?`", row.split(" | ")[0]))
+    return {"steps": steps, "workload keys": workloads, "measures": measures}
+
+
+def declared() -> dict[str, set[str]]:
+    return {"steps": {s.word for s in schema.STEPS}, "workload keys": set(schema.WorkloadFile.model_fields),
+            "measures": set(schema.MEASURE_OF_KEY)}
+
+
+def test_every_declared_word_is_documented_and_every_documented_word_declared():
+    docs, words = documented(), declared()
+    for kind in words:
+        assert words[kind] - docs[kind] == set(), f"{kind} declared but not in exercises/README.md"
+        assert docs[kind] - words[kind] == set(), f"{kind} in exercises/README.md but not declared in schema.py"
+
+
+def test_the_readme_parser_sees_words_at_all():
+    """The check above would pass on nothing: the parser must find the words it compares."""
+    docs = documented()
+    assert {"apply", "deletePods", "schedulerConfig"} <= docs["steps"]
+    assert {"minMember", "subGroups", "labels"} <= docs["workload keys"]
+    assert {"running", "fairShare", "noSchedulingCondition", "gpus"} <= docs["measures"]
+
+
+def test_every_measure_has_one_check():
+    counted = set(checks.COUNTERS) | {"evicted"}
+    assert counted.isdisjoint(checks.PROPERTIES)
+    assert counted | set(checks.PROPERTIES) == {m.name for m in schema.MEASURES}
+
+
+def test_every_step_word_has_a_player():
+    from kailab.scenarios.engine import Engine
+
+    dispatcher = Engine.__dict__["play"].dispatcher  # the singledispatchmethod's
+    for word in schema.STEPS:
+        kind = type(word.build(_sample(word.word), _Stub()))
+        assert dispatcher.dispatch(kind) is not dispatcher.dispatch(Step), f"no player for {word.word}"
+
+
+class _Stub:
+    common = {"line": 1}
+
+    def fail(self, message, *loc):
+        return AssertionError(message)
+
+    def workload(self, name, *loc):
+        return schema.WorkloadFile(name=name, kind="Deployment")
+
+    def queue(self, q):
+        return q
+
+    def conditions(self):
+        return (Expectation("t", "pods", "1"),)
+
+
+def _sample(word: str):
+    value = {"apply": "w", "delete": "w", "scale": schema.ScaleFile(workload="w", pods=1),
+             "queue": schema.QueueFile(name="q"), "sleep": 1.0, "deletePods": schema.OnNodeFile(node="n"),
+             "deleteWorkloads": schema.OnNodeFile(node="n"), "schedulerConfig": schema.SchedulerSettings()}
+    return value.get(word, True)
+
+
+def test_titles_come_from_the_declaration(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nworkloads: [{name: w}]\nsteps:\n  - apply: w\n"
+                    "  - expect: {workload: w, running: 1, gpus: '0.5', placement: oneNode}\n")
+    rows = load_scenario(path).expectations
+    assert [(e.measure, e.title, e.line) for e in rows] == [
+        ("running", "w: pods Running", 5), ("allocated", "w: GPUs allocated", 5),
+        ("placement", "w: pods all on one node", 5)]
