@@ -240,6 +240,10 @@ def test_a_scenario_naming_a_namespace_kailab_did_not_make_is_refused_and_the_us
             assert f"kailab will not change or delete Namespace {ns}: it exists on this cluster" in proc.stderr, proc.stderr
             assert f"give {path} namespace: kailab-mine (or leave namespace: out)" in proc.stderr, proc.stderr
         assert owned_by(kube, lab_id) == {"namespaces": [], "queues": [], "priority classes": []}  # nothing applied
+        guest.down()
+        # A lesson of the guest's: with a prefix of its own (kailab-baseline may be the host lab's, and a guest
+        # without a prefix is refused it like any namespace it did not make).
+        guest.up("--prefix", "guest")
         proc = guest.cli("demo", "baseline")
         assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
         assert users_things(kube) == before
