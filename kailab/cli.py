@@ -237,6 +237,8 @@ def demo(
     quiet: bool = QuietOpt,
     record: Optional[Path] = typer.Option(None, hidden=True, help="Write each exercise's change stream under this "
                                           "folder (DIR/NAME/changes.jsonl), for the golden tests."),
+    parallel: Optional[int] = typer.Option(None, "--parallel", min=1, help="Lessons at once, each in a partition of "
+                                           "its own (local runtime; default 6 for all); 1: one after another."),
 ) -> None:
     """Run a built-in exercise (or all of them) and check what KAI did against the lesson."""
     from kailab.paths import EXERCISES
@@ -246,8 +248,56 @@ def demo(
     for n in names:
         if n not in EXERCISE_NAMES:
             raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(EXERCISE_NAMES)}, all.")
+    at_once = _side_by_side(names, parallel, evidence or record is not None, quiet)
+    if at_once > 1:
+        _side_by_side_report(names, at_once, as_json, quiet)
+        return
     scenarios = [lab.for_this_lab(load_scenario(EXERCISES / f"{n}.yaml")) for n in names]
     _run_and_report(scenarios, as_json, quiet, evidence, record)
+
+
+def _side_by_side(names: list[str], parallel: Optional[int], sequential_only: bool, quiet: bool) -> int:
+    """How many lessons to run at once: side by side by default for several on a lab that can; 1 otherwise,
+    said when it was asked for or is the default being given up."""
+    import psutil
+
+    from kailab.classroom import plan, side_by_side
+
+    wanted = parallel if parallel is not None else (side_by_side.DEFAULT_PARALLEL if len(names) > 1 else 1)
+    if wanted <= 1 or len(names) <= 1:
+        return 1
+    s = lab.state()
+    why = "--evidence and the golden recordings need the lab's own names" if sequential_only else (
+        "you run a class learner's slice" if lab.joined() else
+        side_by_side.unavailable(lab.current_runtime(), s.prefix if s else ""))
+    fit = plan.partitions_that_fit(psutil.virtual_memory().available)
+    if not why and fit < 2:
+        why = f"this machine has memory for {fit} lesson partition{'s' if fit != 1 else ''} now"
+    if why:
+        if not quiet:
+            stderr.print(f"Running the lessons one after another: {why}.", markup=False, highlight=False)
+        return 1
+    return min(wanted, fit, len(names))
+
+
+def _side_by_side_report(names: list[str], at_once: int, as_json: bool, quiet: bool) -> None:
+    from kailab import evidence as ev
+    from kailab.classroom.side_by_side import SideBySide
+    from kailab.fleet import load_fleet
+    from kailab.kube import Kube
+    from kailab.paths import lab_home
+
+    lab.connect()  # the lab answers, or a clear error before anything is made
+    ev.check_recordable(lab_home())
+    rt = lab.current_runtime()
+    run = SideBySide(rt, load_fleet(), lambda: Kube(rt.kubeconfig()), Progress(quiet or as_json), at_once,
+                     own=lab.live_cluster)
+    verdicts = run.run(names)
+    for v in verdicts:
+        ev.record_verdict(lab_home(), v.to_record())
+    render.print_verdicts(verdicts, as_json)
+    if not all(v.ok for v in verdicts):
+        raise typer.Exit(1)
 
 
 def _demo_shortcut(name: str):
@@ -256,7 +306,7 @@ def _demo_shortcut(name: str):
         evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
         quiet: bool = QuietOpt,
     ) -> None:
-        demo(name, as_json=as_json, evidence=evidence, quiet=quiet, record=None)
+        demo(name, as_json=as_json, evidence=evidence, quiet=quiet, record=None, parallel=None)
 
     shortcut.__doc__ = f"Shortcut for kailab demo {name}."
     return shortcut

@@ -35,13 +35,22 @@ class Owner:
         labels = labels or {}
         return all(labels.get(k) == v for k, v in MANAGED.items()) and labels.get(LAB_ID_LABEL, "") == self.lab_id
 
+    def confine(self, pod_spec: dict) -> None:
+        """Keep a pod of this lab's on its nodes; a lab of a cluster's own has them all (see classroom.plan)."""
+
 
 def stamped(obj: dict, owner: Owner) -> dict:
-    """``obj`` with the owner's labels on it, and on its pod template if it has one (Jobs, Deployments)."""
+    """``obj`` with the owner's labels on it, and on its pod template if it has one (Jobs, Deployments); its pods
+    confined to the owner's nodes."""
     obj.setdefault("metadata", {}).setdefault("labels", {}).update(owner.labels)
-    template = (obj.get("spec") or {}).get("template")
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
     if isinstance(template, dict):
         template.setdefault("metadata", {}).setdefault("labels", {}).update(owner.labels)
+        if isinstance(template.get("spec"), dict):
+            owner.confine(template["spec"])
+    elif obj.get("kind") == "Pod" and isinstance(spec, dict):
+        owner.confine(spec)
     return obj
 
 

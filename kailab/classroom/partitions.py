@@ -17,6 +17,9 @@ import json
 import shutil
 import time
 from pathlib import Path
+
+import psutil
+
 from kailab.classroom import access, plan
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.errors import KailabError
@@ -33,10 +36,10 @@ STATE = "class.json"  # in the lab's KAI folder, which `kailab down` removes wit
 class LocalClass:
     """The class of a running local lab: its learners, their partitions, their clusters as the engine sees them."""
 
-    def __init__(self, runtime: LocalRuntime):
+    def __init__(self, runtime: LocalRuntime, state: str = STATE):
         self.rt = runtime
         self.folder = runtime.home / "kai"
-        self.state_file = self.folder / STATE
+        self.state_file = self.folder / state  # the partitions this lab made (a class's; demo all's own in another)
 
     def learners(self) -> list[str]:
         try:
@@ -71,14 +74,23 @@ class LocalClass:
 
     # -- up and down -------------------------------------------------------------------------
 
-    def check(self, kube: Kube, roster: Roster) -> list[str]:
+    def check(self, kube: Kube, roster: Roster, available: int | None = None) -> list[str]:
         """The learners to add (those not in the class yet); refuses, before anything is applied, a class too
-        big or a partition whose label value is on nodes this class did not make."""
+        big for one lab or for this machine's available memory (bytes; None: psutil's figure now), or a
+        partition whose label value is on nodes this class did not make."""
         have = self.learners()
         new = [n for n in roster.names if n not in have]
         if len(have) + len(new) > MAX_LEARNERS:
             raise RosterError(f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
                               hint="Remove some first: kailab class down --learner NAME")
+        if available is None:
+            available = psutil.virtual_memory().available
+        if short := plan.memory_shortfall(len(new), available):
+            fit = plan.partitions_that_fit(available)
+            raise RosterError(f"This machine cannot hold the class: {short}. Nothing was applied.",
+                              hint=(f"Add at most {fit} learner{'s' if fit != 1 else ''} now" if fit else
+                                    "Free memory first (stop other programs or labs)") +
+                              ", or hold the class on a machine with more memory.")
         state = self.rt.state()
         if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
             raise KailabError("A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
@@ -94,23 +106,35 @@ class LocalClass:
                                   hint="Give those learners other names.")
         return new
 
-    def up(self, kube: Kube, roster: Roster, fleet: Fleet, progress: Progress, out: Path | None = None) -> list[str]:
+    def up(self, kube: Kube, roster: Roster, fleet: Fleet, progress: Progress, out: Path | None = None,
+           available: int | None = None) -> list[str]:
         """Add the roster's new learners: their fleet, then their scheduler; with ``out``, write every learner's
         kubeconfig there (classroom.access). Returns the learners added."""
-        new = self.check(kube, roster)
+        new = self.check(kube, roster, available)
         done = self.learners()
         for learner in new:
             with progress.step(f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a scheduler "
                                f"for partition {NODEPOOL_LABEL}={learner}"):
                 self._write(done + [learner])  # first: a failure half-way is still removed by class down
-                create_fleet(kube, fleet, timeout=60, nodes=plan.nodes(fleet, learner),
-                             logs_hint="Is the KWOK controller running? See: kailab status")
-                self.control(learner).start()
+                self.make(kube, fleet, learner)
                 done.append(learner)
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
                 access.grant(kube, done, out)
         return new
+
+    def make(self, kube: Kube, fleet: Fleet, learner: str) -> None:
+        """A partition: the learner's fleet (labelled with their node pool), then their scheduler."""
+        create_fleet(kube, fleet, timeout=60, nodes=plan.nodes(fleet, learner),
+                     logs_hint="Is the KWOK controller running? See: kailab status")
+        self.control(learner).start()
+
+    def remove(self, kube: Kube, learner: str, wait: bool = True) -> None:
+        """A partition gone: the learner's objects and nodes, their scheduler and its folder; ``wait=False``
+        leaves their namespaces terminating."""
+        remove_learner(kube, learner, wait=wait)
+        self.control(learner).stop()
+        shutil.rmtree(self.folder / "partitions" / learner, ignore_errors=True)
 
     def down(self, kube: Kube, learners: list[str] | None, progress: Progress) -> list[str]:
         """Remove these learners (None: all): their scheduler, namespaces, queues, priority classes and nodes."""
@@ -124,17 +148,16 @@ class LocalClass:
         for learner in learners:
             with progress.step(f"Removing learner {learner}: credential, scheduler, namespaces, queues and nodes"):
                 access.revoke(kube, learner)
-                remove_learner(kube, learner)
-                self.control(learner).stop()
-                shutil.rmtree(self.folder / "partitions" / learner, ignore_errors=True)
+                self.remove(kube, learner)
                 self._write([n for n in self.learners() if n != learner])
         if not self.learners():
             access.revoke_class(kube)
         return learners
 
 
-def remove_learner(kube: Kube, learner: str, timeout: float = 120) -> None:
-    """Delete every object of the learner's (by their owner labels) and their nodes."""
+def remove_learner(kube: Kube, learner: str, timeout: float = 120, wait: bool = True) -> None:
+    """Delete every object of the learner's (by their owner labels) and their nodes; with ``wait``, until their
+    namespaces are gone."""
     owner = plan.owner(learner)
     selector = owner.selector()
     namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=selector).items]
@@ -146,7 +169,7 @@ def remove_learner(kube: Kube, learner: str, timeout: float = 120) -> None:
             kube.delete(api, kind, obj["metadata"]["name"])
     kube.core.delete_collection_node(label_selector=f"{plan.node_selector(learner)},{selector}")
     # Gone, not only going: a class up right after (the same learner again) would find them terminating.
-    if not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, timeout):
+    if wait and not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, timeout):
         raise KailabError(f"{learner}'s namespaces were not deleted within {timeout:.0f}s.",
                           hint=f"See what is left: kubectl get namespaces -l {selector}")
 

@@ -14,13 +14,36 @@ import dataclasses
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
-from kailab.labels import KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.schema import NodeStep, Wait
 from kailab.scenarios.prefix import prefixed
 
 LAB_ID_PREFIX = "class-"
+
+# The memory a partition adds to a running lab: its scheduler process, five KWOK nodes and its lesson's objects
+# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.36 GiB
+# with 1 learner and 2.37 GiB with 8: about 0.15 GiB a learner on top of the lab, which runs already.
+GIB = 2**30
+MEMORY_PER_PARTITION = int(0.15 * GIB)
+MEMORY_RESERVE = int(0.5 * GIB)  # left to the machine and the lab's own lessons
+
+
+def partitions_that_fit(available: int) -> int:
+    """How many more partitions this much available memory (bytes) holds, the reserve kept free."""
+    return max(0, (available - MEMORY_RESERVE) // MEMORY_PER_PARTITION)
+
+
+def memory_shortfall(adding: int, available: int) -> str:
+    """"" when ``adding`` partitions fit in ``available`` bytes; else the figures, in words."""
+    if adding <= partitions_that_fit(available):
+        return ""
+    need = adding * MEMORY_PER_PARTITION + MEMORY_RESERVE
+    return (f"{adding} learner{'s' if adding != 1 else ''} need about {need / GIB:.1f} GiB of memory "
+            f"({MEMORY_PER_PARTITION / GIB:.2f} GiB each, measured by bench/class.py, and "
+            f"{MEMORY_RESERVE / GIB:.1f} GiB kept free); this machine has {available / GIB:.1f} GiB available, "
+            f"enough for {partitions_that_fit(available)}")
 
 
 @dataclass(frozen=True)
@@ -32,6 +55,12 @@ class LearnerOwner(Owner):
     @property
     def labels(self) -> dict[str, str]:
         return {**super().labels, NODEPOOL_LABEL: self.node_pool}
+
+    def confine(self, pod_spec: dict) -> None:
+        """A pod for the default kube-scheduler (no schedulerName), which knows no partitions, may go only to the
+        partition's nodes; KAI's pods need nothing more: their scheduler sees no other nodes."""
+        if pod_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) == DEFAULT_SCHEDULER_NAME:
+            pod_spec.setdefault("nodeSelector", {})[NODEPOOL_LABEL] = self.node_pool
 
 
 def owner(learner: str) -> LearnerOwner:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from golden_rows import rows  # tests/fleet/golden_rows.py
 from waits import until  # tests/fleet/waits.py
 
 from kailab.classroom import plan
@@ -33,18 +34,6 @@ pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 LESSONS = {"ann": ["placement"], "bob": ["consolidation"], "cai": ["fairshare", "reclaim"]}
-ROW = ("title", "expected", "observed", "passed", "scope", "measure")
-
-
-def rows(verdict: dict, learner: str = "") -> list[dict]:
-    """The verdict's checks as the golden file has them; the learner's prefix taken off names (queues, nodes)."""
-    out = []
-    for check in verdict["checks"]:
-        row = {k: check[k] for k in ROW}
-        if learner:
-            row = {k: v.replace(f"{learner}-", "") if isinstance(v, str) else v for k, v in row.items()}
-        out.append(row)
-    return out
 
 
 def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab, tmp_path):

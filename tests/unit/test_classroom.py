@@ -281,3 +281,118 @@ def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_a
     assert "| ann | quota | team-a \\*wins\\* \\| \\[x\\]\\(y\\) second line | PASS |" in lines
     assert "- bob: bob-kailab-gang/w-0 Pending 300 s — 0/5 nodes \\| not enough GPUs" in lines
     assert markdown({"ann": {"lessons": {}, "stuck": []}}, ["quota"]).endswith("## Stuck\n\nNobody.\n")
+
+
+# --- memory: said before anything is built ------------------------------------------------------------------------
+
+GIB = 2**30
+
+
+def test_the_memory_a_class_needs_is_compared_with_what_is_available():
+    assert plan.memory_shortfall(8, 24 * GIB) == ""
+    short = plan.memory_shortfall(8, 1 * GIB)
+    assert "8 learners need about 1.7 GiB" in short and "1.0 GiB available" in short and "enough for 3" in short
+    assert plan.partitions_that_fit(plan.MEMORY_RESERVE - 1) == 0
+    assert plan.partitions_that_fit(plan.MEMORY_RESERVE + 2 * plan.MEMORY_PER_PARTITION) == 2
+
+
+class _NoCluster:
+    """A client that fails the test if anything is read or applied."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the cluster was used ({name}) before the memory was checked")
+
+
+class _Runtime:
+    def __init__(self, home: Path):
+        self.home = home
+
+
+def test_class_up_refuses_a_class_the_machine_cannot_hold_with_nothing_applied(tmp_path):
+    from kailab.classroom.partitions import LocalClass
+
+    klass = LocalClass(_Runtime(tmp_path))
+    with pytest.raises(RosterError) as e:
+        klass.up(_NoCluster(), roster.from_count(8), load_fleet(), None, available=GIB)
+    assert "cannot hold the class: 8 learners need about 1.7 GiB" in e.value.message
+    assert "Nothing was applied" in e.value.message and "at most 3 learners" in e.value.hint
+    assert not (tmp_path / "kai").exists()  # not even the class's state file
+    with pytest.raises(RosterError) as e:
+        klass.up(_NoCluster(), roster.from_count(1), load_fleet(), None, available=plan.MEMORY_RESERVE)
+    assert "Free memory first" in e.value.hint
+
+
+# --- demo all side by side: when, and in which partitions ----------------------------------------------------------
+
+def test_every_lesson_has_a_partition_name_a_roster_accepts():
+    from kailab.classroom import side_by_side
+    from kailab.lesson import lesson_names
+
+    names = [side_by_side.partition(n) for n in lesson_names()]
+    assert roster.Roster(tuple(names)).names == tuple(names) and len(set(names)) == len(lesson_names())
+
+
+class _Kind:
+    name = "kind"
+
+
+def _choice(monkeypatch, capsys, names, parallel=None, sequential_only=False, runtime=None, joined=None,
+            available=24 * GIB):
+    import psutil
+
+    import kailab.cli as cli
+    from kailab import lab
+
+    monkeypatch.setattr(lab, "state", lambda: None)
+    monkeypatch.setattr(lab, "joined", lambda: joined)
+    monkeypatch.setattr(lab, "current_runtime", lambda: runtime)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("M", (), {"available": available})())
+    at_once = cli._side_by_side(names, parallel, sequential_only, quiet=False)
+    return at_once, capsys.readouterr().err
+
+
+def test_demo_all_runs_side_by_side_only_where_kailab_starts_partition_schedulers(monkeypatch, capsys, tmp_path):
+    from kailab.classroom import side_by_side
+
+    lessons = ["quota", "gang", "borrow"]
+    assert _choice(monkeypatch, capsys, ["quota"]) == (1, "")  # one lesson: as ever, in the lab's own partition
+    assert _choice(monkeypatch, capsys, lessons, parallel=1) == (1, "")  # asked for one after another
+    at_once, said = _choice(monkeypatch, capsys, lessons, runtime=_Kind())
+    assert at_once == 1 and "one after another: on the kind runtime kailab starts no partition schedulers" in said
+    at_once, said = _choice(monkeypatch, capsys, lessons, sequential_only=True)
+    assert at_once == 1 and "--evidence" in said
+    at_once, said = _choice(monkeypatch, capsys, lessons, joined=object())
+    assert at_once == 1 and "learner's slice" in said
+    assert side_by_side.unavailable(None) == "no lab is running"
+
+
+def test_demo_side_by_side_runs_no_more_at_once_than_memory_holds(monkeypatch, capsys, tmp_path):
+    from kailab.runtimes.local import LocalRuntime
+
+    class _Local(LocalRuntime):
+        def state(self):
+            return type("S", (), {"kai_components": ["kai-scheduler"], "prefix": ""})()
+
+    local = _Local(home=tmp_path)
+    lessons = ["quota", "gang", "borrow", "reclaim"]
+    assert _choice(monkeypatch, capsys, lessons, runtime=local) == (4, "")
+    assert _choice(monkeypatch, capsys, lessons, parallel=3, runtime=local) == (3, "")
+    two = plan.MEMORY_RESERVE + 2 * plan.MEMORY_PER_PARTITION
+    assert _choice(monkeypatch, capsys, lessons, runtime=local, available=two) == (2, "")
+    at_once, said = _choice(monkeypatch, capsys, lessons, runtime=local, available=plan.MEMORY_RESERVE)
+    assert at_once == 1 and "memory for 0 lesson partitions" in said
+
+
+def test_a_partitions_default_scheduler_pods_stay_on_its_nodes_and_kai_pods_are_left_as_they_are():
+    from kailab.ownership import Owner
+
+    scenario = plan.for_learner(load_scenario(EXERCISES / "baseline.yaml"), "ann")
+    job = stamped(workload_objects(scenario.workloads[0], scenario)[0], plan.owner("ann"))
+    assert job["spec"]["template"]["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
+    pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"containers": []}}, plan.owner("ann"))
+    assert pod["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
+    kai = plan.for_learner(load_scenario(EXERCISES / "quota.yaml"), "ann")
+    kai_job = stamped(workload_objects(kai.workloads[0], kai)[0], plan.owner("ann"))
+    assert "nodeSelector" not in kai_job["spec"]["template"]["spec"]
+    own = stamped(workload_objects(scenario.workloads[0], scenario)[0], Owner())  # a lab of one's own: every node
+    assert "nodeSelector" not in own["spec"]["template"]["spec"]

@@ -1,0 +1,211 @@
+"""``kailab demo`` side by side: the lessons at the same time, each in a temporary partition of its own.
+
+On the local runtime kailab starts KAI's scheduler processes itself, so each lesson gets what a class's learner
+gets (classroom/partitions.py): the lesson fleet's nodes labelled ``kai.scheduler/node-pool=demo-<lesson>`` and
+a scheduler started with ``--partition-label-value=demo-<lesson>``; the lesson's names carry that prefix
+(plan.for_learner). The partitions are made for the run and removed after it, on a failure, Ctrl-C or SIGTERM
+too (cli.main turns SIGTERM into Ctrl-C). Their names are written to ``kai/demo-partitions.json`` before any is
+made, so what a run killed outright left is removed by the next run, or with the lab by ``kailab down``.
+
+A lesson without KAI (baseline: the default kube-scheduler, which knows no partitions) runs last, in the lab's own
+partition, once the partitions' nodes are gone: the scheduler's words then count the lab's fleet alone, as on a lab
+of one's own; what an earlier run of it left Pending is deleted first, or the default scheduler would place it on
+a partition's nodes.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Callable
+
+from kailab.checks import Verdict
+from kailab.classroom import plan
+from kailab.classroom.partitions import LocalClass, wait_until_gone
+from kailab.classroom.roster import Roster
+from kailab.errors import KailabError
+from kailab.fleet import Fleet
+from kailab.kube import Kube
+from kailab.ownership import Owner
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LAB_ID_LABEL, NODEPOOL_LABEL
+from kailab.paths import EXERCISES
+from kailab.progress import Progress
+from kailab.scenarios.engine import Engine
+from kailab.scenarios.live import LiveCluster
+from kailab.scenarios.loader import load_scenario
+
+PREFIX = "demo-"
+STATE = "demo-partitions.json"
+DEFAULT_PARALLEL = 6  # bench/exercises.py --side-by-side measured it on 2 cores (README "Run the exercises")
+GRACE = 15.0  # seconds a lesson still running after Ctrl-C has to notice its partition is gone
+
+
+def partition(lesson: str) -> str:
+    """The partition (node-pool label value, name prefix) a lesson runs in side by side."""
+    return PREFIX + lesson
+
+
+def unavailable(runtime, with_prefix: str = "") -> str:
+    """Why this lab cannot run lessons side by side, in words ("" if it can)."""
+    from kailab.runtimes.local import LocalRuntime
+
+    if runtime is None:
+        return "no lab is running"
+    if not isinstance(runtime, LocalRuntime):
+        return f"on the {runtime.name} runtime kailab starts no partition schedulers"
+    state = runtime.state()
+    if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
+        return "this lab runs without KAI's scheduler"
+    if with_prefix:
+        return f"this lab names its objects with the prefix {with_prefix!r}"
+    return ""
+
+
+class SideBySide:
+    """A run of lessons, ``at_once`` at a time, each in a partition made for it and removed after it."""
+
+    def __init__(self, runtime, fleet: Fleet, connect: Callable[[], Kube], progress: Progress, at_once: int,
+                 own: Callable[[Kube], LiveCluster] | None = None):
+        self.own = own  # the lab's own partition, for the lessons without KAI
+        self.parts = LocalClass(runtime, state=STATE)
+        self.klass = LocalClass(runtime)
+        self.fleet = fleet
+        self.connect = connect  # a client per lesson: each thread its own connection pool
+        self.progress = progress
+        self.at_once = max(1, at_once)
+        self.stopping = threading.Event()
+        self.locks: dict[str, threading.Lock] = {}  # a partition's: made or removed by one thread at a time
+        self.state_lock = threading.Lock()
+        self.workers: list[threading.Thread] = []
+
+    def check(self, kube: Kube, names: list[str]) -> None:
+        """Refuse, before anything is made, partition names a class learner or someone else's nodes already use;
+        remove the partitions a killed run left (the state file says kailab made them)."""
+        wanted = [partition(n) for n in names]
+        Roster(tuple(wanted))  # names a partition can have
+        if clash := sorted(set(wanted) & set(self.klass.learners())):
+            raise KailabError(f"This lab's class has learners named {', '.join(clash)}; running lessons side by side "
+                              "needs those partition names. Nothing was applied.",
+                              hint="Run one after another: kailab demo all --parallel 1")
+        if left := self.parts.learners():
+            with self.progress.step(f"Removing the partitions a stopped demo left: {', '.join(left)}"):
+                for p in left:
+                    self.parts.remove(kube, p)
+                self.parts._write([])
+        selector = f"{LAB_ID_LABEL} in ({','.join(plan.owner(p).lab_id for p in wanted)})"
+        if not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, 120):
+            raise KailabError("The namespaces of the last run's partitions were not deleted within 120s.",
+                              hint=f"See what is left: kubectl get namespaces -l '{selector}'")
+        taken = sorted(n.metadata.name for n in kube.core.list_node(
+            label_selector=f"{NODEPOOL_LABEL} in ({','.join(wanted)})").items)
+        if taken:
+            raise KailabError(f"Nodes kailab did not make for this run are in its partitions already: "
+                              f"{', '.join(taken[:5])}{' …' if len(taken) > 5 else ''}. Nothing was applied.",
+                              hint="Run one after another: kailab demo all --parallel 1")
+
+    def run(self, names: list[str]) -> list[Verdict]:
+        """Every lesson's verdict, in the order given; every partition removed before returning or raising."""
+        kube = self.connect()
+        self.check(kube, names)
+        results: dict[str, Verdict] = {}
+        alone = [n for n in names if self.own is not None and without_kai(n)]
+        for n in alone:
+            ns = load_scenario(EXERCISES / f"{n}.yaml").namespace
+            found = kube.get("v1", "Namespace", ns)
+            if found is not None and Owner().owns(found["metadata"].get("labels")):  # the lab's own, made by kailab
+                kube.empty_namespace(ns)
+        rest = [n for n in names if n not in alone]
+        scenarios = {n: plan.for_learner(load_scenario(EXERCISES / f"{n}.yaml"), partition(n)) for n in rest}
+        self.parts._write([partition(n) for n in rest])  # first: a run killed half-way is still removed
+        self.locks = {partition(n): threading.Lock() for n in rest}
+        errors: list[BaseException] = []
+        try:
+            for n in rest:  # another's queue of the same name: refused before anything is made
+                Engine(self.parts.cluster(partition(n), kube), Progress(quiet=True)).refuse_foreign([scenarios[n]])
+            self.progress.info(f"Running {len(rest)} lessons side by side, {min(self.at_once, len(rest))} at a time, "
+                               f"each in a partition of its own ({NODEPOOL_LABEL}={PREFIX}<lesson>: "
+                               f"{self.fleet.node_count} nodes, a KAI scheduler), removed after it.")
+            todo: queue.Queue[str] = queue.Queue()
+            for n in rest:
+                todo.put(n)
+            self.workers = [threading.Thread(target=self._work, args=(todo, scenarios, results, errors), daemon=True)
+                            for _ in range(min(self.at_once, len(rest)))]
+            for w in self.workers:
+                w.start()
+            for w in self.workers:
+                while w.is_alive():
+                    w.join(0.2)  # short joins: Ctrl-C reaches the main thread
+        finally:
+            self.stopping.set()
+            self._remove_all(kube)
+        if errors:
+            raise errors[0]
+        for n in alone:
+            start = time.monotonic()
+            results[n] = Engine(self.own(kube), Progress(quiet=True)).run(load_scenario(EXERCISES / f"{n}.yaml"))
+            self._line(results[n], "the lab's own", time.monotonic() - start)
+        return [results[n] for n in names]
+
+    def _work(self, todo: queue.Queue, scenarios: dict, results: dict, errors: list) -> None:
+        kube = self.connect()
+        while not self.stopping.is_set():
+            try:
+                name = todo.get_nowait()
+            except queue.Empty:
+                return
+            part = partition(name)
+            start = time.monotonic()
+            try:
+                with self.locks[part]:
+                    if self.stopping.is_set():
+                        return
+                    self.parts.make(kube, self.fleet, part)
+                verdict = Engine(self.parts.cluster(part, kube), Progress(quiet=True)).run(scenarios[name])
+                results[name] = verdict
+                with self.locks[part]:
+                    self.parts.remove(kube, part, wait=False)  # its namespaces end while others run
+                self._forget(part)
+            except BaseException as e:  # noqa: BLE001 (raised in the main thread, after every partition is removed)
+                if not self.stopping.is_set():
+                    errors.append(e)
+                    self.stopping.set()
+                return
+            self._line(verdict, part, time.monotonic() - start)
+
+    def _forget(self, part: str) -> None:
+        with self.state_lock:
+            self.parts._write([p for p in self.parts.learners() if p != part])
+
+    def _line(self, verdict: Verdict, part: str, seconds: float) -> None:
+        mark, colour = ("✓", "green") if verdict.ok else ("✗", "red")
+        where = part if part.startswith(PREFIX) else part + " partition"
+        with self.state_lock:  # one line at a time
+            self.progress.info(f"{mark} {verdict.scenario} {verdict.outcome} ({seconds:.1f}s, in {where})",
+                               style=colour)
+
+    def _remove_all(self, kube: Kube) -> None:
+        """Remove every partition of the run that is left (after Ctrl-C or a failure): schedulers first, so
+        nothing more is bound; then objects and nodes, so a lesson still running fails at its next call; once
+        more after those lessons have ended, for what they applied in between."""
+        left = self.parts.learners()
+        if not left:
+            return
+        with self.progress.step(f"Removing this run's partitions: {', '.join(left)}"):
+            for p in left:
+                self.parts.control(p).stop()
+            for p in left:
+                with self.locks.get(p) or threading.Lock():
+                    self.parts.remove(kube, p, wait=False)
+            deadline = time.monotonic() + GRACE
+            while any(w.is_alive() for w in self.workers) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            for p in left:
+                self.parts.remove(kube, p)
+            with self.state_lock:
+                self.parts._write([])
+
+
+def without_kai(lesson: str) -> bool:
+    """True for a lesson whose pods all go to the default kube-scheduler."""
+    return all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in load_scenario(EXERCISES / f"{lesson}.yaml").workloads)
