@@ -340,8 +340,8 @@ class LocalSchedulerControl(SchedulerControl):
                               hint="Bring it up with KAI: kailab down && kailab up")
         if self.running() and settings == self.settings:
             return
-        binary = Path(self._record().get("binary") or "")
-        if binary.is_file():  # the binary this lab started with, whatever KAILAB_CACHE says now
+        binary = Path(self._record().get("binary") or self.rt.scheduler_control()._record().get("binary") or "")
+        if binary.is_file():  # the binary this lab started with (a partition's first start: the lab's scheduler's)
             bins = {KAI_SCHEDULER_PROCESS: binary}
         else:
             bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
