@@ -355,7 +355,9 @@ def explain(
 
     from kailab.explain import gather
 
-    found = gather(lab.connect(), name, namespace, lab.fair_shares())
+    kube = lab.connect()
+    _, nodes = lab.slice_selectors()
+    found = gather(kube, name, namespace, lab.fair_shares(), lab.pods(kube) if nodes else None, nodes)
     if not found:
         raise KailabError(f"No pod or Job named {name!r} in namespace {namespace}.",
                           hint="Name the namespace with -n (the exercises use kailab-<exercise>, after your "
@@ -381,7 +383,7 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
 
     kube = lab.connect()
     if once:
-        render.stdout.print(live.current_frame(kube, lab.pods(kube), lab.fair_shares()))
+        render.stdout.print(live.current_frame(kube, lab.pods(kube), lab.fair_shares(), *lab.slice_selectors()))
         return
     live.run(kube, render.stdout, fair_shares=lab.fair_shares)
 
@@ -436,7 +438,7 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
     try:
         with progress.step(f"Capturing evidence {what}") as step:
             path = ev.capture(kube, lab_home(), Path.cwd() / "evidence", out, lab.fair_shares(),
-                              namespaces=lab.owner().selector(SCENARIO_LABEL))
+                              namespaces=lab.owner().selector(SCENARIO_LABEL), slice_of=lab.slice_selectors())
             step.note(str(path))
     except ev.NothingToCapture as e:
         if allow_empty:

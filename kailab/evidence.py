@@ -75,10 +75,11 @@ def _when(e: EventView) -> str:
 
 
 def gather(kube: Kube, verdicts: list[dict], fair_shares: dict[str, float] | None = None,
-           namespaces_of: str = SCENARIO_LABEL) -> dict[str, str]:
+           namespaces_of: str = SCENARIO_LABEL, slice_of: tuple[str, str] = ("", "")) -> dict[str, str]:
     """The files of a snapshot, name → text. Raises NothingToCapture when there is nothing to show.
 
     ``namespaces_of``: the label selector of the lab's exercise namespaces (on a shared cluster, this lab's only).
+    ``slice_of``: (queues, nodes) label selectors of a class learner's slice, whose pods alone they may read.
     """
     namespaces = sorted({ns.metadata.name for ns in kube.core.list_namespace(label_selector=namespaces_of).items}
                         | {v["namespace"] for v in verdicts if v.get("namespace")})
@@ -89,11 +90,15 @@ def gather(kube: Kube, verdicts: list[dict], fair_shares: dict[str, float] | Non
     events = sorted((event_view(e) for ns in namespaces for e in kube.core.list_namespaced_event(ns).items),
                     key=lambda e: e.time)
     pod_groups = [pg for ns in namespaces for pg in kube.list(PODGROUP_API, "PodGroup", namespace=ns)]
-    queue_rows = queues(kube, fair_shares=fair_shares)
-    node_rows = nodes_and_gpus(kube)
+    queue_selector, node_selector = slice_of
+    seen = views if node_selector else None  # a learner reads their own pods only
+    queue_rows = queues(kube, seen, fair_shares, queue_selector)
+    node_rows = nodes_and_gpus(kube, seen, node_selector)
     files = {
         "manifests.yaml": yaml.safe_dump_all([o for v in verdicts for o in v.get("applied", [])], sort_keys=False),
-        "queues.yaml": yaml.safe_dump_all([_plain(q) for q in kube.list(QUEUE_API, "Queue")], sort_keys=False),
+        "queues.yaml": yaml.safe_dump_all([_plain(q) for q in kube.list(QUEUE_API, "Queue",
+                                                                              label_selector=queue_selector or None)],
+                                          sort_keys=False),
         "queues.md": _table(["queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated",
                              "over quota", "pending pods"],
                             [[q["name"], q["parent"] or "-", q["priority"], num(q["quota"]), num(q["limit"]),
@@ -208,12 +213,13 @@ def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) ->
 
 
 def capture(kube: Kube, home: Path, root: Path, out: Path | None = None,
-            fair_shares: dict[str, float] | None = None, namespaces: str = SCENARIO_LABEL) -> Path:
+            fair_shares: dict[str, float] | None = None, namespaces: str = SCENARIO_LABEL,
+            slice_of: tuple[str, str] = ("", "")) -> Path:
     """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts.
 
-    ``namespaces``: the label selector of the lab's exercise namespaces."""
+    ``namespaces``: the label selector of the lab's exercise namespaces; ``slice_of``: see :func:`gather`."""
     verdicts = pending_verdicts(home)
-    files = gather(kube, verdicts, fair_shares, namespaces)
+    files = gather(kube, verdicts, fair_shares, namespaces, slice_of)
     target = write_snapshot(files, verdicts, out or snapshot_dir(root))
     (home / PENDING).unlink(missing_ok=True)
     return target

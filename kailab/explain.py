@@ -115,8 +115,10 @@ def nearest_node(nodes: list[dict], need: float) -> str:
             f"the pod needs {wants}.")
 
 
-def gather(kube: Kube, name: str, namespace: str, fair_shares: dict[str, float] | None = None) -> list[Explanation]:
-    """Explanations for a pod, or for every pod of a Job of that name."""
+def gather(kube: Kube, name: str, namespace: str, fair_shares: dict[str, float] | None = None,
+           visible: list | None = None, node_selector: str = "") -> list[Explanation]:
+    """Explanations for a pod, or for every pod of a Job of that name; ``visible`` and ``node_selector``: the pods
+    and nodes a class learner may see (None and "": the cluster's)."""
     def owned_by(p) -> bool:
         refs = p.metadata.owner_references or []
         return any(r.kind == "ReplicaSet" and r.name.startswith(f"{name}-") for r in refs)
@@ -128,8 +130,8 @@ def gather(kube: Kube, name: str, namespace: str, fair_shares: dict[str, float] 
     events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
-    nodes = nodes_and_gpus(kube)
-    standing = {row["name"]: row for row in queue_rows(kube, fair_shares=fair_shares)}
+    nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes
+    standing = {row["name"]: row for row in queue_rows(kube, visible, fair_shares)}
     out = []
     for p in map(pod_view, pods):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]

@@ -173,6 +173,16 @@ def record_in_class(kube: Kube, verdict, prediction: str = "") -> None:
         kube.apply(record_object(j.learner, verdict, prediction))
 
 
+def slice_selectors() -> tuple[str, str]:
+    """(queues, nodes) label selectors of what this lab shows: a class learner's slice; ("", "") everything."""
+    if j := joined():
+        from kailab.classroom import plan
+        from kailab.labels import NODEPOOL_LABEL
+
+        return f"{NODEPOOL_LABEL}={j.learner}", plan.node_selector(j.learner)
+    return "", ""
+
+
 def pods(kube: Kube) -> list:
     """Every pod the lab may see: the cluster's; a class's learner's, every pod in their lesson namespaces."""
     from kailab.status import all_pods

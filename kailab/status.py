@@ -14,11 +14,12 @@ def all_pods(kube: Kube) -> list[PodView]:
     return [pod_view(p) for p in kube.core.list_pod_for_all_namespaces().items]
 
 
-def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
-    """One row per node: its pool, GPUs, GPUs in use (a shared GPU once, see :mod:`kailab.gpus`), free GPUs."""
+def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None, selector: str = "") -> list[dict]:
+    """One row per node (of those ``selector`` selects): its pool, GPUs, GPUs in use (a shared GPU once, see
+    :mod:`kailab.gpus`), free GPUs."""
     used = gpus.used_per_node(pods if pods is not None else all_pods(kube))
     out = []
-    for n in kube.core.list_node().items:
+    for n in kube.core.list_node(label_selector=selector).items:
         count = gpus.quantity((n.status.allocatable or {}).get(GPU, 0))
         out.append({"name": n.metadata.name, "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
                     "gpus": count, "used": used.get(n.metadata.name, 0), "free": count - used.get(n.metadata.name, 0)})
@@ -39,8 +40,9 @@ def pool_rows(node_rows: list[dict]) -> list[dict]:
     return [pools[k] for k in sorted(pools)]
 
 
-def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None) -> list[dict]:
-    """One row per Queue: its GPU quota, limit and weight, GPUs its pods hold (:func:`kailab.gpus.per_queue`), its
+def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None,
+           selector: str = "") -> list[dict]:
+    """One row per Queue (of those ``selector`` selects): its GPU quota, limit and weight, GPUs its pods hold (:func:`kailab.gpus.per_queue`), its
     pending pods (parents sum children), and its fair share of GPUs when KAI's scheduler published one (``fair_shares``)."""
     pods = pods if pods is not None else all_pods(kube)
     allocated = gpus.per_queue(pods)
@@ -49,7 +51,7 @@ def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str,
         if p.queue and not p.deleting and not p.node:
             pending[p.queue] = pending.get(p.queue, 0) + 1
     out = []
-    for q in kube.list(QUEUE_API, "Queue"):
+    for q in kube.list(QUEUE_API, "Queue", label_selector=selector or None):
         spec = q.get("spec") or {}
         gpu = (spec.get("resources") or {}).get("gpu") or {}
         name = q["metadata"]["name"]

@@ -62,8 +62,11 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[G
     return Group(qt, nt, legend)
 
 
-def current_frame(kube: Kube, pods: list[PodView], fair_shares: dict[str, float] | None = None) -> Group:
-    return frame(queues(kube, pods, fair_shares), nodes_and_gpus(kube, pods), gpus.in_use(pods))
+def current_frame(kube: Kube, pods: list[PodView], fair_shares: dict[str, float] | None = None,
+                  queue_selector: str = "", node_selector: str = "") -> Group:
+    """One frame; the selectors narrow it to a slice (a class learner's queues and nodes)."""
+    return frame(queues(kube, pods, fair_shares, queue_selector), nodes_and_gpus(kube, pods, node_selector),
+                 gpus.in_use(pods))
 
 
 def run(kube: Kube, console, stop: threading.Event | None = None,

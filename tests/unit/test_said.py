@@ -67,7 +67,7 @@ def test_output_to_a_closed_pipe_ends_quietly(tmp_path):
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr and "Unexpected" not in proc.stderr
 
 
-def snapshot_with_real_writes(kube, home, root, out, fair_shares, namespaces):
+def snapshot_with_real_writes(kube, home, root, out, fair_shares, namespaces, slice_of=("", "")):
     """evidence.capture without a cluster: the same write, of a one-file snapshot."""
     return evidence.write_snapshot({"report.md": "# report\n"}, [], out or root / "snap")
 
