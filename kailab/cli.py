@@ -285,6 +285,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
             stderr.rule(Text(f"{s.title} ({s.path})"))
         v = engine.run(s)
         ev.record_verdict(lab_home(), v.to_record())
+        lab.record_in_class(kube, v)
         verdicts.append(v)
     if evidence:
         _capture(kube, progress, "after the exercise")
@@ -330,7 +331,7 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
 
     kube = lab.connect()
     if once:
-        render.stdout.print(live.current_frame(kube, all_pods(kube), lab.fair_shares()))
+        render.stdout.print(live.current_frame(kube, lab.pods(kube), lab.fair_shares()))
         return
     live.run(kube, render.stdout, fair_shares=lab.fair_shares)
 
@@ -365,7 +366,8 @@ def lesson(
     engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
     ask = (lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))
-    if not run_lesson(les, scenario, engine, ask, frame=lambda: current_frame(kube, all_pods(kube), lab.fair_shares())):
+    if not run_lesson(les, scenario, engine, ask, frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares()),
+                      keep=lambda verdict, prediction: lab.record_in_class(kube, verdict, prediction)):
         raise typer.Exit(1)
 
 
@@ -480,6 +482,39 @@ def _ask(question: str) -> str:
     return typer.prompt(question, default="(no prediction given)", show_default=False)
 
 
+@app.command()
+def join(file: Path = typer.Argument(..., help="The kubeconfig your instructor handed out (NAME.kubeconfig).")) -> None:
+    """Join a class with your credential: kailab's commands then act on your slice of the class's cluster."""
+    from kailab.classroom.joined import join as join_class
+    from kailab.paths import lab_home
+
+    j = join_class(file, lab_home())
+    render.stdout.print(f"Joined as {j.learner}. Try: kailab lesson quota — kailab down leaves the class.",
+                        markup=False, highlight=False)
+
+
+@app.callback()
+def _slice() -> None:
+    """Every command of a learner who joined a class first says whose slice it acts on."""
+    try:
+        j = lab.joined()
+    except Exception:  # noqa: BLE001 (a damaged file: the command itself says what is wrong)
+        j = None
+    if j is not None:
+        from kailab.classroom.lessons import slice_line
+
+        stderr.print(slice_line(j.learner), markup=False, highlight=False)
+
+
+def _add_class_commands() -> None:
+    from kailab.classroom.cli import app as class_app
+
+    app.add_typer(class_app, name="class")
+
+
+_add_class_commands()
+
+
 def _api_refused(e) -> None:
     """An API error no command turned into words: what the server said, and for 403 what to ask for."""
     from kailab.kube import api_error_words
@@ -541,6 +576,13 @@ def main() -> None:
     except Exception as e:  # API errors, bugs: one line, not a traceback
         if os.environ.get("KAILAB_DEBUG"):
             raise
+        if getattr(e, "status", None) == 401:  # kubernetes' ApiException and the dynamic client's errors carry it
+            stderr.print(Text.assemble(("✗ Error:", "red"), " The cluster no longer accepts this lab's credential (401 "
+                                       "Unauthorized). A class credential: your class has ended or your credential "
+                                       "was revoked."))
+            stderr.print(Text.assemble(("→", "yellow"), " Ask your instructor for a new kubeconfig; for a lab of your "
+                                       "own: kailab up"))
+            sys.exit(1)
         from kubernetes.client.exceptions import ApiException
 
         if isinstance(e, ApiException):

@@ -116,12 +116,13 @@ def node_name(pool: Pool, index: int) -> str:
     return f"kwok-{pool.name}-{index}"
 
 
-def node_objects(fleet: Fleet) -> list[dict]:
-    """The Node objects of the fleet, ready to create."""
+def node_objects(fleet: Fleet, prefix: str = "", labels: dict[str, str] | None = None) -> list[dict]:
+    """The Node objects of the fleet, ready to create; ``prefix``: ``PREFIX-`` in front of each name and ``labels``
+    on each node (a class's learner's fleet, kailab/classroom)."""
     nodes = []
     for pool in fleet.pools:
         for i in range(pool.nodes):
-            name = node_name(pool, i)
+            name = f"{prefix}-{node_name(pool, i)}" if prefix else node_name(pool, i)
             resources = {"cpu": fleet.node_cpu, "memory": fleet.node_memory, "pods": fleet.node_pods}
             gpu_labels = {}
             if pool.gpus_per_node:  # what fake-gpu-operator labels a GPU node with; a CPU-only node has none
@@ -148,6 +149,7 @@ def node_objects(fleet: Fleet) -> list[dict]:
                             "kubernetes.io/arch": "amd64",
                             POOL_LABEL: pool.name,
                             **gpu_labels,
+                            **(labels or {}),
                         },
                     },
                     "spec": {"taints": [dict(KWOK_TAINT), *map(dict, fleet.taints)]},
@@ -165,13 +167,14 @@ def node_gpus(node) -> int:
     return int((node.status.allocatable or {}).get(GPU, "0"))
 
 
-def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str = "") -> None:
+def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str = "",
+                 nodes: list[dict] | None = None) -> None:
     """Create (or re-apply) the fleet's nodes and wait until KWOK has each one Ready with its GPUs.
 
     Shared by every runtime: the same objects, the same wait, through the kubernetes client.
     Status is applied separately (the status subresource), as a kubelet would report it.
     """
-    nodes = node_objects(fleet)
+    nodes = node_objects(fleet) if nodes is None else nodes  # ``nodes``: these instead (node_objects' own options)
     want = {n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0)) for n in nodes}
     def create(node: dict) -> None:
         kube.apply(node)

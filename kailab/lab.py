@@ -32,6 +32,12 @@ def remove(progress: Progress) -> None:
     what it can find of its own (processes by identity, files it writes) — nothing else."""
     home = lab_home()
     labdir.refuse_unless_ours(home)
+    if j := joined():  # a learner's down: their own objects only, then the credential is forgotten
+        from kailab.classroom.joined import leave
+
+        with progress.step(f"Removing {j.learner}'s lesson objects (their namespaces stay, the instructor's)") as st:
+            st.note(f"{len(leave(j, home))} emptied or deleted")
+        return
     try:
         rt = current_runtime()
     except Exception as e:  # a damaged state file: say so, and remove what is identifiably ours
@@ -48,6 +54,8 @@ def kubeconfig() -> Path:
     """The lab's kubeconfig; ``KAILAB_KUBECONFIG`` points kailab at any other cluster."""
     if os.environ.get("KAILAB_KUBECONFIG"):
         return Path(os.environ["KAILAB_KUBECONFIG"])
+    if j := joined():
+        return j.kubeconfig
     s = state()
     if s is None:
         raise NotRunning("No lab is running.", hint="Start one: kailab up")
@@ -68,6 +76,11 @@ def connect() -> Kube:
     if not path.is_file():
         raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
     kube = Kube(path, context=context())
+    if j := joined():  # a learner's credential: a revoked one says so (401), not "does not answer"
+        from kailab.classroom.joined import whoami
+
+        whoami(kube, j.kubeconfig)
+        return kube
     if why := kube.probe():
         raise NotRunning(f"The lab's API server does not answer ({path}): {why}.",
                          hint="Check it with: kailab status — or start again: kailab down && kailab up")
@@ -92,8 +105,20 @@ def scheduler_metrics():
     return rt.scheduler_metrics() if rt is not None else None
 
 
+def joined():
+    """The class credential this lab folder joined with (``kailab join``), or None: see kailab/classroom/joined.py."""
+    from kailab.classroom.joined import current
+
+    return current(lab_home())
+
+
 def owner() -> Owner:
-    """Whose objects the lab's are (an adopted cluster's lab has an id; a cluster kailab made is the lab's own)."""
+    """Whose objects the lab's are (an adopted cluster's lab has an id; a cluster kailab made is the lab's own;
+    a class's learner's carry their node pool too)."""
+    if j := joined():
+        from kailab.classroom import plan
+
+        return plan.owner(j.learner)
     s = state()
     return Owner(s.lab_id if s else "")
 
@@ -102,15 +127,28 @@ def live_cluster(kube: Kube):
     """The engine's view of this lab: its scheduler control and metrics (where it has them), its owner labels."""
     from kailab.scenarios.live import LiveCluster
 
+    from kailab.labels import NODEPOOL_LABEL
+
+    if j := joined():  # a learner: their nodes; their scheduler is not theirs to stop, nor its metrics to read
+        from kailab.classroom import plan
+
+        return LiveCluster(kube, None, owner=owner(), node_selector=plan.node_selector(j.learner))
     rt = current_runtime()
     sharing = rt.gpu_sharing() if rt is not None else True
-    return LiveCluster(kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing)
+    # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.
+    nodes = f"!{NODEPOOL_LABEL}" if rt is not None and rt.makes_cluster else None
+    return LiveCluster(kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing,
+                       node_selector=nodes)
 
 
 def for_this_lab(scenario):
     """The scenario as this lab runs it: with the lab's prefix on its queues and namespace, if it has one."""
     from kailab.scenarios.prefix import prefixed
 
+    if j := joined():
+        from kailab.classroom import plan
+
+        return plan.for_learner(scenario, j.learner)
     s = state()
     return prefixed(scenario, s.prefix) if s and s.prefix else scenario
 
@@ -124,3 +162,26 @@ def scheduler_control():
         return rt.scheduler_control() if rt is not None else None
     except KailabError:  # a runtime without one: scenarios that stop or start the scheduler say so
         return None
+
+
+def record_in_class(kube: Kube, verdict, prediction: str = "") -> None:
+    """A joined learner's verdict (and prediction), kept in their namespace for the instructor's ``class status``;
+    else nothing."""
+    if j := joined():
+        from kailab.classroom.records import record_object
+
+        kube.apply(record_object(j.learner, verdict, prediction))
+
+
+def pods(kube: Kube) -> list:
+    """Every pod the lab may see: the cluster's; a class's learner's, every pod in their lesson namespaces."""
+    from kailab.status import all_pods
+
+    if j := joined():
+        from kailab.classroom.plan import lesson_namespaces
+        from kailab.pods import pod_view
+
+        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner().selector()).items}
+        return [pod_view(p) for n in lesson_namespaces(j.learner) if n in names
+                for p in kube.core.list_namespaced_pod(n).items]
+    return all_pods(kube)

@@ -45,3 +45,8 @@ GPU = "nvidia.com/gpu"
 # On a cluster kailab did not make, each lab's objects also carry its id, so two labs there never
 # clean up each other's objects (a lab on a cluster kailab made has no id: the cluster is its own).
 LAB_ID_LABEL = "kailab.io/lab-id"
+
+# A class on one cluster (kailab/classroom): each learner's partition is KAI's node pool of that name
+NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
+LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
+RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)

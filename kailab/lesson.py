@@ -53,10 +53,12 @@ def lesson_names(root: Path = EXERCISES) -> list[str]:
     return [*EXERCISE_NAMES, *added]
 
 
-def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Callable[[], object]) -> bool:
+def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Callable[[], object],
+               keep: Callable[[object, str], None] | None = None) -> bool:
     """The walk-through of ``les``: concept, prediction (``ask``), ``scenario`` run by ``engine``, what the cluster
     looks like then (``frame``), the result and why; recorded for evidence. True if KAI did what the lesson teaches
-    (or the lesson does not apply to this cluster). The caller binds it to a lab (``kailab lesson`` in cli.py)."""
+    (or the lesson does not apply to this cluster). The caller binds it to a lab (``kailab lesson`` in cli.py);
+    ``keep(verdict, prediction)`` keeps them somewhere more (a class's learner: in the cluster)."""
     from rich.markdown import Markdown
     from rich.panel import Panel
     from rich.text import Text
@@ -85,6 +87,8 @@ def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Cal
     record = verdict.to_record()
     record["lesson"] = {"prediction": prediction, "expected": expected, "passed": verdict.passed}
     evidence.record_verdict(lab_home(), record)
+    if keep is not None:
+        keep(verdict, prediction)
     out.print("Recorded for your evidence: kailab evidence")
     return verdict.ok
 

@@ -170,7 +170,10 @@ class LocalRuntime(Runtime):
         # every write no longer waits for the disk (a 32-pod Job bound ~0.3 s sooner, measured). The API server
         # deletes a collection with 8 workers, not 1: clearing a lesson's 40 pods took 1.5 s, now 0.6 s.
         patches = [{"name": "etcd", "extraArgs": [{"key": "unsafe-no-fsync", "value": "true"}]},
-                   {"name": "kube-apiserver", "extraArgs": [{"key": "delete-collection-workers", "value": "8"}]}]
+                   {"name": "kube-apiserver", "extraArgs": [{"key": "delete-collection-workers", "value": "8"},
+                                                            # it listens on loopback only: say so, or it looks for a
+                                                            # default route (a machine offline has none) and fails
+                                                            {"key": "advertise-address", "value": "127.0.0.1"}]}]
         conf = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
                 "componentsPatches": patches}
         return [conf, *yaml.safe_load_all(STAGES.read_text())]
@@ -290,10 +293,13 @@ class LocalSchedulerControl(SchedulerControl):
 
     RECORD = "scheduler.json"
 
-    def __init__(self, runtime: LocalRuntime, timeout: float = 60):
+    def __init__(self, runtime: LocalRuntime, timeout: float = 60, name: str = KAI_SCHEDULER_PROCESS, partition: str = "",
+                 workdir: Path | None = None):
         self.rt = runtime
         self.timeout = timeout
-        self.workdir = runtime.home / "kai"
+        self.name = name  # its process name; a class's partition scheduler has its own (kailab/classroom)
+        self.partition = partition  # the node-pool label value it schedules; "" the lab's own scheduler
+        self.workdir = workdir or runtime.home / "kai"
 
     def _record(self) -> dict:
         try:
@@ -315,16 +321,16 @@ class LocalSchedulerControl(SchedulerControl):
             return SchedulerSettings()
 
     def running(self) -> bool:
-        return self.rt.kai_processes.identity(KAI_SCHEDULER_PROCESS) is not None
+        return self.rt.kai_processes.identity(self.name) is not None
 
     def stop(self) -> None:
-        ident = self.rt.kai_processes.identity(KAI_SCHEDULER_PROCESS)
+        ident = self.rt.kai_processes.identity(self.name)
         if ident is not None:
             stop([ident], timeout=10, group=True)
             if ident.alive():
                 raise KailabError(f"KAI's scheduler (pid {ident.pid}) did not stop.",
-                                  hint=f"Its log: {self.rt.kai_processes.log_path(KAI_SCHEDULER_PROCESS)}")
-        (self.rt.kai_processes.pids / f"{KAI_SCHEDULER_PROCESS}.pid").unlink(missing_ok=True)
+                                  hint=f"Its log: {self.rt.kai_processes.log_path(self.name)}")
+        (self.rt.kai_processes.pids / f"{self.name}.pid").unlink(missing_ok=True)
 
     def start(self, settings: SchedulerSettings | None = None) -> None:
         settings = SchedulerSettings.of(settings)
@@ -340,7 +346,7 @@ class LocalSchedulerControl(SchedulerControl):
         else:
             bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
         self.stop()
-        spec = kai.scheduler_spec(bins, self.rt.kubeconfig(), self.workdir, settings)
+        spec = kai.scheduler_spec(bins, self.rt.kubeconfig(), self.workdir, settings, self.partition, self.name)
         self.rt.kai_processes.start(spec)
         self.record(spec, settings)
         kai.wait_healthy([spec], self.rt.kai_processes, timeout=self.timeout)
@@ -353,12 +359,12 @@ class LocalSchedulerControl(SchedulerControl):
         def cycled() -> bool:
             if kai.actions_run(self.metrics() or ""):
                 return True
-            if processes.pid(KAI_SCHEDULER_PROCESS) is None:
-                raise processes.fail(KAI_SCHEDULER_PROCESS, "exited while starting")
+            if processes.pid(self.name) is None:
+                raise processes.fail(self.name, "exited while starting")
             return False
 
         until(cycled, self.timeout, 0.2, fail=lambda _: processes.fail(
-            KAI_SCHEDULER_PROCESS, f"ran no scheduling cycle within {self.timeout:.0f}s"))
+            self.name, f"ran no scheduling cycle within {self.timeout:.0f}s"))
 
     def metrics(self) -> str | None:
         url = self._record().get("metrics")

@@ -10,8 +10,8 @@ import yaml
 
 from kailab import build, versions
 from kailab.kube import Kube
-from kailab.labels import (KAI_NAMESPACE, KAI_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, MANAGED, QUEUE_LABEL,
-                           RESERVATION_APP_LABEL, RESERVATION_NAMESPACE, RESERVATION_SERVICE_ACCOUNT)
+from kailab.labels import (KAI_NAMESPACE, KAI_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, MANAGED, NODEPOOL_LABEL,
+                           QUEUE_LABEL, RESERVATION_APP_LABEL, RESERVATION_NAMESPACE, RESERVATION_SERVICE_ACCOUNT)
 from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
@@ -23,7 +23,6 @@ from kailab.runtimes import gpu_ledger
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
 
-NODEPOOL_LABEL = "kai.scheduler/node-pool"
 SCHEDULER_CONFIG = MANIFESTS / "kai-scheduler-config.yaml"
 
 
@@ -140,17 +139,22 @@ def scheduler_flags(settings: SchedulerSettings = SchedulerSettings()) -> list[s
 
 
 def scheduler_spec(bins: dict[str, Path], kubeconfig: Path, workdir: Path,
-                   settings: SchedulerSettings = SchedulerSettings()) -> ProcessSpec:
-    """KAI's scheduler with these settings, on fresh loopback ports; writes its config file in ``workdir``."""
+                   settings: SchedulerSettings = SchedulerSettings(), partition: str = "",
+                   name: str = KAI_SCHEDULER_PROCESS) -> ProcessSpec:
+    """KAI's scheduler with these settings, on fresh loopback ports; writes its config file in ``workdir``.
+
+    ``partition``: the node-pool label value it schedules (a class's learner, kailab/classroom); "" the lab's own
+    scheduler, which sees only nodes, queues and PodGroups without the label. ``name``: its process name.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     conf = workdir / "scheduler-config.yaml"
     conf.write_text(scheduler_config(settings))
     metrics, plugins = free_port(), free_port()
-    return ProcessSpec(KAI_SCHEDULER_PROCESS, [
-        # The flags KAI's operator gives the scheduler of the chart's default shard.
+    return ProcessSpec(name, [
+        # The flags KAI's operator gives the scheduler of a shard (the chart's default shard: partition "").
         str(bins[KAI_SCHEDULER_PROCESS]), f"--scheduler-conf={conf}", f"--scheduler-name={KAI_SCHEDULER_NAME}",
         f"--namespace={KAI_NAMESPACE}",
-        f"--nodepool-label-key={NODEPOOL_LABEL}", "--partition-label-value=",
+        f"--nodepool-label-key={NODEPOOL_LABEL}", f"--partition-label-value={partition}",
         f"--resource-reservation-app-label={RESERVATION_APP_LABEL}", f"--queue-label-key={QUEUE_LABEL}",
         f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}", *CLIENT_LIMITS,
         *scheduler_flags(settings),

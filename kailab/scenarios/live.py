@@ -105,12 +105,15 @@ class LiveCluster:
 
     ``scheduler``: the runtime's control of KAI's scheduler, if it has one; ``metrics``: a reader of the scheduler's
     metrics (by default the control's); ``owner``: whose objects this lab's are — every object applied here carries
-    its labels, and every cleanup selects by them; ``gpu_sharing``: whether KAI's GPU sharing is on.
+    its labels, and every cleanup selects by them; ``gpu_sharing``: whether KAI's GPU sharing is on;
+    ``node_selector``: the nodes that are this lab's fleet (its KAI partition's), None every node.
     """
 
     def __init__(self, kube: Kube, scheduler=None, owner: Owner = Owner(),
-                 metrics: Callable[[], str | None] | None = None, gpu_sharing: bool = True):
+                 metrics: Callable[[], str | None] | None = None, gpu_sharing: bool = True,
+                 node_selector: str | None = None):
         self.kube = kube
+        self.node_selector = node_selector
         self.scheduler = scheduler
         self.owner = owner
         self.metrics = metrics if metrics is not None else getattr(scheduler, "metrics", None)
@@ -158,7 +161,8 @@ class LiveCluster:
         return LiveChanges(self.kube, namespace, self.clock, self.metrics)
 
     def node_gpus(self) -> list[float]:
-        return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in self.kube.core.list_node().items]
+        nodes = self.kube.core.list_node(label_selector=self.node_selector or "").items
+        return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in nodes]
 
     def node_names(self) -> list[str]:
         return [n.metadata.name for n in self.kube.core.list_node().items]

@@ -18,7 +18,9 @@ import kailab
 PACKAGE = Path(kailab.__file__).parent
 INTERFACE = "kailab.runtimes.base"
 REGISTRY = "kailab.runtimes"  # knows every runtime: only the command layer may use it
-COMMANDS = {"kailab.cli", "kailab.__main__", "kailab.lab", "kailab.doctor"}  # the top: may use any runtime
+COMMANDS = {"kailab.cli", "kailab.__main__", "kailab.lab", "kailab.doctor",  # the top: may use any runtime
+            # a class on the local runtime: its commands, its partitions (local processes), a learner's run there
+            "kailab.classroom.cli", "kailab.classroom.partitions", "kailab.classroom.lessons"}
 
 
 def module_name(path: Path) -> str:

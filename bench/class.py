@@ -1,0 +1,84 @@
+"""Benchmark a class on one local lab: 1, 4 and 8 learners, each running lessons in their own partition at once.
+
+    python bench/class.py [--learners 1,4,8] [--lessons quota,gang]   # needs a running local lab with KAI (kailab up)
+
+For each class size: how long ``class up`` took, the wall time of every learner running the lessons at the same
+time (against one learner alone), the lab's memory (every process it started, RSS) and each learner scheduler's
+CPU seconds and memory. Targets (issue "One lab for a whole class"): 8 learners' run ≤ 2× one learner's; the
+lab's memory ≤ 8 GiB at 8 learners.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+import psutil
+
+from kailab import lab
+from kailab.classroom import roster
+from kailab.classroom.lessons import run_lessons
+from kailab.classroom.partitions import LocalClass
+from kailab.fleet import load_fleet
+from kailab.kube import Kube
+from kailab.progress import Progress
+
+
+def scheduler_usage(klass: LocalClass, learner: str) -> tuple[float, float]:
+    """(CPU seconds, RSS MiB) of the learner's scheduler process."""
+    ident = klass.rt.kai_processes.identity(klass.control(learner).name)
+    if ident is None:
+        return 0.0, 0.0
+    proc = psutil.Process(ident.pid)
+    cpu = proc.cpu_times()
+    return cpu.user + cpu.system, proc.memory_info().rss / 2**20
+
+
+def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str]) -> None:
+    names = roster.from_count(count)
+    start = time.monotonic()
+    klass.up(kube, names, load_fleet(), Progress(quiet=True))
+    up_seconds = time.monotonic() - start
+    before = {n: scheduler_usage(klass, n)[0] for n in names.names}
+    results: dict[str, bool] = {}
+
+    def play(learner: str) -> None:
+        verdicts = run_lessons(klass, Kube(klass.rt.kubeconfig()), learner, lessons, Progress(quiet=True))
+        results[learner] = all(v.ok for v in verdicts)
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=play, args=(n,)) for n in names.names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - start
+    memory = klass.rt.memory_mib() or 0.0
+    usage = {n: scheduler_usage(klass, n) for n in names.names}
+    cpu = [usage[n][0] - before[n] for n in names.names]
+    rss = [usage[n][1] for n in names.names]
+    passed = sum(results.values())
+    print(f"{count:>2} learners: class up {up_seconds:5.1f} s; {','.join(lessons)} side by side {wall:5.1f} s "
+          f"({passed}/{count} all passed); lab memory {memory / 1024:4.2f} GiB; per scheduler "
+          f"CPU {sum(cpu) / count:4.1f} s (max {max(cpu):.1f}), RSS {sum(rss) / count:4.0f} MiB")
+    klass.down(kube, None, Progress(quiet=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", default="1,4,8")
+    parser.add_argument("--lessons", default="quota,gang")
+    args = parser.parse_args()
+    from kailab.classroom.cli import local_class
+
+    klass = local_class()
+    kube = lab.connect()
+    if klass.learners():
+        raise SystemExit(f"This lab already has a class ({', '.join(klass.learners())}); run kailab class down first.")
+    for count in (int(n) for n in args.learners.split(",")):
+        one_size(klass, kube, count, args.lessons.split(","))
+
+
+if __name__ == "__main__":
+    main()

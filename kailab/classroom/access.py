@@ -1,0 +1,75 @@
+"""Credentials on the cluster: ``class up --out DIR`` grants each learner a kubeconfig, ``class down`` revokes it."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import yaml
+from kubernetes import client
+
+from kailab.classroom import credentials, plan
+from kailab.errors import KailabError
+from kailab.kube import Kube
+from kailab.ownership import Owner
+
+
+def cluster_name(kube: Kube) -> str:
+    """The class's cluster as a learner's kubeconfig names it: its server address (``join`` checks it)."""
+    return "kailab-class@" + kube.api.configuration.host.split("://", 1)[-1]
+
+
+def _ca_data(kube: Kube) -> str:
+    path = kube.api.configuration.ssl_ca_cert
+    if not path:
+        raise KailabError("The lab's kubeconfig names no certificate authority; a learner's kubeconfig needs one.")
+    return base64.b64encode(Path(path).read_bytes()).decode()
+
+
+def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
+    """Apply the class's policy and each learner's ServiceAccount, roles and namespaces; write ``out/NAME.kubeconfig``
+    with a fresh token (TokenRequest API). Returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    for obj in credentials.class_objects(Owner()):
+        kube.apply(obj)
+    written = []
+    for learner in learners:
+        namespaces = plan.lesson_namespaces(learner)
+        for ns in namespaces:
+            kube.ensure_namespace(ns, plan.owner(learner).labels)
+        for obj in credentials.learner_objects(learner, namespaces, Owner()):
+            kube.apply(obj)
+        token = request_token(kube, learner)
+        conf = credentials.kubeconfig(learner, kube.api.configuration.host, _ca_data(kube), token, cluster_name(kube))
+        path = out / f"{learner}.kubeconfig"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # a credential: the instructor's to hand out
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump(conf, f, sort_keys=False)
+        written.append(path)
+    return written
+
+
+def request_token(kube: Kube, learner: str) -> str:
+    body = client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=credentials.TOKEN_SECONDS))
+    got = kube.core.create_namespaced_service_account_token(credentials.service_account(learner),
+                                                           credentials.CLASS_NAMESPACE, body)
+    return got.status.token
+
+
+def revoke(kube: Kube, learner: str) -> None:
+    """Delete the learner's ServiceAccount (its tokens stop working at once) and cluster roles."""
+    kube.delete("v1", "ServiceAccount", credentials.service_account(learner), credentials.CLASS_NAMESPACE)
+    name = f"kailab-learner-{learner}"
+    for kind, n in (("ClusterRoleBinding", name), ("ClusterRoleBinding", f"{name}-reader"), ("ClusterRole", name)):
+        kube.delete(credentials.RBAC, kind, n)
+
+
+def revoke_class(kube: Kube) -> None:
+    """Delete what every learner shared: the admission policy, the reader role, the ServiceAccounts' namespace."""
+    for api, kind, name in ((credentials.ADMISSION, "ValidatingAdmissionPolicyBinding", credentials.POLICY),
+                            (credentials.ADMISSION, "ValidatingAdmissionPolicy", credentials.POLICY),
+                            (credentials.RBAC, "ClusterRole", credentials.READER)):
+        kube.delete(api, kind, name)
+    kube.delete_namespace(credentials.CLASS_NAMESPACE)  # and wait: a class up right after would find it terminating

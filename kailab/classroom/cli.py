@@ -1,0 +1,140 @@
+"""``kailab class …``: one lab for a whole class. Thin commands; the work is in the classroom modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from kailab import lab, render
+from kailab.errors import KailabError
+from kailab.progress import Progress, stderr
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="One lab for a whole class: each learner a fleet and a KAI partition of their own.")
+
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
+
+
+def roster_of(count: Optional[int], names: List[str], roster: Optional[Path]):
+    """The roster from exactly one of --learners, --learner, --roster."""
+    from kailab.classroom import roster as r
+
+    given = [flag for flag, value in (("--learners", count is not None), ("--learner", bool(names)),
+                                      ("--roster", roster is not None)) if value]
+    if len(given) != 1:
+        raise r.RosterError("Say who is in the class with one of --learners N, --learner NAME (repeated) or "
+                            f"--roster FILE{'' if not given else ', not ' + ' and '.join(given)}.")
+    if count is not None:
+        return r.from_count(count)
+    if names:
+        return r.from_names(names)
+    return r.from_file(roster)
+
+
+def local_class():
+    """The running local lab's class; a clear error on another runtime or without a lab."""
+    from kailab.classroom.partitions import LocalClass
+    from kailab.errors import NotRunning
+    from kailab.runtimes.local import LocalRuntime
+
+    rt = lab.current_runtime()
+    if rt is None:
+        raise NotRunning("No lab is running.", hint="Start one: kailab up --runtime local")
+    if not isinstance(rt, LocalRuntime):
+        raise KailabError(f"A class runs on the local runtime for now; this lab is on the {rt.name} runtime.",
+                          hint="kailab down && kailab up --runtime local, then kailab class up")
+    return LocalClass(rt)
+
+
+@app.command("up")
+def up(
+    learners: Optional[int] = typer.Option(None, "--learners", help="This many learners: learner-1 … learner-N."),
+    learner: List[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
+    roster: Optional[Path] = typer.Option(None, "--roster", help="A file with one learner name a line."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI scheduler of their own."""
+    from kailab.fleet import load_fleet
+
+    wanted = roster_of(learners, learner, roster)  # checked before anything is applied
+    klass = local_class()
+    progress = Progress(quiet)
+    added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
+    render.stdout.print(f"Class: {', '.join(klass.learners())} ({len(added)} added). "
+                        "A learner's lessons: kailab class demo NAME --learner LEARNER", markup=False, highlight=False)
+
+
+@app.command("down")
+def down(
+    learner: List[str] = typer.Option([], "--learner", help="Remove only this learner (repeat for each)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Remove every learner (or the ones named): their scheduler, namespaces, queues and nodes."""
+    klass = local_class()
+    removed = klass.down(lab.connect(), learner or None, Progress(quiet))
+    render.stdout.print(f"Removed: {', '.join(removed) or 'no learner'}.", markup=False, highlight=False)
+
+
+@app.command("status")
+def status(as_json: bool = typer.Option(False, "--json", help="Print the class as JSON.")) -> None:
+    """Learners × lessons: each verdict and when, whose scheduler runs, and who is stuck (a pod Pending, KAI's reason)."""
+    import json
+
+    from kailab.classroom.records import class_status
+
+    klass = local_class()
+    learners = klass.learners()
+    report = class_status(lab.connect(), learners)
+    for name in learners:
+        report[name]["scheduler"] = "running" if klass.control(name).running() else "stopped"
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    if not learners:
+        render.stdout.print("No class on this lab. Start one: kailab class up --learners N", markup=False)
+        return
+    for name in learners:
+        row = report[name]
+        lessons = ", ".join(f"{lesson} {r['outcome']} ({r['finished']})" for lesson, r in sorted(row["lessons"].items()))
+        render.stdout.print(f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}",
+                            markup=False, highlight=False)
+        for s in row["stuck"]:
+            render.stdout.print(f"  stuck: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}",
+                                markup=False, highlight=False)
+
+
+@app.command("evidence")
+def evidence(out: Path = typer.Option(Path("class-report.md"), "--out", help="Where to write the page.")) -> None:
+    """Write the class's status as a Markdown page to hand round: learners × lessons, predictions, who is stuck."""
+    from kailab.classroom.records import class_status, markdown
+    from kailab.lesson import lesson_names
+
+    klass = local_class()
+    out.write_text(markdown(class_status(lab.connect(), klass.learners()), lesson_names()))
+    render.stdout.print(f"Wrote {out}", markup=False, highlight=False)
+
+
+@app.command("demo")
+def demo(
+    name: str = typer.Argument(..., help="An exercise (see kailab demo --help), or all."),
+    learner: str = typer.Option(..., "--learner", help="Whose slice to run it in."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Run a built-in exercise in a learner's slice, as they would."""
+    from kailab.classroom.lessons import run_lessons, slice_line
+    from kailab.lesson import lesson_names
+
+    names = lesson_names() if name == "all" else [name]
+    if any(n not in lesson_names() for n in names):
+        raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(lesson_names())}, all.")
+    klass = local_class()
+    klass.known(learner)  # an unknown learner is refused before anything is applied
+    stderr.print(slice_line(learner), markup=False, highlight=False)
+    verdicts = run_lessons(klass, lab.connect(), learner, names, Progress(quiet or as_json))
+    render.print_verdicts(verdicts, as_json)
+    if not all(v.ok for v in verdicts):
+        raise typer.Exit(1)

@@ -1,0 +1,150 @@
+"""A learner's credential: a ServiceAccount, what RBAC lets it do, what the admission policy refuses, a kubeconfig.
+
+Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. What a learner may do:
+
+- in their own lesson namespaces (made by ``class up``, one per exercise, named ``<learner>-…``): everything a
+  lesson does — workloads, pods, PodGroups, events, ConfigMaps (lesson records) — through a Role bound there;
+- those namespaces themselves: get and patch (RBAC ``resourceNames``), nothing else's;
+- cluster-wide: read nodes, namespaces, queues and priority classes (a lesson lists them by label);
+  create, change and delete Queues and PriorityClasses — which RBAC cannot limit by name on create, so one
+  ValidatingAdmissionPolicy (CEL, built into the API server) refuses any learner's request whose object (or,
+  on update and delete, old object) is not named ``<learner>-…`` and labelled with their node pool.
+
+Nothing lets a learner read or change another learner's pods or namespaces, any node, or a scheduler's
+settings (KAI's Config and SchedulingShards are not granted at all).
+"""
+
+from __future__ import annotations
+
+import base64
+
+from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API
+from kailab.ownership import Owner
+
+CLASS_NAMESPACE = "kailab-class"  # the learners' ServiceAccounts
+SA_PREFIX = "learner-"
+POLICY = "kailab-class-learners"
+READER = "kailab-class-reader"  # the cluster-wide part every learner shares
+RBAC = "rbac.authorization.k8s.io/v1"
+ADMISSION = "admissionregistration.k8s.io/v1"
+TOKEN_SECONDS = 12 * 3600  # a class day; `class down` revokes it sooner by deleting the ServiceAccount
+
+
+def service_account(learner: str) -> str:
+    return SA_PREFIX + learner
+
+
+def username(learner: str) -> str:
+    """The user the API server sees for the learner's token."""
+    return f"system:serviceaccount:{CLASS_NAMESPACE}:{service_account(learner)}"
+
+
+def _meta(name: str, labels: dict[str, str], namespace: str | None = None) -> dict:
+    meta = {"name": name, "labels": dict(labels)}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def class_objects(owner: Owner = Owner()) -> list[dict]:
+    """What every learner shares: their ServiceAccounts' namespace, the read-only ClusterRole, the admission policy."""
+    labels = owner.labels
+    read = ["get", "list", "watch"]
+    write = [*read, "create", "update", "patch", "delete"]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLASS_NAMESPACE, labels)},
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": _meta(READER, labels), "rules": [
+            {"apiGroups": [""], "resources": ["nodes", "namespaces"], "verbs": read},
+            {"apiGroups": [QUEUE_API.split("/")[0]], "resources": ["queues"], "verbs": write},
+            {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": write},
+        ]},
+        *admission_policy(labels),
+    ]
+
+
+def admission_policy(labels: dict[str, str]) -> list[dict]:
+    """One policy for every learner: the learner is read from the request's user name."""
+    prefix = f"system:serviceaccount:{CLASS_NAMESPACE}:{SA_PREFIX}"
+    theirs = ("{o}.metadata.name.startsWith(variables.learner + '-') && has({o}.metadata.labels) && "
+              f"'{NODEPOOL_LABEL}' in {{o}}.metadata.labels && {{o}}.metadata.labels['{NODEPOOL_LABEL}'] == variables.learner")
+    policy = {
+        "apiVersion": ADMISSION, "kind": "ValidatingAdmissionPolicy", "metadata": _meta(POLICY, labels),
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [
+                {"apiGroups": [QUEUE_API.split("/")[0]], "apiVersions": ["*"], "resources": ["queues"],
+                 "operations": ["CREATE", "UPDATE", "DELETE"]},
+                {"apiGroups": ["scheduling.k8s.io"], "apiVersions": ["*"], "resources": ["priorityclasses"],
+                 "operations": ["CREATE", "UPDATE", "DELETE"]},
+                {"apiGroups": [""], "apiVersions": ["*"], "resources": ["namespaces"],
+                 "operations": ["CREATE", "UPDATE", "DELETE"]},
+            ]},
+            "matchConditions": [{"name": "learners-only",
+                                 "expression": f"request.userInfo.username.startsWith('{prefix}')"}],
+            "variables": [{"name": "learner", "expression": f"request.userInfo.username.substring({len(prefix)})"}],
+            "validations": [
+                {"expression": f"request.operation == 'DELETE' || ({theirs.format(o='object')})",
+                 "messageExpression": "'a learner may only make ' + request.resource.resource + ' named ' + "
+                                      f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner",
+                 "reason": "Forbidden"},
+                {"expression": f"request.operation == 'CREATE' || ({theirs.format(o='oldObject')})",
+                 "messageExpression": "'this ' + request.resource.resource + ' is not ' + variables.learner + "
+                                      "'\\'s: a learner may only change or delete their own'",
+                 "reason": "Forbidden"},
+            ],
+        },
+    }
+    binding = {"apiVersion": ADMISSION, "kind": "ValidatingAdmissionPolicyBinding", "metadata": _meta(POLICY, labels),
+               "spec": {"policyName": POLICY, "validationActions": ["Deny"]}}
+    return [policy, binding]
+
+
+def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[dict]:
+    """The learner's ServiceAccount and what it may do: a Role in each of their namespaces, their namespaces by
+    name, and the shared reader role."""
+    labels = {**owner.labels, LEARNER_LABEL: learner}
+    sa = service_account(learner)
+    subject = [{"kind": "ServiceAccount", "name": sa, "namespace": CLASS_NAMESPACE}]
+    own = f"kailab-learner-{learner}"
+    out: list[dict] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(sa, labels, CLASS_NAMESPACE)},
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": _meta(own, labels), "rules": [
+            {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": list(namespaces),
+             "verbs": ["get", "patch", "update"]},
+        ]},
+        {"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": _meta(own, labels), "subjects": subject,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": own}},
+        {"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": _meta(f"{own}-reader", labels),
+         "subjects": subject, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER}},
+    ]
+    lesson = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
+    for ns in namespaces:
+        out.append({"apiVersion": RBAC, "kind": "Role", "metadata": _meta("kailab-learner", labels, ns), "rules": [
+            {"apiGroups": [""], "resources": ["pods", "events", "configmaps"], "verbs": lesson},
+            {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
+            {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": lesson},
+            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
+            {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups"], "verbs": lesson},
+        ]})
+        out.append({"apiVersion": RBAC, "kind": "RoleBinding", "metadata": _meta("kailab-learner", labels, ns),
+                    "subjects": subject,
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kailab-learner"}})
+    return out
+
+
+def kubeconfig(learner: str, server: str, ca_data: str, token: str, cluster: str) -> dict:
+    """The learner's kubeconfig: the cluster's server and CA (``ca_data`` base64, as kubeconfigs hold it), their token.
+
+    ``cluster`` names the class's cluster (its context is ``kailab-class-<learner>``), so ``kailab join`` can tell
+    a file for another cluster.
+    """
+    base64.b64decode(ca_data, validate=True)  # a CA that is not base64 is a bug here, not the learner's
+    context = f"kailab-class-{learner}"
+    return {
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+        "users": [{"name": service_account(learner), "user": {"token": token}}],
+        "contexts": [{"name": context, "context": {"cluster": cluster, "user": service_account(learner)}}],
+        "preferences": {},
+    }

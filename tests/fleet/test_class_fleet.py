@@ -1,0 +1,246 @@
+"""A class of three on one local lab, on the real KAI: each learner's lessons run at the same time in their own
+partition and give the verdicts a lab of one's own gives (tests/golden/<lesson>/verdict.json).
+
+What it proves: ``kailab class up`` gives each learner nodes and a KAI scheduler of their own
+(``--partition-label-value``); their queues, workloads and PodGroups carry their node-pool label, so their
+scheduler — and only it — places their pods, on their nodes; a lesson that stops and reconfigures the scheduler
+(placement, consolidation) changes that learner's scheduler alone while the others' lessons run; ``class down``
+removes every learner's objects, nodes and scheduler, and the lab's own scheduler still runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from waits import until  # tests/fleet/waits.py
+
+from kailab.classroom import plan
+from kailab.classroom.lessons import run_lessons
+from kailab.classroom.partitions import LocalClass
+from kailab.classroom.records import class_status
+from kailab.kube import Kube
+from kailab.labels import GPU, KWOK_TOLERATION, LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API, QUEUE_LABEL
+from kailab.ownership import stamped
+from kailab.paths import EXERCISES
+from kailab.progress import Progress
+from kailab.scenarios.loader import load_scenario
+
+pytestmark = [pytest.mark.fleet, pytest.mark.kai]
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+LESSONS = {"ann": ["placement"], "bob": ["consolidation"], "cai": ["fairshare", "reclaim"]}
+ROW = ("title", "expected", "observed", "passed", "scope", "measure")
+
+
+def rows(verdict: dict, learner: str = "") -> list[dict]:
+    """The verdict's checks as the golden file has them; the learner's prefix taken off names (queues, nodes)."""
+    out = []
+    for check in verdict["checks"]:
+        row = {k: check[k] for k in ROW}
+        if learner:
+            row = {k: v.replace(f"{learner}-", "") if isinstance(v, str) else v for k, v in row.items()}
+        out.append(row)
+    return out
+
+
+def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab, tmp_path):
+    kai_lab.cli("class", "up", *[a for name in LESSONS for a in ("--learner", name)], check=True)
+    klass = LocalClass(kai_lab.runtime)
+    assert klass.learners() == list(LESSONS)
+    for learner in LESSONS:
+        nodes = kai_lab.kube.core.list_node(label_selector=f"{NODEPOOL_LABEL}={learner}").items
+        assert sorted(n.metadata.name for n in nodes) == sorted(
+            f"{learner}-kwok-{p}" for p in ("a100-0", "a100-1", "h100-0", "l40s-0", "l40s-1"))
+        assert klass.control(learner).running()
+
+    verdicts: dict[str, list] = {}
+    errors: list[BaseException] = []
+
+    def play(learner: str) -> None:
+        try:  # each learner a client of their own, as each would be on their own machine
+            kube = Kube(kai_lab.runtime.kubeconfig())
+            verdicts[learner] = run_lessons(klass, kube, learner, LESSONS[learner], Progress(quiet=True))
+        except BaseException as e:  # noqa: BLE001 (reported below, with the learner)
+            errors.append(e)
+
+    threads = [threading.Thread(target=play, args=(name,)) for name in LESSONS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert not errors, errors
+
+    for learner, lessons in LESSONS.items():
+        for lesson, verdict in zip(lessons, verdicts[learner]):
+            got = verdict.to_dict()
+            assert got["outcome"] == "PASS", (learner, lesson, got)
+            golden = json.loads((GOLDEN / lesson / "verdict.json").read_text())
+            assert rows(got, learner) == rows(golden), (learner, lesson)
+
+        # Every pod a learner's lesson left bound is on that learner's nodes; their PodGroups are in their partition.
+        for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items:
+            for pod in kai_lab.kube.core.list_namespaced_pod(ns.metadata.name).items:
+                assert pod.spec.node_name is None or pod.spec.node_name.startswith(f"{learner}-kwok-"), pod.metadata.name
+            for group in kai_lab.kube.list(PODGROUP_API, "PodGroup", namespace=ns.metadata.name):
+                assert group["metadata"]["labels"].get(NODEPOOL_LABEL) == learner, group["metadata"]["name"]
+
+    # The instructor's view, read from the cluster: every learner's lessons and their verdicts.
+    report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+    for learner, lessons in LESSONS.items():
+        assert {n: report[learner]["lessons"][n]["outcome"] for n in lessons} == {n: "PASS" for n in lessons}
+        assert report[learner]["scheduler"] == "running"
+    page = tmp_path / "class.md"
+    kai_lab.cli("class", "evidence", "--out", str(page), check=True)
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in page.read_text().splitlines()
+             if line.startswith("| ")]
+    header, cai = table[0], next(r for r in table if r[0] == "cai")
+    assert cai[header.index("fairshare")].startswith("PASS ") and cai[header.index("reclaim")].startswith("PASS ")
+    assert cai[header.index("quota")] == "–"
+    # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
+    ns = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
+    queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
+    kai_lab.kube.apply(stamped({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "too-big", "namespace": ns, "labels": {QUEUE_LABEL: queue}}, "spec": {
+        "schedulerName": "kai-scheduler", "tolerations": [dict(KWOK_TOLERATION)], "containers": [
+            {"name": "c", "image": "x", "resources": {"limits": {GPU: "16"}}}]}}, plan.owner("ann")))
+    later = datetime.now(timezone.utc) + timedelta(minutes=5)
+    stuck = until("ann's scheduler gives the Pending pod a reason", lambda: [
+        s for s in class_status(kai_lab.kube, ["ann"], now=later)["ann"]["stuck"]
+        if s["pod"] == f"{ns}/too-big" and s["reason"] != "not looked at by a scheduler yet"])
+    assert "16" in stuck[0]["reason"] or "GPU" in stuck[0]["reason"], stuck
+    assert class_status(kai_lab.kube, ["ann"])["ann"]["stuck"] == []  # Pending for seconds only: not stuck yet
+
+    kai_lab.cli("class", "down", check=True)
+    assert klass.learners() == []
+    assert kai_lab.kube.core.list_node(label_selector=LEARNER_LABEL).items == []
+    for learner in LESSONS:
+        assert not klass.control(learner).running()
+        assert kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items == [] or all(
+            ns.status.phase == "Terminating"
+            for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items)
+    assert kai_lab.runtime.scheduler_control().running()  # the lab's own scheduler was never touched
+
+
+def refused(call) -> int:
+    """The API server's status for a call that must be refused (403 from RBAC or the admission policy)."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import DynamicApiError
+
+    try:
+        call()
+    except (ApiException, DynamicApiError) as e:
+        return e.status
+    raise AssertionError("the API server allowed it")
+
+
+def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp_path):
+    from kubernetes import client
+
+    from kailab.classroom import credentials
+    from kailab.labels import QUEUE_API
+
+    out = tmp_path / "creds"
+    kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
+    assert sorted(p.name for p in out.iterdir()) == ["ann.kubeconfig", "bob.kubeconfig"]
+    assert (out / "ann.kubeconfig").stat().st_mode & 0o077 == 0
+    admin, ann = kai_lab.kube, Kube(out / "ann.kubeconfig")
+    klass = LocalClass(kai_lab.runtime)
+
+    def queue(name: str, pool: str) -> dict:
+        return {"apiVersion": QUEUE_API, "kind": "Queue",
+                "metadata": {"name": name, "labels": {**plan.owner(pool).labels}},
+                "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}}}
+
+    admin.apply(queue("bob-team", "bob"))
+    bob_ns, bob_node = "bob-kailab-quota", "bob-kwok-a100-0"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "namespace": bob_ns},
+           "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    label = {"metadata": {"labels": {"touched": "by-ann"}}}
+    attempts = {
+        "read B's pods": lambda: ann.core.list_namespaced_pod(bob_ns),
+        "create a pod in B's namespace": lambda: ann.core.create_namespaced_pod(bob_ns, pod),
+        "change B's namespace": lambda: ann.core.patch_namespace(bob_ns, label),
+        "delete B's namespace": lambda: ann.core.delete_namespace(bob_ns),
+        "change B's queue": lambda: ann.apply({**queue("bob-team", "bob"), "spec": {"priority": 1}}),
+        "delete B's queue": lambda: ann.delete(QUEUE_API, "Queue", "bob-team"),
+        "create a queue outside A's names": lambda: ann.apply(queue("zed-team", "ann")),
+        "create a queue of A's name in B's partition": lambda: ann.apply(queue("ann-sneaky", "bob")),
+        "change B's node": lambda: ann.core.patch_node(bob_node, label),
+        "delete B's node": lambda: ann.core.delete_node(bob_node),
+        "change A's own node": lambda: ann.core.patch_node("ann-kwok-a100-0", label),
+        "change a partition's scheduler (SchedulingShard)": lambda: ann.apply(
+            {"apiVersion": "kai.scheduler/v1", "kind": "SchedulingShard", "metadata": {"name": "bob"},
+             "spec": {"partitionLabelValue": "bob", "placementStrategy": {"gpu": "spread"}}}),
+        "read the ServiceAccounts' tokens": lambda: ann.core.list_namespaced_secret(credentials.CLASS_NAMESPACE),
+    }
+    statuses = {what: refused(call) for what, call in attempts.items()}
+    assert statuses == {what: 403 for what in attempts}, statuses
+    assert admin.get(QUEUE_API, "Queue", "bob-team")["spec"].get("priority") is None
+    assert admin.get(QUEUE_API, "Queue", "zed-team") is None
+
+    # What A may do: a queue of their own, and their lesson, through their kubeconfig alone.
+    ann.apply(queue("ann-mine", "ann"))
+    ann.delete(QUEUE_API, "Queue", "ann-mine")
+    (verdict,) = run_lessons(klass, ann, "ann", ["quota"], Progress(quiet=True))
+    assert verdict.to_dict()["outcome"] == "PASS", verdict.to_dict()
+    golden = json.loads((GOLDEN / "quota" / "verdict.json").read_text())
+    assert rows(verdict.to_dict(), "ann") == rows(golden)
+
+    kai_lab.cli("class", "down", check=True)
+    assert refused(lambda: ann.core.list_namespaced_pod("ann-kailab-quota")) == 401  # the credential is revoked
+    assert admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE) is None or \
+        admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE)["status"]["phase"] == "Terminating"
+    assert client.AdmissionregistrationV1Api(admin.api).list_validating_admission_policy(
+        label_selector="app.kubernetes.io/managed-by=kailab").items == []
+
+
+def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_lab, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from kailab.labels import QUEUE_API
+
+    out = tmp_path / "creds"
+    kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
+    kai_lab.kube.apply({"apiVersion": QUEUE_API, "kind": "Queue",
+                        "metadata": {"name": "bob-team", "labels": plan.owner("bob").labels}, "spec": {}})
+    env = {**os.environ, "KAILAB_HOME": str(tmp_path / "ann-machine")}  # no lab there: only the file
+
+    def ann(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=600)
+
+    assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
+    run = ann("demo", "quota", "--json")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[0].startswith("Learner ann: partition kai.scheduler/node-pool=ann"), run.stderr
+    (verdict,) = json.loads(run.stdout)["verdicts"]
+    assert verdict["outcome"] == "PASS", verdict
+    assert rows(verdict, "ann") == rows(json.loads((GOLDEN / "quota" / "verdict.json").read_text()))
+    placement = json.loads(ann("demo", "placement", "--json").stdout)["verdicts"][0]
+    assert placement["outcome"] == "NOT APPLICABLE"  # the partition's scheduler is the instructor's machine's
+
+    walk = subprocess.run([sys.executable, "-m", "kailab", "lesson", "gang"], input="all or nothing\n",
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert walk.returncode == 0, walk.stdout + walk.stderr
+    assert walk.stderr.splitlines()[0].startswith("Learner ann:")
+
+    report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+    assert report["ann"]["lessons"]["quota"]["outcome"] == "PASS"
+    assert report["ann"]["lessons"]["gang"]["outcome"] == "PASS"
+    assert report["ann"]["lessons"]["gang"]["prediction"] == "all or nothing"
+
+    left = ann("down")
+    assert left.returncode == 0, left.stderr
+    assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=plan.owner("ann").selector()) == []
+    assert kai_lab.kube.get(QUEUE_API, "Queue", "bob-team") is not None  # another learner's: left alone
+
+    assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
+    kai_lab.cli("class", "down", check=True)
+    ended = ann("demo", "quota")
+    assert ended.returncode == 1
+    assert "your class has ended or your credential was revoked" in ended.stderr, ended.stderr

@@ -1,0 +1,283 @@
+"""A class's roster and partition plan: bad input refused with one clear message, a learner's slice labelled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kailab.classroom import plan, roster
+from kailab.classroom.cli import roster_of
+from kailab.classroom.roster import RosterError
+from kailab.cli import app
+from kailab.fleet import load_fleet
+from kailab.labels import NODEPOOL_LABEL
+from kailab.ownership import Owner, stamped
+from kailab.paths import EXERCISES
+from kailab.runtimes.local_kai import scheduler_spec
+from kailab.scenarios.schema import NodeStep
+from kailab.scenarios.loader import load_scenario
+from kailab.scenarios.manifests import workload_objects
+
+
+def test_a_count_names_its_learners():
+    assert roster.from_count(3).names == ("learner-1", "learner-2", "learner-3")
+
+
+@pytest.mark.parametrize("count", [0, -1, roster.MAX_LEARNERS + 1, 10_000])
+def test_a_class_of_none_or_too_many_is_refused(count):
+    with pytest.raises(RosterError, match=r"at least one learner|more than one lab holds"):
+        roster.from_count(count)
+
+
+def test_a_roster_file_skips_comments_and_blank_lines(tmp_path):
+    f = tmp_path / "class.txt"
+    f.write_text("# period 2\nann\n\nbob  # back row\n")
+    assert roster.from_file(f).names == ("ann", "bob")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("ann\nbob\nann\n", ["class.txt:3", "'ann' is named twice", "class.txt:1"]),
+    ("ann\nBob_2\n", ["class.txt:2", "'Bob_2' cannot be a learner's name"]),
+    ("ann\n" + "x" * 21 + "\n", ["class.txt:2", "1 to 20"]),  # would overflow a lesson's 63-character names
+    ("ann\nann-b\n", ["class.txt:2", "'ann-b' starts with 'ann'", "overlap"]),
+    ("# nobody\n\n", ["names no learner"]),
+    ("".join(f"l{i}\n" for i in range(10_000)), ["10000 learners"]),
+])
+def test_a_bad_roster_names_the_line_and_the_problem(tmp_path, text, words):
+    f = tmp_path / "class.txt"
+    f.write_text(text)
+    with pytest.raises(RosterError) as e:
+        roster.from_file(f)
+    for w in words:
+        assert w in e.value.message
+
+
+def test_a_roster_that_is_not_text_or_not_there(tmp_path):
+    with pytest.raises(RosterError, match="No roster file"):
+        roster.from_file(tmp_path / "missing.txt")
+    binary = tmp_path / "class.bin"
+    binary.write_bytes(b"\xff\xfe\x00ann")
+    with pytest.raises(RosterError, match="Cannot read the roster"):
+        roster.from_file(binary)
+
+
+def test_learners_come_from_exactly_one_source(tmp_path):
+    with pytest.raises(RosterError, match="one of --learners N"):
+        roster_of(None, [], None)
+    with pytest.raises(RosterError, match="not --learners and --learner"):
+        roster_of(2, ["ann"], None)
+    with pytest.raises(RosterError, match="--learner ann: 'ann' is named twice"):
+        roster_of(None, ["ann", "ann"], None)
+
+
+def test_the_command_line_refuses_bad_learners_before_looking_for_a_lab(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAILAB_HOME", str(tmp_path / "no-lab"))
+    result = CliRunner().invoke(app, ["class", "up", "--learners", "0"])
+    assert result.exit_code == 1
+    assert "at least one learner" in str(result.exception.message if result.exception else result.output)
+
+
+def test_a_learners_nodes_are_the_lesson_fleet_named_and_labelled_for_them():
+    nodes = plan.nodes(load_fleet(), "ann")
+    assert [n["metadata"]["name"] for n in nodes] == [
+        "ann-kwok-a100-0", "ann-kwok-a100-1", "ann-kwok-h100-0", "ann-kwok-l40s-0", "ann-kwok-l40s-1"]
+    assert {n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes} == {"ann"}
+    assert sum(int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes) == 32
+    assert all(n["metadata"]["labels"]["kubernetes.io/hostname"] == n["metadata"]["name"] for n in nodes)
+
+
+def test_everything_a_learners_lesson_applies_is_in_their_partition():
+    scenario = plan.for_learner(load_scenario(EXERCISES / "gang.yaml"), "ann")
+    owner = plan.owner("ann")
+    for w in scenario.workloads:
+        for obj in workload_objects(w, scenario):
+            obj = stamped(obj, owner)
+            assert obj["metadata"]["labels"][NODEPOOL_LABEL] == "ann"
+            template = (obj.get("spec") or {}).get("template")
+            if template:  # the pod-grouper copies the label from the top owner or the pod onto the PodGroup
+                assert template["metadata"]["labels"][NODEPOOL_LABEL] == "ann"
+    assert scenario.namespace.startswith("ann-")
+    assert all(q.name.startswith("ann-") for q in scenario.queues)
+
+
+def test_a_learners_owner_is_not_the_labs_nor_another_learners():
+    ann, bob = plan.owner("ann"), plan.owner("bob")
+    assert ann.owns(ann.labels) and not bob.owns(ann.labels) and not Owner().owns(ann.labels)
+    assert "kailab.io/lab-id=class-ann" in ann.selector()
+
+
+def test_nodes_a_lesson_names_become_the_learners():
+    scenario = plan.for_learner(load_scenario(EXERCISES / "fractions.yaml"), "ann")
+    pinned = {w.node for w in scenario.workloads if w.node}
+    assert pinned == {"ann-kwok-a100-0"}
+    for step in scenario.steps:
+        if isinstance(step, NodeStep):
+            assert step.node.startswith("ann-kwok-")
+
+
+def test_a_partition_scheduler_has_its_own_label_value_name_and_folder(tmp_path):
+    spec = scheduler_spec({"kai-scheduler": Path("/bin/kai-scheduler")}, tmp_path / "kubeconfig", tmp_path / "ann",
+                          partition="ann", name=plan.scheduler_process("ann"))
+    assert spec.name == "kai-scheduler-ann"
+    assert "--partition-label-value=ann" in spec.argv
+    assert f"--nodepool-label-key={NODEPOOL_LABEL}" in spec.argv
+    assert (tmp_path / "ann" / "scheduler-config.yaml").is_file()
+    lab_own = scheduler_spec({"kai-scheduler": Path("/bin/kai-scheduler")}, tmp_path / "kubeconfig", tmp_path / "lab")
+    assert "--partition-label-value=" in lab_own.argv and lab_own.name == "kai-scheduler"
+
+
+# -- credentials (pure builders; the fleet test tries them against the API server) --------------------------------
+
+from kailab.classroom import credentials  # noqa: E402
+
+
+def _rules(objs):
+    return [r for o in objs if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]]
+
+
+def test_a_learners_roles_are_bound_in_their_namespaces_only():
+    namespaces = plan.lesson_namespaces("ann")
+    assert len(namespaces) == 12 and all(n.startswith("ann-") for n in namespaces)
+    objs = credentials.learner_objects("ann", namespaces, Owner())
+    placed = {o["metadata"].get("namespace") for o in objs} - {None}
+    assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
+    own = next(o for o in objs if o["kind"] == "ClusterRole")
+    assert own["rules"] == [{"apiGroups": [""], "resources": ["namespaces"], "resourceNames": namespaces,
+                             "verbs": ["get", "patch", "update"]}]
+    for obj in objs:
+        if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            assert obj["subjects"] == [{"kind": "ServiceAccount", "name": "learner-ann",
+                                        "namespace": credentials.CLASS_NAMESPACE}]
+
+
+def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_scheduler_settings():
+    objs = credentials.learner_objects("ann", plan.lesson_namespaces("ann"), Owner()) + credentials.class_objects()
+    for rule in _rules(objs):
+        assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
+        assert "secrets" not in rule["resources"]
+        assert not {"kai.scheduler"} & set(rule["apiGroups"]), rule  # KAI's Config and SchedulingShards: nobody's
+        if "nodes" in rule["resources"]:
+            assert set(rule["verbs"]) <= {"get", "list", "watch"}
+
+
+def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
+    policy, binding = credentials.admission_policy({})
+    spec = policy["spec"]
+    prefix = spec["matchConditions"][0]["expression"].split("'")[1]
+    assert credentials.username("ann").startswith(prefix)
+    offset = int(spec["variables"][0]["expression"].split("substring(")[1].rstrip(")"))
+    assert credentials.username("ann")[offset:] == "ann"
+    kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
+    assert kinds == {"queues", "priorityclasses", "namespaces"}
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    assert spec["failurePolicy"] == "Fail"
+
+
+def test_a_learners_kubeconfig_loads_and_holds_their_token_only():
+    import base64
+
+    from kubernetes import client, config
+
+    conf = credentials.kubeconfig("ann", "https://127.0.0.1:6443", base64.b64encode(b"CA").decode(), "tok",
+                                  "kailab-class@127.0.0.1:6443")
+    cfg = client.Configuration()
+    config.kube_config.KubeConfigLoader(conf).load_and_set(cfg)
+    assert cfg.host == "https://127.0.0.1:6443"
+    assert cfg.api_key == {"BearerToken": "Bearer tok"}
+    assert conf["current-context"] == "kailab-class-ann"
+    with pytest.raises(ValueError):
+        credentials.kubeconfig("ann", "https://x", "not base64!", "tok", "c")
+
+
+def test_a_revoked_credential_gets_one_clear_message(monkeypatch, capsys):
+    from kubernetes.client.exceptions import ApiException
+
+    import kailab.cli as cli
+
+    def revoked():
+        raise ApiException(status=401, reason="Unauthorized")
+
+    monkeypatch.setattr(cli, "app", revoked)
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert "your class has ended or your credential was revoked" in err
+    assert "Traceback" not in err and "Unexpected" not in err
+
+
+def test_a_lesson_record_lives_in_the_learners_namespace_labelled_as_theirs():
+    from kailab.checks import Verdict
+    from kailab.classroom import records
+    from kailab.labels import LEARNER_LABEL, RECORD_LABEL
+
+    verdict = Verdict(scenario="quota", title="Quota", namespace="ann-kailab-quota", seconds=3.04,
+                      error="the API server said no")
+    obj = records.record_object("ann", verdict, prediction="team-a gets 8")
+    assert obj["metadata"]["namespace"] == "ann-kailab-quota"
+    labels = obj["metadata"]["labels"]
+    assert labels[LEARNER_LABEL] == "ann" and labels[RECORD_LABEL] == "quota" and labels[NODEPOOL_LABEL] == "ann"
+    assert plan.owner("ann").owns(labels)
+    assert obj["data"]["outcome"] == "FAIL" and obj["data"]["seconds"] == "3.0"
+    assert obj["data"]["prediction"] == "team-a gets 8"
+    assert json.loads(obj["data"]["verdict"])["error"] == "the API server said no"
+
+
+# -- joining a class (the learner's side) --------------------------------------------------------------------------
+
+from kailab.classroom import joined  # noqa: E402
+from kailab.errors import KailabError  # noqa: E402
+
+
+def _credential(tmp_path, learner="ann", server="https://127.0.0.1:1"):
+    import base64
+
+    import yaml
+
+    conf = credentials.kubeconfig(learner, server, base64.b64encode(b"CA").decode(), "tok", "kailab-class@x")
+    path = tmp_path / f"{learner}.kubeconfig"
+    path.write_text(yaml.safe_dump(conf))
+    return path
+
+
+def test_join_refuses_a_file_that_is_not_a_class_credential(tmp_path):
+    with pytest.raises(KailabError, match="No file"):
+        joined.learner_of(tmp_path / "missing.kubeconfig")
+    other = tmp_path / "mine.kubeconfig"
+    other.write_text("apiVersion: v1\nkind: Config\ncurrent-context: kind-kind\n")
+    with pytest.raises(KailabError, match="not a class credential .its context is kind-kind"):
+        joined.learner_of(other)
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text("current-context: [unclosed\n")
+    with pytest.raises(KailabError, match="not a kubeconfig kailab can read"):
+        joined.learner_of(broken)
+    assert joined.learner_of(_credential(tmp_path)) == "ann"
+
+
+def test_join_refuses_a_credential_for_a_cluster_that_does_not_answer_and_remembers_nothing(tmp_path):
+    home = tmp_path / "home"
+    with pytest.raises(KailabError, match="does not answer .* is this file for this class"):
+        joined.join(_credential(tmp_path, server="https://127.0.0.1:1"), home)
+    assert joined.current(home) is None
+
+
+def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_as_data():
+    from kailab.classroom.records import markdown
+
+    report = {
+        "bob": {"lessons": {}, "stuck": [{"pod": "bob-kailab-gang/w-0", "pending_seconds": 300,
+                                          "reason": "0/5 nodes | not enough GPUs"}]},
+        "ann": {"lessons": {"quota": {"outcome": "PASS", "finished": "2026-11-24T09:00:00+00:00", "seconds": "3.0",
+                                      "prediction": "team-a *wins* | [x](y)\nsecond line"}}, "stuck": []},
+    }
+    page = markdown(report, ["gang", "quota"])
+    lines = page.splitlines()
+    assert lines[4] == "| learner | gang | quota |"
+    assert lines[6] == "| ann | – | PASS 2026-11-24T09:00:00+00:00 |"
+    assert lines[7] == "| bob | – | – |"
+    assert "| ann | quota | team-a \\*wins\\* \\| \\[x\\]\\(y\\) second line | PASS |" in lines
+    assert "- bob: bob-kailab-gang/w-0 Pending 300 s — 0/5 nodes \\| not enough GPUs" in lines
+    assert markdown({"ann": {"lessons": {}, "stuck": []}}, ["quota"]).endswith("## Stuck\n\nNobody.\n")
