@@ -144,8 +144,9 @@ def stage_times(pods: list[dict]) -> dict[str, float]:
         return {}
     out = {"created": max(t for t in created if t is not None) - first}
     for name, times in (("grouped", grouped), ("bound", bound), ("running", running)):
-        if times and all(t is not None for t in times) and len(times) == len(pods):
-            out[name] = max(times) - first
+        known = [t for t in times if t is not None]
+        if times and len(known) == len(times) == len(pods):
+            out[name] = max(known) - first
     return out
 
 
@@ -169,8 +170,11 @@ class PeakMemory:
             self._thread.join(5)
 
     def _run(self) -> None:
+        memory = self.memory
+        if memory is None:
+            return  # not started without one
         while True:
-            now = self.memory()
+            now = memory()
             if now is not None:
                 self.peak = max(self.peak or 0.0, now)
             if self._stop.wait(0.5):

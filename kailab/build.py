@@ -126,7 +126,7 @@ def check_before_building(missing: list[GoBuild], cache: Path) -> None:
 
 def check_disk(cache: Path) -> None:
     """Enough free space where the cold build writes (places on one disk add up); KailabError saying the figure."""
-    places = dict(zip(COLD_BUILD_GB, [cache, *(Path(_go_env_value(v) or cache) for v in ("GOMODCACHE", "GOCACHE"))]))
+    places = dict(zip(COLD_BUILD_GB, [cache, *(Path(_go_env_value(v) or cache) for v in ("GOMODCACHE", "GOCACHE"))], strict=True))
     need: dict[int, list] = {}
     for what, path in places.items():
         existing = next(p for p in [path, *path.parents] if p.exists())

@@ -152,6 +152,7 @@ def _scheduling_condition(exp: Expectation, obs: Observation, present: bool) -> 
 
 def _fair_share(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     share = obs.fair_share.get(exp.queue or "")
+    assert exp.bound is not None  # a count: the loader gives it a bound
     if share is None:
         return str(exp.bound), "not published yet", False
     return str(exp.bound), f"{share:g}", exp.bound.holds(share)
@@ -177,12 +178,14 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
 
 def evaluate(exp: Expectation, obs: Observation) -> Check:
     """Decide one expectation. The observed text says what was seen, in the expectation's terms."""
-    base = {"title": exp.title, "scope": exp.scope, "measure": exp.measure}
     if exp.measure in PROPERTIES:
         expected, observed, passed = PROPERTIES[exp.measure](exp, obs)
-        return Check(expected=expected, observed=observed, passed=passed, **base)
-    value = count(exp, obs)
-    return Check(expected=str(exp.bound), observed=f"{value:g}", passed=exp.bound.holds(value), **base)
+    else:
+        assert exp.bound is not None  # a count: the loader gives it a bound
+        value = count(exp, obs)
+        expected, observed, passed = str(exp.bound), f"{value:g}", exp.bound.holds(value)
+    return Check(title=exp.title, expected=expected, observed=observed, passed=passed, scope=exp.scope,
+                 measure=exp.measure)
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -6,12 +6,13 @@ unless ``KAILAB_DEBUG=1``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.text import Text
@@ -33,14 +34,15 @@ def _flags_without_a_type() -> None:
     from typer.core import TyperOption
 
     typed = getattr(TyperOption, "display_type_rich", None)
-    if typed is None or getattr(typed, "flags_untyped", False):
-        return
+    if typed is None or hasattr(typed, "__wrapped__"):
+        return  # a Typer without it, or replaced already
 
-    def display_type_rich(self, ctx):
+    @functools.wraps(typed)
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:  # ctx: a click Context (Typer vendors click)
         return None if self.is_flag else typed(self, ctx)
 
-    display_type_rich.flags_untyped = True
-    TyperOption.display_type_rich = display_type_rich
+    # Replacing Typer's method is the point here; mypy's method-assign is there to catch it done by mistake.
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 _flags_without_a_type()

@@ -36,7 +36,7 @@ def _version(argv: list[str]) -> str | None:
 def _older(version: str, minimum: tuple[int, int]) -> bool:
     """"v3.7.2" older than (3, 8)?"""
     m = re.match(r"v?(\d+)\.(\d+)", version)
-    return bool(m) and (int(m.group(1)), int(m.group(2))) < minimum
+    return m is not None and (int(m.group(1)), int(m.group(2))) < minimum
 
 
 def diagnose() -> list[Finding]:

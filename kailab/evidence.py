@@ -157,7 +157,7 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
 
     shown = [v for v in verdicts if v.get("timeline")]
     fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.8 * len(shown)), squeeze=False)
-    for ax, v in zip(axes[:, 0], shown):
+    for ax, v in zip(axes[:, 0], shown, strict=True):
         queues_seen = sorted({q for _, point in v["timeline"] for q in point})
         times = [t for t, _ in v["timeline"]]
         for q in queues_seen:

@@ -32,15 +32,22 @@ NO_QUEUE = "(no queue)"  # where pods without a queue label are counted
 
 
 class Pod(Protocol):
-    """What the rule needs of a pod (:class:`kailab.pods.PodView` has it)."""
+    """What the rule needs of a pod (:class:`kailab.pods.PodView` has it). Read-only, so a frozen dataclass fits."""
 
-    name: str
-    namespace: str
-    node: str
-    phase: str
-    gpus: float
-    gpu_group: str
-    queue: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def gpus(self) -> float: ...
+    @property
+    def gpu_group(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
 
 
 # -- what a pod asks for ---------------------------------------------------------------------------

@@ -16,9 +16,10 @@ import subprocess
 import threading
 import time
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable
+from typing import Any, Callable
 
 import urllib3
 from kubernetes import client, config, watch
@@ -292,7 +293,7 @@ class Kube:
             group, version, name, "podgroups", propagation_policy="Background"))
         self.core.delete_collection_namespaced_event(name)
 
-    def _watch_until(self, list_fn: Callable, args: list, done: Callable[[set[str]], bool], timeout: float, **kw) -> bool:
+    def _watch_until(self, list_fn: Callable, args: Sequence, done: Callable[[set[str]], bool], timeout: float, **kw) -> bool:
         """List, then watch, keeping the set of object names, until ``done(names)``; False at the timeout."""
         listing = list_fn(*args, **kw)
         names = {o.metadata.name for o in listing.items}
@@ -390,12 +391,12 @@ class Watched:
         self._list_fn = list_fn
         self._namespace = namespace
         self._kwargs = kwargs
-        self.objects: dict[str, object] = {}
+        self.objects: dict[str, Any] = {}  # what list_fn gives: the client's objects, or dicts
         self.version = 0
         self._cond = cond or threading.Condition()
         self._stop = threading.Event()
         self._ready = threading.Event()
-        self._listeners: list[Callable[[str, object], None]] = []
+        self._listeners: list[Callable[[str, Any], None]] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._watch: watch.Watch | None = None
         self.error: Exception | None = None  # the last failure of the watch, while it keeps failing
@@ -424,7 +425,7 @@ class Watched:
                 w.stop()  # shuts the socket down, which unblocks the read (once the stream has opened)
             self._thread.join(0.05)
 
-    def on_change(self, fn: Callable[[str, object], None]) -> None:
+    def on_change(self, fn: Callable[[str, Any], None]) -> None:
         """Call ``fn(type, object)`` on every change; add listeners before :meth:`start`."""
         self._listeners.append(fn)
 

@@ -28,6 +28,11 @@ class Pending:
         return f"Pending({self.seen!r})"
 
 
+def seen(answer: object) -> str:
+    """What a condition's answer says was seen: a :class:`Pending` answer's ``seen``, else ""."""
+    return answer.seen if isinstance(answer, Pending) else ""
+
+
 class TimedOut(KailabError):
     """What :func:`until` waited for did not happen in time."""
 
@@ -49,6 +54,6 @@ def until(condition: Callable[[], T], timeout: float, interval: float = 0.2, wha
         if left <= 0:
             if fail is not None:
                 raise fail(answer)
-            seen = f"; last seen: {answer.seen}" if isinstance(answer, Pending) and answer.seen else ""
-            raise TimedOut(f"Not within {timeout:.0f}s: {what or 'the condition'}{seen}.", hint=hint)
+            last = f"; last seen: {seen(answer)}" if seen(answer) else ""
+            raise TimedOut(f"Not within {timeout:.0f}s: {what or 'the condition'}{last}.", hint=hint)
         time.sleep(min(interval, left))

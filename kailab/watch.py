@@ -57,8 +57,8 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[G
         row.append(f"{FREE} " * max(0, n["gpus"] - len(used)))
         nt.add_row(n["name"], n["pool"], f"{len(used)}/{n['gpus']}", row)
     legend = Text()
-    for n in names:
-        legend.append(f"{WHOLE} {n}  ", style=colour[n])
+    for name in names:
+        legend.append(f"{WHOLE} {name}  ", style=colour[name])
     return Group(qt, nt, legend)
 
 

@@ -9,15 +9,17 @@ Scenario, queue and fleet files all come through here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from kailab.errors import KailabError
 from kailab.userfile import read_bytes
 
 M = TypeVar("M", bound=BaseModel)
+E = TypeVar("E", bound=KailabError)
 
 MAX_DEPTH = 64  # mappings and lists inside each other; the lab's own files use fewer than 10
 MAX_VALUES = 200_000  # keys, values and items of one document once its aliases (*name) are expanded
@@ -73,7 +75,7 @@ class _Loader(yaml.SafeLoader):
         _check_expansion(node)
         return super().construct_document(node)
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Map:
         refuse_merge_keys(node)
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
@@ -132,15 +134,15 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _Loader.construct_sequence)
 
 
-class YamlFile:
-    """One file's parsed documents, and how to say where something in them is."""
+class YamlFile(Generic[E]):
+    """One file's parsed documents, and how to say where something in them is (as an ``error``)."""
 
-    def __init__(self, path: Path, error: type[KailabError] = KailabError, hint: str | None = None):
+    def __init__(self, path: Path, error: type[E], hint: str | None = None):
         self.path = Path(path)
         self.error = error
         self.hint = hint
 
-    def fail(self, line: int, message: str) -> KailabError:
+    def fail(self, line: int, message: str) -> E:
         return self.error(f"{self.path}:{line}: {message}", hint=self.hint)
 
     def read_mapping(self, shape: str) -> dict:
@@ -173,7 +175,7 @@ class YamlFile:
                 mark = getattr(e, "context_mark", None) or mark
             raise self.fail(mark.line + 1 if mark else 1, f"not valid YAML: {problem}") from None
 
-    def check(self, model: type[M], data: Any, words: Callable[[dict], str | None] | None = None) -> M:
+    def check(self, model: type[M], data: Any, words: Callable[[ErrorDetails], str | None] | None = None) -> M:
         """``model`` validated from ``data``; the first error becomes one ``file:line: …`` sentence.
 
         ``words`` may give a model's own wording for an error (return None to keep the default).
@@ -221,9 +223,9 @@ def dotted(path: list) -> str:
     return out
 
 
-def describe(err: dict) -> str:
+def describe(err: ErrorDetails) -> str:
     """A pydantic error in plain words."""
-    kind, value, loc = err["type"], err.get("input"), err["loc"]
+    kind, value, loc = err["type"], err["input"], err["loc"]
     key = next((p for p in reversed(loc) if isinstance(p, str)), "")
     if kind == "extra_forbidden":
         return f"unknown key '{key}'"

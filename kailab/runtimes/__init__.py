@@ -48,7 +48,8 @@ def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
     """
     if requested != "auto":
         return get_runtime(requested), f"--runtime {requested}"
-    names, reasons = [n for n in runtime_names() if _REGISTRY[n].makes_cluster], []
+    names = [n for n in runtime_names() if _REGISTRY[n].makes_cluster]
+    reasons: list[str] = []
     for name in names:
         ok, why = _REGISTRY[name].available()
         if ok:

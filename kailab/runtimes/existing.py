@@ -18,8 +18,9 @@ import os
 import secrets
 import urllib.request
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import yaml
 from kubernetes import client, config
@@ -119,7 +120,10 @@ def connect(path: Path, context: str | None) -> Kube:
     return kube
 
 
-def _exists(call: Callable[[], object]) -> object | None:
+T = TypeVar("T")
+
+
+def _exists(call: Callable[[], T]) -> T | None:
     """The API's answer, or None when it says 404."""
     try:
         return call()
@@ -196,8 +200,11 @@ def read_facts(kube: Kube, owner: Owner, fleet: Fleet | None) -> Facts:
         return default
 
     ext = client.ApiextensionsV1Api(kube.api)
-    crds = frozenset(c for c in KAI_CRDS
-                     if read(f"CRD {c}", lambda c=c: _exists(lambda: ext.read_custom_resource_definition(c)), None))
+
+    def crd(name: str) -> object | None:
+        return _exists(lambda: ext.read_custom_resource_definition(name))
+
+    crds = frozenset(c for c in KAI_CRDS if read(f"CRD {c}", partial(crd, c), None))
     nodes = read("nodes", lambda: kube.core.list_node(_request_timeout=10).items, [])
     gpu_nodes = tuple((n.metadata.name, _gpus(n)) for n in nodes)
     bound = read("pods", lambda: kube.core.list_pod_for_all_namespaces(
@@ -217,7 +224,7 @@ def leaves_first(queues: list[dict]) -> list[str]:
     """Queue names ordered so that each comes before its parent (a parent is deleted after its children)."""
     parent = {q["metadata"]["name"]: (q.get("spec") or {}).get("parentQueue") for q in queues}
 
-    def depth(name: str) -> int:
+    def depth(name: str | None) -> int:
         seen, d = {name}, 0
         while (name := parent.get(name)) in parent and name not in seen:
             seen.add(name)
@@ -330,7 +337,8 @@ class ExistingRuntime(Runtime):
                 for obj in crds:  # first, and served, before anything that may be of their kinds
                     self._apply(kube, obj, state)
                 if crds:
-                    self._wait(kube, "its CRDs", lambda: all(_established(kube, c["metadata"]["name"]) for c in crds))
+                    # _wait asks before the loop moves on: the lambda sees this step's crds
+                    self._wait(kube, "its CRDs", lambda: all(_established(kube, c["metadata"]["name"]) for c in crds))  # noqa: B023
                     kube.dyn.resources.invalidate_cache()
                 for obj in objects:
                     if obj["kind"] != "CustomResourceDefinition":
@@ -368,7 +376,7 @@ class ExistingRuntime(Runtime):
         finally:
             for node in node_objects(fleet):
                 name = node["metadata"]["name"]
-                if _exists(lambda: kube.core.read_node(name)) is not None:
+                if _exists(partial(kube.core.read_node, name)) is not None:
                     kube.core.patch_node(name, {"metadata": {"labels": owner.labels}})
 
     def down(self, progress: Progress) -> None:
@@ -449,7 +457,7 @@ class ExistingRuntime(Runtime):
         where = state.kubeconfig + (f" --context {state.context}" if state.context else "")
         comps = [ComponentHealth("kube-apiserver", answers, f"{'answers' if answers else 'does not answer'} ({where})")]
         scheduler = None
-        if answers:
+        if kube is not None and answers:
             try:
                 scheduler = find_scheduler(kube)
             except ApiException:

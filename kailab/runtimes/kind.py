@@ -28,7 +28,7 @@ from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, SchedulerSettings
-from kailab.waiting import Pending, until
+from kailab.waiting import Pending, seen, until
 
 CLUSTER = "kailab"
 COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
@@ -324,8 +324,8 @@ class KindRuntime(Runtime):
         LabState(self.name, str(self.kubeconfig()), fleet.source, fleet.total_gpus, versions.as_dict(),
                  shape=fleet.describe(), complete=complete).write(self.home)
 
-    def execute(self, step: Step, fleet: Fleet, progress: Progress) -> None:
-        """Run one step; on failure say which step, what it ran, what it printed."""
+    def execute(self, step: Step, fleet: Fleet | None, progress: Progress) -> None:
+        """Run one step; on failure say which step, what it ran, what it printed. ``fleet``: for a create_fleet step."""
         with progress.step(step.title):
             for name, text in step.files.items():
                 (self.home / name).write_text(text)
@@ -342,6 +342,7 @@ class KindRuntime(Runtime):
             if step.wait_gone:
                 self.wait_pods_gone(step)
             if step.create_fleet:
+                assert fleet is not None  # only `kailab up` runs a create_fleet step, and it gives the fleet
                 hint = (f"Look at KWOK and fake-gpu-operator: kubectl --kubeconfig {self.kubeconfig()} "
                         f"get pods -n kube-system -l app=kwok-controller; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods")
                 create_fleet(self.kube(), fleet, timeout=180, logs_hint=hint)
@@ -354,7 +355,7 @@ class KindRuntime(Runtime):
             return not missing or Pending(", ".join(missing))
 
         until(ready, self.timeout, 2, fail=lambda last: KailabError(
-            f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {last.seen}.",
+            f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {seen(last)}.",
             hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
 
     def wait_pods_gone(self, step: Step) -> None:
@@ -370,7 +371,7 @@ class KindRuntime(Runtime):
             return not left or Pending(", ".join(left))
 
         until(gone, self.timeout, 1, fail=lambda last: KailabError(
-            f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {last.seen}.",
+            f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {seen(last)}.",
             hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
 
     def scheduler_control(self) -> "KindSchedulerControl":

@@ -17,7 +17,7 @@ from kailab.errors import KailabError
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
 from kailab.scheduler_settings import SchedulerSettings
-from kailab.waiting import Pending, until
+from kailab.waiting import Pending, seen, until
 from kailab.runtimes import gpu_ledger
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
@@ -39,7 +39,7 @@ def module_dir() -> Path:
 
 def crd_objects(chart: Path) -> list[dict]:
     """KAI's CRDs, read from the pinned module's Helm chart (``crds/``)."""
-    out = []
+    out: list[dict] = []
     for path in sorted((chart / "crds").glob("*.yaml")):
         out.extend(d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "CustomResourceDefinition")
     return out
@@ -51,7 +51,7 @@ def priority_class_objects(chart: Path) -> list[dict]:
     Each template is plain YAML inside one ``{{- if .Values.defaultPriorityClasses.enabled }}``;
     the template lines are dropped, the YAML is kept.
     """
-    out = []
+    out: list[dict] = []
     for path in sorted((chart / "templates" / "priorityclasses").glob("*.yaml")):
         text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("{{"))
         out.extend(d for d in yaml.safe_load_all(text) if d and d.get("kind") == "PriorityClass")
@@ -94,7 +94,7 @@ def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) ->
         return not pending or Pending(", ".join(sorted(pending)))
 
     until(established, timeout, 0.2, fail=lambda last: KailabError(
-        f"KAI's CRDs were not established within {timeout:.0f}s: {last.seen}.",
+        f"KAI's CRDs were not established within {timeout:.0f}s: {seen(last)}.",
         hint="See kube-apiserver's log in the lab folder (kailab status names it)."))
 
 

@@ -114,7 +114,7 @@ def observe(state: RunState) -> Observation:
         obs.evicted.setdefault(workload, set()).add(name)
         if queue:
             obs.evicted_queue.setdefault(queue, set()).add(name)
-    said = []
+    said: list[tuple[float, str, str]] = []  # (time, workload, message)
     for (kind, name), messages in state.waiting.items():
         workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
         if workload:

@@ -41,8 +41,9 @@ def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
     for doc in f.read(documents=True):
         obj = f.check(schema.QueueObject, doc)
         q, r = obj.spec, obj.spec.resources
-        given = {"parent": q.parentQueue, "priority": q.priority, "gpu": r.gpu, "cpu": r.cpu, "memory": r.memory,
-                 "preemptMinRuntime": q.preemptMinRuntime, "reclaimMinRuntime": q.reclaimMinRuntime}
+        given: dict[str, Any] = {"parent": q.parentQueue, "priority": q.priority, "gpu": r.gpu, "cpu": r.cpu,
+                                 "memory": r.memory, "preemptMinRuntime": q.preemptMinRuntime,
+                                 "reclaimMinRuntime": q.reclaimMinRuntime}
         queues.append(QueueFile(name=obj.metadata.name, **{k: v for k, v in given.items() if v is not None}))
     return tuple(queues)
 
@@ -50,7 +51,7 @@ def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
 class _Build:
     """The checks across the whole file, and the scenario they yield."""
 
-    def __init__(self, f: YamlFile, data: Any):
+    def __init__(self, f: YamlFile[ScenarioError], data: Any):
         self.f, self.data = f, data
 
     def fail(self, loc: tuple, message: str) -> ScenarioError:
@@ -82,7 +83,7 @@ class _Build:
         out: list[tuple[tuple, QueueFile]] = []
         for i, item in enumerate(items):
             loc = ("queues",) if doc.queues == "lesson" else ("queues", i)
-            specs = load_queue_file(LESSON_QUEUES) if item == "lesson" else (item,)
+            specs = (item,) if isinstance(item, QueueFile) else load_queue_file(LESSON_QUEUES)  # else "lesson"
             out.extend((loc, s) for s in specs)
         seen: dict[str, tuple] = {}
         for loc, q in out:
@@ -259,7 +260,7 @@ class _At:
         raw = self.build.data["steps"][self.i][self.s.action]
         raw = raw if isinstance(raw, list) else [raw]
         exps = []
-        for j, (cond, keys) in enumerate(zip(conditions, raw)):
+        for j, (cond, keys) in enumerate(zip(conditions, raw, strict=True)):
             exps.extend(self.build.expectations(cond, keys, self.loc + ((j,) if isinstance(body, list) else ())))
         if not exps:
             raise self.fail(f"a '{self.s.action}' step needs at least one condition")

@@ -7,6 +7,8 @@ the **Job** (KAI's pod-grouper reads the top owner), not only on its pod templat
 
 from __future__ import annotations
 
+from typing import Any
+
 from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
@@ -42,7 +44,7 @@ def queue_object(q: QueueFile) -> dict:
 
 
 def priority_class_object(pc: PriorityClassFile) -> dict:
-    obj = {
+    obj: dict[str, Any] = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": {"name": pc.name, "labels": dict(MANAGED)},
@@ -135,9 +137,9 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
                 "template": pod_template(w, scenario, "Always"),
             },
         }]
-    pod_group = []
+    pod_group: list[dict] = []
     if w.kind == "PodGroup":
-        spec = {"minMember": w.minMember or n, "queue": w.queue or "default-queue"}
+        spec: dict[str, Any] = {"minMember": w.minMember or n, "queue": w.queue or "default-queue"}
         if w.priority_class:
             spec["priorityClassName"] = w.priority_class
         if w.preemptibility:
@@ -148,7 +150,7 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
         pod_group.append({"apiVersion": PODGROUP_API, "kind": "PodGroup",
                           "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]}, "spec": spec})
     subgroup_of = [g.name for g in w.subGroups for _ in range(g.pods)]
-    pods = []
+    pod_objects: list[dict] = []
     for i in range(n):
         tmpl = pod_template(w, scenario, "Never")
         labels = meta["labels"] if w.kind == "Pod" else tmpl["metadata"]["labels"]
@@ -159,7 +161,7 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
             annotations = {**annotations, SKIP_PODGROUPER_ANNOTATION: "true"}
         if i < len(subgroup_of):
             labels = {**labels, SUBGROUP_LABEL: subgroup_of[i]}
-        pods.append({"apiVersion": "v1", "kind": "Pod",
+        pod_objects.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": f"{w.name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
                      "spec": tmpl["spec"]})
-    return pods + pod_group if w.podGroupAfterPods else pod_group + pods
+    return pod_objects + pod_group if w.podGroupAfterPods else pod_group + pod_objects

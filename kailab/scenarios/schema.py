@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, Callable, ClassVar, Literal, Protocol, Union, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Literal, Protocol, Union, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -397,8 +397,13 @@ class _Condition(FileModel):
         return self
 
 
-ConditionFile = create_model("ConditionFile", __base__=_Condition,
-                             **{m.word: (m.value | None, None) for m in MEASURES})
+# The models below get one field per declared word, made at import time. A type checker cannot see fields made
+# that way: to it each model is its base class (which it is), and a word's field reads as an unknown attribute.
+_measure_fields: dict[str, Any] = {m.word: (m.value | None, None) for m in MEASURES}
+if TYPE_CHECKING:
+    ConditionFile = _Condition
+else:
+    ConditionFile = create_model("ConditionFile", __base__=_Condition, **_measure_fields)
 
 
 def _one_or_many(value: Any) -> str:
@@ -536,8 +541,11 @@ def _settings(given: BaseModel) -> SchedulerSettings:
 
 # What a scenario may set in KAI's scheduler: SchedulerSettings' fields, in camelCase, each optional.
 _hints = get_type_hints(SchedulerSettings)
-SchedulerFile = create_model("SchedulerFile", __base__=FileModel,
-                             **{to_camel(f.name): (_hints[f.name] | None, None) for f in fields(SchedulerSettings)})
+_setting_fields: dict[str, Any] = {to_camel(f.name): (_hints[f.name] | None, None) for f in fields(SchedulerSettings)}
+if TYPE_CHECKING:
+    SchedulerFile = FileModel
+else:
+    SchedulerFile = create_model("SchedulerFile", __base__=FileModel, **_setting_fields)
 SchedulerConfig = Annotated[SchedulerFile, AfterValidator(_settings)]
 
 
@@ -589,7 +597,11 @@ class _Step(FileModel):
         return next(a for a in ACTIONS if getattr(self, a) is not None)
 
 
-StepFile = create_model("StepFile", __base__=_Step, **{s.word: (s.value | None, None) for s in STEPS})
+_step_fields: dict[str, Any] = {s.word: (s.value | None, None) for s in STEPS}
+if TYPE_CHECKING:
+    StepFile = _Step
+else:
+    StepFile = create_model("StepFile", __base__=_Step, **_step_fields)
 
 
 # -- the file ------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ def queue_literals(path: Path) -> list[int]:
     """Lines where a dict literal says ``"kind": "Queue"``."""
     return [n.lineno for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Dict)
             and any(isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant) and v.value == "Queue"
-                    for k, v in zip(n.keys, n.values))]
+                    for k, v in zip(n.keys, n.values, strict=True))]
 
 
 def test_only_kailab_queues_builds_a_queue():
