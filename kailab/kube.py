@@ -8,7 +8,7 @@ from __future__ import annotations
 import binascii
 import copy
 import hashlib
-import logging
+import json
 import os
 import signal
 import ssl
@@ -18,13 +18,11 @@ import time
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable
 
 import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config import exec_provider, kube_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
@@ -40,47 +38,50 @@ EXEC_TIMEOUT = 6.0  # a kubeconfig's credential (exec/login) plugin: its answer,
 PROBE_TIMEOUT = (3.0, 3.0)  # connect, read: does the API server answer at all (no retries)
 
 
-class _BoundedPopen(subprocess.Popen):
-    """A credential plugin's process that answers within EXEC_TIMEOUT or is killed, with everything it started
-    (it runs in a session of its own, so its group is exactly what it started)."""
+def _credential_plugin(data: dict, context: str | None) -> dict | None:
+    """The ``exec`` section of the user that ``context`` (or the current context) names, if it has one."""
+    def named(key: str, name: object) -> dict:
+        for item in data.get(key) or []:
+            if isinstance(item, dict) and item.get("name") == name and isinstance(item.get(key[:-1]), dict):
+                return item[key[:-1]]
+        return {}
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **{**kwargs, "start_new_session": True})
+    user = named("users", named("contexts", context or data.get("current-context")).get("user"))
+    plugin = user.get("exec")
+    return plugin if isinstance(plugin, dict) and plugin.get("command") else None
 
-    def communicate(self, input=None, timeout=None):
+
+def check_credential_plugin(path: Path, data: dict, context: str | None) -> str | None:
+    """Run the kubeconfig's credential (exec) plugin once, bounded by EXEC_TIMEOUT; None when it answers (or there
+    is none), else what went wrong. The official client runs the plugin with no time limit and only logs its
+    failure, so kailab asks it first, the way kubectl would (the ExecCredential protocol, KUBERNETES_EXEC_INFO)."""
+    plugin = _credential_plugin(data, context)
+    if plugin is None:
+        return None
+    command = str(plugin["command"])
+    if "/" in command and not os.path.isabs(command):  # relative to the kubeconfig's folder, as kubectl reads it
+        command = str(path.parent / command)
+    env = {**os.environ, **{str(e.get("name")): str(e.get("value")) for e in plugin.get("env") or []
+                            if isinstance(e, dict)}}
+    env["KUBERNETES_EXEC_INFO"] = json.dumps({"apiVersion": plugin.get("apiVersion"), "kind": "ExecCredential",
+                                              "spec": {"interactive": False}})
+    try:
+        proc = subprocess.Popen([command, *map(str, plugin.get("args") or [])], env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    except OSError as e:
+        return f"{command} cannot be run: {e.strerror or e}"
+    try:
+        _, err = proc.communicate(timeout=EXEC_TIMEOUT)
+    except subprocess.TimeoutExpired:
         try:
-            return super().communicate(input, timeout=EXEC_TIMEOUT if timeout is None else timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                super().communicate(timeout=1)
-            except (subprocess.TimeoutExpired, OSError, ValueError):
-                pass
-            raise config.ConfigException(f"exec: {self.args[0] if isinstance(self.args, list) else self.args} "
-                                         f"did not answer within {EXEC_TIMEOUT:.0f}s") from None
-
-
-_exec_failures = threading.local()
-
-
-class _RecordedExec(exec_provider.ExecProvider):
-    """The client's ExecProvider, whose failure is kept for :func:`load_config` (the client only logs it)."""
-
-    def run(self, previous_response=None):
-        try:
-            return super().run(previous_response)
-        except Exception as e:
-            getattr(_exec_failures, "seen", []).append(str(e))
-            raise
-
-
-# The official client runs a kubeconfig's exec plugin with no time limit and only logs its failure:
-# bound it, and keep the failure to say it.
-exec_provider.subprocess = SimpleNamespace(**{**vars(subprocess), "Popen": _BoundedPopen})
-kube_config.ExecProvider = _RecordedExec
+            os.killpg(proc.pid, signal.SIGKILL)  # it runs in a session of its own: its group is what it started
+        except OSError:
+            pass
+        proc.communicate()
+        return f"{command} did not answer within {EXEC_TIMEOUT:.0f}s"
+    if proc.returncode != 0:
+        return f"process returned {proc.returncode}. {err.strip()}".strip()
+    return None
 
 
 def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
@@ -91,23 +92,18 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
 
     hint = "Check it with: kubectl --kubeconfig PATH get nodes"
     f = YamlFile(Path(path), KailabError, hint)
-    f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    data = f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    failure = check_credential_plugin(Path(path), data, context)
+    if failure:
+        raise KailabError(f"The kubeconfig {path}'s credential plugin failed: {failure}.",
+                          hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.")
     cfg = client.Configuration()
-    _exec_failures.seen = []
-    logging.disable(logging.ERROR)  # the client logs a plugin's failure itself; it is said below, once
     try:
         config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
     except (binascii.Error, ValueError) as e:
         raise KailabError(f"The kubeconfig {path} holds data that is not valid base64 "
                           f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
                           hint=hint) from None
-    finally:
-        logging.disable(logging.NOTSET)
-        failures, _exec_failures.seen = _exec_failures.seen, []
-    if failures:
-        raise KailabError(f"The kubeconfig {path}'s credential plugin failed: "
-                          f"{failures[0].removeprefix('exec: ')}.",
-                          hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.")
     url = urllib.parse.urlsplit(cfg.host or "")
     if url.scheme not in ("http", "https") or not url.hostname:
         raise KailabError(f"The kubeconfig {path} names the server {cfg.host!r}, which is not a URL.",

@@ -28,7 +28,7 @@ def roster_of(count: Optional[int], names: List[str], roster: Optional[Path]):
                             f"--roster FILE{'' if not given else ', not ' + ' and '.join(given)}.")
     if count is not None:
         return r.from_count(count)
-    if names:
+    if names or roster is None:
         return r.from_names(names)
     return r.from_file(roster)
 
