@@ -16,9 +16,9 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import urllib3
 from kubernetes import client, config, watch
@@ -40,6 +40,7 @@ PROBE_TIMEOUT = (3.0, 3.0)  # connect, read: does the API server answer at all (
 
 def _credential_plugin(data: dict, context: str | None) -> dict | None:
     """The ``exec`` section of the user that ``context`` (or the current context) names, if it has one."""
+
     def named(key: str, name: object) -> dict:
         for item in data.get(key) or []:
             if isinstance(item, dict) and item.get("name") == name and isinstance(item.get(key[:-1]), dict):
@@ -61,13 +62,23 @@ def check_credential_plugin(path: Path, data: dict, context: str | None) -> str 
     command = str(plugin["command"])
     if "/" in command and not os.path.isabs(command):  # relative to the kubeconfig's folder, as kubectl reads it
         command = str(path.parent / command)
-    env = {**os.environ, **{str(e.get("name")): str(e.get("value")) for e in plugin.get("env") or []
-                            if isinstance(e, dict)}}
-    env["KUBERNETES_EXEC_INFO"] = json.dumps({"apiVersion": plugin.get("apiVersion"), "kind": "ExecCredential",
-                                              "spec": {"interactive": False}})
+    env = {
+        **os.environ,
+        **{str(e.get("name")): str(e.get("value")) for e in plugin.get("env") or [] if isinstance(e, dict)},
+    }
+    env["KUBERNETES_EXEC_INFO"] = json.dumps(
+        {"apiVersion": plugin.get("apiVersion"), "kind": "ExecCredential", "spec": {"interactive": False}}
+    )
     try:
-        proc = subprocess.Popen([command, *map(str, plugin.get("args") or [])], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [command, *map(str, plugin.get("args") or [])],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     except OSError as e:
         return f"{command} cannot be run: {e.strerror or e}"
     try:
@@ -95,19 +106,25 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
     data = f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
     failure = check_credential_plugin(Path(path), data, context)
     if failure:
-        raise KailabError(f"The kubeconfig {path}'s credential plugin failed: {failure}.",
-                          hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.")
+        raise KailabError(
+            f"The kubeconfig {path}'s credential plugin failed: {failure}.",
+            hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.",
+        )
     cfg = client.Configuration()
     try:
         config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
     except (binascii.Error, ValueError) as e:
-        raise KailabError(f"The kubeconfig {path} holds data that is not valid base64 "
-                          f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
-                          hint=hint) from None
+        raise KailabError(
+            f"The kubeconfig {path} holds data that is not valid base64 "
+            f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
+            hint=hint,
+        ) from None
     url = urllib.parse.urlsplit(cfg.host or "")
     if url.scheme not in ("http", "https") or not url.hostname:
-        raise KailabError(f"The kubeconfig {path} names the server {cfg.host!r}, which is not a URL.",
-                          hint="A cluster's server is https://HOST:PORT.")
+        raise KailabError(
+            f"The kubeconfig {path} names the server {cfg.host!r}, which is not a URL.",
+            hint="A cluster's server is https://HOST:PORT.",
+        )
     return cfg
 
 
@@ -139,9 +156,11 @@ class Kube:
             try:
                 cache.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise KailabError(f"kailab cannot write its cache folder {cache_home()}: "
-                                  f"{'a file is in the way' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e}.",
-                                  hint="Point KAILAB_CACHE at a folder you own (or unset it).") from None
+                raise KailabError(
+                    f"kailab cannot write its cache folder {cache_home()}: "
+                    f"{'a file is in the way' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e}.",
+                    hint="Point KAILAB_CACHE at a folder you own (or unset it).",
+                ) from None
             self._dyn = DynamicClient(self.api, cache_file=str(cache))
         return self._dyn
 
@@ -182,18 +201,31 @@ class Kube:
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj["metadata"]
         out = self.dyn.server_side_apply(
-            res, body=obj, name=meta["name"], namespace=meta.get("namespace") if res.namespaced else None,
-            field_manager=FIELD_MANAGER, force_conflicts=True,
+            res,
+            body=obj,
+            name=meta["name"],
+            namespace=meta.get("namespace") if res.namespaced else None,
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
         )
         return out.to_dict()
 
     def apply_status(self, obj: dict) -> None:
         """Server-side apply the status of an object (nodes carry capacity there)."""
         res = self.resource(obj["apiVersion"], obj["kind"])
-        body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                "metadata": {"name": obj["metadata"]["name"]}, "status": obj["status"]}
-        self.dyn.server_side_apply(res.subresources["status"], body=body, name=obj["metadata"]["name"],
-                                   field_manager=FIELD_MANAGER, force_conflicts=True)
+        body = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "metadata": {"name": obj["metadata"]["name"]},
+            "status": obj["status"],
+        }
+        self.dyn.server_side_apply(
+            res.subresources["status"],
+            body=body,
+            name=obj["metadata"]["name"],
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+        )
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         try:
@@ -201,7 +233,9 @@ class Kube:
         except NotFoundError:
             return None
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict]:
         """Objects of a kind; none when the cluster does not serve the kind (KAI's CRDs not installed)."""
         try:
             res = self.resource(api_version, kind)
@@ -220,8 +254,12 @@ class Kube:
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         """Delete with background propagation; a missing object is fine."""
         try:
-            self.dyn.delete(self.resource(api_version, kind), name=name, namespace=namespace,
-                            body={"propagationPolicy": "Background"})
+            self.dyn.delete(
+                self.resource(api_version, kind),
+                name=name,
+                namespace=namespace,
+                body={"propagationPolicy": "Background"},
+            )
         except NotFoundError:
             pass
 
@@ -235,21 +273,31 @@ class Kube:
         labels = {**MANAGED, **(labels or {})}
         found = self.get("v1", "Namespace", name)
         if found is not None and not Owner(labels.get(LAB_ID_LABEL, "")).owns(found["metadata"].get("labels")):
-            raise refused([f"Namespace {name}"], "Name a namespace that does not exist on this cluster yet: kailab makes it, and empties only those it made.")
-        self.apply({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": name, "labels": labels}})
-        self._watch_until(self.core.list_namespaced_service_account, [name], lambda names: "default" in names,
-                          timeout, field_selector="metadata.name=default")
+            raise refused(
+                [f"Namespace {name}"],
+                "Name a namespace that does not exist on this cluster yet: kailab makes it, and empties only those it made.",
+            )
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        self._watch_until(
+            self.core.list_namespaced_service_account,
+            [name],
+            lambda names: "default" in names,
+            timeout,
+            field_selector="metadata.name=default",
+        )
 
     def delete_namespace(self, name: str, timeout: float = 60) -> None:
         """Delete a namespace and wait until it is gone (its pods emptied first)."""
         self.empty_namespace(name, timeout)
         if not _found(lambda: self.core.delete_namespace(name, body=client.V1DeleteOptions(grace_period_seconds=0))):
             return
-        if not self._watch_until(self.core.list_namespace, [], lambda names: not names, timeout,
-                                 field_selector=f"metadata.name={name}"):
-            raise NotRunning(f"Namespace {name} was not deleted within {timeout:.0f}s.",
-                             hint="Is kube-controller-manager running? See: kailab status")
+        if not self._watch_until(
+            self.core.list_namespace, [], lambda names: not names, timeout, field_selector=f"metadata.name={name}"
+        ):
+            raise NotRunning(
+                f"Namespace {name} was not deleted within {timeout:.0f}s.",
+                hint="Is kube-controller-manager running? See: kailab status",
+            )
 
     def empty_namespace(self, name: str, timeout: float = 60) -> None:
         """Delete every workload, pod, PodGroup and event in a namespace; wait until its pods are gone.
@@ -274,6 +322,7 @@ class Kube:
                 raise
             # Thousands of pods outlast the API server's request timeout; the deletion goes on, and the loop
             # below waits for it (and deletes again what is left).
+
         # A controller may create a pod just before its owner is gone: delete again until none is left.
         def gone() -> bool:
             if self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
@@ -281,15 +330,26 @@ class Kube:
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
             return False
 
-        until(gone, timeout, 0, fail=lambda _: NotRunning(
-            f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
-            hint="Is the KWOK controller running? See: kailab status"))
+        until(
+            gone,
+            timeout,
+            0,
+            fail=lambda _: NotRunning(
+                f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
+                hint="Is the KWOK controller running? See: kailab status",
+            ),
+        )
         group, version = PODGROUP_API.split("/")  # one call for all (64 one by one took 2 s); 404: no KAI here
-        _found(lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
-            group, version, name, "podgroups", propagation_policy="Background"))
+        _found(
+            lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
+                group, version, name, "podgroups", propagation_policy="Background"
+            )
+        )
         self.core.delete_collection_namespaced_event(name)
 
-    def _watch_until(self, list_fn: Callable, args: Sequence, done: Callable[[set[str]], bool], timeout: float, **kw) -> bool:
+    def _watch_until(
+        self, list_fn: Callable, args: Sequence, done: Callable[[set[str]], bool], timeout: float, **kw
+    ) -> bool:
         """List, then watch, keeping the set of object names, until ``done(names)``; False at the timeout."""
         listing = list_fn(*args, **kw)
         names = {o.metadata.name for o in listing.items}
@@ -298,8 +358,13 @@ class Kube:
         deadline = time.monotonic() + timeout
         w = watch.Watch()
         try:
-            for ev in w.stream(list_fn, *args, resource_version=listing.metadata.resource_version,
-                               timeout_seconds=max(1, int(timeout)), **kw):
+            for ev in w.stream(
+                list_fn,
+                *args,
+                resource_version=listing.metadata.resource_version,
+                timeout_seconds=max(1, int(timeout)),
+                **kw,
+            ):
                 if ev["type"] == "DELETED":
                     names.discard(ev["object"].metadata.name)
                 else:
@@ -383,7 +448,9 @@ class Watched:
 
     FAIL_AFTER = 30.0
 
-    def __init__(self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs):
+    def __init__(
+        self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs
+    ):
         self._list_fn = list_fn
         self._namespace = namespace
         self._kwargs = kwargs
@@ -403,7 +470,7 @@ class Watched:
         """The condition notified on every change (for :func:`wait_until`)."""
         return self._cond
 
-    def start(self) -> "Watched":
+    def start(self) -> Watched:
         self._thread.start()
         if not self._ready.wait(30):
             raise NotRunning("The API server did not answer a watch within 30s.", hint="See: kailab status")
@@ -429,9 +496,11 @@ class Watched:
         """Raise once the watch has failed without a break for FAIL_AFTER seconds."""
         since = self._failing_since
         if since is not None and time.monotonic() - since > self.FAIL_AFTER:
-            raise NotRunning(f"Watching the cluster has failed for {self.FAIL_AFTER:.0f}s: "
-                             f"{type(self.error).__name__}: {str(self.error)[:300]}",
-                             hint="Is the lab's API server up? See: kailab status")
+            raise NotRunning(
+                f"Watching the cluster has failed for {self.FAIL_AFTER:.0f}s: "
+                f"{type(self.error).__name__}: {str(self.error)[:300]}",
+                hint="Is the lab's API server up? See: kailab status",
+            )
 
     def snapshot(self) -> list:
         """The objects as last seen (see :meth:`check`)."""
@@ -482,9 +551,13 @@ class Watched:
                 w = self._watch = watch.Watch()
                 if self._stop.is_set():
                     return
-                for ev in w.stream(self._list_fn, *([self._namespace] if self._namespace is not None else []),
-                                   resource_version=version, timeout_seconds=30,
-                                   **self._kwargs):
+                for ev in w.stream(
+                    self._list_fn,
+                    *([self._namespace] if self._namespace is not None else []),
+                    resource_version=version,
+                    timeout_seconds=30,
+                    **self._kwargs,
+                ):
                     if self._stop.is_set():
                         w.stop()
                         break

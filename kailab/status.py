@@ -20,8 +20,15 @@ def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None) -> list[dict]:
     out = []
     for n in kube.core.list_node().items:
         count = gpus.quantity((n.status.allocatable or {}).get(GPU, 0))
-        out.append({"name": n.metadata.name, "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
-                    "gpus": count, "used": used.get(n.metadata.name, 0), "free": count - used.get(n.metadata.name, 0)})
+        out.append(
+            {
+                "name": n.metadata.name,
+                "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
+                "gpus": count,
+                "used": used.get(n.metadata.name, 0),
+                "free": count - used.get(n.metadata.name, 0),
+            }
+        )
     return out
 
 
@@ -53,10 +60,19 @@ def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str,
         spec = q.get("spec") or {}
         gpu = (spec.get("resources") or {}).get("gpu") or {}
         name = q["metadata"]["name"]
-        out.append({"name": name, "parent": spec.get("parentQueue"), "priority": spec.get("priority", 100),
-                    "quota": gpu.get("quota"), "limit": gpu.get("limit"), "weight": gpu.get("overQuotaWeight"),
-                    "allocated": allocated.get(name, 0), "pending": pending.get(name, 0),
-                    "fair_share": (fair_shares or {}).get(name)})
+        out.append(
+            {
+                "name": name,
+                "parent": spec.get("parentQueue"),
+                "priority": spec.get("priority", 100),
+                "quota": gpu.get("quota"),
+                "limit": gpu.get("limit"),
+                "weight": gpu.get("overQuotaWeight"),
+                "allocated": allocated.get(name, 0),
+                "pending": pending.get(name, 0),
+                "fair_share": (fair_shares or {}).get(name),
+            }
+        )
     # A parent queue holds what its children hold.
     children: dict[str, list[dict]] = {}
     for q in out:
@@ -71,7 +87,9 @@ def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str,
     return sorted(out, key=lambda q: (q["parent"] or q["name"], q["parent"] is not None, q["name"]))
 
 
-def lab_status(info: LabInfo, kube: Kube | None, with_queues: bool, fair_shares: dict[str, float] | None = None) -> dict:
+def lab_status(
+    info: LabInfo, kube: Kube | None, with_queues: bool, fair_shares: dict[str, float] | None = None
+) -> dict:
     status = {
         "runtime": info.runtime,
         "kubeconfig": str(info.kubeconfig),

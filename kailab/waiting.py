@@ -8,7 +8,8 @@ Deployment's readiness read through another tool, a CRD's condition.
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from kailab.errors import KailabError
 
@@ -37,8 +38,15 @@ class TimedOut(KailabError):
     """What :func:`until` waited for did not happen in time."""
 
 
-def until(condition: Callable[[], T], timeout: float, interval: float = 0.2, what: str = "", *,
-          fail: Callable[[T], BaseException] | None = None, hint: str | None = None) -> T:
+def until(
+    condition: Callable[[], T],
+    timeout: float,
+    interval: float = 0.2,
+    what: str = "",
+    *,
+    fail: Callable[[T], BaseException] | None = None,
+    hint: str | None = None,
+) -> T:
     """``condition()``'s first true answer, asked every ``interval`` seconds (at once, and once more at the end).
 
     After ``timeout`` seconds raise ``fail(last answer)``, or by default :class:`TimedOut` saying ``what`` was awaited

@@ -8,8 +8,9 @@ Scenario, queue and fleet files all come through here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -52,7 +53,8 @@ def refuse_merge_keys(node) -> None:
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
             raise yaml.constructor.ConstructorError(
-                None, None, "'<<' (a YAML merge key) is not supported: write the keys out in full", key_node.start_mark)
+                None, None, "'<<' (a YAML merge key) is not supported: write the keys out in full", key_node.start_mark
+            )
 
 
 class _Loader(yaml.SafeLoader):
@@ -65,8 +67,10 @@ class _Loader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise Refused(f"nested more than {MAX_DEPTH} levels deep; kailab reads at most {MAX_DEPTH}",
-                              self.peek_event().start_mark)
+                raise Refused(
+                    f"nested more than {MAX_DEPTH} levels deep; kailab reads at most {MAX_DEPTH}",
+                    self.peek_event().start_mark,
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -83,8 +87,11 @@ class _Loader(yaml.SafeLoader):
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"the key '{key}' is given twice (lines {seen[key]} and {line}); the second would replace the first",
-                    key_node.start_mark)
+                    None,
+                    None,
+                    f"the key '{key}' is given twice (lines {seen[key]} and {line}); the second would replace the first",
+                    key_node.start_mark,
+                )
             seen[key] = line
         mapping = _Map(super().construct_mapping(node, deep=True))
         mapping.line = node.start_mark.line + 1
@@ -108,12 +115,18 @@ def _check_expansion(root) -> None:
         node, done = stack.pop()
         if id(node) in measured:
             continue
-        kids = [] if isinstance(node, yaml.ScalarNode) else \
-            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        kids = (
+            []
+            if isinstance(node, yaml.ScalarNode)
+            else [n for pair in node.value for n in pair]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+        )
         if not done:
             if id(node) in open_nodes:
-                raise Refused("an alias (*name) refers to the node it is inside, which would never end",
-                              node.start_mark)
+                raise Refused(
+                    "an alias (*name) refers to the node it is inside, which would never end", node.start_mark
+                )
             open_nodes.add(id(node))
             stack.append((node, True))
             stack.extend((k, False) for k in kids if id(k) not in measured)
@@ -122,11 +135,17 @@ def _check_expansion(root) -> None:
         values = 1 + sum(measured[id(k)][0] for k in kids)
         depth = 1 + max((measured[id(k)][1] for k in kids), default=0)
         if values > MAX_VALUES:
-            raise Refused(f"aliases (*name) expand this document to more than {MAX_VALUES:,} values; "
-                          "kailab reads at most that many", root.start_mark)
+            raise Refused(
+                f"aliases (*name) expand this document to more than {MAX_VALUES:,} values; "
+                "kailab reads at most that many",
+                root.start_mark,
+            )
         if depth > MAX_DEPTH:
-            raise Refused(f"aliases (*name) nest this document more than {MAX_DEPTH} levels deep; "
-                          f"kailab reads at most {MAX_DEPTH}", root.start_mark)
+            raise Refused(
+                f"aliases (*name) nest this document more than {MAX_DEPTH} levels deep; "
+                f"kailab reads at most {MAX_DEPTH}",
+                root.start_mark,
+            )
         measured[id(node)] = (values, depth)
 
 
@@ -257,8 +276,14 @@ def describe(err: ErrorDetails) -> str:
 
 
 def _kind(value: Any) -> str:
-    for kind, words in ((bool, "the value"), (str, "the text"), (dict, "a mapping"), (list, "a list"),
-                        ((int, float), "the number"), (type(None), "nothing")):
+    for kind, words in (
+        (bool, "the value"),
+        (str, "the text"),
+        (dict, "a mapping"),
+        (list, "a list"),
+        ((int, float), "the number"),
+        (type(None), "nothing"),
+    ):
         if isinstance(value, kind):
             return words
     return "the value"

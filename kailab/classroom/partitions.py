@@ -17,6 +17,7 @@ import json
 import shutil
 import time
 from pathlib import Path
+
 from kailab.classroom import access, plan
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.errors import KailabError
@@ -52,22 +53,29 @@ class LocalClass:
 
     def control(self, learner: str) -> LocalSchedulerControl:
         """The learner's scheduler: the lab's scheduler control, for their process and partition."""
-        return LocalSchedulerControl(self.rt, name=plan.scheduler_process(learner), partition=learner,
-                                     workdir=self.folder / "partitions" / learner)
+        return LocalSchedulerControl(
+            self.rt,
+            name=plan.scheduler_process(learner),
+            partition=learner,
+            workdir=self.folder / "partitions" / learner,
+        )
 
     def cluster(self, learner: str, kube: Kube) -> LiveCluster:
         """The engine's view of the learner's slice: their owner labels, nodes and scheduler."""
         self.known(learner)
         control = self.control(learner)
-        return LiveCluster(kube, control, owner=plan.owner(learner), metrics=control.metrics,
-                           node_selector=plan.node_selector(learner))
+        return LiveCluster(
+            kube, control, owner=plan.owner(learner), metrics=control.metrics, node_selector=plan.node_selector(learner)
+        )
 
     def known(self, learner: str) -> None:
         """Refuse a name that is not one of the class's learners."""
         if learner not in self.learners():
             names = ", ".join(self.learners()) or "none"
-            raise KailabError(f"No learner named {learner!r} in this lab's class (learners: {names}).",
-                              hint="Add them: kailab class up --learner NAME")
+            raise KailabError(
+                f"No learner named {learner!r} in this lab's class (learners: {names}).",
+                hint="Add them: kailab class up --learner NAME",
+            )
 
     # -- up and down -------------------------------------------------------------------------
 
@@ -77,21 +85,31 @@ class LocalClass:
         have = self.learners()
         new = [n for n in roster.names if n not in have]
         if len(have) + len(new) > MAX_LEARNERS:
-            raise RosterError(f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
-                              hint="Remove some first: kailab class down --learner NAME")
+            raise RosterError(
+                f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
+                hint="Remove some first: kailab class down --learner NAME",
+            )
         state = self.rt.state()
         if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
-            raise KailabError("A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
-                              hint="kailab down && kailab up, then kailab class up")
+            raise KailabError(
+                "A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
+                hint="kailab down && kailab up, then kailab class up",
+            )
         if new:
             selector = f"{NODEPOOL_LABEL} in ({','.join(new)})"
-            taken = sorted({f"{n.metadata.name} ({NODEPOOL_LABEL}={n.metadata.labels.get(NODEPOOL_LABEL)})"
-                            for n in kube.core.list_node(label_selector=selector).items
-                            if (n.metadata.labels or {}).get(LEARNER_LABEL) != n.metadata.labels.get(NODEPOOL_LABEL)})
+            taken = sorted(
+                {
+                    f"{n.metadata.name} ({NODEPOOL_LABEL}={n.metadata.labels.get(NODEPOOL_LABEL)})"
+                    for n in kube.core.list_node(label_selector=selector).items
+                    if (n.metadata.labels or {}).get(LEARNER_LABEL) != n.metadata.labels.get(NODEPOOL_LABEL)
+                }
+            )
             if taken:
-                raise RosterError(f"Nodes kailab did not make for this class are already in these partitions: "
-                                  f"{', '.join(taken)}. Nothing was applied.",
-                                  hint="Give those learners other names.")
+                raise RosterError(
+                    f"Nodes kailab did not make for this class are already in these partitions: "
+                    f"{', '.join(taken)}. Nothing was applied.",
+                    hint="Give those learners other names.",
+                )
         return new
 
     def up(self, kube: Kube, roster: Roster, fleet: Fleet, progress: Progress, out: Path | None = None) -> list[str]:
@@ -100,11 +118,18 @@ class LocalClass:
         new = self.check(kube, roster)
         done = self.learners()
         for learner in new:
-            with progress.step(f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a scheduler "
-                               f"for partition {NODEPOOL_LABEL}={learner}"):
+            with progress.step(
+                f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a scheduler "
+                f"for partition {NODEPOOL_LABEL}={learner}"
+            ):
                 self._write(done + [learner])  # first: a failure half-way is still removed by class down
-                create_fleet(kube, fleet, timeout=60, nodes=plan.nodes(fleet, learner),
-                             logs_hint="Is the KWOK controller running? See: kailab status")
+                create_fleet(
+                    kube,
+                    fleet,
+                    timeout=60,
+                    nodes=plan.nodes(fleet, learner),
+                    logs_hint="Is the KWOK controller running? See: kailab status",
+                )
                 self.control(learner).start()
                 done.append(learner)
         if out is not None:
@@ -119,8 +144,10 @@ class LocalClass:
             learners = have
         unknown = [n for n in learners if n not in have]
         if unknown:
-            raise KailabError(f"No learner named {', '.join(unknown)} in this lab's class.",
-                              hint=f"Learners: {', '.join(have) or 'none'}.")
+            raise KailabError(
+                f"No learner named {', '.join(unknown)} in this lab's class.",
+                hint=f"Learners: {', '.join(have) or 'none'}.",
+            )
         for learner in learners:
             with progress.step(f"Removing learner {learner}: credential, scheduler, namespaces, queues and nodes"):
                 access.revoke(kube, learner)
@@ -147,8 +174,10 @@ def remove_learner(kube: Kube, learner: str, timeout: float = 120) -> None:
     kube.core.delete_collection_node(label_selector=f"{plan.node_selector(learner)},{selector}")
     # Gone, not only going: a class up right after (the same learner again) would find them terminating.
     if not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, timeout):
-        raise KailabError(f"{learner}'s namespaces were not deleted within {timeout:.0f}s.",
-                          hint=f"See what is left: kubectl get namespaces -l {selector}")
+        raise KailabError(
+            f"{learner}'s namespaces were not deleted within {timeout:.0f}s.",
+            hint=f"See what is left: kubectl get namespaces -l {selector}",
+        )
 
 
 def wait_until_gone(listing, timeout: float) -> bool:
@@ -159,4 +188,3 @@ def wait_until_gone(listing, timeout: float) -> bool:
             return False
         time.sleep(0.5)
     return True
-

@@ -17,8 +17,8 @@ from kailab.fleet import Fleet, node_objects
 from kailab.labels import KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import NodeStep, Wait
 from kailab.scenarios.prefix import prefixed
+from kailab.scenarios.schema import NodeStep, Wait
 
 LAB_ID_PREFIX = "class-"
 
@@ -68,8 +68,9 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         if isinstance(s, NodeStep):
             return dataclasses.replace(s, node=node(s.node))
         if isinstance(s, Wait):
-            return dataclasses.replace(s, expectations=tuple(
-                dataclasses.replace(e, node=node(e.node)) for e in s.expectations))
+            return dataclasses.replace(
+                s, expectations=tuple(dataclasses.replace(e, node=node(e.node)) for e in s.expectations)
+            )
         return s
 
     return dataclasses.replace(

@@ -23,13 +23,24 @@ class Holder:
     portion: float | None = 1.0  # of this GPU; None when not known (gpu-memory on a node without a memory label)
 
     def to_dict(self) -> dict:
-        return {"namespace": self.namespace, "name": self.name, "uid": self.uid, "kind": self.kind, "portion": self.portion}
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "kind": self.kind,
+            "portion": self.portion,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Holder":
+    def from_dict(cls, d: dict) -> Holder:
         portion = d.get("portion")
-        return cls(str(d.get("namespace", "")), str(d.get("name", "")), str(d.get("uid", "")), str(d.get("kind", WHOLE)),
-                   float(portion) if isinstance(portion, (int, float)) else None)
+        return cls(
+            str(d.get("namespace", "")),
+            str(d.get("name", "")),
+            str(d.get("uid", "")),
+            str(d.get("kind", WHOLE)),
+            float(portion) if isinstance(portion, (int, float)) else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -194,7 +205,8 @@ class Topology:
                 if g in group_gpu:
                     node, gpu = group_gpu[g]
                     holders.setdefault((node, gpu), []).append(
-                        Holder(f.namespace, f.name, f.uid, FRACTION, self._portion(f, self.nodes.get(node))))
+                        Holder(f.namespace, f.name, f.uid, FRACTION, self._portion(f, self.nodes.get(node)))
+                    )
         out: dict[str, list[GpuCell]] = {}
         for node in sorted(self.nodes):
             shape = self.nodes[node]
@@ -202,8 +214,9 @@ class Topology:
                 continue
             numbered = [str(i) for i in range(shape.gpus)]
             numbered += sorted((gpu for (n, gpu) in holders if n == node and gpu not in numbered), key=id_order)
-            out[node] = [GpuCell(node, gpu, tuple(sorted(holders.get((node, gpu), []), key=_holder_order)))
-                         for gpu in numbered]
+            out[node] = [
+                GpuCell(node, gpu, tuple(sorted(holders.get((node, gpu), []), key=_holder_order))) for gpu in numbered
+            ]
         return out
 
     # -- internals ----------------------------------------------------------------------------
@@ -267,11 +280,21 @@ class Topology:
         need = 1 if f.reservation else f.gpus
         if f.reservation and f.reserved_index is not None:
             if f.reserved_index not in free:
-                log.warning("%s: %s is annotated for GPU %s, which %s already holds", node, f.key, f.reserved_index,
-                            ", ".join(self.held.get(node, {}).get(f.reserved_index, [])) or "no GPU of the node is")
+                log.warning(
+                    "%s: %s is annotated for GPU %s, which %s already holds",
+                    node,
+                    f.key,
+                    f.reserved_index,
+                    ", ".join(self.held.get(node, {}).get(f.reserved_index, [])) or "no GPU of the node is",
+                )
             return (f.reserved_index,)  # set by someone else: it is the truth, as for fake-gpu-operator
         node_ids = self.remembered.pop(f.uid, None) if f.uid else None
-        if node_ids is not None and node_ids[0] == node and len(node_ids[1]) == need and all(i in free for i in node_ids[1]):
+        if (
+            node_ids is not None
+            and node_ids[0] == node
+            and len(node_ids[1]) == need
+            and all(i in free for i in node_ids[1])
+        ):
             return node_ids[1]
         if self.syncing:
             return None  # no claim: after the listing, once every claim is in
