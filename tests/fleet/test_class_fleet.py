@@ -47,6 +47,13 @@ def rows(verdict: dict, learner: str = "") -> list[dict]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def no_class_left(kai_lab):
+    """A test that fails midway still leaves no class behind (its nodes would serve the next tests' pods)."""
+    yield
+    kai_lab.cli("class", "down")  # a no-op when the test took its class down itself
+
+
 def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab, tmp_path):
     kai_lab.cli("class", "up", *[a for name in LESSONS for a in ("--learner", name)], check=True)
     klass = LocalClass(kai_lab.runtime)
