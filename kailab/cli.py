@@ -552,7 +552,7 @@ def version() -> None:
 
 
 def _pool_counts(items: list[str]) -> dict[str, int]:
-    out = {}
+    out: dict[str, int] = {}
     for item in items:
         name, _, count = item.partition("=")
         if not (count.isascii() and count.isdigit()):  # "٣" and "²" are digits to Python, not to a fleet
