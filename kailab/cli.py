@@ -552,11 +552,16 @@ def version() -> None:
 
 
 def _pool_counts(items: list[str]) -> dict[str, int]:
-    out = {}
+    out: dict[str, int] = {}
     for item in items:
         name, _, count = item.partition("=")
         if not (count.isascii() and count.isdigit()):  # "٣" and "²" are digits to Python, not to a fleet
             raise KailabError(f"--pool {item!r} is not POOL=COUNT.", hint="Example: --pool a100=3")
+        if name in out:
+            raise KailabError(
+                f"--pool gives pool {name!r} twice ({name}={out[name]} and {item}).",
+                hint=f"Give each pool once: --pool {name}={count}",
+            )
         out[name] = int(count)
     return out
 

@@ -70,7 +70,23 @@ class Fleet:
             Pool(p.name, counts.get(p.name, p.nodes), p.gpus_per_node, p.gpu_product, p.gpu_memory_mib)
             for p in self.pools
         )
-        return Fleet(pools, self.node_cpu, self.node_memory, self.node_pods, self.source)
+        resized = Fleet(pools, self.node_cpu, self.node_memory, self.node_pods, self.source)
+        problem = resized.capacity_problem()
+        if problem:
+            raise KailabError(
+                f"With --pool, {problem}.",
+                hint="Give each pool a count that leaves some GPUs, "
+                f"and {MAX_NODES} nodes at most in all: --pool a100=3",
+            )
+        return resized
+
+    def capacity_problem(self) -> str | None:
+        """Why this fleet cannot hold a lesson (no GPU at all, or more nodes than kailab makes); None when it can."""
+        if self.total_gpus == 0:
+            return "the fleet has no GPU (every pool has 0 nodes, or only CPU-only pools have nodes)"
+        if self.node_count > MAX_NODES:
+            return f"the fleet has {self.node_count} nodes, more than the {MAX_NODES} kailab makes"
+        return None
 
 
 class _PoolFile(BaseModel):
@@ -113,7 +129,11 @@ def load_fleet(path: Path | None = None) -> Fleet:
             raise f.fail(f.line_of(data, ("pools", i, "name")), f"two pools are named '{p.name}'")
         seen.add(p.name)
     pools = tuple(Pool(p.name, p.nodes, p.gpusPerNode, p.gpuProduct, p.gpuMemoryMiB) for p in doc.pools)
-    return Fleet(pools, doc.nodeCpu, doc.nodeMemory, doc.nodePods, source=str(path))
+    fleet = Fleet(pools, doc.nodeCpu, doc.nodeMemory, doc.nodePods, source=str(path))
+    problem = fleet.capacity_problem()
+    if problem:
+        raise f.fail(f.line_of(data, ("pools",)), problem)
+    return fleet
 
 
 def node_name(pool: Pool, index: int) -> str:

@@ -98,6 +98,17 @@ def test_run_checks_every_file_before_it_needs_a_lab(tmp_path):
         (["up", "--pool", "a100=٣"], 1, "--pool 'a100=٣' is not POOL=COUNT"),  # an Arabic-Indic 3: a digit to Python
         (["up", "--pool", "a100=²"], 1, "--pool 'a100=²' is not POOL=COUNT"),
         (["up", "--pool", "a100=３"], 1, "--pool 'a100=３' is not POOL=COUNT"),
+        (["up", "--pool", "a100=3", "--pool", "a100=4"], 1, "--pool gives pool 'a100' twice (a100=3 and a100=4)"),
+        (
+            ["up", "--pool", "a100=0", "--pool", "h100=0", "--pool", "l40s=0"],
+            1,
+            "With --pool, the fleet has no GPU (every pool has 0 nodes, or only CPU-only pools have nodes)",
+        ),
+        (
+            ["up", "--pool", "a100=5000", "--pool", "h100=5000"],
+            1,
+            "With --pool, the fleet has 10002 nodes, more than the 5000 kailab makes",
+        ),
         (["up", "--runtime", "kind", "--apiserver-port", "7000"], 1, "--apiserver-port is for the local runtime"),
         (["demo", "nosuch"], 1, "No exercise named 'nosuch'"),
         (["lesson", "nosuch"], 1, "No lesson named 'nosuch'"),
