@@ -49,7 +49,12 @@ def rows(verdict: dict, learner: str = "") -> list[dict]:
 
 @pytest.fixture(autouse=True)
 def no_class_left(kai_lab):
-    """A test that fails midway still leaves no class behind (its nodes would serve the next tests' pods)."""
+    """Each test starts from a fleet without earlier exercises' pods — a default-scheduler pod still Pending (the
+    baseline lesson's) would take a learner's new nodes, which it does not know are a KAI partition — and a test
+    that fails midway still leaves no class behind (its nodes would serve the next tests' pods)."""
+    from kailab.scenarios.live import clear_scenarios
+
+    clear_scenarios(kai_lab.kube)
     yield
     kai_lab.cli("class", "down")  # a no-op when the test took its class down itself
 
