@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -106,23 +107,27 @@ def status_tables(status: dict) -> list[Table]:
     return tables
 
 
-def queue_table(queues: list[dict]) -> Table:
+QUEUE_COLUMNS = (
+    "queue",
+    "parent",
+    "priority",
+    "GPU quota",
+    "limit",
+    "weight",
+    "fair share",
+    "allocated",
+    "pending pods",
+)
+
+
+def queue_table(queues: list[dict], style_of: Callable[[str], str] = lambda name: "") -> Table:
+    """Queues with quota, limit, weight, KAI's fair share, allocated and pending; ``style_of`` colours a queue's name."""
     t = Table(title="Queues", title_justify="left")
-    for col in (
-        "queue",
-        "parent",
-        "priority",
-        "GPU quota",
-        "limit",
-        "weight",
-        "fair share",
-        "allocated",
-        "pending pods",
-    ):
+    for col in QUEUE_COLUMNS:
         t.add_column(col, justify="left" if col in ("queue", "parent") else "right")
     for q in queues:
         t.add_row(
-            q["name"],
+            Text(q["name"], style=style_of(q["name"])),
             q["parent"] or "-",
             str(q["priority"]),
             num(q["quota"]),

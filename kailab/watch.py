@@ -16,7 +16,7 @@ from kailab import gpus
 from kailab.gpus import GpuInUse
 from kailab.kube import Kube, wait_until, watch_pods
 from kailab.pods import PodView, pod_view
-from kailab.render import num
+from kailab.render import num, queue_table
 from kailab.status import MAX_NODE_ROWS, nodes_and_gpus, pool_rows, queues
 
 COLOURS = ["cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta"]
@@ -30,31 +30,7 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[G
     coloured by queue."""
     names = sorted({g.queue for used in cells.values() for g in used} | {q["name"] for q in queue_rows})
     colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(names)}
-    qt = Table(title="Queues", title_justify="left")
-    for col in (
-        "queue",
-        "parent",
-        "priority",
-        "GPU quota",
-        "limit",
-        "weight",
-        "fair share",
-        "allocated",
-        "pending pods",
-    ):
-        qt.add_column(col, justify="left" if col in ("queue", "parent") else "right")
-    for q in queue_rows:
-        qt.add_row(
-            Text(q["name"], style=colour.get(q["name"], "")),
-            q["parent"] or "-",
-            str(q["priority"]),
-            num(q["quota"]),
-            num(q["limit"]),
-            num(q["weight"]),
-            num(q.get("fair_share")),
-            num(q["allocated"]),
-            str(q["pending"]),
-        )
+    qt = queue_table(queue_rows, style_of=lambda name: colour.get(name, ""))
     if len(node_rows) > MAX_NODE_ROWS:  # a big fleet: one row per pool, GPUs used of all
         pt = Table(title=f"GPUs per pool ({len(node_rows)} nodes)", title_justify="left")
         for col in ("pool", "nodes", "used", "GPUs", "use"):
