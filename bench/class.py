@@ -59,9 +59,11 @@ def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str]) -> N
     cpu = [usage[n][0] - before[n] for n in names.names]
     rss = [usage[n][1] for n in names.names]
     passed = sum(results.values())
-    print(f"{count:>2} learners: class up {up_seconds:5.1f} s; {','.join(lessons)} side by side {wall:5.1f} s "
-          f"({passed}/{count} all passed); lab memory {memory / 1024:4.2f} GiB; per scheduler "
-          f"CPU {sum(cpu) / count:4.1f} s (max {max(cpu):.1f}), RSS {sum(rss) / count:4.0f} MiB")
+    print(
+        f"{count:>2} learners: class up {up_seconds:5.1f} s; {','.join(lessons)} side by side {wall:5.1f} s "
+        f"({passed}/{count} all passed); lab memory {memory / 1024:4.2f} GiB; per scheduler "
+        f"CPU {sum(cpu) / count:4.1f} s (max {max(cpu):.1f}), RSS {sum(rss) / count:4.0f} MiB"
+    )
     klass.down(kube, None, Progress(quiet=True))
 
 

@@ -25,8 +25,9 @@ def main() -> None:
     args = parser.parse_args()
     extra = [] if args.parallel is None else ["--parallel", str(args.parallel)]
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kailab", "demo", "all", "--json", *extra], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kailab", "demo", "all", "--json", *extra], capture_output=True, text=True
+    )
     total = time.monotonic() - start
     try:
         result = json.loads(proc.stdout)
@@ -45,8 +46,10 @@ def main() -> None:
     print(f"slowest verdict after its step (protection aside): {slowest:.1f} s (target ≤ 10 s)")
     print(f"reclaim of 8 GPUs: {reclaim:.1f} s (target ≤ 3 s)" if reclaim is not None else "reclaim: no verdict")
     how = proc.stderr.splitlines()[0] if proc.stderr.strip() else ""
-    print(f"demo all{' --parallel ' + str(args.parallel) if extra else ''}: {total:.0f} s (target ≤ 60 s), "
-          f"{'all passed' if result['passed'] else 'SOME FAILED'}{' — ' + how if how else ''}")
+    print(
+        f"demo all{' --parallel ' + str(args.parallel) if extra else ''}: {total:.0f} s (target ≤ 60 s), "
+        f"{'all passed' if result['passed'] else 'SOME FAILED'}{' — ' + how if how else ''}"
+    )
 
 
 if __name__ == "__main__":

@@ -82,8 +82,10 @@ def main() -> None:
     print(f"first up (this run{', cold' if args.cold else ', cache warm'}): {first:.1f} s")
     print(f"warm up: {warm:.1f} s (target ≤ 15 s)")
     print(f"down: {down:.1f} s")
-    print(f"fleet peak memory (RSS of every lab process, during `demo {demo}` took {demo_s:.0f} s): "
-          f"{peak:.0f} MiB (target ≤ 2048 MiB)")
+    print(
+        f"fleet peak memory (RSS of every lab process, during `demo {demo}` took {demo_s:.0f} s): "
+        f"{peak:.0f} MiB (target ≤ 2048 MiB)"
+    )
 
 
 if __name__ == "__main__":

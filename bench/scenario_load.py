@@ -17,9 +17,12 @@ from kailab.scenarios.loader import load_scenario
 
 def scenario(n: int) -> str:
     queues = "".join(f"  - {{name: q{i}, parent: d}}\n" for i in range(n // 10))
-    workloads = "".join(f"  - {{name: w{i}, queue: q{i % max(1, n // 10)}, labels: {{team: t{i}}}}}\n" for i in range(n))
+    workloads = "".join(
+        f"  - {{name: w{i}, queue: q{i % max(1, n // 10)}, labels: {{team: t{i}}}}}\n" for i in range(n)
+    )
     steps = "".join(f"  - apply: w{i}\n" for i in range(n)) + "".join(
-        f"  - expect: {{workload: w{i}, running: 1, bound: '>=1'}}\n" for i in range(n))
+        f"  - expect: {{workload: w{i}, running: 1, bound: '>=1'}}\n" for i in range(n)
+    )
     return f"name: bench\nqueues:\n  - {{name: d}}\n{queues}workloads:\n{workloads}steps:\n{steps}"
 
 

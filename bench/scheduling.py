@@ -20,8 +20,25 @@ import sys
 
 
 def bench(nodes: int, pods: int) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "kailab", "bench", "--nodes", str(nodes), "--gpus-per-node", "8",
-                           "--pods", str(pods), "--scheduler", "both", "--json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kailab",
+            "bench",
+            "--nodes",
+            str(nodes),
+            "--gpus-per-node",
+            "8",
+            "--pods",
+            str(pods),
+            "--scheduler",
+            "both",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         sys.exit(f"kailab bench failed:\n{proc.stderr}")
     return json.loads(proc.stdout)
@@ -41,8 +58,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fleet", action="store_true", help="also 1,000 nodes × 8 GPUs and 8,000 pods")
     args = ap.parse_args()
-    print(f"machine: {os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, "
-          f"{platform.system()} {platform.machine()}, Python {platform.python_version()}")
+    print(
+        f"machine: {os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, "
+        f"{platform.system()} {platform.machine()}, Python {platform.python_version()}"
+    )
     kai_fills = []
     for i in range(3):
         result = bench(4, 32)
@@ -56,8 +75,10 @@ def main() -> None:
         show(result)
         kai = next(r for r in result["runs"] if r["scheduler"] == "kai-scheduler")
         peak = max((r["peak_memory_mib"] or 0) for r in result["runs"])
-        print(f"KAI all bound in {kai['to_bound']:.0f} s (target ≤ 180 s), "
-              f"{result['kai_vs_default']:.1f}× kube-scheduler (target ≤ 1.5×), peak memory {peak:,.0f} MiB (target ≤ 4,096)")
+        print(
+            f"KAI all bound in {kai['to_bound']:.0f} s (target ≤ 180 s), "
+            f"{result['kai_vs_default']:.1f}× kube-scheduler (target ≤ 1.5×), peak memory {peak:,.0f} MiB (target ≤ 4,096)"
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Make docs/watch-fairshare.svg: `kailab watch` as it looks at the end of the fair-share lesson.
 
-    kailab up && python docs/screenshot.py      # runs `kailab demo fairshare`, then draws one watch frame
+kailab up && python docs/screenshot.py      # runs `kailab demo fairshare`, then draws one watch frame
 """
 
 from __future__ import annotations

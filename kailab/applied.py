@@ -79,14 +79,21 @@ def _object_lines(obj: dict, copies: int) -> list[Line]:
         _add(out, name, "spec.template.metadata", _pick(_metadata(spec["template"]), ("annotations",)))
         pod, where = spec["template"]["spec"], "spec.template.spec"
     gpus = _pick(pod["containers"][0].get("resources", {}).get("limits"), (GPU,))
-    _add(out, name, where, {**_pick(pod, POD_SPEC_FIELDS),
-                            **({"containers": [{"resources": {"limits": gpus}}]} if gpus else {})})
+    _add(
+        out,
+        name,
+        where,
+        {**_pick(pod, POD_SPEC_FIELDS), **({"containers": [{"resources": {"limits": gpus}}]} if gpus else {})},
+    )
     return out
 
 
 def _metadata(obj: dict) -> dict:
     meta = obj["metadata"]
-    picked = {"labels": _pick(meta.get("labels"), KAI_LABELS), "annotations": _pick(meta.get("annotations"), KAI_ANNOTATIONS)}
+    picked = {
+        "labels": _pick(meta.get("labels"), KAI_LABELS),
+        "annotations": _pick(meta.get("annotations"), KAI_ANNOTATIONS),
+    }
     return {k: v for k, v in picked.items() if v}
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Callable
 
 from kubernetes import client
 
@@ -58,7 +58,9 @@ class BenchRun:
     pods: int
     to_bound: float = 0.0  # all pods bound (as watched)
     to_running: float = 0.0  # all pods Running (as watched)
-    watched: dict[str, float] = field(default_factory=dict)  # stage → seconds after submitting until the last pod got there
+    watched: dict[str, float] = field(
+        default_factory=dict
+    )  # stage → seconds after submitting until the last pod got there
     stages: dict[str, float] = field(default_factory=dict)  # the same from the cluster's timestamps (whole seconds)
     peak_memory_mib: float | None = None  # every lab process together, while this run ran (None: the runtime can't say)
     finished: bool = True
@@ -114,6 +116,7 @@ def pod_stages(pod: dict) -> list[str]:
 def _raw_pods(kube: Kube):
     """A pod list/watch call that leaves pods as JSON: turning 8,000 pods' every change into client objects
     kept the bench's own watch minutes behind the cluster (and took a core from the lab it measures)."""
+
     def call(namespace: str, **kw):
         kw.setdefault("_preload_content", False)
         resp = kube.core.list_namespaced_pod(namespace, **kw)
@@ -144,8 +147,9 @@ def stage_times(pods: list[dict]) -> dict[str, float]:
         return {}
     out = {"created": max(t for t in created if t is not None) - first}
     for name, times in (("grouped", grouped), ("bound", bound), ("running", running)):
-        if times and all(t is not None for t in times) and len(times) == len(pods):
-            out[name] = max(times) - first
+        known = [t for t in times if t is not None]
+        if times and len(known) == len(times) == len(pods):
+            out[name] = max(known) - first
     return out
 
 
@@ -158,7 +162,7 @@ class PeakMemory:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         if self.memory is not None:
             self._thread.start()
         return self
@@ -169,8 +173,11 @@ class PeakMemory:
             self._thread.join(5)
 
     def _run(self) -> None:
+        memory = self.memory
+        if memory is None:
+            return  # not started without one
         while True:
-            now = self.memory()
+            now = memory()
             if now is not None:
                 self.peak = max(self.peak or 0.0, now)
             if self._stop.wait(0.5):
@@ -181,17 +188,28 @@ def job(scheduler: str, pods: int) -> dict:
     """One Job of ``pods`` one-GPU pods for ``scheduler``, pinned to the bench pool."""
     labels = {**MANAGED, SCENARIO_LABEL: "bench", **({QUEUE_LABEL: QUEUE} if scheduler == KAI_SCHEDULER_NAME else {})}
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {"name": f"bench-{scheduler}", "namespace": NAMESPACE, "labels": labels},
         "spec": {
-            "parallelism": pods, "completions": pods, "backoffLimit": 100000,
+            "parallelism": pods,
+            "completions": pods,
+            "backoffLimit": 100000,
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "schedulerName": scheduler, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                    "nodeSelector": {POOL_LABEL: POOL}, "tolerations": [dict(KWOK_TOLERATION), dict(BENCH_TOLERATION)],
-                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"limits": gpus.request(1)[0]}}],
+                    "schedulerName": scheduler,
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 0,
+                    "nodeSelector": {POOL_LABEL: POOL},
+                    "tolerations": [dict(KWOK_TOLERATION), dict(BENCH_TOLERATION)],
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"limits": gpus.request(1)[0]},
+                        }
+                    ],
                 },
             },
         },
@@ -211,12 +229,20 @@ def _bind_requests(kube: Kube) -> Watched | None:
         return None
     group, version = BIND_REQUEST_API.split("/")
     api = client.CustomObjectsApi(kube.api)
-    return Watched(lambda namespace, **kw: api.list_namespaced_custom_object(group, version, namespace, "bindrequests", **kw),
-                   NAMESPACE)
+    return Watched(
+        lambda namespace, **kw: api.list_namespaced_custom_object(group, version, namespace, "bindrequests", **kw),
+        NAMESPACE,
+    )
 
 
-def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Progress,
-            memory: Callable[[], float | None] | None = None) -> BenchRun:
+def run_one(
+    kube: Kube,
+    scheduler: str,
+    pods: int,
+    timeout: float,
+    progress: Progress,
+    memory: Callable[[], float | None] | None = None,
+) -> BenchRun:
     """Submit one Job, watch it to all Running, read its stages; the Job is deleted at the end."""
     result = BenchRun(scheduler=scheduler, pods=pods)
     cond = threading.Condition()
@@ -241,14 +267,17 @@ def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Pro
 
             result.finished = wait_until(cond, lambda: reached("bound"), timeout)
             result.to_bound = time.monotonic() - start
-            result.finished = result.finished and wait_until(cond, lambda: reached("Running"),
-                                                             max(1.0, timeout - result.to_bound))
+            result.finished = result.finished and wait_until(
+                cond, lambda: reached("Running"), max(1.0, timeout - result.to_bound)
+            )
             result.to_running = time.monotonic() - start
             if result.finished:
                 st.note(f"{result.to_running:.1f}s")
             else:  # a wait that did not hold is ✗, with what was seen
-                st.fail(f"not all Running within {timeout:.0f}s: {len(stages.first['bound'])} bound, "
-                        f"{len(stages.first['Running'])} Running of {pods}")
+                st.fail(
+                    f"not all Running within {timeout:.0f}s: {len(stages.first['bound'])} bound, "
+                    f"{len(stages.first['Running'])} Running of {pods}"
+                )
         result.peak_memory_mib = peak.peak
         result.watched = stages.last(pods)
         listing = kube.core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name=bench-{scheduler}")
@@ -261,8 +290,16 @@ def run_one(kube: Kube, scheduler: str, pods: int, timeout: float, progress: Pro
     return result
 
 
-def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node: int, progress: Progress,
-        timeout: float = 600, memory: Callable[[], float | None] | None = None) -> list[BenchRun]:
+def run(
+    kube: Kube,
+    schedulers: list[str],
+    pods: int,
+    nodes: int,
+    gpus_per_node: int,
+    progress: Progress,
+    timeout: float = 600,
+    memory: Callable[[], float | None] | None = None,
+) -> list[BenchRun]:
     """The bench: a pool of its own, a queue for KAI, one run per scheduler; everything removed after.
 
     ``memory``: MiB of every lab process now (the runtime's :meth:`~kailab.runtimes.base.Runtime.memory_mib`)."""
@@ -286,9 +323,12 @@ def run(kube: Kube, schedulers: list[str], pods: int, nodes: int, gpus_per_node:
                 kube.delete(QUEUE_API, "Queue", QUEUE)
                 delete_nodes(kube, names)
         except Exception as e:  # the figures are still shown; what is left is said
-            progress.console.print(f"Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
-                          f"Job in namespace {NAMESPACE}, queue {QUEUE}, nodes kwok-{POOL}-*. Run kailab bench again "
-                          "(it reuses and removes them) or kailab down.", style="yellow")
+            progress.console.print(
+                f"Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
+                f"Job in namespace {NAMESPACE}, queue {QUEUE}, nodes kwok-{POOL}-*. Run kailab bench again "
+                "(it reuses and removes them) or kailab down.",
+                style="yellow",
+            )
     return runs
 
 

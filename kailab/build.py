@@ -14,9 +14,9 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from kailab import versions
 from kailab.errors import ChecksumMismatch, KailabError, ModuleUnavailable, ToolMissing
@@ -43,7 +43,9 @@ def check_go() -> tuple[int, int]:
             "Go is not installed; the local runtime builds its binaries with it.",
             hint=f"Install Go {'.'.join(map(str, versions.GO_MINIMUM))} or newer and put it on PATH, {alternative}.",
         )
-    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, env=go_env(), timeout=60).stdout.strip()
+    out = subprocess.run(
+        [go, "env", "GOVERSION"], capture_output=True, text=True, env=go_env(), timeout=60
+    ).stdout.strip()
     found = parse_go_version(out)
     if found is None or found < versions.GO_MINIMUM:
         want = ".".join(map(str, versions.GO_MINIMUM))
@@ -102,16 +104,26 @@ def check_cache(cache: Path) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        what = "it is a file, not a folder" if cache.exists() and not cache.is_dir() else \
-            "a folder above it is a file" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or str(e)
-        raise KailabError(f"The binary cache {cache} cannot be written: {what}.",
-                          hint="Make it writable, or point KAILAB_CACHE at a folder you own.") from None
+        what = (
+            "it is a file, not a folder"
+            if cache.exists() and not cache.is_dir()
+            else "a folder above it is a file"
+            if isinstance(e, (FileExistsError, NotADirectoryError))
+            else e.strerror or str(e)
+        )
+        raise KailabError(
+            f"The binary cache {cache} cannot be written: {what}.",
+            hint="Make it writable, or point KAILAB_CACHE at a folder you own.",
+        ) from None
 
 
 # What a cold build of every pin took on disk (measured 2026-11: 0.45 GB of binaries in the cache without KAI,
 # 1.7 GB of modules in GOMODCACHE, 4.6 GB in Go's build cache), with room to spare; GB per place.
-COLD_BUILD_GB = {"the binary cache": 1.0, "Go's module cache (go env GOMODCACHE)": 2.0,
-                 "Go's build cache (go env GOCACHE)": 5.0}
+COLD_BUILD_GB = {
+    "the binary cache": 1.0,
+    "Go's module cache (go env GOMODCACHE)": 2.0,
+    "Go's build cache (go env GOCACHE)": 5.0,
+}
 
 
 def check_before_building(missing: list[GoBuild], cache: Path) -> None:
@@ -126,7 +138,9 @@ def check_before_building(missing: list[GoBuild], cache: Path) -> None:
 
 def check_disk(cache: Path) -> None:
     """Enough free space where the cold build writes (places on one disk add up); KailabError saying the figure."""
-    places = dict(zip(COLD_BUILD_GB, [cache, *(Path(_go_env_value(v) or cache) for v in ("GOMODCACHE", "GOCACHE"))]))
+    places = dict(
+        zip(COLD_BUILD_GB, [cache, *(Path(_go_env_value(v) or cache) for v in ("GOMODCACHE", "GOCACHE"))], strict=True)
+    )
     need: dict[int, list] = {}
     for what, path in places.items():
         existing = next(p for p in [path, *path.parents] if p.exists())
@@ -137,10 +151,11 @@ def check_disk(cache: Path) -> None:
     for existing, gb, what in need.values():
         free = shutil.disk_usage(existing).free / 1e9
         if free < gb:
-            raise KailabError(f"A first build needs about {gb:.0f} GB free on the disk of {'; '.join(what)}; "
-                              f"it has {free:.1f} GB.",
-                              hint="Free some space (go clean -cache frees Go's build cache), or point KAILAB_CACHE, "
-                                   "GOMODCACHE and GOCACHE at a disk with room.")
+            raise KailabError(
+                f"A first build needs about {gb:.0f} GB free on the disk of {'; '.join(what)}; it has {free:.1f} GB.",
+                hint="Free some space (go clean -cache frees Go's build cache), or point KAILAB_CACHE, "
+                "GOMODCACHE and GOCACHE at a disk with room.",
+            )
 
 
 def _go_env_value(name: str) -> str:
@@ -229,8 +244,10 @@ def _run_go(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
     try:
         return subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=GO_TIMEOUT)
     except subprocess.TimeoutExpired as e:
-        raise KailabError(f"go {' '.join(args)} did not finish in {GO_TIMEOUT // 60} minutes.",
-                          hint="Check the network to your Go module proxy (go env GOPROXY), then run again.") from e
+        raise KailabError(
+            f"go {' '.join(args)} did not finish in {GO_TIMEOUT // 60} minutes.",
+            hint="Check the network to your Go module proxy (go env GOPROXY), then run again.",
+        ) from e
 
 
 def _go(args: list[str], cwd: Path, env: dict[str, str], build: GoBuild) -> str:
@@ -240,9 +257,11 @@ def _go(args: list[str], cwd: Path, env: dict[str, str], build: GoBuild) -> str:
     raise _go_failure(args, build, (proc.stderr or proc.stdout).strip())
 
 
-MIRROR_HINT = ("Point GOPROXY at a proxy or a file mirror that serves it, e.g. "
-               "GOPROXY=file:///path/to/mirror,$(go env GOPROXY) — see the README, "
-               "'Restricted or air-gapped networks' — or use the kind runtime on a machine with Docker.")
+MIRROR_HINT = (
+    "Point GOPROXY at a proxy or a file mirror that serves it, e.g. "
+    "GOPROXY=file:///path/to/mirror,$(go env GOPROXY) — see the README, "
+    "'Restricted or air-gapped networks' — or use the kind runtime on a machine with Docker."
+)
 
 
 def _go_failure(args: list[str], build: GoBuild, text: str) -> KailabError:
@@ -252,8 +271,10 @@ def _go_failure(args: list[str], build: GoBuild, text: str) -> KailabError:
         return ChecksumMismatch(
             f"Go refused {mismatch.group(1)}{mismatch.group(2) or ''}: the proxy served bytes whose hash differs "
             f"from the one pinned in go.sum (needed for {build.name}).",
-            hint=("Your GOPROXY (go env GOPROXY) serves a module other than the published one. "
-                  "Point it at a proxy or mirror that serves the module exactly as published."),
+            hint=(
+                "Your GOPROXY (go env GOPROXY) serves a module other than the published one. "
+                "Point it at a proxy or mirror that serves the module exactly as published."
+            ),
             details=_tail(text),
         )
     if re.search(r"40[34] (Forbidden|Not Found)|410 Gone|not available|unknown revision|no such file", text):

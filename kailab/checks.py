@@ -7,8 +7,8 @@ engine builds the Observation from watches of the real cluster.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 from kailab import gpus
 from kailab.pods import PodGroupView, PodView
@@ -129,7 +129,9 @@ def _bound_before(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     elif other is None:
         observed = f"{exp.workload} bound, {exp.want} not yet"
     else:
-        observed = f"{exp.workload} {'before' if mine <= other else 'after'} {exp.want} ({abs(other - mine):.1f}s apart)"
+        observed = (
+            f"{exp.workload} {'before' if mine <= other else 'after'} {exp.want} ({abs(other - mine):.1f}s apart)"
+        )
     return f"{exp.workload} first", observed, passed
 
 
@@ -152,6 +154,7 @@ def _scheduling_condition(exp: Expectation, obs: Observation, present: bool) -> 
 
 def _fair_share(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     share = obs.fair_share.get(exp.queue or "")
+    assert exp.bound is not None  # a count: the loader gives it a bound
     if share is None:
         return str(exp.bound), "not published yet", False
     return str(exp.bound), f"{share:g}", exp.bound.holds(share)
@@ -177,12 +180,15 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
 
 def evaluate(exp: Expectation, obs: Observation) -> Check:
     """Decide one expectation. The observed text says what was seen, in the expectation's terms."""
-    base = {"title": exp.title, "scope": exp.scope, "measure": exp.measure}
     if exp.measure in PROPERTIES:
         expected, observed, passed = PROPERTIES[exp.measure](exp, obs)
-        return Check(expected=expected, observed=observed, passed=passed, **base)
-    value = count(exp, obs)
-    return Check(expected=str(exp.bound), observed=f"{value:g}", passed=exp.bound.holds(value), **base)
+    else:
+        assert exp.bound is not None  # a count: the loader gives it a bound
+        value = count(exp, obs)
+        expected, observed, passed = str(exp.bound), f"{value:g}", exp.bound.holds(value)
+    return Check(
+        title=exp.title, expected=expected, observed=observed, passed=passed, scope=exp.scope, measure=exp.measure
+    )
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -240,21 +246,49 @@ class Verdict:
         return self.passed or bool(self.not_applicable)
 
     def to_dict(self) -> dict:
-        return {"scenario": self.scenario, "title": self.title, "passed": self.passed, "outcome": self.outcome,
-                "not_applicable": self.not_applicable, "seconds": round(self.seconds, 2),
-                "verify": self.verify, "error": self.error, "timings": self.timings,
-                "checks": [c.to_dict() for c in self.checks]}
+        return {
+            "scenario": self.scenario,
+            "title": self.title,
+            "passed": self.passed,
+            "outcome": self.outcome,
+            "not_applicable": self.not_applicable,
+            "seconds": round(self.seconds, 2),
+            "verify": self.verify,
+            "error": self.error,
+            "timings": self.timings,
+            "checks": [c.to_dict() for c in self.checks],
+        }
 
     def to_record(self) -> dict:
         """Everything, for evidence: the verdict plus its timeline and the objects applied."""
-        return {**self.to_dict(), "namespace": self.namespace, "started": self.started,
-                "timeline": self.timeline, "applied": self.applied}
+        return {
+            **self.to_dict(),
+            "namespace": self.namespace,
+            "started": self.started,
+            "timeline": self.timeline,
+            "applied": self.applied,
+        }
 
     @classmethod
-    def from_record(cls, d: dict) -> "Verdict":
+    def from_record(cls, d: dict) -> Verdict:
         """The inverse of :meth:`to_record` (``passed`` is derived, not read)."""
-        fields = {k: d[k] for k in ("scenario", "title", "seconds", "verify", "error", "timings", "namespace",
-                                    "started", "timeline", "applied", "not_applicable") if k in d}
+        fields = {
+            k: d[k]
+            for k in (
+                "scenario",
+                "title",
+                "seconds",
+                "verify",
+                "error",
+                "timings",
+                "namespace",
+                "started",
+                "timeline",
+                "applied",
+                "not_applicable",
+            )
+            if k in d
+        }
         return cls(**fields, checks=[Check(**c) for c in d.get("checks", [])])
 
 
@@ -272,7 +306,11 @@ def misfit(requires: RequiresFile | None, node_gpus: list[float]) -> str:
         sizes = ", ".join(f"{g:g}" for g in sorted(set(gpu_nodes))) or "none"
         wrong.append(f"it needs {requires.gpusPerNode} GPUs on every GPU node, the fleet's nodes have {sizes}")
     if requires.homogeneous and len(set(gpu_nodes)) > 1:
-        wrong.append("it needs every GPU node alike, the fleet mixes " + ", ".join(f"{g:g}" for g in sorted(set(gpu_nodes))) + " GPUs per node")
+        wrong.append(
+            "it needs every GPU node alike, the fleet mixes "
+            + ", ".join(f"{g:g}" for g in sorted(set(gpu_nodes)))
+            + " GPUs per node"
+        )
     cpu_only = len(node_gpus) - len(gpu_nodes)
     if requires.cpuOnlyNodes and not requires.cpuOnlyNodes.holds(cpu_only):
         wrong.append(f"it needs {requires.cpuOnlyNodes} CPU-only nodes, the fleet has {cpu_only}")

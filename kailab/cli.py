@@ -6,12 +6,13 @@ unless ``KAILAB_DEBUG=1``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any
 
 import typer
 from rich.text import Text
@@ -22,9 +23,12 @@ from kailab.lesson import EXERCISE_NAMES
 from kailab.progress import Progress, stderr
 
 # The epilog stands for the hidden demo-NAME shortcuts (one line, not twelve commands).
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.",
-                  epilog="demo-NAME   shortcut for demo NAME: kailab demo-quota, kailab demo-borrow, …")
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="A lab that teaches GPU queue scheduling with KAI Scheduler on a fleet of fake GPUs.",
+    epilog="demo-NAME   shortcut for demo NAME: kailab demo-quota, kailab demo-borrow, …",
+)
 
 
 def _flags_without_a_type() -> None:
@@ -33,14 +37,15 @@ def _flags_without_a_type() -> None:
     from typer.core import TyperOption
 
     typed = getattr(TyperOption, "display_type_rich", None)
-    if typed is None or getattr(typed, "flags_untyped", False):
-        return
+    if typed is None or hasattr(typed, "__wrapped__"):
+        return  # a Typer without it, or replaced already
 
-    def display_type_rich(self, ctx):
+    @functools.wraps(typed)
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:  # ctx: a click Context (Typer vendors click)
         return None if self.is_flag else typed(self, ctx)
 
-    display_type_rich.flags_untyped = True
-    TyperOption.display_type_rich = display_type_rich
+    # Replacing Typer's method is the point here; mypy's method-assign is there to catch it done by mistake.
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 _flags_without_a_type()
@@ -66,8 +71,11 @@ def _complete_scenario_files(incomplete: str) -> list[str]:
     base = Path(folder or ".")
     if not base.is_dir():
         return []
-    found = sorted(p for p in base.iterdir() if p.name.startswith(stem) and not p.name.startswith(".")
-                   and (p.is_dir() or p.suffix in (".yaml", ".yml")))
+    found = sorted(
+        p
+        for p in base.iterdir()
+        if p.name.startswith(stem) and not p.name.startswith(".") and (p.is_dir() or p.suffix in (".yaml", ".yml"))
+    )
     return [f"{folder}/{p.name}" if folder else p.name for p in found]
 
 
@@ -79,7 +87,7 @@ def _runtime_name(value: str) -> str:
     return value
 
 
-def _prefix(value: Optional[str]) -> Optional[str]:
+def _prefix(value: str | None) -> str | None:
     from kailab.scenarios.prefix import check_prefix
 
     try:
@@ -90,25 +98,49 @@ def _prefix(value: Optional[str]) -> Optional[str]:
 
 @app.command()
 def up(
-    runtime: str = typer.Option("auto", callback=_runtime_name,
-                                help="auto (kind when Docker answers, else local), local, kind, or existing "
-                                     "(adopt a cluster you already have; never chosen by auto)."),
-    fleet: Optional[Path] = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
-    pool: List[str] = typer.Option([], metavar="<pool=count>", help="Resize a pool: --pool a100=3 (repeatable)."),
-    no_kai: bool = typer.Option(False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."),
-    apiserver_port: Optional[int] = typer.Option(None, min=1, max=65535, metavar="<port>",
-                                                 help="Local runtime: a fixed port for kube-apiserver (default: a free one)."),
-    retain: bool = typer.Option(False, "--retain", help="Local runtime: keep a half-made lab after a failure, to debug "
-                                                        "it (the kind and existing runtimes always keep it)."),
-    kubeconfig_path: Optional[Path] = typer.Option(None, "--kubeconfig",
-                                                   help="Existing runtime: the cluster's kubeconfig (default: $KUBECONFIG "
-                                                        "or ~/.kube/config); used where it is, never copied."),
-    context: Optional[str] = typer.Option(None, help="Existing runtime: a context of that kubeconfig."),
-    kwok: bool = typer.Option(False, "--kwok", help="Existing runtime: install KWOK and kailab's fleet of fake GPUs there "
-                                                    "(labelled as this lab's; down removes them)."),
-    prefix: Optional[str] = typer.Option(None, callback=_prefix,
-                                         help="Existing runtime: NAME- in front of every queue and namespace of this "
-                                              "lab, so several labs share one cluster."),
+    runtime: str = typer.Option(
+        "auto",
+        callback=_runtime_name,
+        help="auto (kind when Docker answers, else local), local, kind, or existing "
+        "(adopt a cluster you already have; never chosen by auto).",
+    ),
+    fleet: Path | None = typer.Option(None, help="A fleet file (see manifests/fleet.yaml)."),
+    pool: list[str] = typer.Option([], metavar="<pool=count>", help="Resize a pool: --pool a100=3 (repeatable)."),
+    no_kai: bool = typer.Option(
+        False, "--no-kai", help="Local runtime: the fleet without KAI (only the default kube-scheduler)."
+    ),
+    apiserver_port: int | None = typer.Option(
+        None,
+        min=1,
+        max=65535,
+        metavar="<port>",
+        help="Local runtime: a fixed port for kube-apiserver (default: a free one).",
+    ),
+    retain: bool = typer.Option(
+        False,
+        "--retain",
+        help="Local runtime: keep a half-made lab after a failure, to debug "
+        "it (the kind and existing runtimes always keep it).",
+    ),
+    kubeconfig_path: Path | None = typer.Option(
+        None,
+        "--kubeconfig",
+        help="Existing runtime: the cluster's kubeconfig (default: $KUBECONFIG "
+        "or ~/.kube/config); used where it is, never copied.",
+    ),
+    context: str | None = typer.Option(None, help="Existing runtime: a context of that kubeconfig."),
+    kwok: bool = typer.Option(
+        False,
+        "--kwok",
+        help="Existing runtime: install KWOK and kailab's fleet of fake GPUs there "
+        "(labelled as this lab's; down removes them).",
+    ),
+    prefix: str | None = typer.Option(
+        None,
+        callback=_prefix,
+        help="Existing runtime: NAME- in front of every queue and namespace of this "
+        "lab, so several labs share one cluster.",
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
@@ -120,18 +152,29 @@ def up(
     spec = load_fleet(fleet)
     if pool:
         spec = spec.with_counts(_pool_counts(pool))
-    options = UpOptions(fleet=spec, with_kai=not no_kai, retain=retain, apiserver_port=apiserver_port,
-                        fleet_given=bool(fleet or pool), kubeconfig=kubeconfig_path, context=context, kwok=kwok,
-                        prefix=prefix)
+    options = UpOptions(
+        fleet=spec,
+        with_kai=not no_kai,
+        retain=retain,
+        apiserver_port=apiserver_port,
+        fleet_given=bool(fleet or pool),
+        kubeconfig=kubeconfig_path,
+        context=context,
+        kwok=kwok,
+        prefix=prefix,
+    )
     running = lab.state()
     if running and runtime not in ("auto", running.runtime):
-        raise KailabError(f"A lab is already running on the {running.runtime} runtime.",
-                          hint="Remove it first: kailab down")
+        raise KailabError(
+            f"A lab is already running on the {running.runtime} runtime.", hint="Remove it first: kailab down"
+        )
     if running and running.shape and running.shape != spec.describe():
-        raise KailabError(f"The lab that is up has another fleet ({running.shape}); "
-                          f"kailab up does not change a running lab's fleet to {spec.describe()}.",
-                          hint="Start again with the new fleet: kailab down && kailab up " +
-                               " ".join(a for a in sys.argv[2:] if a not in ("-q", "--quiet")))
+        raise KailabError(
+            f"The lab that is up has another fleet ({running.shape}); "
+            f"kailab up does not change a running lab's fleet to {spec.describe()}.",
+            hint="Start again with the new fleet: kailab down && kailab up "
+            + " ".join(a for a in sys.argv[2:] if a not in ("-q", "--quiet")),
+        )
     if running:
         cls, why = get_runtime(running.runtime), "the lab that is running"
     else:
@@ -143,8 +186,11 @@ def up(
     if found:
         render.stdout.print(render.findings_table(found))
     info = rt.up(options, progress)
-    render.stdout.print(info.summary or f"Lab is up: {spec.total_gpus} GPUs on {spec.node_count} KWOK nodes. "
-                                        f"kubectl --kubeconfig {info.kubeconfig} get nodes")
+    render.stdout.print(
+        info.summary
+        or f"Lab is up: {spec.total_gpus} GPUs on {spec.node_count} KWOK nodes. "
+        f"kubectl --kubeconfig {info.kubeconfig} get nodes"
+    )
 
 
 @app.command()
@@ -156,8 +202,9 @@ def down(quiet: bool = QuietOpt) -> None:
 
 @app.command()
 def status(
-    queues: bool = typer.Option(False, "--queues", help="Also list queues: quota, limit, weight, fair share, "
-                                                        "GPUs allocated, pods pending."),
+    queues: bool = typer.Option(
+        False, "--queues", help="Also list queues: quota, limit, weight, fair share, GPUs allocated, pods pending."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show the lab's components, GPU nodes (used/free) and queues."""
@@ -188,7 +235,7 @@ def kubeconfig() -> None:
     """Print the path of the lab's kubeconfig (for kubectl --kubeconfig)."""
     print(lab.kubeconfig())
     if ctx := lab.context():
-        stderr.print(f"The lab uses its context {ctx}: kubectl --kubeconfig \"$(kailab kubeconfig)\" --context {ctx} …")
+        stderr.print(f'The lab uses its context {ctx}: kubectl --kubeconfig "$(kailab kubeconfig)" --context {ctx} …')
 
 
 @app.command("queues")
@@ -217,7 +264,7 @@ def apply_queues(quiet: bool = QuietOpt) -> None:
 
 @app.command()
 def run(
-    files: List[Path] = typer.Argument(..., help="Scenario files.", autocompletion=_complete_scenario_files),
+    files: list[Path] = typer.Argument(..., help="Scenario files.", autocompletion=_complete_scenario_files),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     quiet: bool = QuietOpt,
 ) -> None:
@@ -230,15 +277,24 @@ def run(
 
 @app.command()
 def demo(
-    name: str = typer.Argument(..., help=f"One of: {', '.join(EXERCISE_NAMES)}, or all.",
-                               autocompletion=_complete_demos),
+    name: str = typer.Argument(
+        ..., help=f"One of: {', '.join(EXERCISE_NAMES)}, or all.", autocompletion=_complete_demos
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     evidence: bool = typer.Option(False, "--evidence", help="Capture evidence before and after the exercise."),
     quiet: bool = QuietOpt,
-    record: Optional[Path] = typer.Option(None, hidden=True, help="Write each exercise's change stream under this "
-                                          "folder (DIR/NAME/changes.jsonl), for the golden tests."),
-    parallel: Optional[int] = typer.Option(None, "--parallel", min=1, help="Lessons at once, each in a partition of "
-                                           "its own (local runtime; default 6 for all); 1: one after another."),
+    record: Path | None = typer.Option(
+        None,
+        hidden=True,
+        help="Write each exercise's change stream under this folder (DIR/NAME/changes.jsonl), for the golden tests.",
+    ),
+    parallel: int | None = typer.Option(
+        None,
+        "--parallel",
+        min=1,
+        help="Lessons at once, each in a partition of "
+        "its own (local runtime; default 6 for all); 1: one after another.",
+    ),
 ) -> None:
     """Run a built-in exercise (or all of them) and check what KAI did against the lesson."""
     from kailab.paths import EXERCISES
@@ -256,7 +312,7 @@ def demo(
     _run_and_report(scenarios, as_json, quiet, evidence, record)
 
 
-def _side_by_side(names: list[str], parallel: Optional[int], sequential_only: bool, quiet: bool) -> int:
+def _side_by_side(names: list[str], parallel: int | None, sequential_only: bool, quiet: bool) -> int:
     """How many lessons to run at once: side by side by default for several on a lab that can; 1 otherwise,
     said when it was asked for or is the default being given up."""
     import psutil
@@ -267,9 +323,15 @@ def _side_by_side(names: list[str], parallel: Optional[int], sequential_only: bo
     if wanted <= 1 or len(names) <= 1:
         return 1
     s = lab.state()
-    why = "--evidence and the golden recordings need the lab's own names" if sequential_only else (
-        "you run a class learner's slice" if lab.joined() else
-        side_by_side.unavailable(lab.current_runtime(), s.prefix if s else ""))
+    why = (
+        "--evidence and the golden recordings need the lab's own names"
+        if sequential_only
+        else (
+            "you run a class learner's slice"
+            if lab.joined()
+            else side_by_side.unavailable(lab.current_runtime(), s.prefix if s else "")
+        )
+    )
     fit = plan.partitions_that_fit(psutil.virtual_memory().available)
     if not why and fit < 2:
         why = f"this machine has memory for {fit} lesson partition{'s' if fit != 1 else ''} now"
@@ -290,8 +352,12 @@ def _side_by_side_report(names: list[str], at_once: int, as_json: bool, quiet: b
     lab.connect()  # the lab answers, or a clear error before anything is made
     ev.check_recordable(lab_home())
     rt = lab.current_runtime()
-    run = SideBySide(rt, load_fleet(), lambda: Kube(rt.kubeconfig()), Progress(quiet or as_json), at_once,
-                     own=lab.live_cluster)
+    if rt is None:
+        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+    kubeconfig = rt.kubeconfig()
+    run = SideBySide(
+        rt, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet or as_json), at_once, own=lab.live_cluster
+    )
     verdicts = run.run(names)
     for v in verdicts:
         ev.record_verdict(lab_home(), v.to_record())
@@ -316,7 +382,7 @@ for _name in EXERCISE_NAMES:  # kailab demo-quota, demo-borrow …: one per exer
     app.command(f"demo-{_name}", hidden=True)(_demo_shortcut(_name))
 
 
-def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False, record: Optional[Path] = None) -> None:
+def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False, record: Path | None = None) -> None:
     from kailab import evidence as ev
     from kailab.paths import lab_home
     from kailab.scenarios.engine import Engine
@@ -359,9 +425,11 @@ def explain(
     _, nodes = lab.slice_selectors()
     found = gather(kube, name, namespace, lab.fair_shares(), lab.pods(kube) if nodes else None, nodes)
     if not found:
-        raise KailabError(f"No pod or Job named {name!r} in namespace {namespace}.",
-                          hint="Name the namespace with -n (the exercises use kailab-<exercise>, after your "
-                               "lab's prefix and a '-' if it has one).")
+        raise KailabError(
+            f"No pod or Job named {name!r} in namespace {namespace}.",
+            hint="Name the namespace with -n (the exercises use kailab-<exercise>, after your "
+            "lab's prefix and a '-' if it has one).",
+        )
     if as_json:
         print(json.dumps([asdict(e) for e in found], indent=2))
         return
@@ -379,7 +447,6 @@ def explain(
 def watch(once: bool = typer.Option(False, "--once", help="Print one frame and exit.")) -> None:
     """Live view: queues (quota, limit, weight, allocated, pending) and every GPU, coloured by queue. Ctrl-C ends it."""
     from kailab import watch as live
-    from kailab.status import all_pods
 
     kube = lab.connect()
     if once:
@@ -390,7 +457,7 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
 
 @app.command()
 def lesson(
-    name: Optional[str] = typer.Argument(None, help="An exercise; none lists them.", autocompletion=_complete_lessons),
+    name: str | None = typer.Argument(None, help="An exercise; none lists them.", autocompletion=_complete_lessons),
     yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
@@ -398,7 +465,6 @@ def lesson(
     from kailab.paths import EXERCISES
     from kailab.scenarios.engine import Engine
     from kailab.scenarios.loader import load_scenario
-    from kailab.status import all_pods
     from kailab.watch import current_frame
 
     if name is None:  # in teaching order (the exercise list), then any an instructor added
@@ -418,27 +484,42 @@ def lesson(
     engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
     ask = (lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))
-    if not run_lesson(les, scenario, engine, ask, frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares()),
-                      keep=lambda verdict, prediction: lab.record_in_class(kube, verdict, prediction)):
+    if not run_lesson(
+        les,
+        scenario,
+        engine,
+        ask,
+        frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares()),
+        keep=lambda verdict, prediction: lab.record_in_class(kube, verdict, prediction),
+    ):
         raise typer.Exit(1)
 
 
 @app.command("evidence")
-def evidence_cmd(out: Optional[Path] = typer.Option(None, help="Write the snapshot here instead of evidence/<UTC timestamp>/.")) -> None:
+def evidence_cmd(
+    out: Path | None = typer.Option(None, help="Write the snapshot here instead of evidence/<UTC timestamp>/."),
+) -> None:
     """Snapshot the running lab into evidence/<UTC timestamp>/: objects, events, verdicts, report.md, timeline.png."""
     path = _capture(lab.connect(), Progress(), "of the lab", out=out)
     render.stdout.print(f"Evidence written: {path}/report.md")
 
 
-def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, allow_empty: bool = False) -> Optional[Path]:
+def _capture(kube, progress: Progress, what: str, out: Path | None = None, allow_empty: bool = False) -> Path | None:
     from kailab import evidence as ev
     from kailab.labels import SCENARIO_LABEL
     from kailab.paths import lab_home
 
     try:
         with progress.step(f"Capturing evidence {what}") as step:
-            path = ev.capture(kube, lab_home(), Path.cwd() / "evidence", out, lab.fair_shares(),
-                              namespaces=lab.owner().selector(SCENARIO_LABEL), slice_of=lab.slice_selectors())
+            path = ev.capture(
+                kube,
+                lab_home(),
+                Path.cwd() / "evidence",
+                out,
+                lab.fair_shares(),
+                namespaces=lab.owner().selector(SCENARIO_LABEL),
+                slice_of=lab.slice_selectors(),
+            )
             step.note(str(path))
     except ev.NothingToCapture as e:
         if allow_empty:
@@ -449,8 +530,10 @@ def _capture(kube, progress: Progress, what: str, out: Optional[Path] = None, al
         if isinstance(e, FileExistsError) and e.errno is None:  # write_snapshot's own: it never overwrites
             raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
         why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or str(e)
-        raise KailabError(f"Nothing captured: cannot write {e.filename or out or 'the evidence folder'}: {why}.",
-                          hint="Choose an --out in a folder you can write.") from None
+        raise KailabError(
+            f"Nothing captured: cannot write {e.filename or out or 'the evidence folder'}: {why}.",
+            hint="Choose an --out in a folder you can write.",
+        ) from None
     return path
 
 
@@ -468,20 +551,38 @@ def bench(
 
     rt = lab.current_runtime()
     if rt is not None and not rt.makes_cluster:
-        raise KailabError("kailab bench adds nodes and a queue of its own names for its run, so it runs only on a "
-                          "cluster kailab made, not on an adopted one.",
-                          hint="Run it on a lab of its own: KAILAB_HOME=/tmp/bench-lab kailab up && "
-                               "KAILAB_HOME=/tmp/bench-lab kailab bench")
+        raise KailabError(
+            "kailab bench adds nodes and a queue of its own names for its run, so it runs only on a "
+            "cluster kailab made, not on an adopted one.",
+            hint="Run it on a lab of its own: KAILAB_HOME=/tmp/bench-lab kailab up && "
+            "KAILAB_HOME=/tmp/bench-lab kailab bench",
+        )
     if scheduler not in ("kai", "default", "both"):
         raise typer.BadParameter(f"{scheduler!r}: choose kai, default or both.", param_hint="--scheduler")
     if pods > nodes * gpus_per_node:
         raise typer.BadParameter(f"{pods} pods do not fit on {nodes} × {gpus_per_node} GPUs.", param_hint="--pods")
     names = [b.SCHEDULERS[s] for s in (("default", "kai") if scheduler == "both" else (scheduler,))]
-    runs = b.run(lab.connect(), names, pods, nodes, gpus_per_node, Progress(as_json),
-                 memory=rt.memory_mib if rt is not None else None)
+    runs = b.run(
+        lab.connect(),
+        names,
+        pods,
+        nodes,
+        gpus_per_node,
+        Progress(as_json),
+        memory=rt.memory_mib if rt is not None else None,
+    )
     if as_json:
-        print(json.dumps({"nodes": nodes, "gpus_per_node": gpus_per_node, "runs": [r.to_dict() for r in runs],
-                          "kai_vs_default": render.ratio(runs)}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "nodes": nodes,
+                    "gpus_per_node": gpus_per_node,
+                    "runs": [r.to_dict() for r in runs],
+                    "kai_vs_default": render.ratio(runs),
+                },
+                indent=2,
+            )
+        )
     else:
         render.stdout.print(render.bench_table(runs))
     if not all(r.finished for r in runs):
@@ -500,7 +601,9 @@ def doctor() -> None:
     for col in ("", "tool", "found", "needed for", "how to fix"):
         table.add_column(col)
     for f in findings:
-        table.add_row(Text("✓", style="green") if f.ok else Text("✗", style="red"), f.tool, f.found, f.needed_for, f.fix)
+        table.add_row(
+            Text("✓", style="green") if f.ok else Text("✗", style="red"), f.tool, f.found, f.needed_for, f.fix
+        )
     render.stdout.print(table)
     usable = {rt for rt in ("kind runtime", "local runtime") if all(f.ok for f in findings if f.needed_for == rt)}
     render.stdout.print(f"Usable here: {', '.join(sorted(usable)) or 'none'}")
@@ -517,11 +620,16 @@ def version() -> None:
 
 
 def _pool_counts(items: list[str]) -> dict[str, int]:
-    out = {}
+    out: dict[str, int] = {}
     for item in items:
         name, _, count = item.partition("=")
         if not (count.isascii() and count.isdigit()):  # "٣" and "²" are digits to Python, not to a fleet
             raise KailabError(f"--pool {item!r} is not POOL=COUNT.", hint="Example: --pool a100=3")
+        if name in out:
+            raise KailabError(
+                f"--pool gives pool {name!r} twice ({name}={out[name]} and {item}).",
+                hint=f"Give each pool once: --pool {name}={count}",
+            )
         out[name] = int(count)
     return out
 
@@ -541,8 +649,11 @@ def join(file: Path = typer.Argument(..., help="The kubeconfig your instructor h
     from kailab.paths import lab_home
 
     j = join_class(file, lab_home())
-    render.stdout.print(f"Joined as {j.learner}. Try: kailab lesson quota — kailab down leaves the class.",
-                        markup=False, highlight=False)
+    render.stdout.print(
+        f"Joined as {j.learner}. Try: kailab lesson quota — kailab down leaves the class.",
+        markup=False,
+        highlight=False,
+    )
 
 
 @app.callback()
@@ -571,10 +682,15 @@ def _api_refused(e) -> None:
     """An API error no command turned into words: what the server said, and for 403 what to ask for."""
     from kailab.kube import api_error_words
 
-    stderr.print(Text.assemble(("✗ Error:", "red"), f" The cluster's API server refused a request: {api_error_words(e)}."))
-    hint = ("The kubeconfig's user lacks that permission (the verb, resource and API group above): ask the "
-            "cluster's admin to grant it, or use a kubeconfig with those rights."
-            if e.status == 403 else "See: kailab status")
+    stderr.print(
+        Text.assemble(("✗ Error:", "red"), f" The cluster's API server refused a request: {api_error_words(e)}.")
+    )
+    hint = (
+        "The kubeconfig's user lacks that permission (the verb, resource and API group above): ask the "
+        "cluster's admin to grant it, or use a kubeconfig with those rights."
+        if e.status == 403
+        else "See: kailab status"
+    )
     stderr.print(Text.assemble(("→", "yellow"), f" {hint}"))
     sys.exit(1)
 
@@ -592,8 +708,14 @@ def _os_failed(e: OSError) -> None:
     where = f"{e.filename}" if e.filename else "kailab's output"
     try:
         stderr.print(Text.assemble(("✗ Error:", "red"), f" Cannot write {where}: {e.strerror or e}."))
-        stderr.print(Text.assemble(("→", "yellow"), " Free some space or choose another place, then run again."
-                                   if e.errno in (errno.ENOSPC, errno.EDQUOT) else " Choose a place you can write."))
+        stderr.print(
+            Text.assemble(
+                ("→", "yellow"),
+                " Free some space or choose another place, then run again."
+                if e.errno in (errno.ENOSPC, errno.EDQUOT)
+                else " Choose a place you can write.",
+            )
+        )
     except OSError:
         pass  # stderr too is full or closed: the exit code says it
     sys.exit(1)
@@ -629,16 +751,26 @@ def main() -> None:
         if os.environ.get("KAILAB_DEBUG"):
             raise
         if getattr(e, "status", None) == 401:  # kubernetes' ApiException and the dynamic client's errors carry it
-            stderr.print(Text.assemble(("✗ Error:", "red"), " The cluster no longer accepts this lab's credential (401 "
-                                       "Unauthorized). A class credential: your class has ended or your credential "
-                                       "was revoked."))
-            stderr.print(Text.assemble(("→", "yellow"), " Ask your instructor for a new kubeconfig; for a lab of your "
-                                       "own: kailab up"))
+            stderr.print(
+                Text.assemble(
+                    ("✗ Error:", "red"),
+                    " The cluster no longer accepts this lab's credential (401 "
+                    "Unauthorized). A class credential: your class has ended or your credential "
+                    "was revoked.",
+                )
+            )
+            stderr.print(
+                Text.assemble(
+                    ("→", "yellow"), " Ask your instructor for a new kubeconfig; for a lab of your own: kailab up"
+                )
+            )
             sys.exit(1)
         from kubernetes.client.exceptions import ApiException
 
         if isinstance(e, ApiException):
             _api_refused(e)
         stderr.print(Text.assemble(("✗ Unexpected error:", "red"), f" {type(e).__name__}: {str(e).strip()[:600]}"))
-        stderr.print(Text.assemble(("→", "yellow"), " Run again with KAILAB_DEBUG=1 for the traceback, and please report it."))
+        stderr.print(
+            Text.assemble(("→", "yellow"), " Run again with KAILAB_DEBUG=1 for the traceback, and please report it.")
+        )
         sys.exit(1)

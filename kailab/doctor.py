@@ -34,15 +34,19 @@ def _version(argv: list[str]) -> str | None:
 
 
 def _older(version: str, minimum: tuple[int, int]) -> bool:
-    """"v3.7.2" older than (3, 8)?"""
+    """ "v3.7.2" older than (3, 8)?"""
     m = re.match(r"v?(\d+)\.(\d+)", version)
-    return bool(m) and (int(m.group(1)), int(m.group(2))) < minimum
+    return m is not None and (int(m.group(1)), int(m.group(2))) < minimum
 
 
 def diagnose() -> list[Finding]:
     out = []
-    for tool, argv in {"docker": ["docker", "--version"], "kind": ["kind", "version"],
-                       "kubectl": ["kubectl", "version", "--client"], "helm": ["helm", "version", "--short"]}.items():
+    for tool, argv in {
+        "docker": ["docker", "--version"],
+        "kind": ["kind", "version"],
+        "kubectl": ["kubectl", "version", "--client"],
+        "helm": ["helm", "version", "--short"],
+    }.items():
         v = _version(argv)
         if tool == "helm" and v and _older(v, (3, 8)):
             out.append(Finding(tool, False, f"{v} (OCI charts need 3.8 or newer)", "kind runtime", TOOLS[tool]))
@@ -50,21 +54,34 @@ def diagnose() -> list[Finding]:
         out.append(Finding(tool, v is not None, v or "not found", "kind runtime", "" if v else TOOLS[tool]))
     if shutil.which("docker"):
         try:
-            engine = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
-                                    text=True, timeout=20)
+            engine = subprocess.run(
+                ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=20
+            )
         except subprocess.TimeoutExpired:
             engine = subprocess.CompletedProcess([], 124, "", "")
-        out.append(Finding("docker engine", engine.returncode == 0,
-                           engine.stdout.strip() if engine.returncode == 0 else "does not answer",
-                           "kind runtime", "" if engine.returncode == 0 else "Start the Docker engine (docker info must work)."))
+        out.append(
+            Finding(
+                "docker engine",
+                engine.returncode == 0,
+                engine.stdout.strip() if engine.returncode == 0 else "does not answer",
+                "kind runtime",
+                "" if engine.returncode == 0 else "Start the Docker engine (docker info must work).",
+            )
+        )
     try:
         major, minor = build.check_go()
         out.append(Finding("go", True, f"{major}.{minor}", "local runtime"))
         kai = versions.build("kai")
         answer = None if build.is_built(kai) else build.module_available(kai)
-        out.append(Finding(f"Go proxy serves KAI {versions.KAI_VERSION}", answer is None,
-                           "yes" if answer is None else answer.strip().splitlines()[-1][-160:], "local runtime",
-                           "" if answer is None else build.MIRROR_HINT))
+        out.append(
+            Finding(
+                f"Go proxy serves KAI {versions.KAI_VERSION}",
+                answer is None,
+                "yes" if answer is None else answer.strip().splitlines()[-1][-160:],
+                "local runtime",
+                "" if answer is None else build.MIRROR_HINT,
+            )
+        )
     except KailabError as e:
         out.append(Finding("go", False, e.message, "local runtime", e.hint or ""))
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -48,8 +48,10 @@ def check_recordable(home: Path) -> None:
     labdir.claim(home)
     pending = home / PENDING
     if not os.access(home, os.W_OK | os.X_OK) or (pending.exists() and not os.access(pending, os.W_OK)):
-        raise KailabError(f"The lab folder {home} cannot be written, so a verdict could not be kept there.",
-                          hint="Make it writable, or point KAILAB_HOME at the lab's folder.")
+        raise KailabError(
+            f"The lab folder {home} cannot be written, so a verdict could not be kept there.",
+            hint="Make it writable, or point KAILAB_HOME at the lab's folder.",
+        )
 
 
 def pending_verdicts(home: Path) -> list[dict]:
@@ -71,24 +73,32 @@ def _plain(obj) -> dict:
 
 
 def _when(e: EventView) -> str:
-    return datetime.fromtimestamp(e.time, timezone.utc).isoformat() if e.time else ""
+    return datetime.fromtimestamp(e.time, UTC).isoformat() if e.time else ""
 
 
-def gather(kube: Kube, verdicts: list[dict], fair_shares: dict[str, float] | None = None,
-           namespaces_of: str = SCENARIO_LABEL, slice_of: tuple[str, str] = ("", "")) -> dict[str, str]:
+def gather(
+    kube: Kube,
+    verdicts: list[dict],
+    fair_shares: dict[str, float] | None = None,
+    namespaces_of: str = SCENARIO_LABEL,
+    slice_of: tuple[str, str] = ("", ""),
+) -> dict[str, str]:
     """The files of a snapshot, name → text. Raises NothingToCapture when there is nothing to show.
 
     ``namespaces_of``: the label selector of the lab's exercise namespaces (on a shared cluster, this lab's only).
     ``slice_of``: (queues, nodes) label selectors of a class learner's slice, whose pods alone they may read.
     """
-    namespaces = sorted({ns.metadata.name for ns in kube.core.list_namespace(label_selector=namespaces_of).items}
-                        | {v["namespace"] for v in verdicts if v.get("namespace")})
+    namespaces = sorted(
+        {ns.metadata.name for ns in kube.core.list_namespace(label_selector=namespaces_of).items}
+        | {v["namespace"] for v in verdicts if v.get("namespace")}
+    )
     pods = [p for ns in namespaces for p in kube.core.list_namespaced_pod(ns).items]
     if not pods and not verdicts:
         raise NothingToCapture("No exercise is deployed and no exercise ran since the last capture.")
     views = [pod_view(p) for p in pods]
-    events = sorted((event_view(e) for ns in namespaces for e in kube.core.list_namespaced_event(ns).items),
-                    key=lambda e: e.time)
+    events = sorted(
+        (event_view(e) for ns in namespaces for e in kube.core.list_namespaced_event(ns).items), key=lambda e: e.time
+    )
     pod_groups = [pg for ns in namespaces for pg in kube.list(PODGROUP_API, "PodGroup", namespace=ns)]
     queue_selector, node_selector = slice_of
     seen = views if node_selector else None  # a learner reads their own pods only
@@ -96,28 +106,60 @@ def gather(kube: Kube, verdicts: list[dict], fair_shares: dict[str, float] | Non
     node_rows = nodes_and_gpus(kube, seen, node_selector)
     files = {
         "manifests.yaml": yaml.safe_dump_all([o for v in verdicts for o in v.get("applied", [])], sort_keys=False),
-        "queues.yaml": yaml.safe_dump_all([_plain(q) for q in kube.list(QUEUE_API, "Queue",
-                                                                              label_selector=queue_selector or None)],
-                                          sort_keys=False),
-        "queues.md": _table(["queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated",
-                             "over quota", "pending pods"],
-                            [[q["name"], q["parent"] or "-", q["priority"], num(q["quota"]), num(q["limit"]),
-                              num(q["weight"]), num(q.get("fair_share")), num(q["allocated"]),
-                              max(0, q["allocated"] - (q["quota"] or 0)) if (q["quota"] or 0) >= 0 else 0, q["pending"]]
-                             for q in queue_rows]),
+        "queues.yaml": yaml.safe_dump_all(
+            [_plain(q) for q in kube.list(QUEUE_API, "Queue", label_selector=queue_selector or None)], sort_keys=False
+        ),
+        "queues.md": _table(
+            [
+                "queue",
+                "parent",
+                "priority",
+                "GPU quota",
+                "limit",
+                "weight",
+                "fair share",
+                "allocated",
+                "over quota",
+                "pending pods",
+            ],
+            [
+                [
+                    q["name"],
+                    q["parent"] or "-",
+                    q["priority"],
+                    num(q["quota"]),
+                    num(q["limit"]),
+                    num(q["weight"]),
+                    num(q.get("fair_share")),
+                    num(q["allocated"]),
+                    max(0, q["allocated"] - (q["quota"] or 0)) if (q["quota"] or 0) >= 0 else 0,
+                    q["pending"],
+                ]
+                for q in queue_rows
+            ],
+        ),
         "podgroups.yaml": yaml.safe_dump_all([_plain(pg) for pg in pod_groups], sort_keys=False),
-        "pods.yaml": yaml.safe_dump_all([_plain(kube.api.sanitize_for_serialization(p)) for p in pods], sort_keys=False),
-        "pods.txt": _table(["namespace", "pod", "queue", "phase", "node", "GPUs", "scheduler"],
-                           [[p.namespace, p.name, p.queue or "-", p.phase, p.node or "-", p.gpus, p.scheduler]
-                            for p in views]),
-        "events.txt": _table(["time", "namespace", "object", "reason", "message"],
-                             [[_when(e), e.namespace, f"{e.kind}/{e.name}", e.reason, e.message] for e in events]),
-        "nodes.txt": _table(["node", "pool", "GPUs", "used", "free"],
-                            [[n["name"], n["pool"], n["gpus"], n["used"], n["free"]] for n in node_rows]),
+        "pods.yaml": yaml.safe_dump_all(
+            [_plain(kube.api.sanitize_for_serialization(p)) for p in pods], sort_keys=False
+        ),
+        "pods.txt": _table(
+            ["namespace", "pod", "queue", "phase", "node", "GPUs", "scheduler"],
+            [[p.namespace, p.name, p.queue or "-", p.phase, p.node or "-", p.gpus, p.scheduler] for p in views],
+        ),
+        "events.txt": _table(
+            ["time", "namespace", "object", "reason", "message"],
+            [[_when(e), e.namespace, f"{e.kind}/{e.name}", e.reason, e.message] for e in events],
+        ),
+        "nodes.txt": _table(
+            ["node", "pool", "GPUs", "used", "free"],
+            [[n["name"], n["pool"], n["gpus"], n["used"], n["free"]] for n in node_rows],
+        ),
         "versions.json": json.dumps(versions.as_dict(), indent=2),
         "verdicts.json": json.dumps([{k: v for k, v in r.items() if k != "applied"} for r in verdicts], indent=2),
     }
-    files["report.md"] = render_report(verdicts, queue_rows, events, bool(verdicts and any(v["timeline"] for v in verdicts)))
+    files["report.md"] = render_report(
+        verdicts, queue_rows, events, bool(verdicts and any(v["timeline"] for v in verdicts))
+    )
     return files
 
 
@@ -138,18 +180,23 @@ def before_after(verdict: dict) -> list[dict]:
     for _, point in timeline:
         for q, g in point.items():
             peak[q] = max(peak.get(q, 0), g)
-    return [{"queue": q, "before": first.get(q, 0), "peak": peak.get(q, 0), "after": last.get(q, 0)}
-            for q in sorted(set(first) | set(last) | set(peak))]
+    return [
+        {"queue": q, "before": first.get(q, 0), "peak": peak.get(q, 0), "after": last.get(q, 0)}
+        for q in sorted(set(first) | set(last) | set(peak))
+    ]
 
 
 def render_report(verdicts: list[dict], queue_rows: list[dict], events: list[EventView], has_timeline: bool) -> str:
     env = Environment(loader=PackageLoader("kailab", "templates"), trim_blocks=True, lstrip_blocks=True)
     evictions = [{"time": _when(e), "object": f"{e.kind}/{e.name}", "message": e.message} for e in events if e.victim]
     return env.get_template("report.md.j2").render(
-        taken=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        taken=datetime.now(UTC).isoformat(timespec="seconds"),
         versions=versions.as_dict(),
         verdicts=[{**v, "queues": before_after(v)} for v in verdicts],
-        queues=queue_rows, evictions=evictions, has_timeline=has_timeline, n=num,
+        queues=queue_rows,
+        evictions=evictions,
+        has_timeline=has_timeline,
+        n=num,
     )
 
 
@@ -162,12 +209,14 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
 
     shown = [v for v in verdicts if v.get("timeline")]
     fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.8 * len(shown)), squeeze=False)
-    for ax, v in zip(axes[:, 0], shown):
+    for ax, v in zip(axes[:, 0], shown, strict=True):
         queues_seen = sorted({q for _, point in v["timeline"] for q in point})
         times = [t for t, _ in v["timeline"]]
         for q in queues_seen:
             ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=q)
-        ax.set_title(f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False)  # a title's $ is text
+        ax.set_title(
+            f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False
+        )  # a title's $ is text
         ax.set_ylabel("GPUs allocated")
         ax.set_xlabel("seconds since the exercise started")
         ax.legend(loc="upper left", fontsize=8)
@@ -182,7 +231,7 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
 
 def snapshot_dir(root: Path, now: datetime | None = None) -> Path:
     """A new folder name under ``root``: the UTC timestamp, with -2, -3… if that name is taken."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     candidate, n = root / stamp, 1
     while candidate.exists():
         n += 1
@@ -203,8 +252,9 @@ def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) ->
             (tmp / name).write_text(text)
         if any(v.get("timeline") for v in verdicts):
             timeline_png(verdicts, tmp / "timeline.png")
-            (tmp / "timeline.json").write_text(json.dumps(
-                {v["scenario"]: v["timeline"] for v in verdicts if v.get("timeline")}, indent=1))
+            (tmp / "timeline.json").write_text(
+                json.dumps({v["scenario"]: v["timeline"] for v in verdicts if v.get("timeline")}, indent=1)
+            )
         os.rename(tmp, target)  # the OS refuses a target that has files in it
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -212,9 +262,15 @@ def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) ->
     return target
 
 
-def capture(kube: Kube, home: Path, root: Path, out: Path | None = None,
-            fair_shares: dict[str, float] | None = None, namespaces: str = SCENARIO_LABEL,
-            slice_of: tuple[str, str] = ("", "")) -> Path:
+def capture(
+    kube: Kube,
+    home: Path,
+    root: Path,
+    out: Path | None = None,
+    fair_shares: dict[str, float] | None = None,
+    namespaces: str = SCENARIO_LABEL,
+    slice_of: tuple[str, str] = ("", ""),
+) -> Path:
     """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts.
 
     ``namespaces``: the label selector of the lab's exercise namespaces; ``slice_of``: see :func:`gather`."""

@@ -24,16 +24,32 @@ from kailab.status import queues as queue_rows
 # (preemption delay), k8s_internal/k8s_internal.go and kube-scheduler (no room).
 KNOWN_REASONS = [
     (r"Queue '.*' does not exist", "the queue it names does not exist", "runbooks/pod-pending-forever.md"),
-    (r"Non-preemptible workload is over quota", "it is non-preemptible and its queue is at its quota; "
-     "non-preemptible work may never go over quota", "runbooks/borrowing-not-happening.md"),
-    (r"allowable limit of (CPU|memory)", "its queue's CPU or memory limit is reached — an unset limit is 0 to KAI",
-     "runbooks/pod-pending-forever.md"),
-    (r"allowable limit", "its queue, or the queue above it that KAI names, is at its GPU limit",
-     "runbooks/borrowing-not-happening.md"),
-    (r"within its preemption delay window", "it has a preemption delay (kai.scheduler/preemption-delay) that has "
-     "not elapsed: until then it may take only free GPUs, not evict anyone", "runbooks/reclaim-not-happening.md"),
-    (r"required for gang scheduling|not ready for scheduling", "its gang cannot start whole yet",
-     "runbooks/gang-not-binding.md"),
+    (
+        r"Non-preemptible workload is over quota",
+        "it is non-preemptible and its queue is at its quota; non-preemptible work may never go over quota",
+        "runbooks/borrowing-not-happening.md",
+    ),
+    (
+        r"allowable limit of (CPU|memory)",
+        "its queue's CPU or memory limit is reached — an unset limit is 0 to KAI",
+        "runbooks/pod-pending-forever.md",
+    ),
+    (
+        r"allowable limit",
+        "its queue, or the queue above it that KAI names, is at its GPU limit",
+        "runbooks/borrowing-not-happening.md",
+    ),
+    (
+        r"within its preemption delay window",
+        "it has a preemption delay (kai.scheduler/preemption-delay) that has "
+        "not elapsed: until then it may take only free GPUs, not evict anyone",
+        "runbooks/reclaim-not-happening.md",
+    ),
+    (
+        r"required for gang scheduling|not ready for scheduling",
+        "its gang cannot start whole yet",
+        "runbooks/gang-not-binding.md",
+    ),
     (r"enough resources|Insufficient", "no node has room for it", "runbooks/pod-pending-forever.md"),
 ]
 
@@ -48,8 +64,15 @@ class Explanation:
     details: list[str] = field(default_factory=list)
 
 
-def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exists: bool, is_leaf: bool,
-                nodes: list[dict], standing: dict | None = None) -> Explanation:
+def explain_pod(
+    pod: PodView,
+    messages: list[str],
+    queue: dict | None,
+    queue_exists: bool,
+    is_leaf: bool,
+    nodes: list[dict],
+    standing: dict | None = None,
+) -> Explanation:
     """Decide the explanation from plain data.
 
     Args:
@@ -67,18 +90,33 @@ def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exi
         return Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
     last = messages[-1] if messages else ""
     if scheduler not in (KAI, DEFAULT_SCHEDULER_NAME):
-        return Explanation(name, "Pending", f"No scheduler named '{scheduler}' runs here, so nothing will ever place it "
-                           f"(KAI's is '{KAI}').", runbook="runbooks/pod-pending-forever.md")
+        return Explanation(
+            name,
+            "Pending",
+            f"No scheduler named '{scheduler}' runs here, so nothing will ever place it (KAI's is '{KAI}').",
+            runbook="runbooks/pod-pending-forever.md",
+        )
     if scheduler == KAI and not pod.pod_group:
-        return Explanation(name, "Pending", "KAI's pod-grouper has not given it a PodGroup yet "
-                           "(is kai-podgrouper running? kailab status).", runbook="runbooks/pod-pending-forever.md")
+        return Explanation(
+            name,
+            "Pending",
+            "KAI's pod-grouper has not given it a PodGroup yet (is kai-podgrouper running? kailab status).",
+            runbook="runbooks/pod-pending-forever.md",
+        )
     q = pod.queue or "default-queue"
     if scheduler == KAI and queue_exists and not is_leaf:
-        return Explanation(name, "Pending", f"Its queue '{q}' is a parent queue; KAI skips jobs in non-leaf queues "
-                           "and says nothing. Submit to a leaf queue.", runbook="runbooks/pod-pending-forever.md")
+        return Explanation(
+            name,
+            "Pending",
+            f"Its queue '{q}' is a parent queue; KAI skips jobs in non-leaf queues "
+            "and says nothing. Submit to a leaf queue.",
+            runbook="runbooks/pod-pending-forever.md",
+        )
     for pattern, meaning, runbook in KNOWN_REASONS:
         if re.search(pattern, last):
-            exp = Explanation(name, "Pending", f"Pending because {meaning} (queue '{q}').", reported=last, runbook=runbook)
+            exp = Explanation(
+                name, "Pending", f"Pending because {meaning} (queue '{q}').", reported=last, runbook=runbook
+            )
             if "room" in meaning:
                 exp.details.append(nearest_node(nodes, pod.gpus))
                 if standing:
@@ -88,20 +126,26 @@ def explain_pod(pod: PodView, messages: list[str], queue: dict | None, queue_exi
             return exp
     if last:
         return Explanation(name, "Pending", f"Pending (queue '{q}'); the scheduler says:", reported=last)
-    return Explanation(name, "Pending", "Pending, and no scheduler has reported on it yet; look again in a few seconds.")
+    return Explanation(
+        name, "Pending", "Pending, and no scheduler has reported on it yet; look again in a few seconds."
+    )
 
 
 def queue_standing(row: dict) -> str:
     """Why a full fleet may or may not make room: where the queue stands against its quota and fair share."""
     name, held, quota, share = row["name"], row["allocated"], row.get("quota"), row.get("fair_share")
     if share is not None and held >= share:
-        return (f"Its queue '{name}' holds {held:g} GPUs, its fair share is {share:g}: the spare GPUs are "
-                "other queues' share now, so KAI will not reclaim for it.")
+        return (
+            f"Its queue '{name}' holds {held:g} GPUs, its fair share is {share:g}: the spare GPUs are "
+            "other queues' share now, so KAI will not reclaim for it."
+        )
     below_quota = quota is not None and quota >= 0 and held < quota
     if below_quota or (share is not None and held < share):
         where = f"{held:g} of its quota {quota:g}" if below_quota else f"{held:g} GPUs, below its fair share {share:g}"
-        return (f"Its queue '{name}' holds {where}: KAI reclaims for it from queues over their quota or fair "
-                "share — unless their pods are non-preemptible or inside their queue's reclaimMinRuntime.")
+        return (
+            f"Its queue '{name}' holds {where}: KAI reclaims for it from queues over their quota or fair "
+            "share — unless their pods are non-preemptible or inside their queue's reclaimMinRuntime."
+        )
     return f"Its queue '{name}' holds {held:g} GPUs" + (f" (fair share {share:g})." if share is not None else ".")
 
 
@@ -111,20 +155,32 @@ def nearest_node(nodes: list[dict], need: float) -> str:
         return "There are no nodes."
     best = max(nodes, key=lambda n: n["free"])
     wants = f"a {need:g} fraction of one GPU" if is_fraction(need) else f"{need:g}"
-    return (f"Nearest node: {best['name']} ({best['pool']}) has {best['free']} free GPU(s) of {best['gpus']}; "
-            f"the pod needs {wants}.")
+    return (
+        f"Nearest node: {best['name']} ({best['pool']}) has {best['free']} free GPU(s) of {best['gpus']}; "
+        f"the pod needs {wants}."
+    )
 
 
-def gather(kube: Kube, name: str, namespace: str, fair_shares: dict[str, float] | None = None,
-           visible: list | None = None, node_selector: str = "") -> list[Explanation]:
+def gather(
+    kube: Kube,
+    name: str,
+    namespace: str,
+    fair_shares: dict[str, float] | None = None,
+    visible: list | None = None,
+    node_selector: str = "",
+) -> list[Explanation]:
     """Explanations for a pod, or for every pod of a Job of that name; ``visible`` and ``node_selector``: the pods
     and nodes a class learner may see (None and "": the cluster's)."""
+
     def owned_by(p) -> bool:
         refs = p.metadata.owner_references or []
         return any(r.kind == "ReplicaSet" and r.name.startswith(f"{name}-") for r in refs)
 
-    pods = [p for p in kube.core.list_namespaced_pod(namespace).items
-            if p.metadata.name == name or (p.metadata.labels or {}).get("job-name") == name or owned_by(p)]
+    pods = [
+        p
+        for p in kube.core.list_namespaced_pod(namespace).items
+        if p.metadata.name == name or (p.metadata.labels or {}).get("job-name") == name or owned_by(p)
+    ]
     if not pods:
         return []
     events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)

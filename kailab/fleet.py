@@ -54,11 +54,13 @@ class Fleet:
         return sum(p.nodes for p in self.pools)
 
     def describe(self) -> str:
-        """"2×a100 (8 GPUs), 1×h100 (8 GPUs), …" for progress lines."""
-        return ", ".join(f"{p.nodes}×{p.name} ({p.gpus_per_node} GPUs)" if p.gpus_per_node else f"{p.nodes}×{p.name} (CPU only)"
-                         for p in self.pools)
+        """ "2×a100 (8 GPUs), 1×h100 (8 GPUs), …" for progress lines."""
+        return ", ".join(
+            f"{p.nodes}×{p.name} ({p.gpus_per_node} GPUs)" if p.gpus_per_node else f"{p.nodes}×{p.name} (CPU only)"
+            for p in self.pools
+        )
 
-    def with_counts(self, counts: dict[str, int]) -> "Fleet":
+    def with_counts(self, counts: dict[str, int]) -> Fleet:
         """The same fleet with some pools resized (``--pool a100=3``)."""
         unknown = set(counts) - {p.name for p in self.pools}
         if unknown:
@@ -68,7 +70,23 @@ class Fleet:
             Pool(p.name, counts.get(p.name, p.nodes), p.gpus_per_node, p.gpu_product, p.gpu_memory_mib)
             for p in self.pools
         )
-        return Fleet(pools, self.node_cpu, self.node_memory, self.node_pods, self.source)
+        resized = Fleet(pools, self.node_cpu, self.node_memory, self.node_pods, self.source)
+        problem = resized.capacity_problem()
+        if problem:
+            raise KailabError(
+                f"With --pool, {problem}.",
+                hint="Give each pool a count that leaves some GPUs, "
+                f"and {MAX_NODES} nodes at most in all: --pool a100=3",
+            )
+        return resized
+
+    def capacity_problem(self) -> str | None:
+        """Why this fleet cannot hold a lesson (no GPU at all, or more nodes than kailab makes); None when it can."""
+        if self.total_gpus == 0:
+            return "the fleet has no GPU (every pool has 0 nodes, or only CPU-only pools have nodes)"
+        if self.node_count > MAX_NODES:
+            return f"the fleet has {self.node_count} nodes, more than the {MAX_NODES} kailab makes"
+        return None
 
 
 class _PoolFile(BaseModel):
@@ -84,7 +102,9 @@ class _PoolFile(BaseModel):
         given = "gpuProduct" in self.model_fields_set or "gpuMemoryMiB" in self.model_fields_set
         if self.gpusPerNode == 0 and given:
             raise ValueError("a CPU-only pool (gpusPerNode: 0) has no gpuProduct or gpuMemoryMiB")
-        if self.gpusPerNode > 0 and not ("gpuProduct" in self.model_fields_set and "gpuMemoryMiB" in self.model_fields_set):
+        if self.gpusPerNode > 0 and not (
+            "gpuProduct" in self.model_fields_set and "gpuMemoryMiB" in self.model_fields_set
+        ):
             raise ValueError("a GPU pool needs gpuProduct and gpuMemoryMiB")
         return self
 
@@ -109,7 +129,11 @@ def load_fleet(path: Path | None = None) -> Fleet:
             raise f.fail(f.line_of(data, ("pools", i, "name")), f"two pools are named '{p.name}'")
         seen.add(p.name)
     pools = tuple(Pool(p.name, p.nodes, p.gpusPerNode, p.gpuProduct, p.gpuMemoryMiB) for p in doc.pools)
-    return Fleet(pools, doc.nodeCpu, doc.nodeMemory, doc.nodePods, source=str(path))
+    fleet = Fleet(pools, doc.nodeCpu, doc.nodeMemory, doc.nodePods, source=str(path))
+    problem = fleet.capacity_problem()
+    if problem:
+        raise f.fail(f.line_of(data, ("pools",)), problem)
+    return fleet
 
 
 def node_name(pool: Pool, index: int) -> str:
@@ -167,8 +191,9 @@ def node_gpus(node) -> int:
     return int((node.status.allocatable or {}).get(GPU, "0"))
 
 
-def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str = "",
-                 nodes: list[dict] | None = None) -> None:
+def create_fleet(
+    kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str = "", nodes: list[dict] | None = None
+) -> None:
     """Create (or re-apply) the fleet's nodes and wait until KWOK has each one Ready with its GPUs.
 
     Shared by every runtime: the same objects, the same wait, through the kubernetes client.
@@ -176,6 +201,7 @@ def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str 
     """
     nodes = node_objects(fleet) if nodes is None else nodes  # ``nodes``: these instead (node_objects' own options)
     want = {n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0)) for n in nodes}
+
     def create(node: dict) -> None:
         kube.apply(node)
         kube.apply_status(node)
@@ -185,14 +211,19 @@ def create_fleet(kube: Kube, fleet: Fleet, timeout: float = 120, logs_hint: str 
         list(pool.map(create, nodes))
     watched = Watched(kube.core.list_node).start()
     try:
+
         def missing() -> list[str]:
             have = {n.metadata.name: n for n in watched.snapshot()}
-            return sorted(name for name, gpus in want.items()
-                          if name not in have or not node_ready(have[name]) or node_gpus(have[name]) != gpus)
+            return sorted(
+                name
+                for name, gpus in want.items()
+                if name not in have or not node_ready(have[name]) or node_gpus(have[name]) != gpus
+            )
 
         if not wait_until(watched.cond, lambda: not missing(), timeout):
-            raise KailabError(f"These fleet nodes are not Ready with their GPUs after {timeout:.0f}s: "
-                              f"{', '.join(missing())}.",
-                              hint=logs_hint or "Is the KWOK controller running? See: kailab status")
+            raise KailabError(
+                f"These fleet nodes are not Ready with their GPUs after {timeout:.0f}s: {', '.join(missing())}.",
+                hint=logs_hint or "Is the KWOK controller running? See: kailab status",
+            )
     finally:
         watched.stop()

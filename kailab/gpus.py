@@ -23,8 +23,9 @@ counts on its node, through its reservation pod).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Protocol
+from typing import Protocol
 
 from kailab.labels import GPU, GPU_FRACTION_ANNOTATION, RESERVATION_NAMESPACE
 
@@ -32,15 +33,22 @@ NO_QUEUE = "(no queue)"  # where pods without a queue label are counted
 
 
 class Pod(Protocol):
-    """What the rule needs of a pod (:class:`kailab.pods.PodView` has it)."""
+    """What the rule needs of a pod (:class:`kailab.pods.PodView` has it). Read-only, so a frozen dataclass fits."""
 
-    name: str
-    namespace: str
-    node: str
-    phase: str
-    gpus: float
-    gpu_group: str
-    queue: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def gpus(self) -> float: ...
+    @property
+    def gpu_group(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
 
 
 # -- what a pod asks for ---------------------------------------------------------------------------
@@ -136,7 +144,9 @@ def shared_gpus(pods: Iterable[Pod]) -> set[tuple[str, str]]:
 class GpuInUse:
     """One GPU of a node in use: held whole by one pod, or shared by fractional pods."""
 
-    queues: tuple[str, ...]  # the queue of its whole pod, or of each fractional pod on it (none: its reservation pod only)
+    queues: tuple[
+        str, ...
+    ]  # the queue of its whole pod, or of each fractional pod on it (none: its reservation pod only)
     shared: bool = False
     portion: float = 1.0  # how much of it is taken: 1 when whole, the sum of the fractions on it when shared
 
@@ -160,8 +170,13 @@ def in_use(pods: Iterable[Pod]) -> dict[str, list[GpuInUse]]:
             whole.setdefault(p.node, []).extend([GpuInUse((p.queue or NO_QUEUE,))] * int(p.gpus))
     for (node, _), on_it in sorted(shared.items()):
         fractions = [p for p in on_it if not is_reservation(p.namespace, p.gpus)]
-        whole.setdefault(node, []).append(GpuInUse(tuple(p.queue or NO_QUEUE for p in fractions), shared=True,
-                                                   portion=round(sum(p.gpus for p in fractions), 6)))
+        whole.setdefault(node, []).append(
+            GpuInUse(
+                tuple(p.queue or NO_QUEUE for p in fractions),
+                shared=True,
+                portion=round(sum(p.gpus for p in fractions), 6),
+            )
+        )
     return whole
 
 

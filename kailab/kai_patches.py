@@ -18,10 +18,13 @@ from kailab.errors import KailabError
 # nothing to change, and the Job is grouped in about 1 s (measured; see bench/). No KAI component tells an empty list
 # from none (they all read len(); only the generated deep-copy checks for nil).
 PODGROUP_CRD = "podgroups.scheduling.run.ai"
-PODGROUP_CRD_PATCH = [  # RFC 6902, for `kubectl patch --type=json` and for apply_json_patch
+PODGROUP_CRD_PATCH: list[dict] = [  # RFC 6902, for `kubectl patch --type=json` and for apply_json_patch
     {"op": "test", "path": "/spec/versions/0/name", "value": "v2alpha2"},
-    {"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/subGroups/default",
-     "value": []},
+    {
+        "op": "add",
+        "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/subGroups/default",
+        "value": [],
+    },
 ]
 
 
@@ -36,9 +39,10 @@ def apply_json_patch(obj: dict, ops: list[dict]) -> dict:
         key = int(last) if isinstance(target, list) else last
         if op["op"] == "test":
             if target[key] != op["value"]:
-                raise KailabError(f"KAI's CRD is not what the lab expects at {op['path']}: "
-                                  f"{target[key]!r}, not {op['value']!r}.",
-                                  hint="The pinned KAI version and its CRD disagree; see kailab/versions.py.")
+                raise KailabError(
+                    f"KAI's CRD is not what the lab expects at {op['path']}: {target[key]!r}, not {op['value']!r}.",
+                    hint="The pinned KAI version and its CRD disagree; see kailab/versions.py.",
+                )
         elif op["op"] == "add":
             target[key] = op["value"]
         else:

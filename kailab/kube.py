@@ -8,7 +8,7 @@ from __future__ import annotations
 import binascii
 import copy
 import hashlib
-import logging
+import json
 import os
 import signal
 import ssl
@@ -16,14 +16,13 @@ import subprocess
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Callable
+from typing import Any
 
 import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config import exec_provider, kube_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
@@ -39,47 +38,61 @@ EXEC_TIMEOUT = 6.0  # a kubeconfig's credential (exec/login) plugin: its answer,
 PROBE_TIMEOUT = (3.0, 3.0)  # connect, read: does the API server answer at all (no retries)
 
 
-class _BoundedPopen(subprocess.Popen):
-    """A credential plugin's process that answers within EXEC_TIMEOUT or is killed, with everything it started
-    (it runs in a session of its own, so its group is exactly what it started)."""
+def _credential_plugin(data: dict, context: str | None) -> dict | None:
+    """The ``exec`` section of the user that ``context`` (or the current context) names, if it has one."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **{**kwargs, "start_new_session": True})
+    def named(key: str, name: object) -> dict:
+        for item in data.get(key) or []:
+            if isinstance(item, dict) and item.get("name") == name and isinstance(item.get(key[:-1]), dict):
+                return item[key[:-1]]
+        return {}
 
-    def communicate(self, input=None, timeout=None):
+    user = named("users", named("contexts", context or data.get("current-context")).get("user"))
+    plugin = user.get("exec")
+    return plugin if isinstance(plugin, dict) and plugin.get("command") else None
+
+
+def check_credential_plugin(path: Path, data: dict, context: str | None) -> str | None:
+    """Run the kubeconfig's credential (exec) plugin once, bounded by EXEC_TIMEOUT; None when it answers (or there
+    is none), else what went wrong. The official client runs the plugin with no time limit and only logs its
+    failure, so kailab asks it first, the way kubectl would (the ExecCredential protocol, KUBERNETES_EXEC_INFO)."""
+    plugin = _credential_plugin(data, context)
+    if plugin is None:
+        return None
+    command = str(plugin["command"])
+    if "/" in command and not os.path.isabs(command):  # relative to the kubeconfig's folder, as kubectl reads it
+        command = str(path.parent / command)
+    env = {
+        **os.environ,
+        **{str(e.get("name")): str(e.get("value")) for e in plugin.get("env") or [] if isinstance(e, dict)},
+    }
+    env["KUBERNETES_EXEC_INFO"] = json.dumps(
+        {"apiVersion": plugin.get("apiVersion"), "kind": "ExecCredential", "spec": {"interactive": False}}
+    )
+    try:
+        proc = subprocess.Popen(
+            [command, *map(str, plugin.get("args") or [])],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    except OSError as e:
+        return f"{command} cannot be run: {e.strerror or e}"
+    try:
+        _, err = proc.communicate(timeout=EXEC_TIMEOUT)
+    except subprocess.TimeoutExpired:
         try:
-            return super().communicate(input, timeout=EXEC_TIMEOUT if timeout is None else timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                super().communicate(timeout=1)
-            except (subprocess.TimeoutExpired, OSError, ValueError):
-                pass
-            raise config.ConfigException(f"exec: {self.args[0] if isinstance(self.args, list) else self.args} "
-                                         f"did not answer within {EXEC_TIMEOUT:.0f}s") from None
-
-
-_exec_failures = threading.local()
-
-
-class _RecordedExec(exec_provider.ExecProvider):
-    """The client's ExecProvider, whose failure is kept for :func:`load_config` (the client only logs it)."""
-
-    def run(self, previous_response=None):
-        try:
-            return super().run(previous_response)
-        except Exception as e:
-            getattr(_exec_failures, "seen", []).append(str(e))
-            raise
-
-
-# The official client runs a kubeconfig's exec plugin with no time limit and only logs its failure:
-# bound it, and keep the failure to say it.
-exec_provider.subprocess = SimpleNamespace(**{**vars(subprocess), "Popen": _BoundedPopen})
-kube_config.ExecProvider = _RecordedExec
+            os.killpg(proc.pid, signal.SIGKILL)  # it runs in a session of its own: its group is what it started
+        except OSError:
+            pass
+        proc.communicate()
+        return f"{command} did not answer within {EXEC_TIMEOUT:.0f}s"
+    if proc.returncode != 0:
+        return f"process returned {proc.returncode}. {err.strip()}".strip()
+    return None
 
 
 def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
@@ -90,27 +103,28 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
 
     hint = "Check it with: kubectl --kubeconfig PATH get nodes"
     f = YamlFile(Path(path), KailabError, hint)
-    f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    data = f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    failure = check_credential_plugin(Path(path), data, context)
+    if failure:
+        raise KailabError(
+            f"The kubeconfig {path}'s credential plugin failed: {failure}.",
+            hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.",
+        )
     cfg = client.Configuration()
-    _exec_failures.seen = []
-    logging.disable(logging.ERROR)  # the client logs a plugin's failure itself; it is said below, once
     try:
         config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
     except (binascii.Error, ValueError) as e:
-        raise KailabError(f"The kubeconfig {path} holds data that is not valid base64 "
-                          f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
-                          hint=hint) from None
-    finally:
-        logging.disable(logging.NOTSET)
-        failures, _exec_failures.seen = _exec_failures.seen, []
-    if failures:
-        raise KailabError(f"The kubeconfig {path}'s credential plugin failed: "
-                          f"{failures[0].removeprefix('exec: ')}.",
-                          hint="Log in with the plugin yourself (kubectl --kubeconfig PATH get nodes), then try again.")
+        raise KailabError(
+            f"The kubeconfig {path} holds data that is not valid base64 "
+            f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
+            hint=hint,
+        ) from None
     url = urllib.parse.urlsplit(cfg.host or "")
     if url.scheme not in ("http", "https") or not url.hostname:
-        raise KailabError(f"The kubeconfig {path} names the server {cfg.host!r}, which is not a URL.",
-                          hint="A cluster's server is https://HOST:PORT.")
+        raise KailabError(
+            f"The kubeconfig {path} names the server {cfg.host!r}, which is not a URL.",
+            hint="A cluster's server is https://HOST:PORT.",
+        )
     return cfg
 
 
@@ -142,9 +156,11 @@ class Kube:
             try:
                 cache.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise KailabError(f"kailab cannot write its cache folder {cache_home()}: "
-                                  f"{'a file is in the way' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e}.",
-                                  hint="Point KAILAB_CACHE at a folder you own (or unset it).") from None
+                raise KailabError(
+                    f"kailab cannot write its cache folder {cache_home()}: "
+                    f"{'a file is in the way' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e}.",
+                    hint="Point KAILAB_CACHE at a folder you own (or unset it).",
+                ) from None
             self._dyn = DynamicClient(self.api, cache_file=str(cache))
         return self._dyn
 
@@ -185,18 +201,31 @@ class Kube:
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj["metadata"]
         out = self.dyn.server_side_apply(
-            res, body=obj, name=meta["name"], namespace=meta.get("namespace") if res.namespaced else None,
-            field_manager=FIELD_MANAGER, force_conflicts=True,
+            res,
+            body=obj,
+            name=meta["name"],
+            namespace=meta.get("namespace") if res.namespaced else None,
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
         )
         return out.to_dict()
 
     def apply_status(self, obj: dict) -> None:
         """Server-side apply the status of an object (nodes carry capacity there)."""
         res = self.resource(obj["apiVersion"], obj["kind"])
-        body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                "metadata": {"name": obj["metadata"]["name"]}, "status": obj["status"]}
-        self.dyn.server_side_apply(res.subresources["status"], body=body, name=obj["metadata"]["name"],
-                                   field_manager=FIELD_MANAGER, force_conflicts=True)
+        body = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "metadata": {"name": obj["metadata"]["name"]},
+            "status": obj["status"],
+        }
+        self.dyn.server_side_apply(
+            res.subresources["status"],
+            body=body,
+            name=obj["metadata"]["name"],
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+        )
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         try:
@@ -204,7 +233,9 @@ class Kube:
         except NotFoundError:
             return None
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict]:
         """Objects of a kind; none when the cluster does not serve the kind (KAI's CRDs not installed)."""
         try:
             res = self.resource(api_version, kind)
@@ -223,8 +254,12 @@ class Kube:
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         """Delete with background propagation; a missing object is fine."""
         try:
-            self.dyn.delete(self.resource(api_version, kind), name=name, namespace=namespace,
-                            body={"propagationPolicy": "Background"})
+            self.dyn.delete(
+                self.resource(api_version, kind),
+                name=name,
+                namespace=namespace,
+                body={"propagationPolicy": "Background"},
+            )
         except NotFoundError:
             pass
 
@@ -238,21 +273,31 @@ class Kube:
         labels = {**MANAGED, **(labels or {})}
         found = self.get("v1", "Namespace", name)
         if found is not None and not Owner(labels.get(LAB_ID_LABEL, "")).owns(found["metadata"].get("labels")):
-            raise refused([f"Namespace {name}"], "Name a namespace that does not exist on this cluster yet: kailab makes it, and empties only those it made.")
-        self.apply({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": name, "labels": labels}})
-        self._watch_until(self.core.list_namespaced_service_account, [name], lambda names: "default" in names,
-                          timeout, field_selector="metadata.name=default")
+            raise refused(
+                [f"Namespace {name}"],
+                "Name a namespace that does not exist on this cluster yet: kailab makes it, and empties only those it made.",
+            )
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        self._watch_until(
+            self.core.list_namespaced_service_account,
+            [name],
+            lambda names: "default" in names,
+            timeout,
+            field_selector="metadata.name=default",
+        )
 
     def delete_namespace(self, name: str, timeout: float = 60) -> None:
         """Delete a namespace and wait until it is gone (its pods emptied first)."""
         self.empty_namespace(name, timeout)
         if not _found(lambda: self.core.delete_namespace(name, body=client.V1DeleteOptions(grace_period_seconds=0))):
             return
-        if not self._watch_until(self.core.list_namespace, [], lambda names: not names, timeout,
-                                 field_selector=f"metadata.name={name}"):
-            raise NotRunning(f"Namespace {name} was not deleted within {timeout:.0f}s.",
-                             hint="Is kube-controller-manager running? See: kailab status")
+        if not self._watch_until(
+            self.core.list_namespace, [], lambda names: not names, timeout, field_selector=f"metadata.name={name}"
+        ):
+            raise NotRunning(
+                f"Namespace {name} was not deleted within {timeout:.0f}s.",
+                hint="Is kube-controller-manager running? See: kailab status",
+            )
 
     def empty_namespace(self, name: str, timeout: float = 60) -> None:
         """Delete every workload, pod, PodGroup and event in a namespace; wait until its pods are gone.
@@ -277,6 +322,7 @@ class Kube:
                 raise
             # Thousands of pods outlast the API server's request timeout; the deletion goes on, and the loop
             # below waits for it (and deletes again what is left).
+
         # A controller may create a pod just before its owner is gone: delete again until none is left.
         def gone() -> bool:
             if self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
@@ -284,15 +330,26 @@ class Kube:
             self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
             return False
 
-        until(gone, timeout, 0, fail=lambda _: NotRunning(
-            f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
-            hint="Is the KWOK controller running? See: kailab status"))
+        until(
+            gone,
+            timeout,
+            0,
+            fail=lambda _: NotRunning(
+                f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
+                hint="Is the KWOK controller running? See: kailab status",
+            ),
+        )
         group, version = PODGROUP_API.split("/")  # one call for all (64 one by one took 2 s); 404: no KAI here
-        _found(lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
-            group, version, name, "podgroups", propagation_policy="Background"))
+        _found(
+            lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
+                group, version, name, "podgroups", propagation_policy="Background"
+            )
+        )
         self.core.delete_collection_namespaced_event(name)
 
-    def _watch_until(self, list_fn: Callable, args: list, done: Callable[[set[str]], bool], timeout: float, **kw) -> bool:
+    def _watch_until(
+        self, list_fn: Callable, args: Sequence, done: Callable[[set[str]], bool], timeout: float, **kw
+    ) -> bool:
         """List, then watch, keeping the set of object names, until ``done(names)``; False at the timeout."""
         listing = list_fn(*args, **kw)
         names = {o.metadata.name for o in listing.items}
@@ -301,8 +358,13 @@ class Kube:
         deadline = time.monotonic() + timeout
         w = watch.Watch()
         try:
-            for ev in w.stream(list_fn, *args, resource_version=listing.metadata.resource_version,
-                               timeout_seconds=max(1, int(timeout)), **kw):
+            for ev in w.stream(
+                list_fn,
+                *args,
+                resource_version=listing.metadata.resource_version,
+                timeout_seconds=max(1, int(timeout)),
+                **kw,
+            ):
                 if ev["type"] == "DELETED":
                     names.discard(ev["object"].metadata.name)
                 else:
@@ -386,16 +448,18 @@ class Watched:
 
     FAIL_AFTER = 30.0
 
-    def __init__(self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs):
+    def __init__(
+        self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs
+    ):
         self._list_fn = list_fn
         self._namespace = namespace
         self._kwargs = kwargs
-        self.objects: dict[str, object] = {}
+        self.objects: dict[str, Any] = {}  # what list_fn gives: the client's objects, or dicts
         self.version = 0
         self._cond = cond or threading.Condition()
         self._stop = threading.Event()
         self._ready = threading.Event()
-        self._listeners: list[Callable[[str, object], None]] = []
+        self._listeners: list[Callable[[str, Any], None]] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._watch: watch.Watch | None = None
         self.error: Exception | None = None  # the last failure of the watch, while it keeps failing
@@ -406,7 +470,7 @@ class Watched:
         """The condition notified on every change (for :func:`wait_until`)."""
         return self._cond
 
-    def start(self) -> "Watched":
+    def start(self) -> Watched:
         self._thread.start()
         if not self._ready.wait(30):
             raise NotRunning("The API server did not answer a watch within 30s.", hint="See: kailab status")
@@ -424,7 +488,7 @@ class Watched:
                 w.stop()  # shuts the socket down, which unblocks the read (once the stream has opened)
             self._thread.join(0.05)
 
-    def on_change(self, fn: Callable[[str, object], None]) -> None:
+    def on_change(self, fn: Callable[[str, Any], None]) -> None:
         """Call ``fn(type, object)`` on every change; add listeners before :meth:`start`."""
         self._listeners.append(fn)
 
@@ -432,9 +496,11 @@ class Watched:
         """Raise once the watch has failed without a break for FAIL_AFTER seconds."""
         since = self._failing_since
         if since is not None and time.monotonic() - since > self.FAIL_AFTER:
-            raise NotRunning(f"Watching the cluster has failed for {self.FAIL_AFTER:.0f}s: "
-                             f"{type(self.error).__name__}: {str(self.error)[:300]}",
-                             hint="Is the lab's API server up? See: kailab status")
+            raise NotRunning(
+                f"Watching the cluster has failed for {self.FAIL_AFTER:.0f}s: "
+                f"{type(self.error).__name__}: {str(self.error)[:300]}",
+                hint="Is the lab's API server up? See: kailab status",
+            )
 
     def snapshot(self) -> list:
         """The objects as last seen (see :meth:`check`)."""
@@ -485,9 +551,13 @@ class Watched:
                 w = self._watch = watch.Watch()
                 if self._stop.is_set():
                     return
-                for ev in w.stream(self._list_fn, *([self._namespace] if self._namespace is not None else []),
-                                   resource_version=version, timeout_seconds=30,
-                                   **self._kwargs):
+                for ev in w.stream(
+                    self._list_fn,
+                    *([self._namespace] if self._namespace is not None else []),
+                    resource_version=version,
+                    timeout_seconds=30,
+                    **self._kwargs,
+                ):
                     if self._stop.is_set():
                         w.stop()
                         break

@@ -8,10 +8,10 @@ from pathlib import Path
 from kailab import labdir
 from kailab.errors import NotRunning
 from kailab.kube import Kube
+from kailab.labstate import LabState
 from kailab.ownership import Owner
 from kailab.paths import lab_home
 from kailab.progress import Progress
-from kailab.labstate import LabState
 from kailab.runtimes import get_runtime, runtime_names
 from kailab.runtimes.base import Runtime
 
@@ -82,8 +82,10 @@ def connect() -> Kube:
         whoami(kube, j.kubeconfig)
         return kube
     if why := kube.probe():
-        raise NotRunning(f"The lab's API server does not answer ({path}): {why}.",
-                         hint="Check it with: kailab status — or start again: kailab down && kailab up")
+        raise NotRunning(
+            f"The lab's API server does not answer ({path}): {why}.",
+            hint="Check it with: kailab status — or start again: kailab down && kailab up",
+        )
     return kube
 
 
@@ -125,9 +127,8 @@ def owner() -> Owner:
 
 def live_cluster(kube: Kube):
     """The engine's view of this lab: its scheduler control and metrics (where it has them), its owner labels."""
-    from kailab.scenarios.live import LiveCluster
-
     from kailab.labels import NODEPOOL_LABEL
+    from kailab.scenarios.live import LiveCluster
 
     if j := joined():  # a learner: their nodes; their scheduler is not theirs to stop, nor its metrics to read
         from kailab.classroom import plan
@@ -137,8 +138,9 @@ def live_cluster(kube: Kube):
     sharing = rt.gpu_sharing() if rt is not None else True
     # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.
     nodes = f"!{NODEPOOL_LABEL}" if rt is not None and rt.makes_cluster else None
-    return LiveCluster(kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing,
-                       node_selector=nodes)
+    return LiveCluster(
+        kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing, node_selector=nodes
+    )
 
 
 def for_this_lab(scenario):
@@ -192,6 +194,10 @@ def pods(kube: Kube) -> list:
         from kailab.pods import pod_view
 
         names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner().selector()).items}
-        return [pod_view(p) for n in lesson_namespaces(j.learner) if n in names
-                for p in kube.core.list_namespaced_pod(n).items]
+        return [
+            pod_view(p)
+            for n in lesson_namespaces(j.learner)
+            if n in names
+            for p in kube.core.list_namespaced_pod(n).items
+        ]
     return all_pods(kube)

@@ -29,20 +29,23 @@ def claim(home: Path) -> Path:
     if is_ours(home):
         return home
     if home.exists() and not home.is_dir():
-        raise KailabError(f"The lab folder {home} is a file, not a folder.",
-                          hint="Point KAILAB_HOME at a new or empty folder.")
+        raise KailabError(
+            f"The lab folder {home} is a file, not a folder.", hint="Point KAILAB_HOME at a new or empty folder."
+        )
     if home.is_dir() and any(home.iterdir()):
         raise KailabError(
             f"The lab folder {home} already holds files that kailab did not write.",
             hint="kailab only uses a new or empty folder for its lab. Point KAILAB_HOME at one, "
-                 "e.g. KAILAB_HOME=~/.local/state/kailab",
+            "e.g. KAILAB_HOME=~/.local/state/kailab",
         )
     try:
         home.mkdir(parents=True, exist_ok=True)
         (home / MARKER).write_text("This folder was made by kailab for its lab; `kailab down` removes it.\n")
     except OSError as e:
-        raise KailabError(f"The lab folder {home} cannot be written: {e.strerror or e}.",
-                          hint="Point KAILAB_HOME at a folder you can write.") from e
+        raise KailabError(
+            f"The lab folder {home} cannot be written: {e.strerror or e}.",
+            hint="Point KAILAB_HOME at a folder you can write.",
+        ) from e
     return home
 
 
@@ -80,8 +83,10 @@ def remove(home: Path, entries: list[str]) -> list[str]:
 def report_left(home: Path, left: list[str], progress: Progress) -> None:
     """Say what ``down`` kept in the lab folder: uncaptured verdicts, and files kailab did not write."""
     if VERDICTS in left:
-        progress.info(f"Kept the verdicts not yet captured as evidence: {home / VERDICTS} "
-                      "(the next `kailab evidence` includes them).")
+        progress.info(
+            f"Kept the verdicts not yet captured as evidence: {home / VERDICTS} "
+            "(the next `kailab evidence` includes them)."
+        )
     strangers = [n for n in left if n not in (VERDICTS, MARKER)]
     if strangers:
         progress.info(f"Left {len(strangers)} file(s) in {home} that kailab did not write: {', '.join(strangers[:5])}")

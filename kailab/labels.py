@@ -15,11 +15,15 @@ QUEUE_API = "scheduling.run.ai/v2"
 PODGROUP_API = "scheduling.run.ai/v2alpha2"
 BIND_REQUEST_API = "scheduling.run.ai/v1alpha2"
 # "kai-scheduler" means four things; one name for each meaning:
-KAI_SCHEDULER_NAME = "kai-scheduler"  # the scheduler a pod asks for (spec.schedulerName, the components' --scheduler-name)
+KAI_SCHEDULER_NAME = (
+    "kai-scheduler"  # the scheduler a pod asks for (spec.schedulerName, the components' --scheduler-name)
+)
 KAI_NAMESPACE = "kai-scheduler"  # the namespace KAI's chart installs into (and the local runtime makes)
 KAI_HELM_RELEASE = "kai-scheduler"  # the Helm release of KAI's chart (kind runtime; preflight's advice)
 KAI_SCHEDULER_PROCESS = "kai-scheduler"  # the scheduler's binary and process on the local runtime (pids/, logs/)
-KAI_SCHEDULER_DEPLOYMENT = "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
+KAI_SCHEDULER_DEPLOYMENT = (
+    "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
+)
 # Where KAI's binder puts the pods that reserve a shared GPU (GPU fractions): the namespace, its pods' app label and
 # their service account all carry this one name (the binder's --resource-reservation-* defaults).
 RESERVATION_NAMESPACE = "kai-resource-reservation"

@@ -37,7 +37,7 @@ class LabState:
     FILE = "lab.json"
 
     @classmethod
-    def read(cls, home: Path, runtimes: Collection[str] | None = None) -> "LabState | None":
+    def read(cls, home: Path, runtimes: Collection[str] | None = None) -> LabState | None:
         """The state of the lab in ``home``; None when there is none; DamagedState when it cannot be used
         (also when it names a runtime not in ``runtimes``, if they are given)."""
         path = home / cls.FILE
@@ -59,7 +59,9 @@ class LabState:
         if runtimes is not None and data["runtime"] not in runtimes:
             raise cls._damaged(path, f"it names a runtime kailab does not have: {data['runtime']!r}")
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        if wrong := [k for k, v in known.items() if not isinstance(v, type(getattr(cls(runtime="", kubeconfig=""), k)))]:
+        if wrong := [
+            k for k, v in known.items() if not isinstance(v, type(getattr(cls(runtime="", kubeconfig=""), k)))
+        ]:
             raise cls._damaged(path, f"{', '.join(wrong)} {'has' if len(wrong) == 1 else 'have'} the wrong type")
         try:
             return cls(**known)
@@ -68,8 +70,10 @@ class LabState:
 
     @staticmethod
     def _damaged(path: Path, why: str) -> DamagedState:
-        return DamagedState(f"The lab's state file {path} is damaged: {why}.",
-                            hint="Remove the lab and start again: kailab down && kailab up")
+        return DamagedState(
+            f"The lab's state file {path} is damaged: {why}.",
+            hint="Remove the lab and start again: kailab down && kailab up",
+        )
 
     def write(self, home: Path) -> None:
         (home / self.FILE).write_text(json.dumps(asdict(self), indent=2))

@@ -7,9 +7,9 @@ with **Concept.**, **Predict.**, **Run.**, **What you should see.** and **Why.**
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from kailab.paths import EXERCISES
 
@@ -18,8 +18,20 @@ SECTIONS = ("Concept", "Predict", "Run", "What you should see", "Why")
 # Every exercise, in teaching order — the one list: ``kailab demo all`` runs them in this order, ``kailab lesson``
 # lists them so. Each is a scenario (exercises/NAME.yaml) beside its lesson (exercises/NAME.md); a test holds the
 # folder, the README and exercises/README.md to this list.
-EXERCISE_NAMES = ("quota", "borrow", "reclaim", "gang", "priority", "hierarchy", "fairshare", "placement",
-                  "consolidation", "fractions", "protection", "baseline")
+EXERCISE_NAMES = (
+    "quota",
+    "borrow",
+    "reclaim",
+    "gang",
+    "priority",
+    "hierarchy",
+    "fairshare",
+    "placement",
+    "consolidation",
+    "fractions",
+    "protection",
+    "baseline",
+)
 
 
 @dataclass
@@ -41,20 +53,31 @@ def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
     title = text.splitlines()[0].lstrip("# ").strip()
     pattern = r"\*\*(" + "|".join(map(re.escape, SECTIONS)) + r")\.\*\*"
     parts = re.split(pattern, text)
-    sections = {parts[i]: " ".join(parts[i + 1].split()) if parts[i] != "Predict" else parts[i + 1].strip()
-                for i in range(1, len(parts) - 1, 2)}
+    sections = {
+        parts[i]: " ".join(parts[i + 1].split()) if parts[i] != "Predict" else parts[i + 1].strip()
+        for i in range(1, len(parts) - 1, 2)
+    }
     return Lesson(name, title, sections)
 
 
 def lesson_names(root: Path = EXERCISES) -> list[str]:
     """The exercises in teaching order, then any lesson an instructor added to the folder (NAME.md beside NAME.yaml)."""
-    added = sorted(p.stem for p in root.glob("*.md")
-                   if p.stem not in ("README", *EXERCISE_NAMES) and (root / f"{p.stem}.yaml").exists())
+    added = sorted(
+        p.stem
+        for p in root.glob("*.md")
+        if p.stem not in ("README", *EXERCISE_NAMES) and (root / f"{p.stem}.yaml").exists()
+    )
     return [*EXERCISE_NAMES, *added]
 
 
-def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Callable[[], object],
-               keep: Callable[[object, str], None] | None = None) -> bool:
+def run_lesson(
+    les: Lesson,
+    scenario,
+    engine,
+    ask: Callable[[], str],
+    frame: Callable[[], object],
+    keep: Callable[[object, str], None] | None = None,
+) -> bool:
     """The walk-through of ``les``: concept, prediction (``ask``), ``scenario`` run by ``engine``, what the cluster
     looks like then (``frame``), the result and why; recorded for evidence. True if KAI did what the lesson teaches
     (or the lesson does not apply to this cluster). The caller binds it to a lab (``kailab lesson`` in cli.py);
@@ -80,9 +103,10 @@ def run_lesson(les: Lesson, scenario, engine, ask: Callable[[], str], frame: Cal
     verdict = engine.run(scenario)
     out.print(frame())  # queues, and who holds each GPU
     out.print(render.verdict_table(verdict))
-    panel(f"You predicted: {prediction}\nThe lesson expects: {expected}\n"
-          f"KAI did: {_what_kai_did(verdict)}",
-          "Prediction and result")
+    panel(
+        f"You predicted: {prediction}\nThe lesson expects: {expected}\nKAI did: {_what_kai_did(verdict)}",
+        "Prediction and result",
+    )
     panel(les.sections.get("Why", ""), "Why")
     record = verdict.to_record()
     record["lesson"] = {"prediction": prediction, "expected": expected, "passed": verdict.passed}

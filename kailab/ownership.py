@@ -67,6 +67,8 @@ def refused(names: list[str], hint: str | None = None) -> KailabError:
     return KailabError(
         f"kailab will not change or delete {', '.join(names)}: {'it exists' if len(names) == 1 else 'they exist'} "
         f"on this cluster, and kailab did not make {it} for this lab. Nothing was applied.",
-        hint=hint or "Give this lab's queues and namespaces a prefix of their own: kailab down, then "
-             "kailab up --runtime existing --kubeconfig PATH --prefix NAME (or remove "
-             f"{it} yourself if {it} {'is' if len(names) == 1 else 'are'} yours and no longer needed).")
+        hint=hint
+        or "Give this lab's queues and namespaces a prefix of their own: kailab down, then "
+        "kailab up --runtime existing --kubeconfig PATH --prefix NAME (or remove "
+        f"{it} yourself if {it} {'is' if len(names) == 1 else 'are'} yours and no longer needed).",
+    )

@@ -25,8 +25,10 @@ def _shipped(folder: str) -> Path:
             return checkout
         raise
     if not isinstance(found, Path):  # a zip (no file to give kubectl), or a namespace package (no __init__.py)
-        raise RuntimeError(f"kailab's {folder} folder is not one directory on disk ({found!r}): "
-                           f"is {folder}/__init__.py missing, or is kailab run from a zip?")
+        raise RuntimeError(
+            f"kailab's {folder} folder is not one directory on disk ({found!r}): "
+            f"is {folder}/__init__.py missing, or is kailab run from a zip?"
+        )
     return found
 
 

@@ -16,8 +16,8 @@ from datetime import datetime
 from kailab import gpus
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
-    POD_GROUP_ANNOTATION,
     GPU_GROUP_LABEL,
+    POD_GROUP_ANNOTATION,
     QUEUE_LABEL,
     SUBGROUP_LABEL,
     WORKLOAD_LABEL,
@@ -97,8 +97,9 @@ class EventView:
 
 def pod_gpus(pod) -> float:
     """GPUs a pod (client object) asks for: whole GPUs in its containers, or KAI's gpu-fraction annotation."""
-    whole = gpus.whole_asked((c.resources.limits, c.resources.requests) if c.resources else (None, None)
-                             for c in pod.spec.containers or [])
+    whole = gpus.whole_asked(
+        (c.resources.limits, c.resources.requests) if c.resources else (None, None) for c in pod.spec.containers or []
+    )
     return gpus.asked(whole, gpus.fraction_asked(pod.metadata.annotations))
 
 
@@ -118,12 +119,21 @@ def pod_view(pod) -> PodView:
     if spec.node_name and bound_at is None:
         bound_at = meta.creation_timestamp.timestamp() if meta.creation_timestamp else time.time()
     return PodView(
-        name=meta.name, workload=labels.get(WORKLOAD_LABEL, ""), queue=labels.get(QUEUE_LABEL, ""),
-        phase=(status.phase if status else None) or "Pending", node=spec.node_name or "", gpus=pod_gpus(pod),
-        deleting=meta.deletion_timestamp is not None, bound_at=bound_at, unschedulable=unschedulable,
-        namespace=meta.namespace or "", scheduler=spec.scheduler_name or DEFAULT_SCHEDULER_NAME,
-        pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""), waiting=waiting,
-        subgroup=labels.get(SUBGROUP_LABEL, ""), gpu_group=labels.get(GPU_GROUP_LABEL, ""),
+        name=meta.name,
+        workload=labels.get(WORKLOAD_LABEL, ""),
+        queue=labels.get(QUEUE_LABEL, ""),
+        phase=(status.phase if status else None) or "Pending",
+        node=spec.node_name or "",
+        gpus=pod_gpus(pod),
+        deleting=meta.deletion_timestamp is not None,
+        bound_at=bound_at,
+        unschedulable=unschedulable,
+        namespace=meta.namespace or "",
+        scheduler=spec.scheduler_name or DEFAULT_SCHEDULER_NAME,
+        pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""),
+        waiting=waiting,
+        subgroup=labels.get(SUBGROUP_LABEL, ""),
+        gpu_group=labels.get(GPU_GROUP_LABEL, ""),
     )
 
 
@@ -137,10 +147,15 @@ class PodGroupView:
     conditions: tuple[str, ...] = ()  # status.schedulingConditions types
 
     def to_json(self) -> dict:
-        return {"name": self.name, "workload": self.workload, "fields": self.fields, "conditions": list(self.conditions)}
+        return {
+            "name": self.name,
+            "workload": self.workload,
+            "fields": self.fields,
+            "conditions": list(self.conditions),
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "PodGroupView":
+    def from_json(cls, d: dict) -> PodGroupView:
         return cls(d["name"], d.get("workload", ""), dict(d.get("fields") or {}), tuple(d.get("conditions") or ()))
 
 
@@ -170,5 +185,11 @@ def event_view(ev) -> EventView:
         if isinstance(t, datetime):
             when = t.timestamp()
             break
-    return EventView(kind=ref.kind or "", name=ref.name or "", reason=ev.reason or "",
-                     message=" ".join((ev.message or "").split()), time=when, namespace=ev.metadata.namespace or "")
+    return EventView(
+        kind=ref.kind or "",
+        name=ref.name or "",
+        reason=ev.reason or "",
+        message=" ".join((ev.message or "").split()),
+        time=when,
+        namespace=ev.metadata.namespace or "",
+    )

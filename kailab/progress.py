@@ -10,8 +10,8 @@ a scenario's title) is printed as it is, never read as Rich markup. Both console
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from rich.console import Console
 from rich.text import Text
@@ -70,8 +70,15 @@ class Progress:
             self._line("✓", "green", title, step.detail, start)
 
     def _line(self, mark: str, colour: str, title: str, detail: str, start: float) -> None:
-        self.console.print(Text.assemble((mark, colour), " ", title, f" — {detail}" if detail else "",
-                                         (f" ({time.monotonic() - start:.1f}s)", "dim")))
+        self.console.print(
+            Text.assemble(
+                (mark, colour),
+                " ",
+                title,
+                f" — {detail}" if detail else "",
+                (f" ({time.monotonic() - start:.1f}s)", "dim"),
+            )
+        )
 
     def info(self, text: str | Text, style: str = "") -> None:
         """A line of plain text (in ``style``, e.g. "yellow"), or a :class:`Text` as it is."""

@@ -17,12 +17,25 @@ def resource(quota: float = 0, limit: float = UNLIMITED, over_quota_weight: floa
     return {"quota": quota, "limit": limit, "overQuotaWeight": over_quota_weight}
 
 
-def queue_object(name: str, gpu: dict | None = None, cpu: dict | None = None, memory: dict | None = None, *,
-                 parent: str | None = None, priority: int | None = None, preempt_min_runtime: str | None = None,
-                 reclaim_min_runtime: str | None = None) -> dict:
+def queue_object(
+    name: str,
+    gpu: dict | None = None,
+    cpu: dict | None = None,
+    memory: dict | None = None,
+    *,
+    parent: str | None = None,
+    priority: int | None = None,
+    preempt_min_runtime: str | None = None,
+    reclaim_min_runtime: str | None = None,
+) -> dict:
     """A Queue labelled as kailab's: GPU quota 0 and CPU and memory unlimited unless given."""
-    spec: dict = {"resources": {"gpu": gpu or resource(), "cpu": cpu or resource(UNLIMITED),
-                                "memory": memory or resource(UNLIMITED)}}
+    spec: dict = {
+        "resources": {
+            "gpu": gpu or resource(),
+            "cpu": cpu or resource(UNLIMITED),
+            "memory": memory or resource(UNLIMITED),
+        }
+    }
     if parent:
         spec["parentQueue"] = parent
     if priority is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -35,7 +36,9 @@ def verdict_table(v: Verdict) -> Table:
 
 def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"passed": all(v.ok for v in verdicts), "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
+        print(
+            json.dumps({"passed": all(v.ok for v in verdicts), "verdicts": [v.to_dict() for v in verdicts]}, indent=2)
+        )
         return
     for v in verdicts:
         if v.not_applicable:
@@ -49,18 +52,25 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
     if len(verdicts) > 1:
         passed = sum(v.passed for v in verdicts)
         skipped = sum(bool(v.not_applicable) for v in verdicts)
-        stdout.print(f"{passed} of {len(verdicts) - skipped} exercises passed"
-                     + (f" ({skipped} not applicable here)" if skipped else "") + ": "
-                     + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts))
+        stdout.print(
+            f"{passed} of {len(verdicts) - skipped} exercises passed"
+            + (f" ({skipped} not applicable here)" if skipped else "")
+            + ": "
+            + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts)
+        )
 
 
 def applied_table(lines) -> Table:
     """``applied.kai_lines``: what a scenario applies, only the lines KAI reads. Cells are data, never markup."""
     from rich.text import Text
 
-    table = Table(title="What kailab applies — the lines KAI reads", title_justify="left",
-                  caption="Every queue also gets cpu and memory {quota: -1, limit: -1} unless shown: "
-                          "KAI reads an unset limit as 0.", caption_justify="left")
+    table = Table(
+        title="What kailab applies — the lines KAI reads",
+        title_justify="left",
+        caption="Every queue also gets cpu and memory {quota: -1, limit: -1} unless shown: "
+        "KAI reads an unset limit as 0.",
+        caption_justify="left",
+    )
     for col in ("object", "where", "what"):
         table.add_column(col, overflow="fold")
     for line in lines:
@@ -74,7 +84,9 @@ def status_tables(status: dict) -> list[Table]:
     comps.add_column("health")
     comps.add_column("detail")
     for c in status["components"]:
-        comps.add_row(c["name"], Text("healthy", style="green") if c["healthy"] else Text("down", style="red"), c["detail"])
+        comps.add_row(
+            c["name"], Text("healthy", style="green") if c["healthy"] else Text("down", style="red"), c["detail"]
+        )
     from kailab.status import MAX_NODE_ROWS, pool_rows
 
     if len(status["nodes"]) > MAX_NODE_ROWS:
@@ -95,13 +107,36 @@ def status_tables(status: dict) -> list[Table]:
     return tables
 
 
-def queue_table(queues: list[dict]) -> Table:
+QUEUE_COLUMNS = (
+    "queue",
+    "parent",
+    "priority",
+    "GPU quota",
+    "limit",
+    "weight",
+    "fair share",
+    "allocated",
+    "pending pods",
+)
+
+
+def queue_table(queues: list[dict], style_of: Callable[[str], str] = lambda name: "") -> Table:
+    """Queues with quota, limit, weight, KAI's fair share, allocated and pending; ``style_of`` colours a queue's name."""
     t = Table(title="Queues", title_justify="left")
-    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated", "pending pods"):
+    for col in QUEUE_COLUMNS:
         t.add_column(col, justify="left" if col in ("queue", "parent") else "right")
     for q in queues:
-        t.add_row(q["name"], q["parent"] or "-", str(q["priority"]), num(q["quota"]), num(q["limit"]),
-                  num(q["weight"]), num(q.get("fair_share")), num(q["allocated"]), str(q["pending"]))
+        t.add_row(
+            Text(q["name"], style=style_of(q["name"])),
+            q["parent"] or "-",
+            str(q["priority"]),
+            num(q["quota"]),
+            num(q["limit"]),
+            num(q["weight"]),
+            num(q.get("fair_share")),
+            num(q["allocated"]),
+            str(q["pending"]),
+        )
     return t
 
 
@@ -122,12 +157,20 @@ def bench_table(runs) -> Table:
     for col in ("scheduler", "pods", "all bound", "all Running", "pods/s", *STAGES[1:], "peak memory"):
         t.add_column(col, justify="left" if col == "scheduler" else "right")
     for r in runs:
-        t.add_row(r.scheduler, str(r.pods), f"{r.to_bound:.1f}s", f"{r.to_running:.1f}s" if r.finished else "not all",
-                  f"{r.pods_per_second:.1f}", *(f"{r.watched[k]:.1f}s" if k in r.watched else "-" for k in STAGES[1:]),
-                  f"{r.peak_memory_mib:,.0f} MiB" if r.peak_memory_mib is not None else "-")
-    caption = ("Stage columns: seconds after the Job was submitted until the last pod got there, as the watches saw it "
-               "(grouped: KAI's pod-grouper put the pod in its PodGroup; bind request: KAI's scheduler decided where it "
-               "goes). Peak memory: every lab process together.")
+        t.add_row(
+            r.scheduler,
+            str(r.pods),
+            f"{r.to_bound:.1f}s",
+            f"{r.to_running:.1f}s" if r.finished else "not all",
+            f"{r.pods_per_second:.1f}",
+            *(f"{r.watched[k]:.1f}s" if k in r.watched else "-" for k in STAGES[1:]),
+            f"{r.peak_memory_mib:,.0f} MiB" if r.peak_memory_mib is not None else "-",
+        )
+    caption = (
+        "Stage columns: seconds after the Job was submitted until the last pod got there, as the watches saw it "
+        "(grouped: KAI's pod-grouper put the pod in its PodGroup; bind request: KAI's scheduler decided where it "
+        "goes). Peak memory: every lab process together."
+    )
     if (times := ratio(runs)) is not None:
         caption = f"KAI took {times:.1f}× as long as kube-scheduler to bind every pod. " + caption
     t.caption = caption

@@ -45,7 +45,7 @@ class SchedulerSettings:
             raise KailabError(f"full_hierarchy_fairness must be true or false, not {self.full_hierarchy_fairness!r}.")
 
     @classmethod
-    def of(cls, settings: "SchedulerSettings | None") -> "SchedulerSettings":
+    def of(cls, settings: SchedulerSettings | None) -> SchedulerSettings:
         """These settings; None → the lab's defaults."""
         return settings or cls()
 
@@ -54,14 +54,19 @@ class SchedulerSettings:
         return {**LAB_SCHEDULER_ARGS, **({} if self.full_hierarchy_fairness else {"full-hierarchy-fairness": "false"})}
 
     def describe(self) -> str:
-        return (f"GPU {self.gpu_placement}, CPU {self.cpu_placement}, "
-                f"full-hierarchy fairness {'on' if self.full_hierarchy_fairness else 'off'}")
+        return (
+            f"GPU {self.gpu_placement}, CPU {self.cpu_placement}, "
+            f"full-hierarchy fairness {'on' if self.full_hierarchy_fairness else 'off'}"
+        )
 
     def changes(self) -> str:
         """What differs from the lab's defaults ("gpu spread, full-hierarchy fairness off"), or "the lab's defaults"."""
         default = SchedulerSettings()
-        parts = [f"{f.name.split('_')[0]} {getattr(self, f.name)}" for f in fields(self)
-                 if f.name.endswith("_placement") and getattr(self, f.name) != getattr(default, f.name)]
+        parts = [
+            f"{f.name.split('_')[0]} {getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name.endswith("_placement") and getattr(self, f.name) != getattr(default, f.name)
+        ]
         if self.full_hierarchy_fairness != default.full_hierarchy_fairness:
             parts.append(f"full-hierarchy fairness {'on' if self.full_hierarchy_fairness else 'off'}")
         return ", ".join(parts) or "the lab's defaults"

@@ -21,8 +21,15 @@ def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None, selector: str 
     out = []
     for n in kube.core.list_node(label_selector=selector).items:
         count = gpus.quantity((n.status.allocatable or {}).get(GPU, 0))
-        out.append({"name": n.metadata.name, "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
-                    "gpus": count, "used": used.get(n.metadata.name, 0), "free": count - used.get(n.metadata.name, 0)})
+        out.append(
+            {
+                "name": n.metadata.name,
+                "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
+                "gpus": count,
+                "used": used.get(n.metadata.name, 0),
+                "free": count - used.get(n.metadata.name, 0),
+            }
+        )
     return out
 
 
@@ -40,8 +47,9 @@ def pool_rows(node_rows: list[dict]) -> list[dict]:
     return [pools[k] for k in sorted(pools)]
 
 
-def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None,
-           selector: str = "") -> list[dict]:
+def queues(
+    kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None, selector: str = ""
+) -> list[dict]:
     """One row per Queue (of those ``selector`` selects): its GPU quota, limit and weight, GPUs its pods hold (:func:`kailab.gpus.per_queue`), its
     pending pods (parents sum children), and its fair share of GPUs when KAI's scheduler published one (``fair_shares``)."""
     pods = pods if pods is not None else all_pods(kube)
@@ -55,10 +63,19 @@ def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str,
         spec = q.get("spec") or {}
         gpu = (spec.get("resources") or {}).get("gpu") or {}
         name = q["metadata"]["name"]
-        out.append({"name": name, "parent": spec.get("parentQueue"), "priority": spec.get("priority", 100),
-                    "quota": gpu.get("quota"), "limit": gpu.get("limit"), "weight": gpu.get("overQuotaWeight"),
-                    "allocated": allocated.get(name, 0), "pending": pending.get(name, 0),
-                    "fair_share": (fair_shares or {}).get(name)})
+        out.append(
+            {
+                "name": name,
+                "parent": spec.get("parentQueue"),
+                "priority": spec.get("priority", 100),
+                "quota": gpu.get("quota"),
+                "limit": gpu.get("limit"),
+                "weight": gpu.get("overQuotaWeight"),
+                "allocated": allocated.get(name, 0),
+                "pending": pending.get(name, 0),
+                "fair_share": (fair_shares or {}).get(name),
+            }
+        )
     # A parent queue holds what its children hold.
     children: dict[str, list[dict]] = {}
     for q in out:
@@ -73,7 +90,9 @@ def queues(kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str,
     return sorted(out, key=lambda q: (q["parent"] or q["name"], q["parent"] is not None, q["name"]))
 
 
-def lab_status(info: LabInfo, kube: Kube | None, with_queues: bool, fair_shares: dict[str, float] | None = None) -> dict:
+def lab_status(
+    info: LabInfo, kube: Kube | None, with_queues: bool, fair_shares: dict[str, float] | None = None
+) -> dict:
     status = {
         "runtime": info.runtime,
         "kubeconfig": str(info.kubeconfig),

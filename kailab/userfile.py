@@ -19,16 +19,21 @@ MAX_BYTES = 4 * 1024 * 1024  # far above any scenario, fleet, queue file or kube
 
 
 def _what_it_is(mode: int) -> str:
-    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                        (stat.S_ISSOCK, "a socket")):
+    for test, words in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return words
     return "not a regular file"
 
 
-def read_bytes(path: Path | str, error: type[KailabError] = KailabError, hint: str | None = None,
-               limit: int = MAX_BYTES) -> bytes:
+def read_bytes(
+    path: Path | str, error: type[KailabError] = KailabError, hint: str | None = None, limit: int = MAX_BYTES
+) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them; ``error`` (with ``hint``) otherwise."""
     path = Path(path)
     try:
@@ -44,9 +49,13 @@ def read_bytes(path: Path | str, error: type[KailabError] = KailabError, hint: s
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):  # swapped between the stat and the open
-            raise error(f"Cannot read {path}: it is {_what_it_is(st.st_mode)}; kailab reads only regular files.", hint=hint)
+            raise error(
+                f"Cannot read {path}: it is {_what_it_is(st.st_mode)}; kailab reads only regular files.", hint=hint
+            )
         data = fh.read(limit + 1)
     if len(data) > limit:
-        raise error(f"Cannot read {path}: it is larger than {limit // (1024 * 1024)} MiB, the most kailab reads "
-                    f"from one file.", hint=hint)
+        raise error(
+            f"Cannot read {path}: it is larger than {limit // (1024 * 1024)} MiB, the most kailab reads from one file.",
+            hint=hint,
+        )
     return data

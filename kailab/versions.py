@@ -67,7 +67,7 @@ class GoBuild:
 
 def _staging(version: str) -> str:
     """k8s.io/kubernetes v1.X.Y publishes its staging modules as v0.X.Y."""
-    return "v0" + version[version.index("."):]
+    return "v0" + version[version.index(".") :]
 
 
 BUILDS: tuple[GoBuild, ...] = (

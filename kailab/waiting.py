@@ -8,7 +8,8 @@ Deployment's readiness read through another tool, a CRD's condition.
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from kailab.errors import KailabError
 
@@ -28,12 +29,24 @@ class Pending:
         return f"Pending({self.seen!r})"
 
 
+def seen(answer: object) -> str:
+    """What a condition's answer says was seen: a :class:`Pending` answer's ``seen``, else ""."""
+    return answer.seen if isinstance(answer, Pending) else ""
+
+
 class TimedOut(KailabError):
     """What :func:`until` waited for did not happen in time."""
 
 
-def until(condition: Callable[[], T], timeout: float, interval: float = 0.2, what: str = "", *,
-          fail: Callable[[T], BaseException] | None = None, hint: str | None = None) -> T:
+def until(
+    condition: Callable[[], T],
+    timeout: float,
+    interval: float = 0.2,
+    what: str = "",
+    *,
+    fail: Callable[[T], BaseException] | None = None,
+    hint: str | None = None,
+) -> T:
     """``condition()``'s first true answer, asked every ``interval`` seconds (at once, and once more at the end).
 
     After ``timeout`` seconds raise ``fail(last answer)``, or by default :class:`TimedOut` saying ``what`` was awaited
@@ -49,6 +62,6 @@ def until(condition: Callable[[], T], timeout: float, interval: float = 0.2, wha
         if left <= 0:
             if fail is not None:
                 raise fail(answer)
-            seen = f"; last seen: {answer.seen}" if isinstance(answer, Pending) and answer.seen else ""
-            raise TimedOut(f"Not within {timeout:.0f}s: {what or 'the condition'}{seen}.", hint=hint)
+            last = f"; last seen: {seen(answer)}" if seen(answer) else ""
+            raise TimedOut(f"Not within {timeout:.0f}s: {what or 'the condition'}{last}.", hint=hint)
         time.sleep(min(interval, left))

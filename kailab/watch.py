@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from rich.console import Group
 from rich.table import Table
@@ -16,7 +16,7 @@ from kailab import gpus
 from kailab.gpus import GpuInUse
 from kailab.kube import Kube, wait_until, watch_pods
 from kailab.pods import PodView, pod_view
-from kailab.render import num
+from kailab.render import num, queue_table
 from kailab.status import MAX_NODE_ROWS, nodes_and_gpus, pool_rows, queues
 
 COLOURS = ["cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta"]
@@ -30,23 +30,25 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[G
     coloured by queue."""
     names = sorted({g.queue for used in cells.values() for g in used} | {q["name"] for q in queue_rows})
     colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(names)}
-    qt = Table(title="Queues", title_justify="left")
-    for col in ("queue", "parent", "priority", "GPU quota", "limit", "weight", "fair share", "allocated", "pending pods"):
-        qt.add_column(col, justify="left" if col in ("queue", "parent") else "right")
-    for q in queue_rows:
-        qt.add_row(Text(q["name"], style=colour.get(q["name"], "")), q["parent"] or "-", str(q["priority"]),
-                   num(q["quota"]), num(q["limit"]), num(q["weight"]), num(q.get("fair_share")), num(q["allocated"]),
-                   str(q["pending"]))
+    qt = queue_table(queue_rows, style_of=lambda name: colour.get(name, ""))
     if len(node_rows) > MAX_NODE_ROWS:  # a big fleet: one row per pool, GPUs used of all
         pt = Table(title=f"GPUs per pool ({len(node_rows)} nodes)", title_justify="left")
         for col in ("pool", "nodes", "used", "GPUs", "use"):
             pt.add_column(col, justify="left" if col in ("pool", "use") else "right")
         for p in pool_rows(node_rows):
             share = p["used"] / p["gpus"] if p["gpus"] else 0
-            pt.add_row(p["pool"], str(p["nodes"]), num(p["used"]), num(p["gpus"]), "█" * round(share * 30) + "·" * (30 - round(share * 30)))
+            pt.add_row(
+                p["pool"],
+                str(p["nodes"]),
+                num(p["used"]),
+                num(p["gpus"]),
+                "█" * round(share * 30) + "·" * (30 - round(share * 30)),
+            )
         return Group(qt, pt)
-    nt = Table(title=f"GPUs per node (one cell per GPU, coloured by queue; {SHARED} is shared by fractions, "
-                     f"{FREE} is free)", title_justify="left")
+    nt = Table(
+        title=f"GPUs per node (one cell per GPU, coloured by queue; {SHARED} is shared by fractions, {FREE} is free)",
+        title_justify="left",
+    )
     for col in ("node", "pool", "used", "GPUs"):
         nt.add_column(col)
     for n in node_rows:
@@ -57,20 +59,30 @@ def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[G
         row.append(f"{FREE} " * max(0, n["gpus"] - len(used)))
         nt.add_row(n["name"], n["pool"], f"{len(used)}/{n['gpus']}", row)
     legend = Text()
-    for n in names:
-        legend.append(f"{WHOLE} {n}  ", style=colour[n])
+    for name in names:
+        legend.append(f"{WHOLE} {name}  ", style=colour[name])
     return Group(qt, nt, legend)
 
 
-def current_frame(kube: Kube, pods: list[PodView], fair_shares: dict[str, float] | None = None,
-                  queue_selector: str = "", node_selector: str = "") -> Group:
+def current_frame(
+    kube: Kube,
+    pods: list[PodView],
+    fair_shares: dict[str, float] | None = None,
+    queue_selector: str = "",
+    node_selector: str = "",
+) -> Group:
     """One frame; the selectors narrow it to a slice (a class learner's queues and nodes)."""
-    return frame(queues(kube, pods, fair_shares, queue_selector), nodes_and_gpus(kube, pods, node_selector),
-                 gpus.in_use(pods))
+    return frame(
+        queues(kube, pods, fair_shares, queue_selector), nodes_and_gpus(kube, pods, node_selector), gpus.in_use(pods)
+    )
 
 
-def run(kube: Kube, console, stop: threading.Event | None = None,
-        fair_shares: Callable[[], dict[str, float] | None] = lambda: None) -> None:
+def run(
+    kube: Kube,
+    console,
+    stop: threading.Event | None = None,
+    fair_shares: Callable[[], dict[str, float] | None] = lambda: None,
+) -> None:
     """Redraw on every pod change (and every 2 s, for fair shares) until Ctrl-C (or ``stop``)."""
     from rich.live import Live
 

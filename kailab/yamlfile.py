@@ -8,16 +8,19 @@ Scenario, queue and fleet files all come through here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Generic, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from kailab.errors import KailabError
 from kailab.userfile import read_bytes
 
 M = TypeVar("M", bound=BaseModel)
+E = TypeVar("E", bound=KailabError)
 
 MAX_DEPTH = 64  # mappings and lists inside each other; the lab's own files use fewer than 10
 MAX_VALUES = 200_000  # keys, values and items of one document once its aliases (*name) are expanded
@@ -50,7 +53,8 @@ def refuse_merge_keys(node) -> None:
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
             raise yaml.constructor.ConstructorError(
-                None, None, "'<<' (a YAML merge key) is not supported: write the keys out in full", key_node.start_mark)
+                None, None, "'<<' (a YAML merge key) is not supported: write the keys out in full", key_node.start_mark
+            )
 
 
 class _Loader(yaml.SafeLoader):
@@ -63,8 +67,10 @@ class _Loader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise Refused(f"nested more than {MAX_DEPTH} levels deep; kailab reads at most {MAX_DEPTH}",
-                              self.peek_event().start_mark)
+                raise Refused(
+                    f"nested more than {MAX_DEPTH} levels deep; kailab reads at most {MAX_DEPTH}",
+                    self.peek_event().start_mark,
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -73,7 +79,7 @@ class _Loader(yaml.SafeLoader):
         _check_expansion(node)
         return super().construct_document(node)
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Map:
         refuse_merge_keys(node)
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
@@ -81,8 +87,11 @@ class _Loader(yaml.SafeLoader):
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"the key '{key}' is given twice (lines {seen[key]} and {line}); the second would replace the first",
-                    key_node.start_mark)
+                    None,
+                    None,
+                    f"the key '{key}' is given twice (lines {seen[key]} and {line}); the second would replace the first",
+                    key_node.start_mark,
+                )
             seen[key] = line
         mapping = _Map(super().construct_mapping(node, deep=True))
         mapping.line = node.start_mark.line + 1
@@ -106,12 +115,18 @@ def _check_expansion(root) -> None:
         node, done = stack.pop()
         if id(node) in measured:
             continue
-        kids = [] if isinstance(node, yaml.ScalarNode) else \
-            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        kids = (
+            []
+            if isinstance(node, yaml.ScalarNode)
+            else [n for pair in node.value for n in pair]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+        )
         if not done:
             if id(node) in open_nodes:
-                raise Refused("an alias (*name) refers to the node it is inside, which would never end",
-                              node.start_mark)
+                raise Refused(
+                    "an alias (*name) refers to the node it is inside, which would never end", node.start_mark
+                )
             open_nodes.add(id(node))
             stack.append((node, True))
             stack.extend((k, False) for k in kids if id(k) not in measured)
@@ -120,11 +135,17 @@ def _check_expansion(root) -> None:
         values = 1 + sum(measured[id(k)][0] for k in kids)
         depth = 1 + max((measured[id(k)][1] for k in kids), default=0)
         if values > MAX_VALUES:
-            raise Refused(f"aliases (*name) expand this document to more than {MAX_VALUES:,} values; "
-                          "kailab reads at most that many", root.start_mark)
+            raise Refused(
+                f"aliases (*name) expand this document to more than {MAX_VALUES:,} values; "
+                "kailab reads at most that many",
+                root.start_mark,
+            )
         if depth > MAX_DEPTH:
-            raise Refused(f"aliases (*name) nest this document more than {MAX_DEPTH} levels deep; "
-                          f"kailab reads at most {MAX_DEPTH}", root.start_mark)
+            raise Refused(
+                f"aliases (*name) nest this document more than {MAX_DEPTH} levels deep; "
+                f"kailab reads at most {MAX_DEPTH}",
+                root.start_mark,
+            )
         measured[id(node)] = (values, depth)
 
 
@@ -132,15 +153,15 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _Loader.construct_sequence)
 
 
-class YamlFile:
-    """One file's parsed documents, and how to say where something in them is."""
+class YamlFile(Generic[E]):
+    """One file's parsed documents, and how to say where something in them is (as an ``error``)."""
 
-    def __init__(self, path: Path, error: type[KailabError] = KailabError, hint: str | None = None):
+    def __init__(self, path: Path, error: type[E], hint: str | None = None):
         self.path = Path(path)
         self.error = error
         self.hint = hint
 
-    def fail(self, line: int, message: str) -> KailabError:
+    def fail(self, line: int, message: str) -> E:
         return self.error(f"{self.path}:{line}: {message}", hint=self.hint)
 
     def read_mapping(self, shape: str) -> dict:
@@ -173,7 +194,7 @@ class YamlFile:
                 mark = getattr(e, "context_mark", None) or mark
             raise self.fail(mark.line + 1 if mark else 1, f"not valid YAML: {problem}") from None
 
-    def check(self, model: type[M], data: Any, words: Callable[[dict], str | None] | None = None) -> M:
+    def check(self, model: type[M], data: Any, words: Callable[[ErrorDetails], str | None] | None = None) -> M:
         """``model`` validated from ``data``; the first error becomes one ``file:line: …`` sentence.
 
         ``words`` may give a model's own wording for an error (return None to keep the default).
@@ -221,9 +242,9 @@ def dotted(path: list) -> str:
     return out
 
 
-def describe(err: dict) -> str:
+def describe(err: ErrorDetails) -> str:
     """A pydantic error in plain words."""
-    kind, value, loc = err["type"], err.get("input"), err["loc"]
+    kind, value, loc = err["type"], err["input"], err["loc"]
     key = next((p for p in reversed(loc) if isinstance(p, str)), "")
     if kind == "extra_forbidden":
         return f"unknown key '{key}'"
@@ -255,8 +276,14 @@ def describe(err: dict) -> str:
 
 
 def _kind(value: Any) -> str:
-    for kind, words in ((bool, "the value"), (str, "the text"), (dict, "a mapping"), (list, "a list"),
-                        ((int, float), "the number"), (type(None), "nothing")):
+    for kind, words in (
+        (bool, "the value"),
+        (str, "the text"),
+        (dict, "a mapping"),
+        (list, "a list"),
+        ((int, float), "the number"),
+        (type(None), "nothing"),
+    ):
         if isinstance(value, kind):
             return words
     return "the value"

@@ -90,7 +90,9 @@ class Lab:
     def cli(self, *args: str, check: bool = False) -> subprocess.CompletedProcess:
         """Run the kailab command line against this lab, as a user would."""
         env = {**os.environ, "KAILAB_HOME": str(self.home)}
-        proc = subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=600
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"kailab {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
         return proc

@@ -52,9 +52,11 @@ def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
 
 def request_token(kube: Kube, learner: str) -> str:
     body = client.AuthenticationV1TokenRequest(
-        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=credentials.TOKEN_SECONDS))
-    got = kube.core.create_namespaced_service_account_token(credentials.service_account(learner),
-                                                           credentials.CLASS_NAMESPACE, body)
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=credentials.TOKEN_SECONDS)
+    )
+    got = kube.core.create_namespaced_service_account_token(
+        credentials.service_account(learner), credentials.CLASS_NAMESPACE, body
+    )
     return got.status.token
 
 
@@ -68,8 +70,10 @@ def revoke(kube: Kube, learner: str) -> None:
 
 def revoke_class(kube: Kube) -> None:
     """Delete what every learner shared: the admission policy, the reader role, the ServiceAccounts' namespace."""
-    for api, kind, name in ((credentials.ADMISSION, "ValidatingAdmissionPolicyBinding", credentials.POLICY),
-                            (credentials.ADMISSION, "ValidatingAdmissionPolicy", credentials.POLICY),
-                            (credentials.RBAC, "ClusterRole", credentials.READER)):
+    for api, kind, name in (
+        (credentials.ADMISSION, "ValidatingAdmissionPolicyBinding", credentials.POLICY),
+        (credentials.ADMISSION, "ValidatingAdmissionPolicy", credentials.POLICY),
+        (credentials.RBAC, "ClusterRole", credentials.READER),
+    ):
         kube.delete(api, kind, name)
     kube.delete_namespace(credentials.CLASS_NAMESPACE)  # and wait: a class up right after would find it terminating

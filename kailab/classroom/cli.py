@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -11,24 +10,36 @@ from kailab import lab, render
 from kailab.errors import KailabError
 from kailab.progress import Progress, stderr
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="One lab for a whole class: each learner a fleet and a KAI partition of their own.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="One lab for a whole class: each learner a fleet and a KAI partition of their own.",
+)
 
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
 
 
-def roster_of(count: Optional[int], names: List[str], roster: Optional[Path]):
+def roster_of(count: int | None, names: list[str], roster: Path | None):
     """The roster from exactly one of --learners, --learner, --roster."""
     from kailab.classroom import roster as r
 
-    given = [flag for flag, value in (("--learners", count is not None), ("--learner", bool(names)),
-                                      ("--roster", roster is not None)) if value]
+    given = [
+        flag
+        for flag, value in (
+            ("--learners", count is not None),
+            ("--learner", bool(names)),
+            ("--roster", roster is not None),
+        )
+        if value
+    ]
     if len(given) != 1:
-        raise r.RosterError("Say who is in the class with one of --learners N, --learner NAME (repeated) or "
-                            f"--roster FILE{'' if not given else ', not ' + ' and '.join(given)}.")
+        raise r.RosterError(
+            "Say who is in the class with one of --learners N, --learner NAME (repeated) or "
+            f"--roster FILE{'' if not given else ', not ' + ' and '.join(given)}."
+        )
     if count is not None:
         return r.from_count(count)
-    if names:
+    if names or roster is None:
         return r.from_names(names)
     return r.from_file(roster)
 
@@ -43,17 +54,19 @@ def local_class():
     if rt is None:
         raise NotRunning("No lab is running.", hint="Start one: kailab up --runtime local")
     if not isinstance(rt, LocalRuntime):
-        raise KailabError(f"A class runs on the local runtime for now; this lab is on the {rt.name} runtime.",
-                          hint="kailab down && kailab up --runtime local, then kailab class up")
+        raise KailabError(
+            f"A class runs on the local runtime for now; this lab is on the {rt.name} runtime.",
+            hint="kailab down && kailab up --runtime local, then kailab class up",
+        )
     return LocalClass(rt)
 
 
 @app.command("up")
 def up(
-    learners: Optional[int] = typer.Option(None, "--learners", help="This many learners: learner-1 … learner-N."),
-    learner: List[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
-    roster: Optional[Path] = typer.Option(None, "--roster", help="A file with one learner name a line."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
+    learners: int | None = typer.Option(None, "--learners", help="This many learners: learner-1 … learner-N."),
+    learner: list[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
+    roster: Path | None = typer.Option(None, "--roster", help="A file with one learner name a line."),
+    out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
     quiet: bool = QuietOpt,
 ) -> None:
     """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI scheduler of their own."""
@@ -63,13 +76,17 @@ def up(
     klass = local_class()
     progress = Progress(quiet)
     added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
-    render.stdout.print(f"Class: {', '.join(klass.learners())} ({len(added)} added). "
-                        "A learner's lessons: kailab class demo NAME --learner LEARNER", markup=False, highlight=False)
+    render.stdout.print(
+        f"Class: {', '.join(klass.learners())} ({len(added)} added). "
+        "A learner's lessons: kailab class demo NAME --learner LEARNER",
+        markup=False,
+        highlight=False,
+    )
 
 
 @app.command("down")
 def down(
-    learner: List[str] = typer.Option([], "--learner", help="Remove only this learner (repeat for each)."),
+    learner: list[str] = typer.Option([], "--learner", help="Remove only this learner (repeat for each)."),
     quiet: bool = QuietOpt,
 ) -> None:
     """Remove every learner (or the ones named): their scheduler, namespaces, queues and nodes."""
@@ -98,12 +115,16 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print the class a
         return
     for name in learners:
         row = report[name]
-        lessons = ", ".join(f"{lesson} {r['outcome']} ({r['finished']})" for lesson, r in sorted(row["lessons"].items()))
-        render.stdout.print(f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}",
-                            markup=False, highlight=False)
+        lessons = ", ".join(
+            f"{lesson} {r['outcome']} ({r['finished']})" for lesson, r in sorted(row["lessons"].items())
+        )
+        render.stdout.print(
+            f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}", markup=False, highlight=False
+        )
         for s in row["stuck"]:
-            render.stdout.print(f"  stuck: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}",
-                                markup=False, highlight=False)
+            render.stdout.print(
+                f"  stuck: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}", markup=False, highlight=False
+            )
 
 
 @app.command("evidence")

@@ -53,11 +53,16 @@ def class_objects(owner: Owner = Owner()) -> list[dict]:
     write = [*read, "create", "update", "patch", "delete"]
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(CLASS_NAMESPACE, labels)},
-        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": _meta(READER, labels), "rules": [
-            {"apiGroups": [""], "resources": ["nodes", "namespaces"], "verbs": read},
-            {"apiGroups": [QUEUE_API.split("/")[0]], "resources": ["queues"], "verbs": write},
-            {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": write},
-        ]},
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRole",
+            "metadata": _meta(READER, labels),
+            "rules": [
+                {"apiGroups": [""], "resources": ["nodes", "namespaces"], "verbs": read},
+                {"apiGroups": [QUEUE_API.split("/")[0]], "resources": ["queues"], "verbs": write},
+                {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": write},
+            ],
+        },
         *admission_policy(labels),
     ]
 
@@ -65,37 +70,64 @@ def class_objects(owner: Owner = Owner()) -> list[dict]:
 def admission_policy(labels: dict[str, str]) -> list[dict]:
     """One policy for every learner: the learner is read from the request's user name."""
     prefix = f"system:serviceaccount:{CLASS_NAMESPACE}:{SA_PREFIX}"
-    theirs = ("{o}.metadata.name.startsWith(variables.learner + '-') && has({o}.metadata.labels) && "
-              f"'{NODEPOOL_LABEL}' in {{o}}.metadata.labels && {{o}}.metadata.labels['{NODEPOOL_LABEL}'] == variables.learner")
+    theirs = (
+        "{o}.metadata.name.startsWith(variables.learner + '-') && has({o}.metadata.labels) && "
+        f"'{NODEPOOL_LABEL}' in {{o}}.metadata.labels && {{o}}.metadata.labels['{NODEPOOL_LABEL}'] == variables.learner"
+    )
     policy = {
-        "apiVersion": ADMISSION, "kind": "ValidatingAdmissionPolicy", "metadata": _meta(POLICY, labels),
+        "apiVersion": ADMISSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": _meta(POLICY, labels),
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [
-                {"apiGroups": [QUEUE_API.split("/")[0]], "apiVersions": ["*"], "resources": ["queues"],
-                 "operations": ["CREATE", "UPDATE", "DELETE"]},
-                {"apiGroups": ["scheduling.k8s.io"], "apiVersions": ["*"], "resources": ["priorityclasses"],
-                 "operations": ["CREATE", "UPDATE", "DELETE"]},
-                {"apiGroups": [""], "apiVersions": ["*"], "resources": ["namespaces"],
-                 "operations": ["CREATE", "UPDATE", "DELETE"]},
-            ]},
-            "matchConditions": [{"name": "learners-only",
-                                 "expression": f"request.userInfo.username.startsWith('{prefix}')"}],
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [QUEUE_API.split("/")[0]],
+                        "apiVersions": ["*"],
+                        "resources": ["queues"],
+                        "operations": ["CREATE", "UPDATE", "DELETE"],
+                    },
+                    {
+                        "apiGroups": ["scheduling.k8s.io"],
+                        "apiVersions": ["*"],
+                        "resources": ["priorityclasses"],
+                        "operations": ["CREATE", "UPDATE", "DELETE"],
+                    },
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["*"],
+                        "resources": ["namespaces"],
+                        "operations": ["CREATE", "UPDATE", "DELETE"],
+                    },
+                ]
+            },
+            "matchConditions": [
+                {"name": "learners-only", "expression": f"request.userInfo.username.startsWith('{prefix}')"}
+            ],
             "variables": [{"name": "learner", "expression": f"request.userInfo.username.substring({len(prefix)})"}],
             "validations": [
-                {"expression": f"request.operation == 'DELETE' || ({theirs.format(o='object')})",
-                 "messageExpression": "'a learner may only make ' + request.resource.resource + ' named ' + "
-                                      f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner",
-                 "reason": "Forbidden"},
-                {"expression": f"request.operation == 'CREATE' || ({theirs.format(o='oldObject')})",
-                 "messageExpression": "'this ' + request.resource.resource + ' is not ' + variables.learner + "
-                                      "'\\'s: a learner may only change or delete their own'",
-                 "reason": "Forbidden"},
+                {
+                    "expression": f"request.operation == 'DELETE' || ({theirs.format(o='object')})",
+                    "messageExpression": "'a learner may only make ' + request.resource.resource + ' named ' + "
+                    f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"request.operation == 'CREATE' || ({theirs.format(o='oldObject')})",
+                    "messageExpression": "'this ' + request.resource.resource + ' is not ' + variables.learner + "
+                    "'\\'s: a learner may only change or delete their own'",
+                    "reason": "Forbidden",
+                },
             ],
         },
     }
-    binding = {"apiVersion": ADMISSION, "kind": "ValidatingAdmissionPolicyBinding", "metadata": _meta(POLICY, labels),
-               "spec": {"policyName": POLICY, "validationActions": ["Deny"]}}
+    binding = {
+        "apiVersion": ADMISSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": _meta(POLICY, labels),
+        "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
+    }
     return [policy, binding]
 
 
@@ -108,28 +140,60 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
     own = f"kailab-learner-{learner}"
     out: list[dict] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(sa, labels, CLASS_NAMESPACE)},
-        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": _meta(own, labels), "rules": [
-            {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": list(namespaces),
-             "verbs": ["get", "patch", "update"]},
-        ]},
-        {"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": _meta(own, labels), "subjects": subject,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": own}},
-        {"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": _meta(f"{own}-reader", labels),
-         "subjects": subject, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER}},
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRole",
+            "metadata": _meta(own, labels),
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["namespaces"],
+                    "resourceNames": list(namespaces),
+                    "verbs": ["get", "patch", "update"],
+                },
+            ],
+        },
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(own, labels),
+            "subjects": subject,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": own},
+        },
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(f"{own}-reader", labels),
+            "subjects": subject,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER},
+        },
     ]
     lesson = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
     for ns in namespaces:
-        out.append({"apiVersion": RBAC, "kind": "Role", "metadata": _meta("kailab-learner", labels, ns), "rules": [
-            {"apiGroups": [""], "resources": ["pods", "events", "configmaps"], "verbs": lesson},
-            {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
-            {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": lesson},
-            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
-            {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups"], "verbs": lesson},
-        ]})
-        out.append({"apiVersion": RBAC, "kind": "RoleBinding", "metadata": _meta("kailab-learner", labels, ns),
-                    "subjects": subject,
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kailab-learner"}})
+        out.append(
+            {
+                "apiVersion": RBAC,
+                "kind": "Role",
+                "metadata": _meta("kailab-learner", labels, ns),
+                "rules": [
+                    {"apiGroups": [""], "resources": ["pods", "events", "configmaps"], "verbs": lesson},
+                    {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "list", "watch"]},
+                    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
+                    {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": lesson},
+                    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
+                    {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups"], "verbs": lesson},
+                ],
+            }
+        )
+        out.append(
+            {
+                "apiVersion": RBAC,
+                "kind": "RoleBinding",
+                "metadata": _meta("kailab-learner", labels, ns),
+                "subjects": subject,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kailab-learner"},
+            }
+        )
     return out
 
 
@@ -142,7 +206,9 @@ def kubeconfig(learner: str, server: str, ca_data: str, token: str, cluster: str
     base64.b64decode(ca_data, validate=True)  # a CA that is not base64 is a bug here, not the learner's
     context = f"kailab-class-{learner}"
     return {
-        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": context,
         "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
         "users": [{"name": service_account(learner), "user": {"token": token}}],
         "contexts": [{"name": context, "context": {"cluster": cluster, "user": service_account(learner)}}],

@@ -50,14 +50,18 @@ def learner_of(path: Path) -> str:
     try:
         conf = yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise KailabError(f"No file {path}.", hint="Give the kubeconfig your instructor handed out (NAME.kubeconfig).") from None
+        raise KailabError(
+            f"No file {path}.", hint="Give the kubeconfig your instructor handed out (NAME.kubeconfig)."
+        ) from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise KailabError(f"{path} is not a kubeconfig kailab can read: {type(e).__name__}.") from None
     context = conf.get("current-context", "") if isinstance(conf, dict) else ""
-    learner = context[len(CONTEXT_PREFIX):] if isinstance(context, str) and context.startswith(CONTEXT_PREFIX) else ""
+    learner = context[len(CONTEXT_PREFIX) :] if isinstance(context, str) and context.startswith(CONTEXT_PREFIX) else ""
     if not learner:
-        raise KailabError(f"{path} is not a class credential (its context is {context or 'missing'}, not "
-                          f"{CONTEXT_PREFIX}NAME).", hint="Use the file kailab class up --out wrote for you.")
+        raise KailabError(
+            f"{path} is not a class credential (its context is {context or 'missing'}, not {CONTEXT_PREFIX}NAME).",
+            hint="Use the file kailab class up --out wrote for you.",
+        )
     return learner
 
 
@@ -67,8 +71,11 @@ def join(path: Path, home: Path) -> Joined:
     learner = learner_of(path)
     user = whoami(Kube(path), path)
     if user != credentials.username(learner):
-        raise KailabError(f"{path.name} says it is {learner}'s, but the cluster knows its token as {user}: it is "
-                          "not a credential of this class.", hint="Use the file kailab class up --out wrote for you.")
+        raise KailabError(
+            f"{path.name} says it is {learner}'s, but the cluster knows its token as {user}: it is "
+            "not a credential of this class.",
+            hint="Use the file kailab class up --out wrote for you.",
+        )
     labdir.claim(home)
     (home / FILE).write_text(json.dumps({"learner": learner, "kubeconfig": str(path)}, indent=1))
     return Joined(learner, path)
@@ -79,16 +86,22 @@ def whoami(kube: Kube, path: Path) -> str:
     its cluster does not answer."""
     try:
         review = client.AuthenticationV1Api(kube.api).create_self_subject_review(
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, _request_timeout=5)
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, _request_timeout=5
+        )
     except client.exceptions.ApiException as e:
         if e.status == 401:
-            raise KailabError(f"The class's cluster no longer accepts {path.name} (401): your class has ended or "
-                              "your credential was revoked.", hint="Ask your instructor for a new kubeconfig.") from None
+            raise KailabError(
+                f"The class's cluster no longer accepts {path.name} (401): your class has ended or "
+                "your credential was revoked.",
+                hint="Ask your instructor for a new kubeconfig.",
+            ) from None
         raise
     except Exception as e:  # connection refused, a name that does not resolve, a certificate for another server
-        raise KailabError(f"The cluster {kube.api.configuration.host} that {path.name} names does not answer "
-                          f"({type(e).__name__}): is this file for this class, on this network?",
-                          hint="Ask your instructor whether the class is up and which file is yours.") from None
+        raise KailabError(
+            f"The cluster {kube.api.configuration.host} that {path.name} names does not answer "
+            f"({type(e).__name__}): is this file for this class, on this network?",
+            hint="Ask your instructor whether the class is up and which file is yours.",
+        ) from None
     return review.status.user_info.username
 
 

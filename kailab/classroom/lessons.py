@@ -27,5 +27,7 @@ def run_lessons(klass: LocalClass, kube: Kube, learner: str, names: list[str], p
 
 def slice_line(learner: str) -> str:
     """The first line of every command a learner's run prints: whose slice it is."""
-    return (f"Learner {learner}: partition {NODEPOOL_LABEL}={learner}, nodes {learner}-kwok-*, "
-            f"queues and namespaces {learner}-*")
+    return (
+        f"Learner {learner}: partition {NODEPOOL_LABEL}={learner}, nodes {learner}-kwok-*, "
+        f"queues and namespaces {learner}-*"
+    )

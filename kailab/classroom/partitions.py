@@ -55,22 +55,29 @@ class LocalClass:
 
     def control(self, learner: str) -> LocalSchedulerControl:
         """The learner's scheduler: the lab's scheduler control, for their process and partition."""
-        return LocalSchedulerControl(self.rt, name=plan.scheduler_process(learner), partition=learner,
-                                     workdir=self.folder / "partitions" / learner)
+        return LocalSchedulerControl(
+            self.rt,
+            name=plan.scheduler_process(learner),
+            partition=learner,
+            workdir=self.folder / "partitions" / learner,
+        )
 
     def cluster(self, learner: str, kube: Kube) -> LiveCluster:
         """The engine's view of the learner's slice: their owner labels, nodes and scheduler."""
         self.known(learner)
         control = self.control(learner)
-        return LiveCluster(kube, control, owner=plan.owner(learner), metrics=control.metrics,
-                           node_selector=plan.node_selector(learner))
+        return LiveCluster(
+            kube, control, owner=plan.owner(learner), metrics=control.metrics, node_selector=plan.node_selector(learner)
+        )
 
     def known(self, learner: str) -> None:
         """Refuse a name that is not one of the class's learners."""
         if learner not in self.learners():
             names = ", ".join(self.learners()) or "none"
-            raise KailabError(f"No learner named {learner!r} in this lab's class (learners: {names}).",
-                              hint="Add them: kailab class up --learner NAME")
+            raise KailabError(
+                f"No learner named {learner!r} in this lab's class (learners: {names}).",
+                hint="Add them: kailab class up --learner NAME",
+            )
 
     # -- up and down -------------------------------------------------------------------------
 
@@ -81,40 +88,64 @@ class LocalClass:
         have = self.learners()
         new = [n for n in roster.names if n not in have]
         if len(have) + len(new) > MAX_LEARNERS:
-            raise RosterError(f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
-                              hint="Remove some first: kailab class down --learner NAME")
+            raise RosterError(
+                f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
+                hint="Remove some first: kailab class down --learner NAME",
+            )
         if available is None:
             available = psutil.virtual_memory().available
         if short := plan.memory_shortfall(len(new), available):
             fit = plan.partitions_that_fit(available)
-            raise RosterError(f"This machine cannot hold the class: {short}. Nothing was applied.",
-                              hint=(f"Add at most {fit} learner{'s' if fit != 1 else ''} now" if fit else
-                                    "Free memory first (stop other programs or labs)") +
-                              ", or hold the class on a machine with more memory.")
+            raise RosterError(
+                f"This machine cannot hold the class: {short}. Nothing was applied.",
+                hint=(
+                    f"Add at most {fit} learner{'s' if fit != 1 else ''} now"
+                    if fit
+                    else "Free memory first (stop other programs or labs)"
+                )
+                + ", or hold the class on a machine with more memory.",
+            )
         state = self.rt.state()
         if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
-            raise KailabError("A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
-                              hint="kailab down && kailab up, then kailab class up")
+            raise KailabError(
+                "A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
+                hint="kailab down && kailab up, then kailab class up",
+            )
         if new:
             selector = f"{NODEPOOL_LABEL} in ({','.join(new)})"
-            taken = sorted({f"{n.metadata.name} ({NODEPOOL_LABEL}={n.metadata.labels.get(NODEPOOL_LABEL)})"
-                            for n in kube.core.list_node(label_selector=selector).items
-                            if (n.metadata.labels or {}).get(LEARNER_LABEL) != n.metadata.labels.get(NODEPOOL_LABEL)})
+            taken = sorted(
+                {
+                    f"{n.metadata.name} ({NODEPOOL_LABEL}={n.metadata.labels.get(NODEPOOL_LABEL)})"
+                    for n in kube.core.list_node(label_selector=selector).items
+                    if (n.metadata.labels or {}).get(LEARNER_LABEL) != n.metadata.labels.get(NODEPOOL_LABEL)
+                }
+            )
             if taken:
-                raise RosterError(f"Nodes kailab did not make for this class are already in these partitions: "
-                                  f"{', '.join(taken)}. Nothing was applied.",
-                                  hint="Give those learners other names.")
+                raise RosterError(
+                    f"Nodes kailab did not make for this class are already in these partitions: "
+                    f"{', '.join(taken)}. Nothing was applied.",
+                    hint="Give those learners other names.",
+                )
         return new
 
-    def up(self, kube: Kube, roster: Roster, fleet: Fleet, progress: Progress, out: Path | None = None,
-           available: int | None = None) -> list[str]:
+    def up(
+        self,
+        kube: Kube,
+        roster: Roster,
+        fleet: Fleet,
+        progress: Progress,
+        out: Path | None = None,
+        available: int | None = None,
+    ) -> list[str]:
         """Add the roster's new learners: their fleet, then their scheduler; with ``out``, write every learner's
         kubeconfig there (classroom.access). Returns the learners added."""
         new = self.check(kube, roster, available)
         done = self.learners()
         for learner in new:
-            with progress.step(f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a scheduler "
-                               f"for partition {NODEPOOL_LABEL}={learner}"):
+            with progress.step(
+                f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a scheduler "
+                f"for partition {NODEPOOL_LABEL}={learner}"
+            ):
                 self._write(done + [learner])  # first: a failure half-way is still removed by class down
                 self.make(kube, fleet, learner)
                 done.append(learner)
@@ -125,8 +156,13 @@ class LocalClass:
 
     def make(self, kube: Kube, fleet: Fleet, learner: str) -> None:
         """A partition: the learner's fleet (labelled with their node pool), then their scheduler."""
-        create_fleet(kube, fleet, timeout=60, nodes=plan.nodes(fleet, learner),
-                     logs_hint="Is the KWOK controller running? See: kailab status")
+        create_fleet(
+            kube,
+            fleet,
+            timeout=60,
+            nodes=plan.nodes(fleet, learner),
+            logs_hint="Is the KWOK controller running? See: kailab status",
+        )
         self.control(learner).start()
 
     def remove(self, kube: Kube, learner: str, wait: bool = True) -> None:
@@ -143,8 +179,10 @@ class LocalClass:
             learners = have
         unknown = [n for n in learners if n not in have]
         if unknown:
-            raise KailabError(f"No learner named {', '.join(unknown)} in this lab's class.",
-                              hint=f"Learners: {', '.join(have) or 'none'}.")
+            raise KailabError(
+                f"No learner named {', '.join(unknown)} in this lab's class.",
+                hint=f"Learners: {', '.join(have) or 'none'}.",
+            )
         for learner in learners:
             with progress.step(f"Removing learner {learner}: credential, scheduler, namespaces, queues and nodes"):
                 access.revoke(kube, learner)
@@ -170,8 +208,10 @@ def remove_learner(kube: Kube, learner: str, timeout: float = 120, wait: bool = 
     kube.core.delete_collection_node(label_selector=f"{plan.node_selector(learner)},{selector}")
     # Gone, not only going: a class up right after (the same learner again) would find them terminating.
     if wait and not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, timeout):
-        raise KailabError(f"{learner}'s namespaces were not deleted within {timeout:.0f}s.",
-                          hint=f"See what is left: kubectl get namespaces -l {selector}")
+        raise KailabError(
+            f"{learner}'s namespaces were not deleted within {timeout:.0f}s.",
+            hint=f"See what is left: kubectl get namespaces -l {selector}",
+        )
 
 
 def wait_until_gone(listing, timeout: float) -> bool:
@@ -182,4 +222,3 @@ def wait_until_gone(listing, timeout: float) -> bool:
             return False
         time.sleep(0.5)
     return True
-

@@ -17,8 +17,8 @@ from kailab.fleet import Fleet, node_objects
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import NodeStep, Wait
 from kailab.scenarios.prefix import prefixed
+from kailab.scenarios.schema import NodeStep, Wait
 
 LAB_ID_PREFIX = "class-"
 
@@ -36,14 +36,16 @@ def partitions_that_fit(available: int) -> int:
 
 
 def memory_shortfall(adding: int, available: int) -> str:
-    """"" when ``adding`` partitions fit in ``available`` bytes; else the figures, in words."""
+    """ "" when ``adding`` partitions fit in ``available`` bytes; else the figures, in words."""
     if adding <= partitions_that_fit(available):
         return ""
     need = adding * MEMORY_PER_PARTITION + MEMORY_RESERVE
-    return (f"{adding} learner{'s' if adding != 1 else ''} need about {need / GIB:.1f} GiB of memory "
-            f"({MEMORY_PER_PARTITION / GIB:.2f} GiB each, measured by bench/class.py, and "
-            f"{MEMORY_RESERVE / GIB:.1f} GiB kept free); this machine has {available / GIB:.1f} GiB available, "
-            f"enough for {partitions_that_fit(available)}")
+    return (
+        f"{adding} learner{'s' if adding != 1 else ''} need about {need / GIB:.1f} GiB of memory "
+        f"({MEMORY_PER_PARTITION / GIB:.2f} GiB each, measured by bench/class.py, and "
+        f"{MEMORY_RESERVE / GIB:.1f} GiB kept free); this machine has {available / GIB:.1f} GiB available, "
+        f"enough for {partitions_that_fit(available)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,9 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         if isinstance(s, NodeStep):
             return dataclasses.replace(s, node=node(s.node))
         if isinstance(s, Wait):
-            return dataclasses.replace(s, expectations=tuple(
-                dataclasses.replace(e, node=node(e.node)) for e in s.expectations))
+            return dataclasses.replace(
+                s, expectations=tuple(dataclasses.replace(e, node=node(e.node)) for e in s.expectations)
+            )
         return s
 
     return dataclasses.replace(

@@ -8,7 +8,7 @@ their owner labels and ``kailab.io/lesson-record``; the verdict is kept whole (J
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kailab.checks import Verdict
 from kailab.classroom import plan
@@ -22,22 +22,31 @@ MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!")  # what makes markup inside a line (a 
 
 def record_object(learner: str, verdict: Verdict, prediction: str = "") -> dict:
     labels = {**plan.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: verdict.scenario}
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": NAME, "namespace": verdict.namespace, "labels": labels},
-            "data": {"lesson": verdict.scenario, "outcome": verdict.outcome, "started": verdict.started,
-                     "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     "seconds": f"{verdict.seconds:.1f}", "prediction": prediction,
-                     "verdict": json.dumps(verdict.to_dict())}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": NAME, "namespace": verdict.namespace, "labels": labels},
+        "data": {
+            "lesson": verdict.scenario,
+            "outcome": verdict.outcome,
+            "started": verdict.started,
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "seconds": f"{verdict.seconds:.1f}",
+            "prediction": prediction,
+            "verdict": json.dumps(verdict.to_dict()),
+        },
+    }
 
 
 def class_status(kube: Kube, learners: list[str], now: datetime | None = None) -> dict:
     """Learners × lessons (outcome, when, prediction) and who is stuck (a pod Pending for minutes, KAI's reason)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     out = {}
     for learner in learners:
         lessons = {}
         for cm in kube.core.list_config_map_for_all_namespaces(
-                label_selector=f"{LEARNER_LABEL}={learner},{RECORD_LABEL}").items:
+            label_selector=f"{LEARNER_LABEL}={learner},{RECORD_LABEL}"
+        ).items:
             d = cm.data or {}
             lessons[d.get("lesson", "?")] = {k: d.get(k, "") for k in ("outcome", "finished", "seconds", "prediction")}
         stuck = []
@@ -47,8 +56,13 @@ def class_status(kube: Kube, learners: list[str], now: datetime | None = None) -
                 if age < STUCK_SECONDS:
                     continue
                 cond = next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
-                stuck.append({"pod": f"{ns.metadata.name}/{pod.metadata.name}", "pending_seconds": int(age),
-                              "reason": (cond.message or cond.reason or "") if cond else "not looked at by a scheduler yet"})
+                stuck.append(
+                    {
+                        "pod": f"{ns.metadata.name}/{pod.metadata.name}",
+                        "pending_seconds": int(age),
+                        "reason": (cond.message or cond.reason or "") if cond else "not looked at by a scheduler yet",
+                    }
+                )
         out[learner] = {"lessons": lessons, "stuck": stuck}
     return out
 
@@ -59,21 +73,44 @@ def markdown(report: dict, lessons: list[str]) -> str:
     Every name and text comes from the cluster and is data: Markdown's special characters are escaped and line
     breaks folded, so a prediction is shown as typed, never read as markup.
     """
+
     def cell(text: str) -> str:
         return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in " ".join(str(text).split()))
 
     learners = sorted(report)
-    out = ["# Class report", "", f"{len(learners)} learners, {len(lessons)} lessons.", "",
-           "| learner | " + " | ".join(map(cell, lessons)) + " |", "|---" * (len(lessons) + 1) + "|"]
+    out = [
+        "# Class report",
+        "",
+        f"{len(learners)} learners, {len(lessons)} lessons.",
+        "",
+        "| learner | " + " | ".join(map(cell, lessons)) + " |",
+        "|---" * (len(lessons) + 1) + "|",
+    ]
     for name in learners:
         row = report[name]["lessons"]
-        out.append(f"| {cell(name)} | " + " | ".join(
-            cell(f"{row[n]['outcome']} {row[n]['finished']}") if n in row else "–" for n in lessons) + " |")
-    predictions = [(name, n, r) for name in learners for n, r in sorted(report[name]["lessons"].items()) if r.get("prediction")]
+        out.append(
+            f"| {cell(name)} | "
+            + " | ".join(cell(f"{row[n]['outcome']} {row[n]['finished']}") if n in row else "–" for n in lessons)
+            + " |"
+        )
+    predictions = [
+        (name, n, r) for name in learners for n, r in sorted(report[name]["lessons"].items()) if r.get("prediction")
+    ]
     if predictions:
-        out += ["", "## Predictions and outcomes", "", "| learner | lesson | prediction | outcome |", "|---|---|---|---|"]
-        out += [f"| {cell(name)} | {cell(n)} | {cell(r['prediction'])} | {cell(r['outcome'])} |" for name, n, r in predictions]
+        out += [
+            "",
+            "## Predictions and outcomes",
+            "",
+            "| learner | lesson | prediction | outcome |",
+            "|---|---|---|---|",
+        ]
+        out += [
+            f"| {cell(name)} | {cell(n)} | {cell(r['prediction'])} | {cell(r['outcome'])} |"
+            for name, n, r in predictions
+        ]
     stuck = [(name, s) for name in learners for s in report[name]["stuck"]]
     out += ["", "## Stuck", ""]
-    out += [f"- {cell(name)}: {cell(s['pod'])} Pending {s['pending_seconds']} s — {cell(s['reason'])}" for name, s in stuck] or ["Nobody."]
+    out += [
+        f"- {cell(name)}: {cell(s['pod'])} Pending {s['pending_seconds']} s — {cell(s['reason'])}" for name, s in stuck
+    ] or ["Nobody."]
     return "\n".join(out) + "\n"

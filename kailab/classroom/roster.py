@@ -49,8 +49,10 @@ def from_file(path: Path) -> Roster:
     """A roster file: one learner name a line; blank lines and ``#`` comments are skipped. Errors name file:line."""
     try:
         if path.stat().st_size > MAX_ROSTER_BYTES:
-            raise RosterError(f"{path} is larger than a roster ({MAX_ROSTER_BYTES // 1024} KiB at most).",
-                              hint="A roster has one learner name a line.")
+            raise RosterError(
+                f"{path} is larger than a roster ({MAX_ROSTER_BYTES // 1024} KiB at most).",
+                hint="A roster has one learner name a line.",
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RosterError(f"No roster file {path}.", hint="Give a file with one learner name a line.") from None
@@ -68,12 +70,16 @@ def from_file(path: Path) -> Roster:
 
 def _check_count(count: int) -> None:
     if count < 1:
-        raise RosterError(f"A class needs at least one learner, not {count}.",
-                          hint="Give --learners N, --learner NAME (repeated) or --roster FILE.")
+        raise RosterError(
+            f"A class needs at least one learner, not {count}.",
+            hint="Give --learners N, --learner NAME (repeated) or --roster FILE.",
+        )
     if count > MAX_LEARNERS:
-        raise RosterError(f"{count} learners is more than one lab holds: at most {MAX_LEARNERS} "
-                          "(each has a scheduler process and a 5-node fleet of their own).",
-                          hint="Split the class over several machines.")
+        raise RosterError(
+            f"{count} learners is more than one lab holds: at most {MAX_LEARNERS} "
+            "(each has a scheduler process and a 5-node fleet of their own).",
+            hint="Split the class over several machines.",
+        )
 
 
 def check_names(names: list[str], lines: list[str] | None = None, where: str = "") -> None:
@@ -83,19 +89,27 @@ def check_names(names: list[str], lines: list[str] | None = None, where: str = "
         raise RosterError(f"The roster {where} names no learner.", hint="Write one learner name a line.")
     _check_count(len(names))
     seen: dict[str, str] = {}
-    for name, at in zip(names, lines):
+    for name, at in zip(names, lines, strict=True):
         try:
             check_prefix(name)
         except ValueError:
-            raise RosterError(f"{at}: {name!r} cannot be a learner's name: use 1 to {MAX_PREFIX} lower-case letters, "
-                              "digits and '-', starting and ending with a letter or digit (it goes in front of "
-                              "their queue, namespace and node names).", hint="For example: ann, team-3.") from None
+            raise RosterError(
+                f"{at}: {name!r} cannot be a learner's name: use 1 to {MAX_PREFIX} lower-case letters, "
+                "digits and '-', starting and ending with a letter or digit (it goes in front of "
+                "their queue, namespace and node names).",
+                hint="For example: ann, team-3.",
+            ) from None
         if name in seen:
-            raise RosterError(f"{at}: {name!r} is named twice (first at {seen[name]}).",
-                              hint="Give each learner one name of their own.")
+            raise RosterError(
+                f"{at}: {name!r} is named twice (first at {seen[name]}).",
+                hint="Give each learner one name of their own.",
+            )
         seen[name] = at
-    for name, at in zip(names, lines):
+    for name, at in zip(names, lines, strict=True):
         for other in seen:
             if other != name and other.startswith(name + "-"):
-                raise RosterError(f"{seen[other]}: {other!r} starts with {name!r} and a '-' ({at}): their names "
-                                  "would overlap once prefixed.", hint=f"Rename one of them (for example {name}-1).")
+                raise RosterError(
+                    f"{seen[other]}: {other!r} starts with {name!r} and a '-' ({at}): their names "
+                    "would overlap once prefixed.",
+                    hint=f"Rename one of them (for example {name}-1).",
+                )

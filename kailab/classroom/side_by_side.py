@@ -18,7 +18,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kailab.checks import Verdict
 from kailab.classroom import plan
@@ -27,8 +27,8 @@ from kailab.classroom.roster import Roster
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
 from kailab.kube import Kube
-from kailab.ownership import Owner
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LAB_ID_LABEL, NODEPOOL_LABEL
+from kailab.ownership import Owner
 from kailab.paths import EXERCISES
 from kailab.progress import Progress
 from kailab.scenarios.engine import Engine
@@ -65,8 +65,15 @@ def unavailable(runtime, with_prefix: str = "") -> str:
 class SideBySide:
     """A run of lessons, ``at_once`` at a time, each in a partition made for it and removed after it."""
 
-    def __init__(self, runtime, fleet: Fleet, connect: Callable[[], Kube], progress: Progress, at_once: int,
-                 own: Callable[[Kube], LiveCluster] | None = None):
+    def __init__(
+        self,
+        runtime,
+        fleet: Fleet,
+        connect: Callable[[], Kube],
+        progress: Progress,
+        at_once: int,
+        own: Callable[[Kube], LiveCluster] | None = None,
+    ):
         self.own = own  # the lab's own partition, for the lessons without KAI
         self.parts = LocalClass(runtime, state=STATE)
         self.klass = LocalClass(runtime)
@@ -85,9 +92,11 @@ class SideBySide:
         wanted = [partition(n) for n in names]
         Roster(tuple(wanted))  # names a partition can have
         if clash := sorted(set(wanted) & set(self.klass.learners())):
-            raise KailabError(f"This lab's class has learners named {', '.join(clash)}; running lessons side by side "
-                              "needs those partition names. Nothing was applied.",
-                              hint="Run one after another: kailab demo all --parallel 1")
+            raise KailabError(
+                f"This lab's class has learners named {', '.join(clash)}; running lessons side by side "
+                "needs those partition names. Nothing was applied.",
+                hint="Run one after another: kailab demo all --parallel 1",
+            )
         if left := self.parts.learners():
             with self.progress.step(f"Removing the partitions a stopped demo left: {', '.join(left)}"):
                 for p in left:
@@ -95,14 +104,20 @@ class SideBySide:
                 self.parts._write([])
         selector = f"{LAB_ID_LABEL} in ({','.join(plan.owner(p).lab_id for p in wanted)})"
         if not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, 120):
-            raise KailabError("The namespaces of the last run's partitions were not deleted within 120s.",
-                              hint=f"See what is left: kubectl get namespaces -l '{selector}'")
-        taken = sorted(n.metadata.name for n in kube.core.list_node(
-            label_selector=f"{NODEPOOL_LABEL} in ({','.join(wanted)})").items)
+            raise KailabError(
+                "The namespaces of the last run's partitions were not deleted within 120s.",
+                hint=f"See what is left: kubectl get namespaces -l '{selector}'",
+            )
+        taken = sorted(
+            n.metadata.name
+            for n in kube.core.list_node(label_selector=f"{NODEPOOL_LABEL} in ({','.join(wanted)})").items
+        )
         if taken:
-            raise KailabError(f"Nodes kailab did not make for this run are in its partitions already: "
-                              f"{', '.join(taken[:5])}{' …' if len(taken) > 5 else ''}. Nothing was applied.",
-                              hint="Run one after another: kailab demo all --parallel 1")
+            raise KailabError(
+                f"Nodes kailab did not make for this run are in its partitions already: "
+                f"{', '.join(taken[:5])}{' …' if len(taken) > 5 else ''}. Nothing was applied.",
+                hint="Run one after another: kailab demo all --parallel 1",
+            )
 
     def run(self, names: list[str]) -> list[Verdict]:
         """Every lesson's verdict, in the order given; every partition removed before returning or raising."""
@@ -123,14 +138,18 @@ class SideBySide:
         try:
             for n in rest:  # another's queue of the same name: refused before anything is made
                 Engine(self.parts.cluster(partition(n), kube), Progress(quiet=True)).refuse_foreign([scenarios[n]])
-            self.progress.info(f"Running {len(rest)} lessons side by side, {min(self.at_once, len(rest))} at a time, "
-                               f"each in a partition of its own ({NODEPOOL_LABEL}={PREFIX}<lesson>: "
-                               f"{self.fleet.node_count} nodes, a KAI scheduler), removed after it.")
+            self.progress.info(
+                f"Running {len(rest)} lessons side by side, {min(self.at_once, len(rest))} at a time, "
+                f"each in a partition of its own ({NODEPOOL_LABEL}={PREFIX}<lesson>: "
+                f"{self.fleet.node_count} nodes, a KAI scheduler), removed after it."
+            )
             todo: queue.Queue[str] = queue.Queue()
             for n in rest:
                 todo.put(n)
-            self.workers = [threading.Thread(target=self._work, args=(todo, scenarios, results, errors), daemon=True)
-                            for _ in range(min(self.at_once, len(rest)))]
+            self.workers = [
+                threading.Thread(target=self._work, args=(todo, scenarios, results, errors), daemon=True)
+                for _ in range(min(self.at_once, len(rest)))
+            ]
             for w in self.workers:
                 w.start()
             for w in self.workers:
@@ -142,6 +161,7 @@ class SideBySide:
         if errors:
             raise errors[0]
         for n in alone:
+            assert self.own is not None  # alone is empty without it
             start = time.monotonic()
             results[n] = Engine(self.own(kube), Progress(quiet=True)).run(load_scenario(EXERCISES / f"{n}.yaml"))
             self._line(results[n], "the lab's own", time.monotonic() - start)
@@ -181,8 +201,9 @@ class SideBySide:
         mark, colour = ("✓", "green") if verdict.ok else ("✗", "red")
         where = part if part.startswith(PREFIX) else part + " partition"
         with self.state_lock:  # one line at a time
-            self.progress.info(f"{mark} {verdict.scenario} {verdict.outcome} ({seconds:.1f}s, in {where})",
-                               style=colour)
+            self.progress.info(
+                f"{mark} {verdict.scenario} {verdict.outcome} ({seconds:.1f}s, in {where})", style=colour
+            )
 
     def _remove_all(self, kube: Kube) -> None:
         """Remove every partition of the run that is left (after Ctrl-C or a failure): schedulers first, so

@@ -48,7 +48,8 @@ def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
     """
     if requested != "auto":
         return get_runtime(requested), f"--runtime {requested}"
-    names, reasons = [n for n in runtime_names() if _REGISTRY[n].makes_cluster], []
+    names = [n for n in runtime_names() if _REGISTRY[n].makes_cluster]
+    reasons: list[str] = []
     for name in names:
         ok, why = _REGISTRY[name].available()
         if ok:
@@ -64,11 +65,19 @@ def check_options(cls: type[Runtime], options: UpOptions) -> None:
     if extra:
         _load_builtin()
         takers = {o: [n for n in runtime_names() if o in _REGISTRY[n].takes] for o in extra}
-        hint = f"Leave it out, or choose the runtime that takes it: kailab up --runtime {takers[extra[0]][0]}" \
-            if takers[extra[0]] else "Leave it out."
+        hint = (
+            f"Leave it out, or choose the runtime that takes it: kailab up --runtime {takers[extra[0]][0]}"
+            if takers[extra[0]]
+            else "Leave it out."
+        )
         if "retain" in extra and cls.after_failed_up:
             hint = f"The {cls.name} runtime {cls.after_failed_up}; leave out --retain."
         raise KailabError(
-            "; ".join(f"{UpOptions.FLAGS[o]} is for the {' or '.join(takers[o]) or 'no'} runtime, "
-                      f"not the {cls.name} runtime" for o in extra) + ".", hint=hint)
+            "; ".join(
+                f"{UpOptions.FLAGS[o]} is for the {' or '.join(takers[o]) or 'no'} runtime, not the {cls.name} runtime"
+                for o in extra
+            )
+            + ".",
+            hint=hint,
+        )
     cls.check_options(options)

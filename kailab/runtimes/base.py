@@ -6,9 +6,9 @@ This module imports no runtime: the runtimes import it, and the registry (``kail
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
@@ -32,12 +32,21 @@ class UpOptions:
     prefix: str | None = None  # existing runtime: put NAME- in front of the lab's queues and namespaces
 
     # option → how the command line spells it, for "… is for the local runtime"
-    FLAGS = {"with_kai": "--no-kai", "apiserver_port": "--apiserver-port", "kubeconfig": "--kubeconfig",
-             "context": "--context", "kwok": "--kwok", "prefix": "--prefix", "retain": "--retain"}
+    FLAGS = {
+        "with_kai": "--no-kai",
+        "apiserver_port": "--apiserver-port",
+        "kubeconfig": "--kubeconfig",
+        "context": "--context",
+        "kwok": "--kwok",
+        "prefix": "--prefix",
+        "retain": "--retain",
+    }
 
     def given(self) -> set[str]:
         """The runtime-specific options that differ from their defaults."""
-        out = {name for name in ("apiserver_port", "kubeconfig", "context", "prefix") if getattr(self, name) is not None}
+        out = {
+            name for name in ("apiserver_port", "kubeconfig", "context", "prefix") if getattr(self, name) is not None
+        }
         if not self.with_kai:
             out.add("with_kai")
         for flag in ("kwok", "retain"):
@@ -59,8 +68,6 @@ class LabInfo:
     kubeconfig: Path
     components: list[ComponentHealth] = field(default_factory=list)
     summary: str = ""  # what `kailab up` says the lab is, when the runtime says it itself
-
-
 
 
 class SchedulerControl(ABC):
@@ -102,7 +109,8 @@ class Runtime(ABC):
     makes_cluster: bool = True  # False: it adopts a cluster kailab did not make (never chosen by --runtime auto)
     after_failed_up: str = ""  # what a failed `up` leaves, said when --retain is refused (a runtime that takes it: "")
 
-    @classmethod
+    # A hook, empty on purpose: a runtime overrides it when it refuses more (B027 asks for abstract or a body).
+    @classmethod  # noqa: B027
     def check_options(cls, options: UpOptions) -> None:
         """Refuse, before anything starts, a combination of options this runtime cannot do (beyond ``takes``,
         which :func:`kailab.runtimes.check_options` checks for every runtime)."""
@@ -119,8 +127,10 @@ class Runtime(ABC):
         """The lab when it already runs with every component healthy (``up`` then has nothing to do), else None."""
         info = self.info()
         if info and info.components and all(c.healthy for c in info.components):
-            progress.info(f"✓ The lab is already running ({self.name} runtime); nothing to do. "
-                          f"Kubeconfig: {self.kubeconfig()}", style="green")
+            progress.info(
+                f"✓ The lab is already running ({self.name} runtime); nothing to do. Kubeconfig: {self.kubeconfig()}",
+                style="green",
+            )
             return info
         return None
 
@@ -174,4 +184,3 @@ class Runtime(ABC):
         """What ``up`` found before changing anything (kailab.preflight.Finding rows); none for a runtime that
         makes its own cluster."""
         return []
-

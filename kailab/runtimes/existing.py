@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 import secrets
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TypeVar
 
 import yaml
 from kubernetes import client, config
@@ -63,7 +65,9 @@ def kwok_plan(fleet: Fleet) -> list[KwokStep]:
     return [
         KwokStep(f"Installing KWOK {versions.KWOK_VERSION} (its release manifest)", f"{KWOK_RELEASE}/kwok.yaml"),
         KwokStep("Applying kailab's KWOK stages (no instant pod-complete)", str(STAGES), wait_controller=True),
-        KwokStep(f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}", FLEET),
+        KwokStep(
+            f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}", FLEET
+        ),
     ]
 
 
@@ -77,7 +81,12 @@ def manifest_objects(text: str, owner: Owner) -> list[dict]:
 def ref(obj: dict) -> dict:
     """What ``lab.json`` keeps of an applied object, so ``down`` can find it: apiVersion, kind, name, namespace."""
     meta = obj["metadata"]
-    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "namespace": meta.get("namespace")}
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": meta["name"],
+        "namespace": meta.get("namespace"),
+    }
 
 
 def download(url: str) -> str:
@@ -86,24 +95,29 @@ def download(url: str) -> str:
         with urllib.request.urlopen(url, timeout=60) as r:
             return r.read().decode()
     except OSError as e:
-        raise KailabError(f"Cannot download {url}: {e}.",
-                          hint="--kwok needs this machine to reach github.com (or leave out --kwok).") from e
+        raise KailabError(
+            f"Cannot download {url}: {e}.", hint="--kwok needs this machine to reach github.com (or leave out --kwok)."
+        ) from e
 
 
 def default_kubeconfig() -> Path:
     """The kubeconfig kubectl would use: ``$KUBECONFIG`` (one file) or ``~/.kube/config``."""
     env = os.environ.get("KUBECONFIG", "")
     if os.pathsep in env:
-        raise KailabError("KUBECONFIG names several files; kailab adopts a cluster from one.",
-                          hint="Name it: kailab up --runtime existing --kubeconfig PATH [--context NAME]")
+        raise KailabError(
+            "KUBECONFIG names several files; kailab adopts a cluster from one.",
+            hint="Name it: kailab up --runtime existing --kubeconfig PATH [--context NAME]",
+        )
     return Path(env or "~/.kube/config").expanduser()
 
 
 def connect(path: Path, context: str | None) -> Kube:
     """A client for the kubeconfig's context; a clear error when the file or the context is not there."""
     if not path.exists():
-        raise KailabError(f"The kubeconfig {path} does not exist.",
-                          hint="Name the cluster's kubeconfig: kailab up --runtime existing --kubeconfig PATH")
+        raise KailabError(
+            f"The kubeconfig {path} does not exist.",
+            hint="Name the cluster's kubeconfig: kailab up --runtime existing --kubeconfig PATH",
+        )
     try:
         kube = Kube(path, context=context)
     except config.ConfigException as e:
@@ -111,15 +125,22 @@ def connect(path: Path, context: str | None) -> Kube:
             names = ", ".join(c["name"] for c in config.list_kube_config_contexts(config_file=str(path))[0])
         except Exception:
             names = "none readable"
-        raise KailabError(f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {e}.",
-                          hint=f"Its contexts: {names}. Choose one with --context NAME.") from e
+        raise KailabError(
+            f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {e}.",
+            hint=f"Its contexts: {names}. Choose one with --context NAME.",
+        ) from e
     if why := kube.probe():  # one bounded try: a server that never answers is said in seconds
-        raise KailabError(f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {why}.",
-                          hint="Check it with: kubectl --kubeconfig PATH get nodes")
+        raise KailabError(
+            f"Cannot use the kubeconfig {path}{f' with context {context}' if context else ''}: {why}.",
+            hint="Check it with: kubectl --kubeconfig PATH get nodes",
+        )
     return kube
 
 
-def _exists(call: Callable[[], object]) -> object | None:
+T = TypeVar("T")
+
+
+def _exists(call: Callable[[], T]) -> T | None:
     """The API's answer, or None when it says 404."""
     try:
         return call()
@@ -131,15 +152,21 @@ def _exists(call: Callable[[], object]) -> object | None:
 
 def find_scheduler(kube: Kube) -> SchedulerDeployment | None:
     """KAI's scheduler Deployment (the operator's ``kai-scheduler-default``), in whatever namespace KAI is."""
-    items = kube.apps.list_deployment_for_all_namespaces(field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}",
-                                                        _request_timeout=10).items
+    items = kube.apps.list_deployment_for_all_namespaces(
+        field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=10
+    ).items
     if not items:
         return None
     d = items[0]
     containers = d.spec.template.spec.containers or []
     wanted = d.spec.replicas if d.spec.replicas is not None else 1
-    return SchedulerDeployment(d.metadata.namespace, d.metadata.name, containers[0].image if containers else "",
-                               (d.status.ready_replicas if d.status else 0) or 0, wanted)
+    return SchedulerDeployment(
+        d.metadata.namespace,
+        d.metadata.name,
+        containers[0].image if containers else "",
+        (d.status.ready_replicas if d.status else 0) or 0,
+        wanted,
+    )
 
 
 def gpu_sharing(kube: Kube) -> bool | None:
@@ -172,8 +199,10 @@ def _labels(obj) -> dict[str, str] | None:
 def kwok_state(kube: Kube, owner: Owner) -> str:
     """Is KWOK here? "absent", "ours" (every part found is this lab's) or "foreign"."""
     ext = client.ApiextensionsV1Api(kube.api)
-    found = [_labels(_exists(lambda: ext.read_custom_resource_definition(STAGES_CRD))),
-             _labels(_exists(lambda: kube.apps.read_namespaced_deployment(KWOK_CONTROLLER[1], KWOK_CONTROLLER[0])))]
+    found = [
+        _labels(_exists(lambda: ext.read_custom_resource_definition(STAGES_CRD))),
+        _labels(_exists(lambda: kube.apps.read_namespaced_deployment(KWOK_CONTROLLER[1], KWOK_CONTROLLER[0]))),
+    ]
     found = [f for f in found if f is not None]
     return "absent" if not found else "ours" if all(owner.owns(f) for f in found) else "foreign"
 
@@ -196,20 +225,41 @@ def read_facts(kube: Kube, owner: Owner, fleet: Fleet | None) -> Facts:
         return default
 
     ext = client.ApiextensionsV1Api(kube.api)
-    crds = frozenset(c for c in KAI_CRDS
-                     if read(f"CRD {c}", lambda c=c: _exists(lambda: ext.read_custom_resource_definition(c)), None))
+
+    def crd(name: str) -> object | None:
+        return _exists(lambda: ext.read_custom_resource_definition(name))
+
+    crds = frozenset(c for c in KAI_CRDS if read(f"CRD {c}", partial(crd, c), None))
     nodes = read("nodes", lambda: kube.core.list_node(_request_timeout=10).items, [])
     gpu_nodes = tuple((n.metadata.name, _gpus(n)) for n in nodes)
-    bound = read("pods", lambda: kube.core.list_pod_for_all_namespaces(
-        field_selector=f"spec.schedulerName={KAI_SCHEDULER_NAME},spec.nodeName!=", limit=500, _request_timeout=10).items, [])
-    facts = dict(server=server, crds=crds, scheduler=read("Deployments", lambda: find_scheduler(kube), None),
-                 kai_bound_pods=len(bound), gpu_nodes=tuple((n, g) for n, g in gpu_nodes if g > 0),
-                 gpu_sharing=read("KAI's Config", lambda: gpu_sharing(kube), None))
+    bound = read(
+        "pods",
+        lambda: (
+            kube.core.list_pod_for_all_namespaces(
+                field_selector=f"spec.schedulerName={KAI_SCHEDULER_NAME},spec.nodeName!=",
+                limit=500,
+                _request_timeout=10,
+            ).items
+        ),
+        [],
+    )
+    facts = dict(
+        server=server,
+        crds=crds,
+        scheduler=read("Deployments", lambda: find_scheduler(kube), None),
+        kai_bound_pods=len(bound),
+        gpu_nodes=tuple((n, g) for n, g in gpu_nodes if g > 0),
+        gpu_sharing=read("KAI's Config", lambda: gpu_sharing(kube), None),
+    )
     if fleet is not None:
         others = {n.metadata.name for n in nodes if not owner.owns(n.metadata.labels)}
         taken = tuple(o["metadata"]["name"] for o in node_objects(fleet) if o["metadata"]["name"] in others)
-        facts.update(kwok=read("KWOK", lambda: kwok_state(kube, owner), "foreign"), fleet_gpus=fleet.total_gpus,
-                     fleet_nodes=fleet.node_count, taken_nodes=taken)
+        facts.update(
+            kwok=read("KWOK", lambda: kwok_state(kube, owner), "foreign"),
+            fleet_gpus=fleet.total_gpus,
+            fleet_nodes=fleet.node_count,
+            taken_nodes=taken,
+        )
     return Facts(**facts, unread=unread)
 
 
@@ -217,7 +267,7 @@ def leaves_first(queues: list[dict]) -> list[str]:
     """Queue names ordered so that each comes before its parent (a parent is deleted after its children)."""
     parent = {q["metadata"]["name"]: (q.get("spec") or {}).get("parentQueue") for q in queues}
 
-    def depth(name: str) -> int:
+    def depth(name: str | None) -> int:
         seen, d = {name}, 0
         while (name := parent.get(name)) in parent and name not in seen:
             seen.add(name)
@@ -248,8 +298,10 @@ class ExistingRuntime(Runtime):
     @classmethod
     def check_options(cls, options: UpOptions) -> None:
         if options.fleet_given and not options.kwok:
-            raise KailabError("--fleet and --pool shape kailab's fake fleet, which an adopted cluster has only with --kwok.",
-                              hint="Add --kwok, or leave them out to use the cluster's own nodes.")
+            raise KailabError(
+                "--fleet and --pool shape kailab's fake fleet, which an adopted cluster has only with --kwok.",
+                hint="Add --kwok, or leave them out to use the cluster's own nodes.",
+            )
 
     def kubeconfig(self) -> Path:
         state = self.state()
@@ -258,14 +310,21 @@ class ExistingRuntime(Runtime):
     def kube(self) -> Kube:
         state = self.state()
         if state is None:
-            raise KailabError("No cluster is adopted.", hint="Adopt one: kailab up --runtime existing --kubeconfig PATH")
+            raise KailabError(
+                "No cluster is adopted.", hint="Adopt one: kailab up --runtime existing --kubeconfig PATH"
+            )
         return connect(Path(state.kubeconfig), state.context or None)
 
     def _target(self, options: UpOptions) -> tuple[Path, str | None]:
         """The kubeconfig (absolute, as given) and context to adopt: the options', else the adopted lab's."""
         state = self.state()
-        path = Path(options.kubeconfig).expanduser().absolute() if options.kubeconfig else \
-            Path(state.kubeconfig) if state else default_kubeconfig().absolute()
+        path = (
+            Path(options.kubeconfig).expanduser().absolute()
+            if options.kubeconfig
+            else Path(state.kubeconfig)
+            if state
+            else default_kubeconfig().absolute()
+        )
         return path, options.context if options.context is not None else (state.context or None) if state else None
 
     def _owner(self) -> Owner:
@@ -285,14 +344,23 @@ class ExistingRuntime(Runtime):
         with progress.step("Checking the cluster before adopting it"):
             facts = read_facts(kube, owner, options.fleet if options.kwok else None)
             if problems := blocking(findings(facts)):
-                raise KailabError(f"kailab did not adopt the cluster: "
-                                  f"{'; '.join(f'{p.check}: {p.found}' for p in problems)}.", hint=problems[0].todo)
+                raise KailabError(
+                    f"kailab did not adopt the cluster: {'; '.join(f'{p.check}: {p.found}' for p in problems)}.",
+                    hint=problems[0].todo,
+                )
         labdir.claim(self.home)
         kwok = options.kwok or bool(state and state.shape)
-        new = LabState(self.name, str(path), options.fleet.source if kwok else "", versions=versions.as_dict(),
-                       shape=options.fleet.describe() if kwok else "", context=context or "",
-                       prefix=options.prefix if options.prefix is not None else state.prefix if state else "",
-                       lab_id=owner.lab_id, kwok_objects=list(state.kwok_objects) if state else [])
+        new = LabState(
+            self.name,
+            str(path),
+            options.fleet.source if kwok else "",
+            versions=versions.as_dict(),
+            shape=options.fleet.describe() if kwok else "",
+            context=context or "",
+            prefix=options.prefix if options.prefix is not None else state.prefix if state else "",
+            lab_id=owner.lab_id,
+            kwok_objects=list(state.kwok_objects) if state else [],
+        )
         new.write(self.home)  # first: a `down` after an interrupted --kwok finds what was applied
         if options.kwok:
             self._install_kwok(kube, owner, new, options.fleet, progress)
@@ -303,14 +371,21 @@ class ExistingRuntime(Runtime):
     def _refuse_changes(self, state: LabState, options: UpOptions) -> None:
         """A second ``up`` may not point the adopted lab elsewhere: that is a new lab (``down`` first)."""
         kubeconfig = str(Path(options.kubeconfig).expanduser().absolute()) if options.kubeconfig else None
-        given = {"--kubeconfig": (kubeconfig, state.kubeconfig), "--context": (options.context, state.context),
-                 "--prefix": (options.prefix, state.prefix)}
-        differ = [f"{flag} {new} (the lab has {old or 'none'})" for flag, (new, old) in given.items()
-                  if new is not None and new != old]
+        given = {
+            "--kubeconfig": (kubeconfig, state.kubeconfig),
+            "--context": (options.context, state.context),
+            "--prefix": (options.prefix, state.prefix),
+        }
+        differ = [
+            f"{flag} {new} (the lab has {old or 'none'})"
+            for flag, (new, old) in given.items()
+            if new is not None and new != old
+        ]
         if differ:
-            raise KailabError(f"This lab already adopted {state.kubeconfig}; kailab up does not change it: "
-                              f"{'; '.join(differ)}.",
-                              hint="Remove it first (kailab down leaves the cluster running), then adopt again.")
+            raise KailabError(
+                f"This lab already adopted {state.kubeconfig}; kailab up does not change it: {'; '.join(differ)}.",
+                hint="Remove it first (kailab down leaves the cluster running), then adopt again.",
+            )
 
     def _install_kwok(self, kube: Kube, owner: Owner, state: LabState, fleet: Fleet, progress: Progress) -> None:
         """Apply the --kwok plan; every object applied is recorded in lab.json at once, for ``down``."""
@@ -321,16 +396,21 @@ class ExistingRuntime(Runtime):
                     continue
                 text = self.fetch(step.source) if step.source.startswith("https://") else Path(step.source).read_text()
                 objects = manifest_objects(text, owner)
-                taken = foreign({f"{o['kind']} {o['metadata']['name']}": self._labels_of(kube, o) for o in objects}, owner)
+                taken = foreign(
+                    {f"{o['kind']} {o['metadata']['name']}": self._labels_of(kube, o) for o in objects}, owner
+                )
                 if taken:
-                    raise KailabError(f"KWOK's objects already exist on this cluster and are not this lab's: "
-                                      f"{', '.join(taken[:5])}. kailab leaves them as they are; nothing more was applied.",
-                                      hint="Leave out --kwok, or ask whoever installed KWOK here.")
+                    raise KailabError(
+                        f"KWOK's objects already exist on this cluster and are not this lab's: "
+                        f"{', '.join(taken[:5])}. kailab leaves them as they are; nothing more was applied.",
+                        hint="Leave out --kwok, or ask whoever installed KWOK here.",
+                    )
                 crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
                 for obj in crds:  # first, and served, before anything that may be of their kinds
                     self._apply(kube, obj, state)
                 if crds:
-                    self._wait(kube, "its CRDs", lambda: all(_established(kube, c["metadata"]["name"]) for c in crds))
+                    # _wait asks before the loop moves on: the lambda sees this step's crds
+                    self._wait(kube, "its CRDs", lambda: all(_established(kube, c["metadata"]["name"]) for c in crds))  # noqa: B023
                     kube.dyn.resources.invalidate_cache()
                 for obj in objects:
                     if obj["kind"] != "CustomResourceDefinition":
@@ -355,20 +435,30 @@ class ExistingRuntime(Runtime):
 
     @staticmethod
     def _wait(kube: Kube, what: str, ready: Callable[[], bool], timeout: float = 180) -> None:
-        until(ready, timeout, 1, fail=lambda _: KailabError(
-            f"KWOK: {what} not ready after {timeout:.0f}s.",
-            hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} get pods,events"))
+        until(
+            ready,
+            timeout,
+            1,
+            fail=lambda _: KailabError(
+                f"KWOK: {what} not ready after {timeout:.0f}s.",
+                hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} get pods,events",
+            ),
+        )
 
     @staticmethod
     def _create_fleet(kube: Kube, owner: Owner, fleet: Fleet) -> None:
         """The fleet's nodes (kailab.fleet), then this lab's id on each — also when the wait for them fails."""
         try:
-            create_fleet(kube, fleet, timeout=180,
-                         logs_hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} logs deployment/{KWOK_CONTROLLER[1]}")
+            create_fleet(
+                kube,
+                fleet,
+                timeout=180,
+                logs_hint=f"Look at KWOK: kubectl -n {KWOK_CONTROLLER[0]} logs deployment/{KWOK_CONTROLLER[1]}",
+            )
         finally:
             for node in node_objects(fleet):
                 name = node["metadata"]["name"]
-                if _exists(lambda: kube.core.read_node(name)) is not None:
+                if _exists(partial(kube.core.read_node, name)) is not None:
                     kube.core.patch_node(name, {"metadata": {"labels": owner.labels}})
 
     def down(self, progress: Progress) -> None:
@@ -378,8 +468,11 @@ class ExistingRuntime(Runtime):
             progress.info("No adopted cluster to let go of.")
             return super().forget(progress)
         if not state.lab_id:
-            progress.info("The lab's state has no lab id, so kailab cannot tell its objects from others' "
-                          "and deletes none on the cluster.", style="yellow")
+            progress.info(
+                "The lab's state has no lab id, so kailab cannot tell its objects from others' "
+                "and deletes none on the cluster.",
+                style="yellow",
+            )
         else:
             try:
                 kube = self.kube()
@@ -389,9 +482,11 @@ class ExistingRuntime(Runtime):
             if answers:
                 self._remove_owned(kube, Owner(state.lab_id), state, progress)
             else:
-                progress.info(f"The cluster does not answer; what this lab made there is left. Find it later "
-                              f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}",
-                              style="yellow")
+                progress.info(
+                    f"The cluster does not answer; what this lab made there is left. Find it later "
+                    f"with: kubectl get namespaces,queues,priorityclasses,nodes -l kailab.io/lab-id={state.lab_id}",
+                    style="yellow",
+                )
         labdir.report_left(self.home, labdir.remove(self.home, list(OWN_ENTRIES)), progress)
         progress.info("The cluster itself was left running, with everything kailab did not make.")
 
@@ -403,16 +498,31 @@ class ExistingRuntime(Runtime):
         failed: list[str] = []
         selector = owner.selector()
         kinds = [  # what, how to list this lab's (by its labels), how to delete one
-            ("namespaces", lambda: [n.metadata.name for n in kube.core.list_namespace(label_selector=selector).items],
-             lambda n: kube.delete_namespace(n, timeout=120)),
-            ("queues", lambda: leaves_first(kube.list(QUEUE_API, "Queue", label_selector=selector)),
-             lambda n: kube.delete(QUEUE_API, "Queue", n)),
-            ("priority classes", lambda: [p["metadata"]["name"] for p in
-                                          kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)],
-             lambda n: kube.delete("scheduling.k8s.io/v1", "PriorityClass", n)),
-            ("fleet nodes", lambda: [n.metadata.name for n in
-                                     kube.core.list_node(label_selector=owner.selector(FLEET_LABEL)).items],
-             lambda n: kube.delete("v1", "Node", n)),
+            (
+                "namespaces",
+                lambda: [n.metadata.name for n in kube.core.list_namespace(label_selector=selector).items],
+                lambda n: kube.delete_namespace(n, timeout=120),
+            ),
+            (
+                "queues",
+                lambda: leaves_first(kube.list(QUEUE_API, "Queue", label_selector=selector)),
+                lambda n: kube.delete(QUEUE_API, "Queue", n),
+            ),
+            (
+                "priority classes",
+                lambda: [
+                    p["metadata"]["name"]
+                    for p in kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
+                ],
+                lambda n: kube.delete("scheduling.k8s.io/v1", "PriorityClass", n),
+            ),
+            (
+                "fleet nodes",
+                lambda: [
+                    n.metadata.name for n in kube.core.list_node(label_selector=owner.selector(FLEET_LABEL)).items
+                ],
+                lambda n: kube.delete("v1", "Node", n),
+            ),
         ]
         for what, listed, delete in kinds:
             with progress.step(f"Removing this lab's {what}") as st:
@@ -430,12 +540,20 @@ class ExistingRuntime(Runtime):
         if state.kwok_objects:
             with progress.step(f"Removing KWOK, which this lab installed ({len(state.kwok_objects)} objects)"):
                 for r in reversed(state.kwok_objects):
-                    got = self._labels_of(kube, {"apiVersion": r["apiVersion"], "kind": r["kind"],
-                                                 "metadata": {"name": r["name"], "namespace": r.get("namespace")}})
+                    got = self._labels_of(
+                        kube,
+                        {
+                            "apiVersion": r["apiVersion"],
+                            "kind": r["kind"],
+                            "metadata": {"name": r["name"], "namespace": r.get("namespace")},
+                        },
+                    )
                     if got is not None and owner.owns(got):  # still this lab's: deleted; anything else: left
                         kube.delete(r["apiVersion"], r["kind"], r["name"], r.get("namespace"))
         if failed:
-            raise KailabError(f"Could not remove: {'; '.join(failed)}.", hint="Run kailab down again; the lab's state is kept.")
+            raise KailabError(
+                f"Could not remove: {'; '.join(failed)}.", hint="Run kailab down again; the lab's state is kept."
+            )
 
     def info(self) -> LabInfo | None:
         state = self.state()
@@ -449,25 +567,34 @@ class ExistingRuntime(Runtime):
         where = state.kubeconfig + (f" --context {state.context}" if state.context else "")
         comps = [ComponentHealth("kube-apiserver", answers, f"{'answers' if answers else 'does not answer'} ({where})")]
         scheduler = None
-        if answers:
+        if kube is not None and answers:
             try:
                 scheduler = find_scheduler(kube)
             except ApiException:
                 pass
         if scheduler is not None:
-            comps.append(ComponentHealth(f"{scheduler.namespace}/{scheduler.name}", scheduler.ready >= scheduler.wanted > 0,
-                                         f"{scheduler.ready}/{scheduler.wanted} ready, {scheduler.image}"))
-        summary = (f"Adopted the cluster of {where} as lab {state.lab_id}"
-                   + (f", prefix {state.prefix}" if state.prefix else "") + f": {state.total_gpus} GPUs. kailab changes only "
-                   f"objects labelled kailab.io/lab-id={state.lab_id}. kubectl --kubeconfig {where} get nodes")
+            comps.append(
+                ComponentHealth(
+                    f"{scheduler.namespace}/{scheduler.name}",
+                    scheduler.ready >= scheduler.wanted > 0,
+                    f"{scheduler.ready}/{scheduler.wanted} ready, {scheduler.image}",
+                )
+            )
+        summary = (
+            f"Adopted the cluster of {where} as lab {state.lab_id}"
+            + (f", prefix {state.prefix}" if state.prefix else "")
+            + f": {state.total_gpus} GPUs. kailab changes only "
+            f"objects labelled kailab.io/lab-id={state.lab_id}. kubectl --kubeconfig {where} get nodes"
+        )
         return LabInfo(self.name, Path(state.kubeconfig), comps, summary=summary)
 
     def scheduler_metrics(self) -> Callable[[], str | None] | None:
         """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
         try:
             kube = self.kube()
-            services = kube.core.list_service_for_all_namespaces(field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}",
-                                                                 _request_timeout=5).items
+            services = kube.core.list_service_for_all_namespaces(
+                field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=5
+            ).items
         except Exception:
             return None
         svc = next((s for s in services if any(p.name == METRICS_PORT for p in s.spec.ports or [])), None)
@@ -477,7 +604,8 @@ class ExistingRuntime(Runtime):
         def read() -> str | None:
             try:
                 return kube.core.connect_get_namespaced_service_proxy_with_path(
-                    f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5)
+                    f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5
+                )
             except Exception:
                 return None
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -28,19 +28,32 @@ from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, SchedulerSettings
-from kailab.waiting import Pending, until
+from kailab.waiting import Pending, seen, until
 
 CLUSTER = "kailab"
 COMMAND_TIMEOUT = 1800  # one command; Helm's own --timeout for KAI is 10m
 # What the kind runtime writes in its lab folder; `down` removes exactly these.
-OWN_ENTRIES = ("lab.json", "kubeconfig.yaml", "kind.yaml", "fake-gpu-operator-values.yaml", "kai-values.yaml",
-               "reservation-rbac.yaml")
+OWN_ENTRIES = (
+    "lab.json",
+    "kubeconfig.yaml",
+    "kind.yaml",
+    "fake-gpu-operator-values.yaml",
+    "kai-values.yaml",
+    "reservation-rbac.yaml",
+)
 LAB_LABEL = "kailab.io/lab"
 KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 # The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
-KAI_DEPLOYMENTS = ("kai-operator", "admission", "binder", "pod-grouper", "podgroup-controller", "queue-controller",
-                   KAI_SCHEDULER_DEPLOYMENT)
+KAI_DEPLOYMENTS = (
+    "kai-operator",
+    "admission",
+    "binder",
+    "pod-grouper",
+    "podgroup-controller",
+    "queue-controller",
+    KAI_SCHEDULER_DEPLOYMENT,
+)
 # KAI's operator makes the scheduler's Deployment (pods labelled app=<name>), its ConfigMap and Service for the
 # chart's SchedulingShard "default" from that shard and the cluster's Config "kai-config"; it rewrites any of
 # them changed by hand, so the scheduler (its Deployment: KAI_SCHEDULER_DEPLOYMENT) is stopped, started and configured
@@ -127,12 +140,19 @@ def kai_values() -> dict:
 def reservation_rbac() -> list[dict]:
     """What KAI's own e2e setup grants fake-gpu-operator's status-updater: patch pods in KAI's reservation namespace."""
     return [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "pods-patcher"},
-         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "fake-status-updater", "namespace": RESERVATION_NAMESPACE},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pods-patcher"},
-         "subjects": [{"kind": "ServiceAccount", "name": "status-updater", "namespace": GPU_OPERATOR_NAMESPACE}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "pods-patcher"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "fake-status-updater", "namespace": RESERVATION_NAMESPACE},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pods-patcher"},
+            "subjects": [{"kind": "ServiceAccount", "name": "status-updater", "namespace": GPU_OPERATOR_NAMESPACE}],
+        },
     ]
 
 
@@ -142,41 +162,103 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
     kubectl = ["kubectl", "--kubeconfig", kc]
     steps = []
     if not cluster_exists:
-        steps.append(Step(
-            f"Creating kind cluster {CLUSTER} (Kubernetes node image {versions.KIND_NODE_IMAGE})",
-            [["kind", "create", "cluster", "--name", CLUSTER, "--image", versions.KIND_NODE_IMAGE,
-              "--config", str(home / "kind.yaml"), "--wait", "120s"]],
-            files={"kind.yaml": yaml.safe_dump(kind_config(), sort_keys=False)},
-        ))
+        steps.append(
+            Step(
+                f"Creating kind cluster {CLUSTER} (Kubernetes node image {versions.KIND_NODE_IMAGE})",
+                [
+                    [
+                        "kind",
+                        "create",
+                        "cluster",
+                        "--name",
+                        CLUSTER,
+                        "--image",
+                        versions.KIND_NODE_IMAGE,
+                        "--config",
+                        str(home / "kind.yaml"),
+                        "--wait",
+                        "120s",
+                    ]
+                ],
+                files={"kind.yaml": yaml.safe_dump(kind_config(), sort_keys=False)},
+            )
+        )
     steps += [
-        Step("Writing the lab's kubeconfig",
-             [["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", kc]]),
-        Step(f"Installing KWOK {versions.KWOK_VERSION} with kailab's stages (no instant pod-complete)",
-             [[*kubectl, "apply", "--server-side", "-f", f"{KWOK_RELEASE}/kwok.yaml"],
-              [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd/stages.kwok.x-k8s.io"],
-              [*kubectl, "apply", "--server-side", "-f", str(MANIFESTS / "kwok-stages.yaml")],
-              [*kubectl, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"]]),
-        Step(f"Installing fake-gpu-operator {versions.FAKE_GPU_OPERATOR_VERSION}",
-             [["helm", "upgrade", "-i", "gpu-operator", versions.FAKE_GPU_OPERATOR_CHART,
-               "--version", versions.FAKE_GPU_OPERATOR_VERSION, "--kubeconfig", kc,
-               "-n", GPU_OPERATOR_NAMESPACE, "--create-namespace",
-               "-f", str(home / "fake-gpu-operator-values.yaml"), "--wait", "--timeout", "10m"]],
-            files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False)}),
+        Step("Writing the lab's kubeconfig", [["kind", "export", "kubeconfig", "--name", CLUSTER, "--kubeconfig", kc]]),
+        Step(
+            f"Installing KWOK {versions.KWOK_VERSION} with kailab's stages (no instant pod-complete)",
+            [
+                [*kubectl, "apply", "--server-side", "-f", f"{KWOK_RELEASE}/kwok.yaml"],
+                [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd/stages.kwok.x-k8s.io"],
+                [*kubectl, "apply", "--server-side", "-f", str(MANIFESTS / "kwok-stages.yaml")],
+                [*kubectl, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"],
+            ],
+        ),
+        Step(
+            f"Installing fake-gpu-operator {versions.FAKE_GPU_OPERATOR_VERSION}",
+            [
+                [
+                    "helm",
+                    "upgrade",
+                    "-i",
+                    "gpu-operator",
+                    versions.FAKE_GPU_OPERATOR_CHART,
+                    "--version",
+                    versions.FAKE_GPU_OPERATOR_VERSION,
+                    "--kubeconfig",
+                    kc,
+                    "-n",
+                    GPU_OPERATOR_NAMESPACE,
+                    "--create-namespace",
+                    "-f",
+                    str(home / "fake-gpu-operator-values.yaml"),
+                    "--wait",
+                    "--timeout",
+                    "10m",
+                ]
+            ],
+            files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False)},
+        ),
         # The chart creates the reservation namespace; the RBAC into it follows, as in KAI's e2e setup.
-        Step(f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)",
-             [["helm", "upgrade", "-i", KAI_HELM_RELEASE, versions.KAI_CHART, "--version", versions.KAI_VERSION,
-               "--kubeconfig", kc, "-n", KAI_NAMESPACE, "--create-namespace",
-               "-f", str(home / "kai-values.yaml"), "--wait", "--timeout", "10m"],
-              [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")],
-              # the lab's one change to KAI's CRDs, as on the local runtime (kailab/kai_patches.py)
-              [*kubectl, "patch", "crd", PODGROUP_CRD, "--type=json", "-p", json.dumps(PODGROUP_CRD_PATCH)]],
-            files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False),
-                   "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}),
+        Step(
+            f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)",
+            [
+                [
+                    "helm",
+                    "upgrade",
+                    "-i",
+                    KAI_HELM_RELEASE,
+                    versions.KAI_CHART,
+                    "--version",
+                    versions.KAI_VERSION,
+                    "--kubeconfig",
+                    kc,
+                    "-n",
+                    KAI_NAMESPACE,
+                    "--create-namespace",
+                    "-f",
+                    str(home / "kai-values.yaml"),
+                    "--wait",
+                    "--timeout",
+                    "10m",
+                ],
+                [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")],
+                # the lab's one change to KAI's CRDs, as on the local runtime (kailab/kai_patches.py)
+                [*kubectl, "patch", "crd", PODGROUP_CRD, "--type=json", "-p", json.dumps(PODGROUP_CRD_PATCH)],
+            ],
+            files={
+                "kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False),
+                "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False),
+            },
+        ),
         # KAI's operator creates the component Deployments after Helm returns, so wait for them to exist too.
         Step("Waiting until every KAI component is Ready", [], wait_for=KAI_DEPLOYMENTS),
         # The same nodes, status and Ready wait as the local runtime (kailab.fleet.create_fleet).
-        Step(f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}",
-             [], create_fleet=True),
+        Step(
+            f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}",
+            [],
+            create_fleet=True,
+        ),
     ]
     return steps
 
@@ -188,8 +270,12 @@ def shard_patch(settings: SchedulerSettings) -> dict:
     (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
     (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
     """
-    return {"spec": {"placementStrategy": {"gpu": settings.gpu_placement, "cpu": settings.cpu_placement},
-                     "args": {**{a: None for a in SchedulerSettings.ARGS}, **settings.args()}}}
+    return {
+        "spec": {
+            "placementStrategy": {"gpu": settings.gpu_placement, "cpu": settings.cpu_placement},
+            "args": {**{a: None for a in SchedulerSettings.ARGS}, **settings.args()},
+        }
+    }
 
 
 def settings_from_shard(shard: dict) -> SchedulerSettings:
@@ -208,24 +294,44 @@ def scheduler_stop_plan(home: Path) -> list[Step]:
     """Stop KAI's scheduler as KAI's own e2e tests do (test/e2e/modules/configurations/scheduler.go):
     the Config's ``spec.scheduler.service.enabled: false``, then wait until its pods are gone."""
     kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
-    return [Step("Stopping KAI's scheduler (kai-config: scheduler disabled)",
-                 [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(False)]],
-                 wait_gone=(KAI_SCHEDULER_DEPLOYMENT,))]
+    return [
+        Step(
+            "Stopping KAI's scheduler (kai-config: scheduler disabled)",
+            [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(False)]],
+            wait_gone=(KAI_SCHEDULER_DEPLOYMENT,),
+        )
+    ]
 
 
 def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
     """Configure the default SchedulingShard, enable the scheduler again, wait until its Deployment is Ready."""
     kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
     return [
-        Step(f"Configuring KAI's scheduler: {settings.describe()}",
-             [[*kubectl, "patch", *SCHEDULER_SHARD, "--type", "merge", "-p", json.dumps(shard_patch(settings))]]),
-        Step("Starting KAI's scheduler (kai-config: scheduler enabled)",
-             [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(True)]],
-             wait_for=(KAI_SCHEDULER_DEPLOYMENT,)),
+        Step(
+            f"Configuring KAI's scheduler: {settings.describe()}",
+            [[*kubectl, "patch", *SCHEDULER_SHARD, "--type", "merge", "-p", json.dumps(shard_patch(settings))]],
+        ),
+        Step(
+            "Starting KAI's scheduler (kai-config: scheduler enabled)",
+            [[*kubectl, "patch", *KAI_CONFIG, "--type", "merge", "-p", _scheduler_enabled(True)]],
+            wait_for=(KAI_SCHEDULER_DEPLOYMENT,),
+        ),
         # The operator may roll the new Deployment once more (its pod template carries the ConfigMap's
         # resourceVersion, unknown until the ConfigMap exists): wait until the newest rollout is done.
-        Step("Waiting until KAI's scheduler has rolled out",
-             [[*kubectl, "-n", KAI_NAMESPACE, "rollout", "status", f"deployment/{KAI_SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]),
+        Step(
+            "Waiting until KAI's scheduler has rolled out",
+            [
+                [
+                    *kubectl,
+                    "-n",
+                    KAI_NAMESPACE,
+                    "rollout",
+                    "status",
+                    f"deployment/{KAI_SCHEDULER_DEPLOYMENT}",
+                    "--timeout=180s",
+                ]
+            ],
+        ),
     ]
 
 
@@ -241,8 +347,13 @@ class KindRuntime(Runtime):
     after_failed_up = "always keeps what a failed up made: the next kailab up completes it, kailab down removes it"
     own_entries = OWN_ENTRIES
 
-    def __init__(self, home: Path | None = None, runner: Runner = run_command,
-                 connect: Callable[[Path], Kube] = Kube, timeout: float = 300):
+    def __init__(
+        self,
+        home: Path | None = None,
+        runner: Runner = run_command,
+        connect: Callable[[Path], Kube] = Kube,
+        timeout: float = 300,
+    ):
         super().__init__(home)
         self.runner = runner
         self.connect = connect
@@ -258,7 +369,10 @@ class KindRuntime(Runtime):
             return False, "no Docker engine answers (docker info failed)"
         missing = [t for t in TOOLS if shutil.which(t) is None]
         if missing:
-            return False, f"a Docker engine answers, but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
+            return (
+                False,
+                f"a Docker engine answers, but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed",
+            )
         return True, f"a Docker engine answers (server {proc.stdout.strip()})"
 
     def kubeconfig(self) -> Path:
@@ -276,13 +390,16 @@ class KindRuntime(Runtime):
         if missing:
             raise ToolMissing(
                 f"The kind runtime needs {', '.join(missing)}, not found on PATH.",
-                hint=" ".join(TOOLS[t] for t in missing) + " Or use the local runtime (needs Go): kailab up --runtime local",
+                hint=" ".join(TOOLS[t] for t in missing)
+                + " Or use the local runtime (needs Go): kailab up --runtime local",
             )
         info = self.runner(["docker", "info", "--format", "{{.ServerVersion}}"])
         if info.returncode != 0:
-            raise ToolMissing("The Docker engine does not answer (docker info failed).",
-                              hint="Start Docker, or use the local runtime: kailab up --runtime local",
-                              details=info.stderr.strip()[-800:])
+            raise ToolMissing(
+                "The Docker engine does not answer (docker info failed).",
+                hint="Start Docker, or use the local runtime: kailab up --runtime local",
+                details=info.stderr.strip()[-800:],
+            )
 
     def cluster_exists(self) -> bool:
         """True when a kind cluster named kailab exists and is ours; an error when the name is taken by another."""
@@ -295,9 +412,11 @@ class KindRuntime(Runtime):
         try:
             ours = self.kube().core.list_node(label_selector=f"{LAB_LABEL}=true").items
         except Exception as e:  # the cluster exists but does not answer: let the plan redo what it can
-            raise KailabError(f"The kind cluster '{CLUSTER}' exists but its API server does not answer.",
-                              hint=f"Delete it (kind delete cluster --name {CLUSTER}) and run kailab up again.",
-                              details=str(e)[-800:]) from e
+            raise KailabError(
+                f"The kind cluster '{CLUSTER}' exists but its API server does not answer.",
+                hint=f"Delete it (kind delete cluster --name {CLUSTER}) and run kailab up again.",
+                details=str(e)[-800:],
+            ) from e
         if ours:
             return True
         raise KailabError(
@@ -321,11 +440,18 @@ class KindRuntime(Runtime):
         return self.info() or LabInfo(self.name, self.kubeconfig())
 
     def _write_state(self, fleet: Fleet, complete: bool) -> None:
-        LabState(self.name, str(self.kubeconfig()), fleet.source, fleet.total_gpus, versions.as_dict(),
-                 shape=fleet.describe(), complete=complete).write(self.home)
+        LabState(
+            self.name,
+            str(self.kubeconfig()),
+            fleet.source,
+            fleet.total_gpus,
+            versions.as_dict(),
+            shape=fleet.describe(),
+            complete=complete,
+        ).write(self.home)
 
-    def execute(self, step: Step, fleet: Fleet, progress: Progress) -> None:
-        """Run one step; on failure say which step, what it ran, what it printed."""
+    def execute(self, step: Step, fleet: Fleet | None, progress: Progress) -> None:
+        """Run one step; on failure say which step, what it ran, what it printed. ``fleet``: for a create_fleet step."""
         with progress.step(step.title):
             for name, text in step.files.items():
                 (self.home / name).write_text(text)
@@ -342,20 +468,30 @@ class KindRuntime(Runtime):
             if step.wait_gone:
                 self.wait_pods_gone(step)
             if step.create_fleet:
-                hint = (f"Look at KWOK and fake-gpu-operator: kubectl --kubeconfig {self.kubeconfig()} "
-                        f"get pods -n kube-system -l app=kwok-controller; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods")
+                assert fleet is not None  # only `kailab up` runs a create_fleet step, and it gives the fleet
+                hint = (
+                    f"Look at KWOK and fake-gpu-operator: kubectl --kubeconfig {self.kubeconfig()} "
+                    f"get pods -n kube-system -l app=kwok-controller; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods"
+                )
                 create_fleet(self.kube(), fleet, timeout=180, logs_hint=hint)
 
     def wait_deployments(self, step: Step) -> None:
         """Until each named Deployment exists and has all replicas ready (the operator makes most of them)."""
+
         def ready() -> bool | Pending:
             healthy = {c.name for c in (self.info_components() or []) if c.healthy}
             missing = [d for d in step.wait_for if d not in healthy]
             return not missing or Pending(", ".join(missing))
 
-        until(ready, self.timeout, 2, fail=lambda last: KailabError(
-            f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {last.seen}.",
-            hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
+        until(
+            ready,
+            self.timeout,
+            2,
+            fail=lambda last: KailabError(
+                f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {seen(last)}.",
+                hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
+            ),
+        )
 
     def wait_pods_gone(self, step: Step) -> None:
         """Until no pod of the named Deployments is left (the operator deletes them a moment after it is told)."""
@@ -363,17 +499,27 @@ class KindRuntime(Runtime):
 
         def gone() -> bool | Pending:
             try:
-                left = [p.metadata.name for p in self.kube().core.list_namespaced_pod(
-                    KAI_NAMESPACE, label_selector=selector, _request_timeout=10).items]
+                left = [
+                    p.metadata.name
+                    for p in self.kube()
+                    .core.list_namespaced_pod(KAI_NAMESPACE, label_selector=selector, _request_timeout=10)
+                    .items
+                ]
             except Exception:
                 left = ["(the API server does not answer)"]
             return not left or Pending(", ".join(left))
 
-        until(gone, self.timeout, 1, fail=lambda last: KailabError(
-            f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {last.seen}.",
-            hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events"))
+        until(
+            gone,
+            self.timeout,
+            1,
+            fail=lambda last: KailabError(
+                f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {seen(last)}.",
+                hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
+            ),
+        )
 
-    def scheduler_control(self) -> "KindSchedulerControl":
+    def scheduler_control(self) -> KindSchedulerControl:
         return KindSchedulerControl(self)
 
     def down(self, progress: Progress) -> None:
@@ -387,15 +533,20 @@ class KindRuntime(Runtime):
 
     def forget(self, progress: Progress) -> None:
         if (self.home / "kind.yaml").exists():
-            progress.info(f"A kind cluster may be left from this lab; if so, delete it: kind delete cluster --name {CLUSTER}")
+            progress.info(
+                f"A kind cluster may be left from this lab; if so, delete it: kind delete cluster --name {CLUSTER}"
+            )
         super().forget(progress)
 
     def info(self) -> LabInfo | None:
         if self.state() is None:
             return None
         comps = self.info_components()
-        return LabInfo(self.name, self.kubeconfig(),
-                       comps if comps is not None else [ComponentHealth("kube-apiserver", False, "does not answer")])
+        return LabInfo(
+            self.name,
+            self.kubeconfig(),
+            comps if comps is not None else [ComponentHealth("kube-apiserver", False, "does not answer")],
+        )
 
     def info_components(self) -> list[ComponentHealth] | None:
         """KAI's Deployments and their readiness, or None when the cluster does not answer."""

@@ -83,8 +83,10 @@ class LocalRuntime(Runtime):
                 self._teardown()
                 labdir.claim(self.home)
         if options.apiserver_port and port_in_use(options.apiserver_port):
-            raise KailabError(f"Port {options.apiserver_port} on 127.0.0.1 is already in use.",
-                              hint="Stop what listens there (ss -ltnp), or choose another --apiserver-port.")
+            raise KailabError(
+                f"Port {options.apiserver_port} on 127.0.0.1 is already in use.",
+                hint="Stop what listens there (ss -ltnp), or choose another --apiserver-port.",
+            )
         builds = [versions.build(n) for n in ("etcd", "kwok", "kubernetes")]
         if options.with_kai:
             builds.append(versions.build("kai"))
@@ -128,11 +130,22 @@ class LocalRuntime(Runtime):
         control_plane = self._control_plane()
         for name in CONTROL_PLANE:
             alive = name in control_plane and control_plane[name].alive()
-            comps.append(ComponentHealth(name, alive, "running" if alive else f"not running; log: {self.cluster_dir / 'logs' / (name + '.log')}"))
+            comps.append(
+                ComponentHealth(
+                    name,
+                    alive,
+                    "running" if alive else f"not running; log: {self.cluster_dir / 'logs' / (name + '.log')}",
+                )
+            )
         for name in state.kai_components:
             pid = self.kai_processes.pid(name)
-            comps.append(ComponentHealth(name, pid is not None,
-                                         f"pid {pid}" if pid else f"not running; log: {self.kai_processes.log_path(name)}"))
+            comps.append(
+                ComponentHealth(
+                    name,
+                    pid is not None,
+                    f"pid {pid}" if pid else f"not running; log: {self.kai_processes.log_path(name)}",
+                )
+            )
         return LabInfo(self.name, self.kubeconfig(), comps)
 
     # -- steps -----------------------------------------------------------------------------
@@ -140,13 +153,18 @@ class LocalRuntime(Runtime):
     def _kwokctl(self, bins: dict[str, Path], *args: str, check: bool = True) -> subprocess.CompletedProcess:
         env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir), "KWOK_KUBE_VERSION": versions.KUBERNETES_VERSION}
         try:
-            proc = subprocess.run([str(bins["kwokctl"]), "--name", CLUSTER, *args], env=env,
-                                  capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(
+                [str(bins["kwokctl"]), "--name", CLUSTER, *args], env=env, capture_output=True, text=True, timeout=300
+            )
         except subprocess.TimeoutExpired as e:
-            raise KailabError(f"kwokctl {' '.join(args[:2])} did not finish in 5 minutes.",
-                              hint=f"See the logs in {self.cluster_dir / 'logs'}") from e
+            raise KailabError(
+                f"kwokctl {' '.join(args[:2])} did not finish in 5 minutes.",
+                hint=f"See the logs in {self.cluster_dir / 'logs'}",
+            ) from e
         if check and proc.returncode != 0:
-            raise KailabError(f"kwokctl {' '.join(args[:2])} failed.", details=_kwokctl_errors(proc.stderr or proc.stdout))
+            raise KailabError(
+                f"kwokctl {' '.join(args[:2])} failed.", details=_kwokctl_errors(proc.stderr or proc.stdout)
+            )
         return proc
 
     def kwokctl_config(self, bins: dict[str, Path], apiserver_port: int | None = None) -> list[dict]:
@@ -169,13 +187,24 @@ class LocalRuntime(Runtime):
         # etcd without fsync: the lab's cluster is thrown away with `kailab down`, so a crash may lose it whole;
         # every write no longer waits for the disk (a 32-pod Job bound ~0.3 s sooner, measured). The API server
         # deletes a collection with 8 workers, not 1: clearing a lesson's 40 pods took 1.5 s, now 0.6 s.
-        patches = [{"name": "etcd", "extraArgs": [{"key": "unsafe-no-fsync", "value": "true"}]},
-                   {"name": "kube-apiserver", "extraArgs": [{"key": "delete-collection-workers", "value": "8"},
-                                                            # it listens on loopback only: say so, or it looks for a
-                                                            # default route (a machine offline has none) and fails
-                                                            {"key": "advertise-address", "value": "127.0.0.1"}]}]
-        conf = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
-                "componentsPatches": patches}
+        patches = [
+            {"name": "etcd", "extraArgs": [{"key": "unsafe-no-fsync", "value": "true"}]},
+            {
+                "name": "kube-apiserver",
+                "extraArgs": [
+                    {"key": "delete-collection-workers", "value": "8"},
+                    # it listens on loopback only: say so, or it looks for a
+                    # default route (a machine offline has none) and fails
+                    {"key": "advertise-address", "value": "127.0.0.1"},
+                ],
+            },
+        ]
+        conf = {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokctlConfiguration",
+            "options": options,
+            "componentsPatches": patches,
+        }
         return [conf, *yaml.safe_load_all(STAGES.read_text())]
 
     def _start_control_plane(self, bins: dict[str, Path], progress: Progress, apiserver_port: int | None) -> None:
@@ -184,8 +213,18 @@ class LocalRuntime(Runtime):
         with progress.step("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK") as step:
             since = time.time()
             try:
-                proc = self._kwokctl(bins, "create", "cluster", "--config", str(config_path),
-                                     "--kubeconfig", str(self.kubeconfig()), "--wait", "90s", check=False)
+                proc = self._kwokctl(
+                    bins,
+                    "create",
+                    "cluster",
+                    "--config",
+                    str(config_path),
+                    "--kubeconfig",
+                    str(self.kubeconfig()),
+                    "--wait",
+                    "90s",
+                    check=False,
+                )
             finally:
                 self._record_control_plane(since)
             if proc.returncode != 0:
@@ -193,15 +232,25 @@ class LocalRuntime(Runtime):
                 failed = [n for n in CONTROL_PLANE if n not in running or not running[n].alive()]
                 details = _kwokctl_errors(proc.stderr or proc.stdout)
                 for name in failed[:2]:
-                    details += f"\n--- last lines of {name}.log ---\n" + _tail(self.cluster_dir / "logs" / f"{name}.log")
+                    details += f"\n--- last lines of {name}.log ---\n" + _tail(
+                        self.cluster_dir / "logs" / f"{name}.log"
+                    )
                 raise KailabError(
                     "The control plane did not start" + (f" ({', '.join(failed)} not running)" if failed else "") + ".",
-                    hint=f"Logs: {self.cluster_dir / 'logs'}", details=details)
+                    hint=f"Logs: {self.cluster_dir / 'logs'}",
+                    details=details,
+                )
             # kwokctl create exits 0 even when the API server never became ready: check it here.
             kube = Kube(self.kubeconfig())
             log = self.cluster_dir / "logs" / "kube-apiserver.log"
-            until(kube.ping, 60, 0.2, fail=lambda _: KailabError(
-                "kube-apiserver started but does not answer.", hint=f"See {log}", details=_tail(log)))
+            until(
+                kube.ping,
+                60,
+                0.2,
+                fail=lambda _: KailabError(
+                    "kube-apiserver started but does not answer.", hint=f"See {log}", details=_tail(log)
+                ),
+            )
             step.note(f"API server {self._server()}")
 
     def _record_control_plane(self, since: float) -> None:
@@ -226,7 +275,9 @@ class LocalRuntime(Runtime):
             recorded = json.loads(self.control_plane_file.read_text())
         except (OSError, ValueError):
             return {}
-        parsed = {name: Identity.parse(str(text)) for name, text in recorded.items()} if isinstance(recorded, dict) else {}
+        parsed = (
+            {name: Identity.parse(str(text)) for name, text in recorded.items()} if isinstance(recorded, dict) else {}
+        )
         return {name: ident for name, ident in parsed.items() if ident}
 
     def processes(self) -> list[Identity]:
@@ -251,7 +302,7 @@ class LocalRuntime(Runtime):
             kai.wait_healthy(specs, self.kai_processes, timeout=60)
         self.scheduler_control().record(next(s for s in specs if s.name == KAI_SCHEDULER_PROCESS), SchedulerSettings())
 
-    def scheduler_control(self) -> "LocalSchedulerControl":
+    def scheduler_control(self) -> LocalSchedulerControl:
         return LocalSchedulerControl(self)
 
     def _create_fleet(self, kube: Kube, fleet: Fleet, progress: Progress) -> None:
@@ -260,8 +311,15 @@ class LocalRuntime(Runtime):
             step.note(fleet.describe())
 
     def _write_state(self, options: UpOptions) -> None:
-        LabState(self.name, str(self.kubeconfig()), options.fleet.source, options.fleet.total_gpus, versions.as_dict(),
-                 kai_components=self.kai_processes.names(), shape=options.fleet.describe()).write(self.home)
+        LabState(
+            self.name,
+            str(self.kubeconfig()),
+            options.fleet.source,
+            options.fleet.total_gpus,
+            versions.as_dict(),
+            kai_components=self.kai_processes.names(),
+            shape=options.fleet.describe(),
+        ).write(self.home)
 
     def _server(self) -> str:
         try:
@@ -277,8 +335,13 @@ class LocalRuntime(Runtime):
         if kwokctl.exists() and self.cluster_dir.exists():
             env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir)}
             try:
-                subprocess.run([str(kwokctl), "--name", CLUSTER, "delete", "cluster"], env=env,
-                               capture_output=True, text=True, timeout=120)
+                subprocess.run(
+                    [str(kwokctl), "--name", CLUSTER, "delete", "cluster"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
             except subprocess.TimeoutExpired:
                 pass  # what kwokctl did not stop is stopped below, by identity
         stop(list(self._control_plane().values()), timeout=5)
@@ -293,8 +356,14 @@ class LocalSchedulerControl(SchedulerControl):
 
     RECORD = "scheduler.json"
 
-    def __init__(self, runtime: LocalRuntime, timeout: float = 60, name: str = KAI_SCHEDULER_PROCESS, partition: str = "",
-                 workdir: Path | None = None):
+    def __init__(
+        self,
+        runtime: LocalRuntime,
+        timeout: float = 60,
+        name: str = KAI_SCHEDULER_PROCESS,
+        partition: str = "",
+        workdir: Path | None = None,
+    ):
         self.rt = runtime
         self.timeout = timeout
         self.name = name  # its process name; a class's partition scheduler has its own (kailab/classroom)
@@ -310,8 +379,11 @@ class LocalSchedulerControl(SchedulerControl):
 
     def record(self, spec: ProcessSpec, settings: SchedulerSettings) -> None:
         """Remember what the scheduler started from ``spec`` runs with."""
-        (self.workdir / self.RECORD).write_text(json.dumps(
-            {"settings": dataclasses.asdict(settings), "metrics": spec.health_url, "binary": spec.argv[0]}, indent=1))
+        (self.workdir / self.RECORD).write_text(
+            json.dumps(
+                {"settings": dataclasses.asdict(settings), "metrics": spec.health_url, "binary": spec.argv[0]}, indent=1
+            )
+        )
 
     @property
     def settings(self) -> SchedulerSettings:
@@ -328,16 +400,20 @@ class LocalSchedulerControl(SchedulerControl):
         if ident is not None:
             stop([ident], timeout=10, group=True)
             if ident.alive():
-                raise KailabError(f"KAI's scheduler (pid {ident.pid}) did not stop.",
-                                  hint=f"Its log: {self.rt.kai_processes.log_path(self.name)}")
+                raise KailabError(
+                    f"KAI's scheduler (pid {ident.pid}) did not stop.",
+                    hint=f"Its log: {self.rt.kai_processes.log_path(self.name)}",
+                )
         (self.rt.kai_processes.pids / f"{self.name}.pid").unlink(missing_ok=True)
 
     def start(self, settings: SchedulerSettings | None = None) -> None:
         settings = SchedulerSettings.of(settings)
         state = self.rt.state()
         if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
-            raise KailabError("This lab runs no KAI scheduler to start (it was brought up without KAI).",
-                              hint="Bring it up with KAI: kailab down && kailab up")
+            raise KailabError(
+                "This lab runs no KAI scheduler to start (it was brought up without KAI).",
+                hint="Bring it up with KAI: kailab down && kailab up",
+            )
         if self.running() and settings == self.settings:
             return
         binary = Path(self._record().get("binary") or self.rt.scheduler_control()._record().get("binary") or "")
@@ -363,8 +439,12 @@ class LocalSchedulerControl(SchedulerControl):
                 raise processes.fail(self.name, "exited while starting")
             return False
 
-        until(cycled, self.timeout, 0.2, fail=lambda _: processes.fail(
-            self.name, f"ran no scheduling cycle within {self.timeout:.0f}s"))
+        until(
+            cycled,
+            self.timeout,
+            0.2,
+            fail=lambda _: processes.fail(self.name, f"ran no scheduling cycle within {self.timeout:.0f}s"),
+        )
 
     def metrics(self) -> str | None:
         url = self._record().get("metrics")

@@ -9,16 +9,25 @@ from pathlib import Path
 import yaml
 
 from kailab import build, versions
-from kailab.kube import Kube
-from kailab.labels import (KAI_NAMESPACE, KAI_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, MANAGED, NODEPOOL_LABEL,
-                           QUEUE_LABEL, RESERVATION_APP_LABEL, RESERVATION_NAMESPACE, RESERVATION_SERVICE_ACCOUNT)
-from kailab.paths import MANIFESTS
 from kailab.errors import KailabError
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
+from kailab.kube import Kube
+from kailab.labels import (
+    KAI_NAMESPACE,
+    KAI_SCHEDULER_NAME,
+    KAI_SCHEDULER_PROCESS,
+    MANAGED,
+    NODEPOOL_LABEL,
+    QUEUE_LABEL,
+    RESERVATION_APP_LABEL,
+    RESERVATION_NAMESPACE,
+    RESERVATION_SERVICE_ACCOUNT,
+)
+from kailab.paths import MANIFESTS
+from kailab.runtimes import gpu_ledger
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
 from kailab.scheduler_settings import SchedulerSettings
-from kailab.waiting import Pending, until
-from kailab.runtimes import gpu_ledger
+from kailab.waiting import Pending, seen, until
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
@@ -39,7 +48,7 @@ def module_dir() -> Path:
 
 def crd_objects(chart: Path) -> list[dict]:
     """KAI's CRDs, read from the pinned module's Helm chart (``crds/``)."""
-    out = []
+    out: list[dict] = []
     for path in sorted((chart / "crds").glob("*.yaml")):
         out.extend(d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "CustomResourceDefinition")
     return out
@@ -51,7 +60,7 @@ def priority_class_objects(chart: Path) -> list[dict]:
     Each template is plain YAML inside one ``{{- if .Values.defaultPriorityClasses.enabled }}``;
     the template lines are dropped, the YAML is kept.
     """
-    out = []
+    out: list[dict] = []
     for path in sorted((chart / "templates" / "priorityclasses").glob("*.yaml")):
         text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("{{"))
         out.extend(d for d in yaml.safe_load_all(text) if d and d.get("kind") == "PriorityClass")
@@ -61,8 +70,10 @@ def priority_class_objects(chart: Path) -> list[dict]:
 def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     """CRDs (and wait until they are served), the four priority classes, the chart's default queues."""
     chart = module_dir() / CHART_DIR
-    crds = [apply_json_patch(c, PODGROUP_CRD_PATCH) if c["metadata"]["name"] == PODGROUP_CRD else c
-            for c in crd_objects(chart)]
+    crds = [
+        apply_json_patch(c, PODGROUP_CRD_PATCH) if c["metadata"]["name"] == PODGROUP_CRD else c
+        for c in crd_objects(chart)
+    ]
     for crd in crds:
         kube.apply(crd)
     _wait_crds_established(kube, [c["metadata"]["name"] for c in crds])
@@ -72,9 +83,17 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     # The binder creates GPU reservation pods (fractions) with this service account; KAI's operator makes it
     # (pkg/operator/operands/binder/resources.go, resourceReservationServiceAccount). Without it the API server
     # refuses them: "error looking up service account kai-resource-reservation/kai-resource-reservation".
-    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": RESERVATION_SERVICE_ACCOUNT, "namespace": RESERVATION_NAMESPACE,
-                             "labels": dict(MANAGED)}})
+    kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": RESERVATION_SERVICE_ACCOUNT,
+                "namespace": RESERVATION_NAMESPACE,
+                "labels": dict(MANAGED),
+            },
+        }
+    )
     for pc in priority_class_objects(chart):
         kube.apply(pc)
     for obj in yaml.safe_load_all(DEFAULT_QUEUES.read_text()):
@@ -93,9 +112,15 @@ def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) ->
                 pending.discard(name)
         return not pending or Pending(", ".join(sorted(pending)))
 
-    until(established, timeout, 0.2, fail=lambda last: KailabError(
-        f"KAI's CRDs were not established within {timeout:.0f}s: {last.seen}.",
-        hint="See kube-apiserver's log in the lab folder (kailab status names it)."))
+    until(
+        established,
+        timeout,
+        0.2,
+        fail=lambda last: KailabError(
+            f"KAI's CRDs were not established within {timeout:.0f}s: {seen(last)}.",
+            hint="See kube-apiserver's log in the lab folder (kailab status names it).",
+        ),
+    )
 
 
 # Every KAI component's client to the API server. KAI's default (50 requests/s, burst 300) is sized for a shared
@@ -129,8 +154,10 @@ def scheduler_config(settings: SchedulerSettings = SchedulerSettings()) -> str:
         plugins.append(p)
     conf["tiers"][0]["plugins"] = plugins
     conf["actions"] = ", ".join(a.strip() for a in conf["actions"].split(",") if a.strip() != "consolidation")
-    return (f"# Written by kailab: what KAI {versions.KAI_VERSION}'s operator renders for placementStrategy "
-            f"gpu: {settings.gpu_placement}, cpu: {settings.cpu_placement}\n" + yaml.safe_dump(conf, sort_keys=False))
+    return (
+        f"# Written by kailab: what KAI {versions.KAI_VERSION}'s operator renders for placementStrategy "
+        f"gpu: {settings.gpu_placement}, cpu: {settings.cpu_placement}\n" + yaml.safe_dump(conf, sort_keys=False)
+    )
 
 
 def scheduler_flags(settings: SchedulerSettings = SchedulerSettings()) -> list[str]:
@@ -138,9 +165,14 @@ def scheduler_flags(settings: SchedulerSettings = SchedulerSettings()) -> list[s
     return [f"--{name}={value}" for name, value in settings.args().items()]
 
 
-def scheduler_spec(bins: dict[str, Path], kubeconfig: Path, workdir: Path,
-                   settings: SchedulerSettings = SchedulerSettings(), partition: str = "",
-                   name: str = KAI_SCHEDULER_PROCESS) -> ProcessSpec:
+def scheduler_spec(
+    bins: dict[str, Path],
+    kubeconfig: Path,
+    workdir: Path,
+    settings: SchedulerSettings = SchedulerSettings(),
+    partition: str = "",
+    name: str = KAI_SCHEDULER_PROCESS,
+) -> ProcessSpec:
     """KAI's scheduler with these settings, on fresh loopback ports; writes its config file in ``workdir``.
 
     ``partition``: the node-pool label value it schedules (a class's learner, kailab/classroom); "" the lab's own
@@ -150,15 +182,26 @@ def scheduler_spec(bins: dict[str, Path], kubeconfig: Path, workdir: Path,
     conf = workdir / "scheduler-config.yaml"
     conf.write_text(scheduler_config(settings))
     metrics, plugins = free_port(), free_port()
-    return ProcessSpec(name, [
-        # The flags KAI's operator gives the scheduler of a shard (the chart's default shard: partition "").
-        str(bins[KAI_SCHEDULER_PROCESS]), f"--scheduler-conf={conf}", f"--scheduler-name={KAI_SCHEDULER_NAME}",
-        f"--namespace={KAI_NAMESPACE}",
-        f"--nodepool-label-key={NODEPOOL_LABEL}", f"--partition-label-value={partition}",
-        f"--resource-reservation-app-label={RESERVATION_APP_LABEL}", f"--queue-label-key={QUEUE_LABEL}",
-        f"--listen-address=127.0.0.1:{metrics}", f"--plugin-server-port={plugins}", *CLIENT_LIMITS,
-        *scheduler_flags(settings),
-    ], {"KUBECONFIG": str(kubeconfig)}, health_url=f"http://127.0.0.1:{metrics}/metrics")
+    return ProcessSpec(
+        name,
+        [
+            # The flags KAI's operator gives the scheduler of a shard (the chart's default shard: partition "").
+            str(bins[KAI_SCHEDULER_PROCESS]),
+            f"--scheduler-conf={conf}",
+            f"--scheduler-name={KAI_SCHEDULER_NAME}",
+            f"--namespace={KAI_NAMESPACE}",
+            f"--nodepool-label-key={NODEPOOL_LABEL}",
+            f"--partition-label-value={partition}",
+            f"--resource-reservation-app-label={RESERVATION_APP_LABEL}",
+            f"--queue-label-key={QUEUE_LABEL}",
+            f"--listen-address=127.0.0.1:{metrics}",
+            f"--plugin-server-port={plugins}",
+            *CLIENT_LIMITS,
+            *scheduler_flags(settings),
+        ],
+        {"KUBECONFIG": str(kubeconfig)},
+        health_url=f"http://127.0.0.1:{metrics}/metrics",
+    )
 
 
 def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[ProcessSpec]:
@@ -182,25 +225,50 @@ def components(bins: dict[str, Path], kubeconfig: Path, workdir: Path) -> list[P
         # The reservation flags KAI's operator passes (their defaults, said here); --fake-gpu-nodes because the
         # fleet's nodes carry run.ai/fake.gpu=true (pkg/operator/operands/binder/resources.go, hasFakeGPUNodes).
         # No --runtime-class-name: the operator sets none by default, so reservation pods need no RuntimeClass.
-        "kai-binder": ([f"--resource-reservation-namespace={RESERVATION_NAMESPACE}",
-                        f"--resource-reservation-service-account={RESERVATION_SERVICE_ACCOUNT}",
-                        f"--resource-reservation-app-label={RESERVATION_APP_LABEL}", "--fake-gpu-nodes"], "metrics"),
+        "kai-binder": (
+            [
+                f"--resource-reservation-namespace={RESERVATION_NAMESPACE}",
+                f"--resource-reservation-service-account={RESERVATION_SERVICE_ACCOUNT}",
+                f"--resource-reservation-app-label={RESERVATION_APP_LABEL}",
+                "--fake-gpu-nodes",
+            ],
+            "metrics",
+        ),
         "kai-podgrouper": ([f"--queue-label-key={QUEUE_LABEL}", f"--nodepool-label-key={NODEPOOL_LABEL}"], "healthz"),
         "kai-podgroupcontroller": (["--enable-podgroup-webhook=false"], "healthz"),
     }
     for name, (extra, health_on) in controllers.items():
         metrics, probe = free_port(), free_port()
         url = f"http://127.0.0.1:{probe}/healthz" if health_on == "healthz" else f"http://127.0.0.1:{metrics}/metrics"
-        specs.append(ProcessSpec(name, [
-            str(bins[name]), *common, *extra,
-            f"--metrics-bind-address=127.0.0.1:{metrics}", f"--health-probe-bind-address=127.0.0.1:{probe}",
-        ], env, health_url=url))
+        specs.append(
+            ProcessSpec(
+                name,
+                [
+                    str(bins[name]),
+                    *common,
+                    *extra,
+                    f"--metrics-bind-address=127.0.0.1:{metrics}",
+                    f"--health-probe-bind-address=127.0.0.1:{probe}",
+                ],
+                env,
+                health_url=url,
+            )
+        )
 
     metrics = free_port()
-    specs.append(ProcessSpec("kai-queuecontroller", [
-        str(bins["kai-queuecontroller"]), "--enable-webhook=false", f"--metrics-listen-address=127.0.0.1:{metrics}",
-        *CLIENT_LIMITS,
-    ], env, health_url=f"http://127.0.0.1:{metrics}/metrics"))
+    specs.append(
+        ProcessSpec(
+            "kai-queuecontroller",
+            [
+                str(bins["kai-queuecontroller"]),
+                "--enable-webhook=false",
+                f"--metrics-listen-address=127.0.0.1:{metrics}",
+                *CLIENT_LIMITS,
+            ],
+            env,
+            health_url=f"http://127.0.0.1:{metrics}/metrics",
+        )
+    )
     specs.append(gpu_ledger_spec(kubeconfig))
     return specs
 
@@ -220,10 +288,19 @@ def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
     # kailab importable from the process's folder (lab/kai) even when it runs from a source checkout
     path = [str(Path(kailab.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PYTHONUNBUFFERED": "1"}
-    return ProcessSpec(gpu_ledger.PROCESS_NAME, [
-        sys.executable, "-m", gpu_ledger.__name__, f"--kubeconfig={kubeconfig}", f"--health-port={health}",
-        f"--scheduler-name={KAI_SCHEDULER_NAME}",
-    ], env, health_url=f"http://127.0.0.1:{health}/healthz")
+    return ProcessSpec(
+        gpu_ledger.PROCESS_NAME,
+        [
+            sys.executable,
+            "-m",
+            gpu_ledger.__name__,
+            f"--kubeconfig={kubeconfig}",
+            f"--health-port={health}",
+            f"--scheduler-name={KAI_SCHEDULER_NAME}",
+        ],
+        env,
+        health_url=f"http://127.0.0.1:{health}/healthz",
+    )
 
 
 # KAI v0.17.0's podgroup-controller ignores --metrics-bind-address (cmd/podgroupcontroller/app/app.go
@@ -263,8 +340,12 @@ def wait_healthy(specs: list[ProcessSpec], group: ProcessGroup, timeout: float =
                 pass
         return not waiting
 
-    until(healthy, timeout, 0.3,
-          fail=lambda _: group.fail(next(iter(waiting)), f"did not become healthy within {timeout:.0f}s"))
+    until(
+        healthy,
+        timeout,
+        0.3,
+        fail=lambda _: group.fail(next(iter(waiting)), f"did not become healthy within {timeout:.0f}s"),
+    )
 
 
 def actions_run(metrics: str) -> set[str]:

@@ -28,7 +28,7 @@ class Identity:
     started: float
 
     @classmethod
-    def of(cls, pid: int) -> "Identity | None":
+    def of(cls, pid: int) -> Identity | None:
         """The identity of the live process ``pid``, or None when there is none."""
         try:
             return cls(pid, psutil.Process(pid).create_time())
@@ -36,7 +36,7 @@ class Identity:
             return None
 
     @classmethod
-    def parse(cls, text: str) -> "Identity | None":
+    def parse(cls, text: str) -> Identity | None:
         """``"<pid> <start time>"`` as written by :meth:`dump`; anything else is None."""
         try:
             pid, started = text.split()
@@ -124,8 +124,13 @@ class ProcessGroup:
         self.logs.mkdir(parents=True, exist_ok=True)
         with open(self.log_path(spec.name), "ab") as log:
             proc = subprocess.Popen(
-                spec.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **spec.env}, start_new_session=True, cwd=self.root,
+                spec.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **spec.env},
+                start_new_session=True,
+                cwd=self.root,
             )
         ident = Identity.of(proc.pid) or Identity(proc.pid, 0.0)
         (self.pids / f"{spec.name}.pid").write_text(ident.dump())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import singledispatchmethod
 from pathlib import Path
 from typing import Protocol
@@ -19,15 +19,15 @@ from typing import Protocol
 from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership
-from kailab.errors import KailabError, ScenarioError
 from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
+from kailab.errors import KailabError, ScenarioError
 from kailab.gpus import per_queue
 from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.progress import Progress
 from kailab.queues import queue_ref
+from kailab.scenarios import schema
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
-from kailab.scenarios import schema
 from kailab.scenarios.model import Scenario, Step
 from kailab.scenarios.schema import WorkloadFile
 from kailab.scheduler_settings import SchedulerSettings
@@ -101,9 +101,13 @@ class Engine:
 
     def run(self, scenario: Scenario) -> Verdict:
         """Play every step until one fails; an API error ends the scenario with the error on its verdict."""
-        verdict = Verdict(scenario=scenario.name, title=scenario.title, verify=verify_command(scenario),
-                          namespace=scenario.namespace,
-                          started=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        verdict = Verdict(
+            scenario=scenario.name,
+            title=scenario.title,
+            verify=verify_command(scenario),
+            namespace=scenario.namespace,
+            started=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
         start = self.cluster.clock()
         if why := self.not_applicable(scenario):
             verdict.not_applicable = why
@@ -161,10 +165,11 @@ class Engine:
             for name, line in s.nodes.items():
                 if name not in have:
                     shown = ", ".join(sorted(have)[:6]) + (" …" if len(have) > 6 else "")
-                    raise ScenarioError(f"{s.path}:{line}: node '{name}' is not in this lab's fleet "
-                                        f"(its nodes: {shown or 'none'})",
-                                        hint="Name one of the fleet's nodes (kailab status lists them), or start the "
-                                             "lab with a fleet that has it (kailab up --fleet FILE).")
+                    raise ScenarioError(
+                        f"{s.path}:{line}: node '{name}' is not in this lab's fleet (its nodes: {shown or 'none'})",
+                        hint="Name one of the fleet's nodes (kailab status lists them), or start the "
+                        "lab with a fleet that has it (kailab up --fleet FILE).",
+                    )
 
     def prepare(self, scenario: Scenario, verdict: Verdict) -> None:
         """Refuse another's objects and unknown nodes; empty the fleet of earlier exercises; apply this scenario's
@@ -173,8 +178,12 @@ class Engine:
         self.refuse_unknown_nodes([scenario])
         with self.progress.step("Clearing earlier exercises") as st:
             st.note(", ".join(self.cluster.clear_scenarios(scenario.namespace)) or "none running")
-        with self.progress.step(f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"):
-            declared = {("Queue", q.name) for q in scenario.queues} | {("PriorityClass", p.name) for p in scenario.priority_classes}
+        with self.progress.step(
+            f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"
+        ):
+            declared = {("Queue", q.name) for q in scenario.queues} | {
+                ("PriorityClass", p.name) for p in scenario.priority_classes
+            }
             for obj in self.cluster.scenario_objects():  # an earlier scenario's, which this one does not declare
                 if (obj["kind"], obj["metadata"]["name"]) not in declared:
                     self.cluster.delete(obj)
@@ -194,48 +203,50 @@ class Engine:
     # -- steps, by type ---------------------------------------------------------------------
 
     @singledispatchmethod
-    def play(self, step: Step, run: "_Run") -> bool:
+    def play(self, step: Step, run: _Run) -> bool:
         """Play one step; False ends the scenario."""
         raise TypeError(f"no player for step {type(step).__name__}")
 
     @play.register(schema.Apply)
-    def _(self, step: schema.Apply, run: "_Run") -> bool:
+    def _(self, step: schema.Apply, run: _Run) -> bool:
         w = run.scenario.workload(step.workload)
         what = f"{w.jobs} Jobs {w.name}-0…{w.jobs - 1}" if w.jobs else f"{w.kind} {w.name}"
-        with self.progress.step(f"Apply {what}: {w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}, "
-                                f"queue {w.queue or '-'}"):
+        with self.progress.step(
+            f"Apply {what}: {w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}, queue {w.queue or '-'}"
+        ):
             for obj in workload_objects(w, run.scenario):
                 run.apply(obj)
             run.resized(w.name, w.total_pods)
         return True
 
     @play.register(schema.Delete)
-    def _(self, step: schema.Delete, run: "_Run") -> bool:
+    def _(self, step: schema.Delete, run: _Run) -> bool:
         w = run.scenario.workload(step.workload)
         with self.progress.step(f"Delete {w.kind} {w.name}"):
             self._delete_workload(w, run)
         return True
 
-    def _delete_workload(self, w: WorkloadFile, run: "_Run") -> None:
+    def _delete_workload(self, w: WorkloadFile, run: _Run) -> None:
         for obj in reversed(workload_objects(w, run.scenario)):
             self.cluster.delete(obj)
         self.cluster.delete_pods(run.scenario.namespace, w.name)
         run.resized(w.name, None)
 
     @play.register(schema.DeletePods)
-    def _(self, step: schema.DeletePods, run: "_Run") -> bool:
+    def _(self, step: schema.DeletePods, run: _Run) -> bool:
         with self.progress.step(f"Delete the pods on {step.node}") as st:
             names = sorted(p.name for p in run.state.pods.values() if p.node == step.node)
             run.state.removed.update(names)  # deleted by the lab: not evictions
             for name in names:
-                self.cluster.delete({"apiVersion": "v1", "kind": "Pod",
-                                     "metadata": {"name": name, "namespace": run.scenario.namespace}})
+                self.cluster.delete(
+                    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": run.scenario.namespace}}
+                )
             st.note(", ".join(names) or "none were there")
             run.stepped()
         return True
 
     @play.register(schema.DeleteWorkloads)
-    def _(self, step: schema.DeleteWorkloads, run: "_Run") -> bool:
+    def _(self, step: schema.DeleteWorkloads, run: _Run) -> bool:
         with self.progress.step(f"Delete the workloads with a pod on {step.node}") as st:
             names = sorted({p.workload for p in run.state.pods.values() if p.node == step.node and p.workload})
             for name in names:
@@ -244,20 +255,20 @@ class Engine:
         return True
 
     @play.register(schema.Sleep)
-    def _(self, step: schema.Sleep, run: "_Run") -> bool:
+    def _(self, step: schema.Sleep, run: _Run) -> bool:
         with self.progress.step(f"Sleep {step.seconds:g}s"):
             run.breaks(lambda obs: True, step.seconds)  # changes keep arriving; nothing can break
         return True
 
     @play.register(schema.StopScheduler)
-    def _(self, step: schema.StopScheduler, run: "_Run") -> bool:
+    def _(self, step: schema.StopScheduler, run: _Run) -> bool:
         with self.progress.step("Stop KAI's scheduler"):
             self.cluster.stop_scheduler()
             run.stepped()
         return True
 
     @play.register(schema.StartScheduler)
-    def _(self, step: schema.StartScheduler, run: "_Run") -> bool:
+    def _(self, step: schema.StartScheduler, run: _Run) -> bool:
         said = step.settings.changes()
         with self.progress.step(f"{'Restart' if step.restart else 'Start'} KAI's scheduler ({said})"):
             if step.restart:
@@ -267,7 +278,7 @@ class Engine:
         return True
 
     @play.register(schema.Scale)
-    def _(self, step: schema.Scale, run: "_Run") -> bool:
+    def _(self, step: schema.Scale, run: _Run) -> bool:
         s, w = run.scenario, run.scenario.workload(step.workload)
         with self.progress.step(f"Scale {w.name} to {step.pods} pods"):
             objects = workload_objects(w, s, step.pods)
@@ -277,14 +288,16 @@ class Engine:
                 wanted = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
                 current = {p.name for p in run.state.pods.values() if p.workload == w.name}
                 for name in sorted(current - set(wanted)):
-                    self.cluster.delete({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": s.namespace}})
+                    self.cluster.delete(
+                        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": s.namespace}}
+                    )
                 for name in sorted(set(wanted) - current):
                     run.apply(wanted[name])
             run.resized(w.name, step.pods)
         return True
 
     @play.register(schema.SetQueue)
-    def _(self, step: schema.SetQueue, run: "_Run") -> bool:
+    def _(self, step: schema.SetQueue, run: _Run) -> bool:
         q = step.queue
         with self.progress.step(f"Set queue {q.name}: GPU quota {q.gpu.quota}, limit {q.gpu.limit}"):
             run.apply(labelled(queue_object(q), run.scenario))
@@ -292,7 +305,7 @@ class Engine:
         return True
 
     @play.register(schema.Wait)
-    def _(self, step: schema.Wait, run: "_Run") -> bool:
+    def _(self, step: schema.Wait, run: _Run) -> bool:
         """Wait until every condition holds, then keep it for ``stable`` seconds.
 
         A Wait only gates the run (it shows as a row only when it fails); an Expect adds
@@ -318,8 +331,10 @@ class Engine:
                 st.note("held")
             else:
                 seen = "; ".join(f"{e.title}: {c.observed}" for e in exps if not (c := evaluate(e, obs)).passed)
-                st.fail((f"not reached within {step.timeout:.0f}s" if not reached else f"did not hold for {hold:.0f}s")
-                        + (f" — seen {seen}" if seen else ""))
+                st.fail(
+                    (f"not reached within {step.timeout:.0f}s" if not reached else f"did not hold for {hold:.0f}s")
+                    + (f" — seen {seen}" if seen else "")
+                )
         for e in exps:
             check = evaluate(e, obs)
             if not rows and check.passed:
@@ -429,11 +444,18 @@ class Recorder:
 def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
     exist), its priority classes and its namespace (kailab empties it) — by apiVersion, kind and name."""
-    queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)]
+    queues = [q.name for q in scenario.queues] + [
+        s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)
+    ]
     out = [queue_ref(n) for n in dict.fromkeys([*queues, *scenario.missing_queues])]
-    return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
-                  for p in scenario.priority_classes] + [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scenario.namespace}}]
+    return (
+        out
+        + [
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
+            for p in scenario.priority_classes
+        ]
+        + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scenario.namespace}}]
+    )
 
 
 def namespace_hint(scenarios: list[Scenario], refused: list[str]) -> str | None:
@@ -442,10 +464,15 @@ def namespace_hint(scenarios: list[Scenario], refused: list[str]) -> str | None:
     for s in scenarios:
         if s.namespace in taken:
             own = f"kailab-{s.name}"
-            instead = f"namespace: {own} (or leave namespace: out)" if own not in taken else \
-                "a namespace of its own, or run on a lab with a --prefix of its own"
-            return (f"Namespace {s.namespace} holds what is not kailab's, and kailab empties a scenario's namespace: "
-                    f"give {s.path or s.name} {instead}.")
+            instead = (
+                f"namespace: {own} (or leave namespace: out)"
+                if own not in taken
+                else "a namespace of its own, or run on a lab with a --prefix of its own"
+            )
+            return (
+                f"Namespace {s.namespace} holds what is not kailab's, and kailab empties a scenario's namespace: "
+                f"give {s.path or s.name} {instead}."
+            )
     return None
 
 
@@ -471,5 +498,7 @@ def verify_command(scenario: Scenario) -> str:
     """The kubectl command a learner runs to check the result by hand."""
     if scenario.verify:
         return scenario.verify
-    return (f"kubectl --kubeconfig \"$(kailab kubeconfig)\" get pods -n {scenario.namespace} "
-            f"-L {QUEUE_LABEL},{WORKLOAD_LABEL} -o wide")
+    return (
+        f'kubectl --kubeconfig "$(kailab kubeconfig)" get pods -n {scenario.namespace} '
+        f"-L {QUEUE_LABEL},{WORKLOAD_LABEL} -o wide"
+    )

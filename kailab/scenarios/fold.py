@@ -38,7 +38,7 @@ class Change:
         return {"t": round(self.t, 3), "type": self.type, **body}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Change":
+    def from_json(cls, d: dict) -> Change:
         pod = PodView(**d["pod"]) if "pod" in d else None
         event = EventView(**d["event"]) if "event" in d else None
         group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
@@ -57,7 +57,9 @@ class RunState:
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # every pod ever seen → (workload, queue)
     pod_groups: dict[str, str] = field(default_factory=dict)  # PodGroup name → workload
     evicted: set[str] = field(default_factory=set)  # pods evicted or preempted (an event said so, or see fold)
-    released: set[str] = field(default_factory=set)  # workloads the lab deleted or scaled down: their pods go by its hand
+    released: set[str] = field(
+        default_factory=set
+    )  # workloads the lab deleted or scaled down: their pods go by its hand
     removed: set[str] = field(default_factory=set)  # pods the lab deleted itself (a deletePods step)
     waiting: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (kind, name) → {message: time}
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
@@ -101,8 +103,9 @@ def fold(state: RunState, change: Change) -> RunState:
 
 def observe(state: RunState) -> Observation:
     """The snapshot the checks decide on."""
-    obs = Observation(pods=list(state.pods.values()), sizes=dict(state.sizes),
-                      fair_share={q: s.gpu for q, s in state.shares.items()})
+    obs = Observation(
+        pods=list(state.pods.values()), sizes=dict(state.sizes), fair_share={q: s.gpu for q, s in state.shares.items()}
+    )
     for p in obs.pods:
         if p.bound_at is not None:
             first = obs.first_bound.get(p.workload)
@@ -114,7 +117,7 @@ def observe(state: RunState) -> Observation:
         obs.evicted.setdefault(workload, set()).add(name)
         if queue:
             obs.evicted_queue.setdefault(queue, set()).add(name)
-    said = []
+    said: list[tuple[float, str, str]] = []  # (time, workload, message)
     for (kind, name), messages in state.waiting.items():
         workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
         if workload:

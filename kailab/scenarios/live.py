@@ -7,8 +7,8 @@ import dataclasses
 import queue
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 from kubernetes import client
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
@@ -36,14 +36,18 @@ class LiveChanges:
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
         self._watches = [
-            self._watch(Watched(kube.core.list_namespaced_pod, namespace), lambda kind, o: Change(kind, pod=pod_view(o))),
-            self._watch(Watched(kube.core.list_namespaced_event, namespace),
-                        lambda kind, o: Change(kind, event=event_view(o))),
+            self._watch(
+                Watched(kube.core.list_namespaced_pod, namespace), lambda kind, o: Change(kind, pod=pod_view(o))
+            ),
+            self._watch(
+                Watched(kube.core.list_namespaced_event, namespace), lambda kind, o: Change(kind, event=event_view(o))
+            ),
         ]
         if _serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
             group, version = PODGROUP_API.split("/")
-            pod_groups = partial(client.CustomObjectsApi(kube.api).list_namespaced_custom_object,
-                                 group, version, namespace, "podgroups")
+            pod_groups = partial(
+                client.CustomObjectsApi(kube.api).list_namespaced_custom_object, group, version, namespace, "podgroups"
+            )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         try:
             for w in self._watches:
@@ -109,9 +113,15 @@ class LiveCluster:
     ``node_selector``: the nodes that are this lab's fleet (its KAI partition's), None every node.
     """
 
-    def __init__(self, kube: Kube, scheduler=None, owner: Owner = Owner(),
-                 metrics: Callable[[], str | None] | None = None, gpu_sharing: bool = True,
-                 node_selector: str | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        scheduler=None,
+        owner: Owner = Owner(),
+        metrics: Callable[[], str | None] | None = None,
+        gpu_sharing: bool = True,
+        node_selector: str | None = None,
+    ):
         self.kube = kube
         self.node_selector = node_selector
         self.scheduler = scheduler
@@ -123,9 +133,15 @@ class LiveCluster:
         return time.monotonic()
 
     def abilities(self) -> frozenset[str]:
-        return frozenset(name for name, has in (("scheduler-control", self.scheduler is not None),
-                                                ("fair-share", self.metrics is not None),
-                                                ("gpu-sharing", self.gpu_sharing)) if has)
+        return frozenset(
+            name
+            for name, has in (
+                ("scheduler-control", self.scheduler is not None),
+                ("fair-share", self.metrics is not None),
+                ("gpu-sharing", self.gpu_sharing),
+            )
+            if has
+        )
 
     def clear_scenarios(self, namespace: str = "") -> list[str]:
         return clear_scenarios(self.kube, self.owner, also=(namespace,) if namespace else ())
@@ -143,7 +159,9 @@ class LiveCluster:
                 got = self.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
             except ResourceNotFoundError:  # the cluster does not serve the kind: no such object
                 got = None
-            found[f"{o['kind']} {o['metadata']['name']}"] = None if got is None else (got["metadata"].get("labels") or {})
+            found[f"{o['kind']} {o['metadata']['name']}"] = (
+                None if got is None else (got["metadata"].get("labels") or {})
+            )
         return foreign(found, self.owner)
 
     def delete(self, obj: dict) -> None:
@@ -153,8 +171,9 @@ class LiveCluster:
     def delete_pods(self, namespace: str, workload: str) -> None:
         # ReplicaSets too: until the garbage collector gets to them, one would replace the pods deleted here.
         selector = f"{WORKLOAD_LABEL}={workload}"
-        self.kube.apps.delete_collection_namespaced_replica_set(namespace, label_selector=selector,
-                                                               propagation_policy="Background")
+        self.kube.apps.delete_collection_namespaced_replica_set(
+            namespace, label_selector=selector, propagation_policy="Background"
+        )
         self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
 
     def changes(self, namespace: str) -> LiveChanges:
@@ -171,13 +190,17 @@ class LiveCluster:
         selector = self.owner.selector(SCENARIO_LABEL)
         out = [queue_ref(q["metadata"]["name"]) for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
         classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
-        return out + [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                       "metadata": {"name": p["metadata"]["name"]}} for p in classes]
+        return out + [
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p["metadata"]["name"]}}
+            for p in classes
+        ]
 
     def _control(self):
         if self.scheduler is None:
-            raise KailabError("This lab cannot stop or start KAI's scheduler from a scenario.",
-                              hint="Run the scenario on a lab made by kailab up (local or kind runtime).")
+            raise KailabError(
+                "This lab cannot stop or start KAI's scheduler from a scenario.",
+                hint="Run the scenario on a lab made by kailab up (local or kind runtime).",
+            )
         return self.scheduler
 
     def stop_scheduler(self) -> None:
@@ -195,7 +218,9 @@ def clear_scenarios(kube: Kube, owner: Owner = Owner(), also: tuple[str, ...] = 
     Only the lab's own namespaces, by its labels: another lab's on the same cluster are left alone. A namespace
     without pods holds no GPU; emptying all twelve every time cost a second or more per lesson.
     """
-    namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner.selector(SCENARIO_LABEL)).items]
+    namespaces = [
+        ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner.selector(SCENARIO_LABEL)).items
+    ]
     busy = [n for n in namespaces if kube.core.list_namespaced_pod(n, limit=1).items]
     for name in dict.fromkeys([*busy, *(n for n in also if n in namespaces)]):
         kube.empty_namespace(name)

@@ -22,8 +22,14 @@ from kailab.yamlfile import YamlFile
 LESSON_QUEUES = MANIFESTS / "queues.yaml"
 FORMAT_HINT = "The scenario format is described in exercises/README.md."
 # Priority classes every KAI install has (its chart's four) and Kubernetes' own.
-KNOWN_PRIORITY_CLASSES = {"train", "build-preemptible", "build", "inference",
-                          "system-cluster-critical", "system-node-critical"}
+KNOWN_PRIORITY_CLASSES = {
+    "train",
+    "build-preemptible",
+    "build",
+    "inference",
+    "system-cluster-critical",
+    "system-node-critical",
+}
 SCHEDULERS = (KAI_SCHEDULER_NAME, DEFAULT_SCHEDULER_NAME)
 
 
@@ -41,8 +47,15 @@ def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
     for doc in f.read(documents=True):
         obj = f.check(schema.QueueObject, doc)
         q, r = obj.spec, obj.spec.resources
-        given = {"parent": q.parentQueue, "priority": q.priority, "gpu": r.gpu, "cpu": r.cpu, "memory": r.memory,
-                 "preemptMinRuntime": q.preemptMinRuntime, "reclaimMinRuntime": q.reclaimMinRuntime}
+        given: dict[str, Any] = {
+            "parent": q.parentQueue,
+            "priority": q.priority,
+            "gpu": r.gpu,
+            "cpu": r.cpu,
+            "memory": r.memory,
+            "preemptMinRuntime": q.preemptMinRuntime,
+            "reclaimMinRuntime": q.reclaimMinRuntime,
+        }
         queues.append(QueueFile(name=obj.metadata.name, **{k: v for k, v in given.items() if v is not None}))
     return tuple(queues)
 
@@ -50,7 +63,7 @@ def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
 class _Build:
     """The checks across the whole file, and the scenario they yield."""
 
-    def __init__(self, f: YamlFile, data: Any):
+    def __init__(self, f: YamlFile[ScenarioError], data: Any):
         self.f, self.data = f, data
 
     def fail(self, loc: tuple, message: str) -> ScenarioError:
@@ -62,17 +75,26 @@ class _Build:
     def scenario(self, doc: schema.ScenarioFile) -> Scenario:
         queues = self.queues(doc)
         self.queue_names = {q.name for q in queues}
-        self.workloads_by_name = self.workloads(doc, self.queue_names | set(doc.missingQueues),
-                                                self.priority_classes(doc))
+        self.workloads_by_name = self.workloads(
+            doc, self.queue_names | set(doc.missingQueues), self.priority_classes(doc)
+        )
         self.used_queues = self.queue_names | {w.queue for w in self.workloads_by_name.values() if w.queue}
         steps = tuple(self.step(i, s) for i, s in enumerate(doc.steps))
         self.order(steps)
         self.leaf_queues(doc, queues, steps)
         return Scenario(
-            name=doc.name, title=doc.title or doc.name, path=str(self.f.path), lesson=doc.lesson,
-            namespace=doc.namespace or f"kailab-{doc.name}", queues=queues, priority_classes=tuple(doc.priorityClasses),
-            workloads=tuple(self.workloads_by_name.values()), steps=steps, verify=doc.verify,
-            missing_queues=tuple(doc.missingQueues), requires=doc.requires,
+            name=doc.name,
+            title=doc.title or doc.name,
+            path=str(self.f.path),
+            lesson=doc.lesson,
+            namespace=doc.namespace or f"kailab-{doc.name}",
+            queues=queues,
+            priority_classes=tuple(doc.priorityClasses),
+            workloads=tuple(self.workloads_by_name.values()),
+            steps=steps,
+            verify=doc.verify,
+            missing_queues=tuple(doc.missingQueues),
+            requires=doc.requires,
             workload_lines={w.name: self.line("workloads", i) for i, w in enumerate(doc.workloads)},
         )
 
@@ -82,19 +104,25 @@ class _Build:
         out: list[tuple[tuple, QueueFile]] = []
         for i, item in enumerate(items):
             loc = ("queues",) if doc.queues == "lesson" else ("queues", i)
-            specs = load_queue_file(LESSON_QUEUES) if item == "lesson" else (item,)
+            specs = (item,) if isinstance(item, QueueFile) else load_queue_file(LESSON_QUEUES)  # else "lesson"
             out.extend((loc, s) for s in specs)
         seen: dict[str, tuple] = {}
         for loc, q in out:
             if q.name in seen:
-                raise self.fail(loc, f"two queues are named '{q.name}'" + (" (one of them is a lesson queue)" if "lesson" in items else ""))
+                raise self.fail(
+                    loc,
+                    f"two queues are named '{q.name}'"
+                    + (" (one of them is a lesson queue)" if "lesson" in items else ""),
+                )
             seen[q.name] = loc
         missing = set(doc.missingQueues)
         for loc, q in out:
             if q.name in missing:
                 raise self.fail(loc, f"queue '{q.name}' is declared and also listed in missingQueues")
             if q.parent is not None and q.parent not in seen:
-                raise self.fail(loc, f"queue '{q.name}' names parent '{q.parent}', which this scenario does not declare")
+                raise self.fail(
+                    loc, f"queue '{q.name}' names parent '{q.parent}', which this scenario does not declare"
+                )
         parent = {q.name: q.parent for _, q in out}
         done: set[str] = set()  # queues whose chain of parents is known to end: each is walked once
         for loc, q in out:
@@ -112,8 +140,10 @@ class _Build:
         known = set(KNOWN_PRIORITY_CLASSES)
         for i, pc in enumerate(doc.priorityClasses):
             if pc.name in known:
-                raise self.fail(("priorityClasses", i, "name"), f"priority class '{pc.name}' is declared twice, "
-                                "or is one KAI or Kubernetes already has")
+                raise self.fail(
+                    ("priorityClasses", i, "name"),
+                    f"priority class '{pc.name}' is declared twice, or is one KAI or Kubernetes already has",
+                )
             known.add(pc.name)
         return known
 
@@ -124,31 +154,51 @@ class _Build:
                 raise self.fail(("workloads", i, "name"), f"two workloads are named '{w.name}'")
             # A scenario that declares no queues runs on whatever queues the cluster has.
             if w.queue and queues and w.queue not in queues and w.queue != "default-queue":
-                raise self.fail(("workloads", i, "queue"), f"workload '{w.name}' uses queue '{w.queue}', which this "
-                                f"scenario does not declare (declared: {', '.join(sorted(queues))})")
+                raise self.fail(
+                    ("workloads", i, "queue"),
+                    f"workload '{w.name}' uses queue '{w.queue}', which this "
+                    f"scenario does not declare (declared: {', '.join(sorted(queues))})",
+                )
             if w.minMember is not None and w.minMember > w.pods:
-                raise self.fail(("workloads", i, "minMember"), f"workload '{w.name}' has minMember {w.minMember} but "
-                                f"only {w.pods} pods: the gang could never start")
+                raise self.fail(
+                    ("workloads", i, "minMember"),
+                    f"workload '{w.name}' has minMember {w.minMember} but "
+                    f"only {w.pods} pods: the gang could never start",
+                )
             if w.minMember is not None and w.kind == "Deployment":
-                raise self.fail(("workloads", i, "minMember"), f"workload '{w.name}': KAI gives a Deployment one "
-                                "PodGroup per pod, so minMember has no effect; use a Job or a PodGroup")
+                raise self.fail(
+                    ("workloads", i, "minMember"),
+                    f"workload '{w.name}': KAI gives a Deployment one "
+                    "PodGroup per pod, so minMember has no effect; use a Job or a PodGroup",
+                )
             if w.scheduler not in (*SCHEDULERS, *doc.missingSchedulers):
-                raise self.fail(("workloads", i, "scheduler"), f"workload '{w.name}' names scheduler '{w.scheduler}'; "
-                                f"the lab has {' and '.join(SCHEDULERS)} (list a name under missingSchedulers to "
-                                "show a pod that no scheduler looks at)")
+                raise self.fail(
+                    ("workloads", i, "scheduler"),
+                    f"workload '{w.name}' names scheduler '{w.scheduler}'; "
+                    f"the lab has {' and '.join(SCHEDULERS)} (list a name under missingSchedulers to "
+                    "show a pod that no scheduler looks at)",
+                )
             pc_key = "priorityClassName" if w.priorityClassName else "priorityClass"
             if w.priority_class and w.priority_class not in known_pcs:
-                raise self.fail(("workloads", i, pc_key), f"workload '{w.name}' uses priority class "
-                                f"'{w.priority_class}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
-                                "nor declared under priorityClasses")
+                raise self.fail(
+                    ("workloads", i, pc_key),
+                    f"workload '{w.name}' uses priority class "
+                    f"'{w.priority_class}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
+                    "nor declared under priorityClasses",
+                )
             if w.kind == "Deployment" and w.fraction:
-                raise self.fail(("workloads", i, "gpus"), f"workload '{w.name}': kailab makes fractional pods as "
-                                "Jobs, Pods or PodGroups; use one of those kinds")
+                raise self.fail(
+                    ("workloads", i, "gpus"),
+                    f"workload '{w.name}': kailab makes fractional pods as "
+                    "Jobs, Pods or PodGroups; use one of those kinds",
+                )
             groups: set[str] = set()
             for j, g in enumerate(w.subGroups):
                 if g.minMember is not None and g.minMember > g.pods:
-                    raise self.fail(("workloads", i, "subGroups", j, "minMember"), f"subgroup '{g.name}' has minMember "
-                                    f"{g.minMember} but only {g.pods} pods: it could never start")
+                    raise self.fail(
+                        ("workloads", i, "subGroups", j, "minMember"),
+                        f"subgroup '{g.name}' has minMember {g.minMember} but only {g.pods} pods: it could never start",
+                    )
                 if g.name in groups:
                     raise self.fail(("workloads", i, "subGroups", j, "name"), f"two subgroups are named '{g.name}'")
                 groups.add(g.name)
@@ -170,8 +220,11 @@ class _Build:
             elif isinstance(step, (schema.Delete, schema.Scale)) and step.workload not in applied:
                 verb = "deletes" if isinstance(step, schema.Delete) else "scales"
                 when = "after a step deleted it" if step.workload in deleted else "before any step applies it"
-                raise self.f.fail(step.line, f"this step {verb} workload '{step.workload}' {when}, so there is "
-                                  f"nothing to {verb[:-1]}: add '- apply: {step.workload}' before it")
+                raise self.f.fail(
+                    step.line,
+                    f"this step {verb} workload '{step.workload}' {when}, so there is "
+                    f"nothing to {verb[:-1]}: add '- apply: {step.workload}' before it",
+                )
             elif isinstance(step, schema.Delete):
                 applied.discard(step.workload)
                 deleted.add(step.workload)
@@ -179,8 +232,11 @@ class _Build:
         for e in (e for s in steps for e in getattr(s, "expectations", ())):
             for name in (e.workload, e.want if e.measure == "bound_before" else None):
                 if name and name not in ever:
-                    raise self.f.fail(e.line, f"a condition is about workload '{name}', which no step applies, so it "
-                                      f"could only count nothing: add '- apply: {name}' to the steps")
+                    raise self.f.fail(
+                        e.line,
+                        f"a condition is about workload '{name}', which no step applies, so it "
+                        f"could only count nothing: add '- apply: {name}' to the steps",
+                    )
 
     def leaf_queues(self, doc: schema.ScenarioFile, queues: tuple[QueueFile, ...], steps: tuple[Step, ...]) -> None:
         """KAI schedules pods only from leaf queues: a workload on a parent queue waits forever, unless the file says
@@ -192,28 +248,46 @@ class _Build:
         on_purpose = set(doc.onParentQueue)
         for i, w in enumerate(doc.workloads):
             if w.queue in children and w.name not in on_purpose:
-                raise self.fail(("workloads", i, "queue"), f"workload '{w.name}' is on queue '{w.queue}', the parent of "
-                                f"'{children[w.queue]}': KAI schedules pods only from leaf queues; put it on "
-                                f"'{children[w.queue]}' or another queue without children (or list '{w.name}' under onParentQueue "
-                                "to show just that)")
+                raise self.fail(
+                    ("workloads", i, "queue"),
+                    f"workload '{w.name}' is on queue '{w.queue}', the parent of "
+                    f"'{children[w.queue]}': KAI schedules pods only from leaf queues; put it on "
+                    f"'{children[w.queue]}' or another queue without children (or list '{w.name}' under onParentQueue "
+                    "to show just that)",
+                )
 
     def expectations(self, c: Any, keys: dict, at: tuple) -> list[Expectation]:
         """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure."""
         workloads = self.workloads_by_name
         if c.workload is not None and c.workload not in workloads:
-            raise self.fail(at + ("workload",), f"a condition names workload '{c.workload}', which the scenario does not declare")
+            raise self.fail(
+                at + ("workload",), f"a condition names workload '{c.workload}', which the scenario does not declare"
+            )
         if c.queue is not None and c.queue not in self.used_queues:
-            raise self.fail(at + ("queue",), f"a condition is about queue '{c.queue}', which no queue or workload of this "
-                            "scenario declares, so it could only count nothing")
+            raise self.fail(
+                at + ("queue",),
+                f"a condition is about queue '{c.queue}', which no queue or workload of this "
+                "scenario declares, so it could only count nothing",
+            )
         if c.boundBefore is not None and c.boundBefore not in workloads:
-            raise self.fail(at + ("boundBefore",), f"boundBefore names workload '{c.boundBefore}', which the scenario does not declare")
+            raise self.fail(
+                at + ("boundBefore",),
+                f"boundBefore names workload '{c.boundBefore}', which the scenario does not declare",
+            )
         if c.subGroup is not None:
             groups = {g.name for g in workloads[c.workload].subGroups}
             if c.subGroup not in groups:
-                raise self.fail(at + ("subGroup",), f"workload '{c.workload}' has no subgroup '{c.subGroup}'"
-                                + (f" (its subgroups: {', '.join(sorted(groups))})" if groups else ""))
-        who = " ".join(filter(None, [c.workload, c.subGroup and f"subgroup {c.subGroup}", c.queue,
-                                     c.node and f"on {c.node}"])) or "all pods"
+                raise self.fail(
+                    at + ("subGroup",),
+                    f"workload '{c.workload}' has no subgroup '{c.subGroup}'"
+                    + (f" (its subgroups: {', '.join(sorted(groups))})" if groups else ""),
+                )
+        who = (
+            " ".join(
+                filter(None, [c.workload, c.subGroup and f"subgroup {c.subGroup}", c.queue, c.node and f"on {c.node}"])
+            )
+            or "all pods"
+        )
         out = []
         for key in keys:  # in the file's order: the verdict's rows keep it
             m = schema.MEASURE_OF_KEY.get(key)
@@ -222,9 +296,21 @@ class _Build:
             value = getattr(c, m.word)
             want = m.want(value, keys[key])
             title = c.title or m.titled(who, want)
-            out.append(Expectation(title=title, measure=m.name, want=want, bound=value if m.counted else None,
-                                   queue=c.queue, workload=c.workload, node=c.node, subgroup=c.subGroup,
-                                   stable=c.stable or 0.0, line=self.line(*at, key), needs=m.needs))
+            out.append(
+                Expectation(
+                    title=title,
+                    measure=m.name,
+                    want=want,
+                    bound=value if m.counted else None,
+                    queue=c.queue,
+                    workload=c.workload,
+                    node=c.node,
+                    subgroup=c.subGroup,
+                    stable=c.stable or 0.0,
+                    line=self.line(*at, key),
+                    needs=m.needs,
+                )
+            )
         if len(out) > 1 and c.title:
             out = [Expectation(**{**e.__dict__, "title": f"{c.title} ({e.measure.replace('_', ' ')})"}) for e in out]
         return out
@@ -236,8 +322,11 @@ class _At:
     def __init__(self, build: _Build, i: int, s: Any):
         self.build, self.i, self.s = build, i, s
         self.loc = ("steps", i, s.action)
-        self.common = {"timeout": 30.0 if s.timeout is None else s.timeout, "note": s.note or "",
-                       "line": build.line(*self.loc)}
+        self.common = {
+            "timeout": 30.0 if s.timeout is None else s.timeout,
+            "note": s.note or "",
+            "line": build.line(*self.loc),
+        }
 
     def fail(self, message: str, *loc: Any) -> ScenarioError:
         return self.build.fail(self.loc + loc, message)
@@ -245,7 +334,9 @@ class _At:
     def workload(self, name: str, *loc: Any) -> WorkloadFile:
         w = self.build.workloads_by_name.get(name)
         if w is None:
-            raise self.fail(f"step '{self.s.action}' names workload '{name}', which the scenario does not declare", *loc)
+            raise self.fail(
+                f"step '{self.s.action}' names workload '{name}', which the scenario does not declare", *loc
+            )
         return w
 
     def queue(self, q: QueueFile) -> QueueFile:
@@ -259,7 +350,7 @@ class _At:
         raw = self.build.data["steps"][self.i][self.s.action]
         raw = raw if isinstance(raw, list) else [raw]
         exps = []
-        for j, (cond, keys) in enumerate(zip(conditions, raw)):
+        for j, (cond, keys) in enumerate(zip(conditions, raw, strict=True)):
             exps.extend(self.build.expectations(cond, keys, self.loc + ((j,) if isinstance(body, list) else ())))
         if not exps:
             raise self.fail(f"a '{self.s.action}' step needs at least one condition")

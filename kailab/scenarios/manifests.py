@@ -7,6 +7,8 @@ the **Job** (KAI's pod-grouper reads the top owner), not only on its pod templat
 
 from __future__ import annotations
 
+from typing import Any
+
 from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
@@ -36,13 +38,20 @@ def _resource(r: ResourceFile) -> dict:
 
 def queue_object(q: QueueFile) -> dict:
     """A scenario's queue as a KAI Queue (kailab.queues: the one shape)."""
-    return queues.queue_object(q.name, _resource(q.gpu), _resource(q.cpu), _resource(q.memory), parent=q.parent,
-                               priority=q.priority, preempt_min_runtime=q.preemptMinRuntime,
-                               reclaim_min_runtime=q.reclaimMinRuntime)
+    return queues.queue_object(
+        q.name,
+        _resource(q.gpu),
+        _resource(q.cpu),
+        _resource(q.memory),
+        parent=q.parent,
+        priority=q.priority,
+        preempt_min_runtime=q.preemptMinRuntime,
+        reclaim_min_runtime=q.reclaimMinRuntime,
+    )
 
 
 def priority_class_object(pc: PriorityClassFile) -> dict:
-    obj = {
+    obj: dict[str, Any] = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": {"name": pc.name, "labels": dict(MANAGED)},
@@ -92,11 +101,13 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
         "tolerations": [dict(KWOK_TOLERATION)],
-        "containers": [{
-            "name": "main",
-            "image": PAUSE_IMAGE,
-            "resources": _resources(w),
-        }],
+        "containers": [
+            {
+                "name": "main",
+                "image": PAUSE_IMAGE,
+                "resources": _resources(w),
+            }
+        ],
     }
     if w.scheduler != DEFAULT_SCHEDULER_NAME:
         spec["schedulerName"] = w.scheduler
@@ -104,8 +115,13 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         spec["nodeSelector"] = {"kubernetes.io/hostname": w.node}
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
-    return {"metadata": {"labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName"},
-                         "annotations": annotations}, "spec": spec}
+    return {
+        "metadata": {
+            "labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName"},
+            "annotations": annotations,
+        },
+        "spec": spec,
+    }
 
 
 def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = None) -> list[dict]:
@@ -115,40 +131,55 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
     meta = _owner_meta(w, scenario)
     if w.kind == "Job":
         names = [w.name] if w.jobs is None else [f"{w.name}-{i}" for i in range(w.jobs)]
-        return [{
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": ns, **meta},
-            "spec": {
-                "parallelism": n, "completions": max(w.pods, n),
-                # KAI's evictions delete pods; each counts as a failure to the Job controller.
-                "backoffLimit": 100000,
-                "template": pod_template(w, scenario, "Never"),
-            },
-        } for name in names]
+        return [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": ns, **meta},
+                "spec": {
+                    "parallelism": n,
+                    "completions": max(w.pods, n),
+                    # KAI's evictions delete pods; each counts as a failure to the Job controller.
+                    "backoffLimit": 100000,
+                    "template": pod_template(w, scenario, "Never"),
+                },
+            }
+            for name in names
+        ]
     if w.kind == "Deployment":
-        return [{
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": w.name, "namespace": ns, **meta},
-            "spec": {
-                "replicas": n,
-                "selector": {"matchLabels": {WORKLOAD_LABEL: w.name}},
-                "template": pod_template(w, scenario, "Always"),
-            },
-        }]
-    pod_group = []
+        return [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": w.name, "namespace": ns, **meta},
+                "spec": {
+                    "replicas": n,
+                    "selector": {"matchLabels": {WORKLOAD_LABEL: w.name}},
+                    "template": pod_template(w, scenario, "Always"),
+                },
+            }
+        ]
+    pod_group: list[dict] = []
     if w.kind == "PodGroup":
-        spec = {"minMember": w.minMember or n, "queue": w.queue or "default-queue"}
+        spec: dict[str, Any] = {"minMember": w.minMember or n, "queue": w.queue or "default-queue"}
         if w.priority_class:
             spec["priorityClassName"] = w.priority_class
         if w.preemptibility:
             spec["preemptibility"] = w.preemptibility
         if w.subGroups:
-            spec["subGroups"] = [{"name": g.name, **({"minMember": g.minMember} if g.minMember else {})}
-                                 for g in w.subGroups]
-        pod_group.append({"apiVersion": PODGROUP_API, "kind": "PodGroup",
-                          "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]}, "spec": spec})
+            spec["subGroups"] = [
+                {"name": g.name, **({"minMember": g.minMember} if g.minMember else {})} for g in w.subGroups
+            ]
+        pod_group.append(
+            {
+                "apiVersion": PODGROUP_API,
+                "kind": "PodGroup",
+                "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]},
+                "spec": spec,
+            }
+        )
     subgroup_of = [g.name for g in w.subGroups for _ in range(g.pods)]
-    pods = []
+    pod_objects: list[dict] = []
     for i in range(n):
         tmpl = pod_template(w, scenario, "Never")
         labels = meta["labels"] if w.kind == "Pod" else tmpl["metadata"]["labels"]
@@ -159,7 +190,12 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
             annotations = {**annotations, SKIP_PODGROUPER_ANNOTATION: "true"}
         if i < len(subgroup_of):
             labels = {**labels, SUBGROUP_LABEL: subgroup_of[i]}
-        pods.append({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": f"{w.name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
-                     "spec": tmpl["spec"]})
-    return pods + pod_group if w.podGroupAfterPods else pod_group + pods
+        pod_objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{w.name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
+                "spec": tmpl["spec"],
+            }
+        )
+    return pod_objects + pod_group if w.podGroupAfterPods else pod_group + pod_objects

@@ -30,7 +30,7 @@ class Bound:
     high: float | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "Bound":
+    def parse(cls, text: str) -> Bound:
         m = _BOUND.match(text)
         if not m:
             raise ValueError(f"{text!r} is not a count; want 8, >=8, <=8, >8, <8 or 8..12")
@@ -43,8 +43,14 @@ class Bound:
 
     def holds(self, value: float) -> bool:
         a, b = self.low, self.high
-        return {"==": value == a, ">=": value >= a, "<=": value <= a, ">": value > a, "<": value < a,
-                "..": b is not None and a <= value <= b}[self.op]
+        return {
+            "==": value == a,
+            ">=": value >= a,
+            "<=": value <= a,
+            ">": value > a,
+            "<": value < a,
+            "..": b is not None and a <= value <= b,
+        }[self.op]
 
     def __str__(self) -> str:
         a = f"{self.low:g}"
@@ -132,8 +138,11 @@ class Scenario:
     def nodes(self) -> dict[str, int]:
         """Node names the scenario uses (a workload's node, a step's, a condition's) → the line of the first."""
         out: dict[str, int] = {}
-        for name, line in [*((w.node, self.workload_lines.get(w.name, 0)) for w in self.workloads), *((getattr(s, "node", None), s.line) for s in self.steps),
-                           *((e.node, e.line) for e in self.expectations)]:
+        for name, line in [
+            *((w.node, self.workload_lines.get(w.name, 0)) for w in self.workloads),
+            *((getattr(s, "node", None), s.line) for s in self.steps),
+            *((e.node, e.line) for e in self.expectations),
+        ]:
             if name and not out.get(name):
                 out[name] = line
         return out

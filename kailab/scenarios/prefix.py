@@ -26,15 +26,20 @@ _TEXT_MEASURES = ("reason", "not_reason", "pod_group_field")
 def check_prefix(text: str) -> str:
     """The prefix as given, or ValueError saying what a prefix may be."""
     if not _PREFIX.match(text) or len(text) > MAX_PREFIX:
-        raise ValueError(f"{text!r} is not a prefix: use 1 to {MAX_PREFIX} lower-case letters, digits and '-', "
-                         "starting and ending with a letter or digit (for example alice or team-3)")
+        raise ValueError(
+            f"{text!r} is not a prefix: use 1 to {MAX_PREFIX} lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit (for example alice or team-3)"
+        )
     return text
 
 
 def prefixed(scenario: Scenario, prefix: str) -> Scenario:
     """The scenario with the prefix on its own queues, priority classes and namespace (see the module)."""
-    queues = {q.name for q in scenario.queues} | set(scenario.missing_queues) | {
-        s.queue.name for s in scenario.steps if isinstance(s, SetQueue)}
+    queues = (
+        {q.name for q in scenario.queues}
+        | set(scenario.missing_queues)
+        | {s.queue.name for s in scenario.steps if isinstance(s, SetQueue)}
+    )
     classes = {p.name for p in scenario.priority_classes}
     rename = _Renamer(prefix, queues, classes)
     out = dataclasses.replace(
@@ -46,11 +51,19 @@ def prefixed(scenario: Scenario, prefix: str) -> Scenario:
         steps=tuple(rename.step(s) for s in scenario.steps),
         missing_queues=tuple(rename.name(q) for q in scenario.missing_queues),
     )
-    too_long = sorted({n for n in [out.namespace, *(q.name for q in out.queues), *(p.name for p in out.priority_classes)]
-                       if len(n) > MAX_NAME})
+    too_long = sorted(
+        {
+            n
+            for n in [out.namespace, *(q.name for q in out.queues), *(p.name for p in out.priority_classes)]
+            if len(n) > MAX_NAME
+        }
+    )
     if too_long:
-        raise KailabError(f"With the prefix {prefix!r}, scenario {scenario.name} would use names longer than "
-                          f"{MAX_NAME} characters: {', '.join(too_long)}.", hint="Choose a shorter prefix.")
+        raise KailabError(
+            f"With the prefix {prefix!r}, scenario {scenario.name} would use names longer than "
+            f"{MAX_NAME} characters: {', '.join(too_long)}.",
+            hint="Choose a shorter prefix.",
+        )
     return out
 
 
@@ -66,7 +79,9 @@ class _Renamer:
     def __init__(self, prefix: str, queues: set[str], classes: set[str]):
         self.prefix, self.queues, self.classes = prefix, queues, classes
         names = sorted(queues, key=len, reverse=True)
-        self._words = re.compile(r"(?<![a-z0-9-])(" + "|".join(map(re.escape, names)) + r")(?![a-z0-9-])") if names else None
+        self._words = (
+            re.compile(r"(?<![a-z0-9-])(" + "|".join(map(re.escape, names)) + r")(?![a-z0-9-])") if names else None
+        )
 
     def name(self, name: str) -> str:
         return f"{self.prefix}-{name}"

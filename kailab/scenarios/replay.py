@@ -47,7 +47,7 @@ class ReplayCluster:
     def delete_pods(self, namespace: str, workload: str) -> None:
         self.calls.append(("delete pods", workload))
 
-    def changes(self, namespace: str) -> "ReplayCluster":
+    def changes(self, namespace: str) -> ReplayCluster:
         return self
 
     def node_gpus(self) -> list[float] | None:

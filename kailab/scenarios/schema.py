@@ -14,8 +14,9 @@ in the loader, where every error still carries its line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, Callable, ClassVar, Literal, Protocol, Union, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -34,14 +35,14 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from kailab.labels import (
-    KAI_SCHEDULER_NAME,
-    QUEUE_API,
     COMPLETE_DELAY_ANNOTATION,
     GPU_FRACTION_ANNOTATION,
+    KAI_SCHEDULER_NAME,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
     POD_GROUP_ANNOTATION,
     PREEMPTIBILITY_LABEL,
+    QUEUE_API,
     QUEUE_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
     SUBGROUP_LABEL,
@@ -72,8 +73,9 @@ def seconds(text: Any) -> float:
     number, unit = float(m.group(1)), m.group(2) or "s"
     value = number / 1000 if unit == "ms" else number * 60 if unit == "m" else number
     if value > MAX_SECONDS:
-        raise ValueError(f"{text!r} is {value:g} seconds; kailab waits at most 1h "
-                         f"({MAX_SECONDS}s): a lesson takes seconds")
+        raise ValueError(
+            f"{text!r} is {value:g} seconds; kailab waits at most 1h ({MAX_SECONDS}s): a lesson takes seconds"
+        )
     return value
 
 
@@ -86,15 +88,19 @@ def _go_duration(text: Any) -> str:
 def _label_key(key: str) -> str:
     prefix, _, name = key.rpartition("/")
     if (prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix))) or not LABEL_NAME.match(name):
-        raise ValueError(f"{key!r} is not a valid label or annotation key (an optional DNS prefix and '/', "
-                         "then up to 63 letters, digits, '-', '_' or '.')")
+        raise ValueError(
+            f"{key!r} is not a valid label or annotation key (an optional DNS prefix and '/', "
+            "then up to 63 letters, digits, '-', '_' or '.')"
+        )
     return key
 
 
 def _label_value(value: str) -> str:
     if len(value) > MAX_NAME or not LABEL_VALUE.match(value):
-        raise ValueError(f"{value!r} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
-                         "starting and ending with a letter or digit (or empty)")
+        raise ValueError(
+            f"{value!r} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit (or empty)"
+        )
     return value
 
 
@@ -113,13 +119,13 @@ def _whole_bound(value: Any) -> Bound:
     return bound
 
 
-Seconds = Annotated[Union[StrictInt, StrictFloat, StrictStr], AfterValidator(seconds)]
+Seconds = Annotated[StrictInt | StrictFloat | StrictStr, AfterValidator(seconds)]
 GoDuration = Annotated[Any, AfterValidator(_go_duration)]
 LabelKey = Annotated[StrictStr, AfterValidator(_label_key)]
 LabelValue = Annotated[StrictStr, AfterValidator(_label_value)]
 Want = Annotated[Any, AfterValidator(_bound)]  # a count that may have decimals (GPUs)
 WholeWant = Annotated[Any, AfterValidator(_whole_bound)]  # a count of pods or nodes
-Number = Union[StrictInt, StrictFloat]
+Number = StrictInt | StrictFloat
 
 
 class FileModel(BaseModel):
@@ -147,8 +153,10 @@ class ResourceFile(FileModel):
     def _quota_within_limit(self):
         if self.limit != UNLIMITED and (self.quota == UNLIMITED or self.quota > self.limit):
             quota = "an unlimited quota (-1)" if self.quota == UNLIMITED else f"quota {self.quota:g}"
-            raise ValueError(f"{quota} is above limit {self.limit:g}: a queue never gets more than its limit; "
-                             "raise the limit (or -1, unlimited) or lower the quota")
+            raise ValueError(
+                f"{quota} is above limit {self.limit:g}: a queue never gets more than its limit; "
+                "raise the limit (or -1, unlimited) or lower the quota"
+            )
         return self
 
 
@@ -199,10 +207,14 @@ class SubGroupFile(FileModel):
 # ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
 OWN_KEYS = {
     **{key: "kailab sets it on everything it makes" for key in MANAGED},
-    QUEUE_LABEL: "write queue: instead", PREEMPTIBILITY_LABEL: "write preemptibility: instead",
-    "priorityClassName": "write priorityClass: instead", MIN_MEMBER_ANNOTATION: "write minMember: instead",
-    SUBGROUP_LABEL: "write subGroups: instead", GPU_FRACTION_ANNOTATION: "write gpus: 0.5 instead",
-    POD_GROUP_ANNOTATION: "write kind: PodGroup instead", SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
+    QUEUE_LABEL: "write queue: instead",
+    PREEMPTIBILITY_LABEL: "write preemptibility: instead",
+    "priorityClassName": "write priorityClass: instead",
+    MIN_MEMBER_ANNOTATION: "write minMember: instead",
+    SUBGROUP_LABEL: "write subGroups: instead",
+    GPU_FRACTION_ANNOTATION: "write gpus: 0.5 instead",
+    POD_GROUP_ANNOTATION: "write kind: PodGroup instead",
+    SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
     COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
 }
 OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
@@ -247,13 +259,17 @@ class WorkloadFile(FileModel):
         if self.priorityClass and self.priorityClassName:
             raise ValueError("give priorityClass (label and spec) or priorityClassName (spec only), not both")
         if self.subGroups and sum(g.pods for g in self.subGroups) != self.pods:
-            raise ValueError(f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
-                             f"but the workload has pods: {self.pods}")
+            raise ValueError(
+                f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
+                f"but the workload has pods: {self.pods}"
+            )
         for words, keys in (("labels", self.labels), ("annotations", self.annotations)):
             for key in keys:
                 if (instead := _own_key(key)) is not None:
-                    raise ValueError(f"{words}: '{key}' is kailab's or KAI's own (kailab finds and counts its pods "
-                                     f"by such keys): leave it out; {instead}")
+                    raise ValueError(
+                        f"{words}: '{key}' is kailab's or KAI's own (kailab finds and counts its pods "
+                        f"by such keys): leave it out; {instead}"
+                    )
         if (too_long := self.longest_name(self.pods)) is not None:
             raise ValueError(too_long)
         return self
@@ -267,8 +283,10 @@ class WorkloadFile(FileModel):
         longest = f"{self.name}-{many - 1}" if many else self.name
         if len(longest) > MAX_NAME:
             what = "Job" if self.jobs is not None else "pod"
-            return (f"the {what} names would be up to '{longest}' ({len(longest)} characters; Kubernetes allows "
-                    f"{MAX_NAME}): shorten the name to {MAX_NAME - len(longest) + len(self.name)} characters")
+            return (
+                f"the {what} names would be up to '{longest}' ({len(longest)} characters; Kubernetes allows "
+                f"{MAX_NAME}): shorten the name to {MAX_NAME - len(longest) + len(self.name)} characters"
+            )
         return None
 
     @property
@@ -299,7 +317,7 @@ class PodGroupFieldFile(FileModel):
     """A PodGroup field's value, e.g. ``{path: spec.preemptibility, equals: preemptible}``."""
 
     path: Annotated[StrictStr, Field(pattern=r"^(spec|status|metadata)(\.[A-Za-z][A-Za-z0-9]*)+$")]
-    equals: Union[StrictStr, StrictInt, StrictBool]
+    equals: StrictStr | StrictInt | StrictBool
 
     def __str__(self) -> str:
         return f"{self.path}={str(self.equals).lower() if isinstance(self.equals, bool) else self.equals}"
@@ -344,23 +362,44 @@ MEASURES = (
     Measure("nodes", "nodes", WholeWant, "{who}: nodes its bound pods are on"),
     Measure("fractionGpus", "fraction_gpus", WholeWant, "{who}: GPUs its fractions are on"),
     Measure("fairShare", "fair_share", Want, "{who}: fair share of GPUs (KAI's)", about="queue", needs="fair-share"),
-    Measure("placement", "placement", Literal["distinct", "oneNode"],
-            lambda who, want: f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}"),
+    Measure(
+        "placement",
+        "placement",
+        Literal["distinct", "oneNode"],
+        lambda who, want: f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}",
+    ),
     Measure("allOrNone", "all_or_none", Literal[True], "{who}: gang binds all or none", about="workload"),
     Measure("reason", "reason", StrictStr, "{who}: reason given for waiting"),
     Measure("notReason", "not_reason", StrictStr, "{who}: reason given does not mention"),
     Measure("boundBefore", "bound_before", Name, "{who} bound before {want}", about="workload"),
-    Measure("podGroupField", "pod_group_field", PodGroupFieldFile,
-            lambda who, want: f"{who}: PodGroup {want.split('=')[0]}", about="workload"),
-    Measure("schedulingCondition", "scheduling_condition", StrictStr, "{who}: PodGroup has scheduling condition",
-            about="workload"),
-    Measure("noSchedulingCondition", "no_scheduling_condition", StrictStr,
-            "{who}: PodGroup has no scheduling condition", about="workload"),
+    Measure(
+        "podGroupField",
+        "pod_group_field",
+        PodGroupFieldFile,
+        lambda who, want: f"{who}: PodGroup {want.split('=')[0]}",
+        about="workload",
+    ),
+    Measure(
+        "schedulingCondition",
+        "scheduling_condition",
+        StrictStr,
+        "{who}: PodGroup has scheduling condition",
+        about="workload",
+    ),
+    Measure(
+        "noSchedulingCondition",
+        "no_scheduling_condition",
+        StrictStr,
+        "{who}: PodGroup has no scheduling condition",
+        about="workload",
+    ),
 )
 MEASURE_OF_KEY = {key: m for m in MEASURES for key in (m.word, m.short) if key}  # file key → measure
 MEASURE_NAMED = {m.name: m for m in MEASURES}  # verdict name → measure
-_NEEDS_SCOPE = {"workload": "{word} is about one workload: add 'workload: NAME'",
-                "queue": "{word} is a queue's: add 'queue: NAME'"}
+_NEEDS_SCOPE = {
+    "workload": "{word} is about one workload: add 'workload: NAME'",
+    "queue": "{word} is a queue's: add 'queue: NAME'",
+}
 
 
 class _Condition(FileModel):
@@ -397,8 +436,13 @@ class _Condition(FileModel):
         return self
 
 
-ConditionFile = create_model("ConditionFile", __base__=_Condition,
-                             **{m.word: (m.value | None, None) for m in MEASURES})
+# The models below get one field per declared word, made at import time. A type checker cannot see fields made
+# that way: to it each model is its base class (which it is), and a word's field reads as an unknown attribute.
+_measure_fields: dict[str, Any] = {m.word: (m.value | None, None) for m in MEASURES}
+if TYPE_CHECKING:
+    ConditionFile = _Condition
+else:
+    ConditionFile = create_model("ConditionFile", __base__=_Condition, **_measure_fields)
 
 
 def _one_or_many(value: Any) -> str:
@@ -406,7 +450,7 @@ def _one_or_many(value: Any) -> str:
 
 
 Conditions = Annotated[
-    Union[Annotated[ConditionFile, Tag("one")], Annotated[list[ConditionFile], Tag("many")]],
+    Annotated[ConditionFile, Tag("one")] | Annotated[list[ConditionFile], Tag("many")],
     Discriminator(_one_or_many),
 ]
 
@@ -530,14 +574,18 @@ class OnNodeFile(FileModel):
 
 def _settings(given: BaseModel) -> SchedulerSettings:
     """A ``schedulerConfig:`` value → the scheduler's settings; a key left out keeps the lab's default."""
-    return SchedulerSettings(**{f.name: v for f in fields(SchedulerSettings)
-                                if (v := getattr(given, to_camel(f.name))) is not None})
+    return SchedulerSettings(
+        **{f.name: v for f in fields(SchedulerSettings) if (v := getattr(given, to_camel(f.name))) is not None}
+    )
 
 
 # What a scenario may set in KAI's scheduler: SchedulerSettings' fields, in camelCase, each optional.
 _hints = get_type_hints(SchedulerSettings)
-SchedulerFile = create_model("SchedulerFile", __base__=FileModel,
-                             **{to_camel(f.name): (_hints[f.name] | None, None) for f in fields(SchedulerSettings)})
+_setting_fields: dict[str, Any] = {to_camel(f.name): (_hints[f.name] | None, None) for f in fields(SchedulerSettings)}
+if TYPE_CHECKING:
+    SchedulerFile = FileModel
+else:
+    SchedulerFile = create_model("SchedulerFile", __base__=FileModel, **_setting_fields)
 SchedulerConfig = Annotated[SchedulerFile, AfterValidator(_settings)]
 
 
@@ -559,12 +607,18 @@ STEPS = (
     StepWord("expect", Conditions, lambda v, at: Expect(expectations=at.conditions(), **at.common)),
     StepWord("sleep", Seconds, lambda v, at: Sleep(seconds=v, **at.common)),
     StepWord("deletePods", OnNodeFile, lambda v, at: DeletePods(node=v.node, **at.common)),  # the scenario's pods there
-    StepWord("deleteWorkloads", OnNodeFile,  # every workload with a pod on that node
-             lambda v, at: DeleteWorkloads(node=v.node, **at.common)),
+    StepWord(
+        "deleteWorkloads",
+        OnNodeFile,  # every workload with a pod on that node
+        lambda v, at: DeleteWorkloads(node=v.node, **at.common),
+    ),
     StepWord("stopScheduler", Literal[True], lambda v, at: StopScheduler(**at.common)),
     StepWord("startScheduler", Literal[True], lambda v, at: StartScheduler(**at.common)),
-    StepWord("schedulerConfig", SchedulerConfig,  # restart the scheduler with these settings
-             lambda v, at: StartScheduler(settings=v, restart=True, **at.common)),
+    StepWord(
+        "schedulerConfig",
+        SchedulerConfig,  # restart the scheduler with these settings
+        lambda v, at: StartScheduler(settings=v, restart=True, **at.common),
+    ),
 )
 STEP_OF = {s.word: s for s in STEPS}
 ACTIONS = tuple(STEP_OF)
@@ -580,8 +634,10 @@ class _Step(FileModel):
     def _one_action(self):
         given = [a for a in ACTIONS if getattr(self, a) is not None]
         if len(given) != 1:
-            raise ValueError(f"a step needs exactly one of {', '.join(ACTIONS)}"
-                             + (f"; this one has {', '.join(given)}" if given else ""))
+            raise ValueError(
+                f"a step needs exactly one of {', '.join(ACTIONS)}"
+                + (f"; this one has {', '.join(given)}" if given else "")
+            )
         return self
 
     @property
@@ -589,7 +645,11 @@ class _Step(FileModel):
         return next(a for a in ACTIONS if getattr(self, a) is not None)
 
 
-StepFile = create_model("StepFile", __base__=_Step, **{s.word: (s.value | None, None) for s in STEPS})
+_step_fields: dict[str, Any] = {s.word: (s.value | None, None) for s in STEPS}
+if TYPE_CHECKING:
+    StepFile = _Step
+else:
+    StepFile = create_model("StepFile", __base__=_Step, **_step_fields)
 
 
 # -- the file ------------------------------------------------------------------------------------
@@ -600,7 +660,7 @@ def _lesson_or_queue(value: Any) -> str:
 
 
 QueueItem = Annotated[
-    Union[Annotated[Literal["lesson"], Tag("lesson")], Annotated[QueueFile, Tag("queue")]],
+    Annotated[Literal["lesson"], Tag("lesson")] | Annotated[QueueFile, Tag("queue")],
     Discriminator(_lesson_or_queue),
 ]
 
@@ -610,7 +670,7 @@ def _queues_shape(value: Any) -> str:
 
 
 Queues = Annotated[
-    Union[Annotated[Literal["lesson"], Tag("lesson")], Annotated[list[QueueItem], Tag("list")]],
+    Annotated[Literal["lesson"], Tag("lesson")] | Annotated[list[QueueItem], Tag("list")],
     Discriminator(_queues_shape),
 ]
 

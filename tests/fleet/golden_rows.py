@@ -30,6 +30,7 @@ def same_text(got: str, golden: str) -> bool:
 
 def same_rows(got: list[dict], golden: list[dict]) -> bool:
     return len(got) == len(golden) and all(
-        g.keys() == w.keys() and all(same_text(g[k], w[k]) if isinstance(g[k], str) and isinstance(w[k], str)
-                                     else g[k] == w[k] for k in g)
-        for g, w in zip(got, golden))
+        g.keys() == w.keys()
+        and all(same_text(g[k], w[k]) if isinstance(g[k], str) and isinstance(w[k], str) else g[k] == w[k] for k in g)
+        for g, w in zip(got, golden, strict=True)
+    )

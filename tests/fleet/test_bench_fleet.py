@@ -20,9 +20,11 @@ def bench_nodes(kube) -> list[str]:
 
 
 def left_behind(kube) -> dict:
-    return {"nodes": bench_nodes(kube),
-            "pods": [p.metadata.name for p in kube.core.list_namespaced_pod(NAMESPACE).items],
-            "queue": [q["metadata"]["name"] for q in kube.list(QUEUE_API, "Queue") if q["metadata"]["name"] == QUEUE]}
+    return {
+        "nodes": bench_nodes(kube),
+        "pods": [p.metadata.name for p in kube.core.list_namespaced_pod(NAMESPACE).items],
+        "queue": [q["metadata"]["name"] for q in kube.list(QUEUE_API, "Queue") if q["metadata"]["name"] == QUEUE],
+    }
 
 
 def test_bench_times_both_schedulers_beside_a_lessons_pending_pods_and_removes_what_it_added(kai_lab):
@@ -44,8 +46,13 @@ def test_bench_times_both_schedulers_beside_a_lessons_pending_pods_and_removes_w
 def test_bench_stopped_midway_removes_its_nodes_job_and_queue(kai_lab):
     """SIGTERM (a CI timeout, kill) stops kailab as Ctrl-C does: its clean-up runs before it exits."""
     env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
-    proc = subprocess.Popen([sys.executable, "-m", "kailab", "bench", "--nodes", "2", "--pods", "16",
-                             "--scheduler", "kai"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kailab", "bench", "--nodes", "2", "--pods", "16", "--scheduler", "kai"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         until("the bench's nodes", lambda: len(bench_nodes(kai_lab.kube)) == 2, timeout=60, every=0.1)
         proc.send_signal(signal.SIGTERM)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,18 @@ GOLDEN = Path(__file__).parent.parent / "golden"
 LESSONS = {"ann": ["placement"], "bob": ["consolidation"], "cai": ["fairshare", "reclaim"]}
 
 
+@pytest.fixture(autouse=True)
+def no_class_left(kai_lab):
+    """Each test starts from a fleet without earlier exercises' pods — a default-scheduler pod still Pending (the
+    baseline lesson's) would take a learner's new nodes, which it does not know are a KAI partition — and a test
+    that fails midway still leaves no class behind (its nodes would serve the next tests' pods)."""
+    from kailab.scenarios.live import clear_scenarios
+
+    clear_scenarios(kai_lab.kube)
+    yield
+    kai_lab.cli("class", "down")  # a no-op when the test took its class down itself
+
+
 def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab, tmp_path):
     kai_lab.cli("class", "up", *[a for name in LESSONS for a in ("--learner", name)], check=True)
     klass = LocalClass(kai_lab.runtime)
@@ -43,7 +55,8 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     for learner in LESSONS:
         nodes = kai_lab.kube.core.list_node(label_selector=f"{NODEPOOL_LABEL}={learner}").items
         assert sorted(n.metadata.name for n in nodes) == sorted(
-            f"{learner}-kwok-{p}" for p in ("a100-0", "a100-1", "h100-0", "l40s-0", "l40s-1"))
+            f"{learner}-kwok-{p}" for p in ("a100-0", "a100-1", "h100-0", "l40s-0", "l40s-1")
+        )
         assert klass.control(learner).running()
 
     verdicts: dict[str, list] = {}
@@ -64,7 +77,7 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     assert not errors, errors
 
     for learner, lessons in LESSONS.items():
-        for lesson, verdict in zip(lessons, verdicts[learner]):
+        for lesson, verdict in zip(lessons, verdicts[learner], strict=True):
             got = verdict.to_dict()
             assert got["outcome"] == "PASS", (learner, lesson, got)
             golden = json.loads((GOLDEN / lesson / "verdict.json").read_text())
@@ -73,7 +86,9 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         # Every pod a learner's lesson left bound is on that learner's nodes; their PodGroups are in their partition.
         for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items:
             for pod in kai_lab.kube.core.list_namespaced_pod(ns.metadata.name).items:
-                assert pod.spec.node_name is None or pod.spec.node_name.startswith(f"{learner}-kwok-"), pod.metadata.name
+                assert pod.spec.node_name is None or pod.spec.node_name.startswith(f"{learner}-kwok-"), (
+                    pod.metadata.name
+                )
             for group in kai_lab.kube.list(PODGROUP_API, "PodGroup", namespace=ns.metadata.name):
                 assert group["metadata"]["labels"].get(NODEPOOL_LABEL) == learner, group["metadata"]["name"]
 
@@ -84,22 +99,41 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         assert report[learner]["scheduler"] == "running"
     page = tmp_path / "class.md"
     kai_lab.cli("class", "evidence", "--out", str(page), check=True)
-    table = [[c.strip() for c in line.strip("|").split("|")] for line in page.read_text().splitlines()
-             if line.startswith("| ")]
+    table = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in page.read_text().splitlines()
+        if line.startswith("| ")
+    ]
     header, cai = table[0], next(r for r in table if r[0] == "cai")
     assert cai[header.index("fairshare")].startswith("PASS ") and cai[header.index("reclaim")].startswith("PASS ")
     assert cai[header.index("quota")] == "–"
     # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
     ns = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
     queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
-    kai_lab.kube.apply(stamped({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "too-big", "namespace": ns, "labels": {QUEUE_LABEL: queue}}, "spec": {
-        "schedulerName": "kai-scheduler", "tolerations": [dict(KWOK_TOLERATION)], "containers": [
-            {"name": "c", "image": "x", "resources": {"limits": {GPU: "16"}}}]}}, plan.owner("ann")))
-    later = datetime.now(timezone.utc) + timedelta(minutes=5)
-    stuck = until("ann's scheduler gives the Pending pod a reason", lambda: [
-        s for s in class_status(kai_lab.kube, ["ann"], now=later)["ann"]["stuck"]
-        if s["pod"] == f"{ns}/too-big" and s["reason"] != "not looked at by a scheduler yet"])
+    kai_lab.kube.apply(
+        stamped(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "too-big", "namespace": ns, "labels": {QUEUE_LABEL: queue}},
+                "spec": {
+                    "schedulerName": "kai-scheduler",
+                    "tolerations": [dict(KWOK_TOLERATION)],
+                    "containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: "16"}}}],
+                },
+            },
+            plan.owner("ann"),
+        )
+    )
+    later = datetime.now(UTC) + timedelta(minutes=5)
+    stuck = until(
+        "ann's scheduler gives the Pending pod a reason",
+        lambda: [
+            s
+            for s in class_status(kai_lab.kube, ["ann"], now=later)["ann"]["stuck"]
+            if s["pod"] == f"{ns}/too-big" and s["reason"] != "not looked at by a scheduler yet"
+        ],
+    )
     assert "16" in stuck[0]["reason"] or "GPU" in stuck[0]["reason"], stuck
     assert class_status(kai_lab.kube, ["ann"])["ann"]["stuck"] == []  # Pending for seconds only: not stuck yet
 
@@ -110,7 +144,8 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         assert not klass.control(learner).running()
         assert kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items == [] or all(
             ns.status.phase == "Terminating"
-            for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items)
+            for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
+        )
     assert kai_lab.runtime.scheduler_control().running()  # the lab's own scheduler was never touched
 
 
@@ -140,14 +175,23 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
     klass = LocalClass(kai_lab.runtime)
 
     def queue(name: str, pool: str) -> dict:
-        return {"apiVersion": QUEUE_API, "kind": "Queue",
-                "metadata": {"name": name, "labels": {**plan.owner(pool).labels}},
-                "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}}}
+        return {
+            "apiVersion": QUEUE_API,
+            "kind": "Queue",
+            "metadata": {"name": name, "labels": {**plan.owner(pool).labels}},
+            "spec": {
+                "resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}
+            },
+        }
 
     admin.apply(queue("bob-team", "bob"))
     bob_ns, bob_node = "bob-kailab-quota", "bob-kwok-a100-0"
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "namespace": bob_ns},
-           "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "intruder", "namespace": bob_ns},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
     label = {"metadata": {"labels": {"touched": "by-ann"}}}
     attempts = {
         "read B's pods": lambda: ann.core.list_namespaced_pod(bob_ns),
@@ -162,8 +206,13 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
         "delete B's node": lambda: ann.core.delete_node(bob_node),
         "change A's own node": lambda: ann.core.patch_node("ann-kwok-a100-0", label),
         "change a partition's scheduler (SchedulingShard)": lambda: ann.apply(
-            {"apiVersion": "kai.scheduler/v1", "kind": "SchedulingShard", "metadata": {"name": "bob"},
-             "spec": {"partitionLabelValue": "bob", "placementStrategy": {"gpu": "spread"}}}),
+            {
+                "apiVersion": "kai.scheduler/v1",
+                "kind": "SchedulingShard",
+                "metadata": {"name": "bob"},
+                "spec": {"partitionLabelValue": "bob", "placementStrategy": {"gpu": "spread"}},
+            }
+        ),
         "read the ServiceAccounts' tokens": lambda: ann.core.list_namespaced_secret(credentials.CLASS_NAMESPACE),
     }
     statuses = {what: refused(call) for what, call in attempts.items()}
@@ -181,10 +230,16 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
 
     kai_lab.cli("class", "down", check=True)
     assert refused(lambda: ann.core.list_namespaced_pod("ann-kailab-quota")) == 401  # the credential is revoked
-    assert admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE) is None or \
-        admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE)["status"]["phase"] == "Terminating"
-    assert client.AdmissionregistrationV1Api(admin.api).list_validating_admission_policy(
-        label_selector="app.kubernetes.io/managed-by=kailab").items == []
+    assert (
+        admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE) is None
+        or admin.get("v1", "Namespace", credentials.CLASS_NAMESPACE)["status"]["phase"] == "Terminating"
+    )
+    assert (
+        client.AdmissionregistrationV1Api(admin.api)
+        .list_validating_admission_policy(label_selector="app.kubernetes.io/managed-by=kailab")
+        .items
+        == []
+    )
 
 
 def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_lab, tmp_path):
@@ -196,12 +251,20 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
 
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
-    kai_lab.kube.apply({"apiVersion": QUEUE_API, "kind": "Queue",
-                        "metadata": {"name": "bob-team", "labels": plan.owner("bob").labels}, "spec": {}})
+    kai_lab.kube.apply(
+        {
+            "apiVersion": QUEUE_API,
+            "kind": "Queue",
+            "metadata": {"name": "bob-team", "labels": plan.owner("bob").labels},
+            "spec": {},
+        }
+    )
     env = {**os.environ, "KAILAB_HOME": str(tmp_path / "ann-machine")}  # no lab there: only the file
 
     def ann(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=600)
+        return subprocess.run(
+            [sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=600
+        )
 
     assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
     run = ann("demo", "quota", "--json")
@@ -213,8 +276,14 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     placement = json.loads(ann("demo", "placement", "--json").stdout)["verdicts"][0]
     assert placement["outcome"] == "NOT APPLICABLE"  # the partition's scheduler is the instructor's machine's
 
-    walk = subprocess.run([sys.executable, "-m", "kailab", "lesson", "gang"], input="all or nothing\n",
-                          capture_output=True, text=True, env=env, timeout=600)
+    walk = subprocess.run(
+        [sys.executable, "-m", "kailab", "lesson", "gang"],
+        input="all or nothing\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert walk.returncode == 0, walk.stdout + walk.stderr
     assert walk.stderr.splitlines()[0].startswith("Learner ann:")
 

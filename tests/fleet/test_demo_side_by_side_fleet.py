@@ -20,6 +20,8 @@ from kailab.lesson import lesson_names
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
 GOLDEN = Path(__file__).parent.parent / "golden"
+
+
 def test_demo_all_side_by_side_gives_the_golden_verdicts_and_leaves_nothing(kai_lab):
     from datetime import datetime
 
@@ -36,7 +38,9 @@ def test_demo_all_side_by_side_gives_the_golden_verdicts_and_leaves_nothing(kai_
     assert proc.returncode == 0, proc.stderr
     # Side by side: while the longest lesson ran, others ran too.
     records = [json.loads(line) for line in (kai_lab.home / "verdicts-since-capture.jsonl").read_text().splitlines()]
-    spans = {v["scenario"]: (datetime.fromisoformat(v["started"]).timestamp(), v["seconds"]) for v in records[-len(names):]}
+    spans = {
+        v["scenario"]: (datetime.fromisoformat(v["started"]).timestamp(), v["seconds"]) for v in records[-len(names) :]
+    }
     first, length = spans["priority"]
     overlapping = [n for n, (start, _) in spans.items() if n != "priority" and first - 1 <= start <= first + length]
     assert len(overlapping) >= 3, spans
@@ -54,7 +58,10 @@ def test_demo_all_side_by_side_gives_the_golden_verdicts_and_leaves_nothing(kai_
         # Its namespaces are deleted, not waited for (the next run waits): terminating, then gone.
         left = kai_lab.kube.core.list_namespace(label_selector=selector).items
         assert all(ns.status.phase == "Terminating" for ns in left), part
-        until(f"{part}'s namespaces are gone", lambda: not kai_lab.kube.core.list_namespace(label_selector=selector).items)
+        until(
+            f"{part}'s namespaces are gone",
+            lambda selector=selector: not kai_lab.kube.core.list_namespace(label_selector=selector).items,
+        )
     assert kai_lab.runtime.scheduler_control().running()  # the lab's own scheduler was never touched
     assert len(kai_lab.kube.core.list_node(label_selector=f"!{NODEPOOL_LABEL}").items) == 5  # the lab's fleet
 
@@ -67,8 +74,13 @@ def test_demo_all_stopped_by_sigterm_removes_its_partitions(kai_lab):
     import time
 
     env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
-    proc = subprocess.Popen([sys.executable, "-m", "kailab", "demo", "all"], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kailab", "demo", "all"],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     parts = [side_by_side.partition(n) for n in lesson_names()]
     selector = f"{NODEPOOL_LABEL} in ({','.join(parts)})"
     deadline = time.monotonic() + 120

@@ -12,7 +12,9 @@ from PIL import Image
 
 def kailab_in(lab, cwd, *args):
     env = {**os.environ, "KAILAB_HOME": str(lab.home)}
-    return subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
+    )
 
 
 def snapshots(cwd):

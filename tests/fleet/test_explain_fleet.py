@@ -30,6 +30,8 @@ def test_explain_names_each_pending_reason_on_kai(kai_lab):
         "no-queue-label": "non-preemptible",
     }
     for workload, words in want.items():
-        (e,) = json.loads(kai_lab.cli("explain", workload, "-n", "kailab-rb-pending-forever", "--json", check=True).stdout)
+        (e,) = json.loads(
+            kai_lab.cli("explain", workload, "-n", "kailab-rb-pending-forever", "--json", check=True).stdout
+        )
         assert words in e["summary"], (workload, e)
         assert e["runbook"].startswith("runbooks/")

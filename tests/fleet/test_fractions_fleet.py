@@ -24,14 +24,25 @@ NS = "kailab-fractions"
 
 def pod(name: str, *, fraction: str | None = None, gpus: int = 0) -> dict:
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"kai.scheduler/queue": "team-research"},
-                     "annotations": {"gpu-fraction": fraction} if fraction else {}},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {"kai.scheduler/queue": "team-research"},
+            "annotations": {"gpu-fraction": fraction} if fraction else {},
+        },
         "spec": {
-            "schedulerName": "kai-scheduler", "terminationGracePeriodSeconds": 0,
+            "schedulerName": "kai-scheduler",
+            "terminationGracePeriodSeconds": 0,
             "tolerations": [dict(KWOK_TOLERATION)],
-            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {},
+                }
+            ],
         },
     }
 
@@ -57,12 +68,19 @@ def cells_of(kube, names: set[str]) -> dict[str, tuple[str, str]] | None:
 
 
 def reservation_pods(kube) -> list:
-    return [p for p in kube.core.list_namespaced_pod(RESERVATION_NAMESPACE).items if p.metadata.deletion_timestamp is None]
+    return [
+        p for p in kube.core.list_namespaced_pod(RESERVATION_NAMESPACE).items if p.metadata.deletion_timestamp is None
+    ]
 
 
 def ours_in_ledger(kube) -> list[str]:
-    return [f"{node}/{c.gpu}: {h.namespace}/{h.name}" for node, cells in read_ledger(kube).items()
-            for c in cells for h in c.holders if h.namespace in (NS, RESERVATION_NAMESPACE)]
+    return [
+        f"{node}/{c.gpu}: {h.namespace}/{h.name}"
+        for node, cells in read_ledger(kube).items()
+        for c in cells
+        for h in c.holders
+        if h.namespace in (NS, RESERVATION_NAMESPACE)
+    ]
 
 
 def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting_frees_them(kai_lab):
@@ -84,14 +102,18 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         pods = until("half-1, half-2 and two Running", lambda: running(kube, ["half-1", "half-2", "two"]))
         times["two halves bound"] = time.monotonic() - start
         assert pods["half-1"].spec.node_name == pods["half-2"].spec.node_name
-        at = until("the ledger holds both halves and the two-GPU pod", lambda: cells_of(kube, {"half-1", "half-2", "two"}))
+        at = until(
+            "the ledger holds both halves and the two-GPU pod", lambda: cells_of(kube, {"half-1", "half-2", "two"})
+        )
         assert at["half-1"] == at["half-2"], at
         node, gpu = at["half-1"]
         assert node == pods["half-1"].spec.node_name
         group = pods["half-1"].metadata.labels[GPU_GROUP_LABEL]
         assert pods["half-2"].metadata.labels[GPU_GROUP_LABEL] == group
         reserving = [p for p in reservation_pods(kube) if (p.metadata.labels or {}).get(GPU_GROUP_LABEL) == group]
-        assert len(reserving) == 1 and len(reservation_pods(kube)) == 1, [p.metadata.name for p in reservation_pods(kube)]
+        assert len(reserving) == 1 and len(reservation_pods(kube)) == 1, [
+            p.metadata.name for p in reservation_pods(kube)
+        ]
         assert reserving[0].spec.node_name == node and reserving[0].metadata.annotations[RESERVE_ANNOTATION] == gpu
         assert len(at["two"]) == 2 and (node, gpu) not in at["two"], at  # whole GPUs: two ids, not the shared one
 
@@ -109,8 +131,10 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         kube.apply(pod("one", gpus=1))  # the new process writes the ledger with it: the others keep their ids
         until("one Running", lambda: running(kube, ["one"]))
         at_one = until("the restarted ledger holds one", lambda: cells_of(kube, {"one"}))
-        after = {node: [c if not any(h.name == "one" for h in c.holders) else type(c)(c.node, c.gpu) for c in cells]
-                 for node, cells in read_ledger(kube).items()}
+        after = {
+            node: [c if not any(h.name == "one" for h in c.holders) else type(c)(c.node, c.gpu) for c in cells]
+            for node, cells in read_ledger(kube).items()
+        }
         assert after == before and at_one["one"] not in (at["half-1"], *at["two"])
 
         # 0.9 and 0.3: two GPUs, two reservation pods
@@ -127,8 +151,11 @@ def test_halves_share_one_gpu_a_point_nine_and_a_point_three_do_not_and_deleting
         # deleting the pods frees every id, and KAI's binder deletes its reservation pods
         start = time.monotonic()
         kube.empty_namespace(NS)
-        until("the ledger holds nothing of the test's pods and no reservation pod is left",
-                 lambda: not ours_in_ledger(kube) and not reservation_pods(kube), timeout=30)
+        until(
+            "the ledger holds nothing of the test's pods and no reservation pod is left",
+            lambda: not ours_in_ledger(kube) and not reservation_pods(kube),
+            timeout=30,
+        )
         times["freed"] = time.monotonic() - start
         print("times: " + ", ".join(f"{k} {v:.1f}s" for k, v in times.items()))
     finally:

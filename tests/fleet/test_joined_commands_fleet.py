@@ -21,13 +21,25 @@ def test_a_joined_learner_watches_explains_and_captures_evidence_of_their_slice(
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
     try:
-        kai_lab.kube.apply({"apiVersion": QUEUE_API, "kind": "Queue",
-                            "metadata": {"name": "bob-secret-team", "labels": plan.owner("bob").labels}, "spec": {}})
+        kai_lab.kube.apply(
+            {
+                "apiVersion": QUEUE_API,
+                "kind": "Queue",
+                "metadata": {"name": "bob-secret-team", "labels": plan.owner("bob").labels},
+                "spec": {},
+            }
+        )
         env = {**os.environ, "KAILAB_HOME": str(tmp_path / "ann-machine")}  # no lab there: only the file
 
         def ann(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env,
-                                  timeout=600, cwd=tmp_path)
+            return subprocess.run(
+                [sys.executable, "-m", "kailab", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+                cwd=tmp_path,
+            )
 
         assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
         run = ann("demo", "quota", "--json")
@@ -41,8 +53,11 @@ def test_a_joined_learner_watches_explains_and_captures_evidence_of_their_slice(
         assert "bob-secret-team" not in frame.stdout
 
         ns = "ann-kailab-quota"
-        pods = [p.metadata.name for p in kai_lab.kube.core.list_namespaced_pod(ns).items
-                if p.metadata.labels.get("kailab.io/workload") == "research-train"]
+        pods = [
+            p.metadata.name
+            for p in kai_lab.kube.core.list_namespaced_pod(ns).items
+            if p.metadata.labels.get("kailab.io/workload") == "research-train"
+        ]
         assert pods
         why = ann("explain", pods[0], "-n", ns, "--json")
         assert why.returncode == 0, why.stderr

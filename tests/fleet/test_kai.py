@@ -8,7 +8,8 @@ import time
 from waits import until  # tests/fleet/waits.py
 
 GPU_POD = {
-    "apiVersion": "v1", "kind": "Pod",
+    "apiVersion": "v1",
+    "kind": "Pod",
     "metadata": {"namespace": "kai-probe", "labels": {"kai.scheduler/queue": "team-research"}},
     "spec": {
         "schedulerName": "kai-scheduler",
@@ -59,8 +60,12 @@ def test_every_exercise_passes_on_real_kai_and_replays_to_the_same_verdict(kai_l
 
     proc = kai_lab.cli("demo", "all", "--json", "--record", str(tmp_path))
     result = json.loads(proc.stdout or "{}")
-    failed = [f"{v['scenario']}: {c['title']}: expected {c['expected']}, observed {c['observed']}; " + " / ".join(c["detail"])
-              for v in result.get("verdicts", []) for c in v["checks"] if not c["passed"]]
+    failed = [
+        f"{v['scenario']}: {c['title']}: expected {c['expected']}, observed {c['observed']}; " + " / ".join(c["detail"])
+        for v in result.get("verdicts", [])
+        for c in v["checks"]
+        if not c["passed"]
+    ]
     assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-3000:]
     from kailab.lesson import EXERCISE_NAMES
 
@@ -77,8 +82,14 @@ def test_reclaim_evidence_holds_the_evictions(kai_lab, tmp_path):
     import sys
 
     env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
-    proc = subprocess.run([sys.executable, "-m", "kailab", "demo", "reclaim", "--evidence", "-q"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kailab", "demo", "reclaim", "--evidence", "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     snap = sorted((tmp_path / "evidence").iterdir())[-1]
     events = (snap / "events.txt").read_text()
@@ -92,9 +103,14 @@ def podgroup_rewrites(kube) -> int:
     """How many times anyone has rewritten a PodGroup (PUT, any answer, 409 conflicts too), from the API server's metrics."""
     answer = kube.api.call_api("GET", kube.api.configuration.host + "/metrics")
     text = answer.read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("apiserver_request_total{") and 'resource="podgroups"' in line
-               and 'subresource=""' in line and 'verb="PUT"' in line)
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("apiserver_request_total{")
+        and 'resource="podgroups"' in line
+        and 'subresource=""' in line
+        and 'verb="PUT"' in line
+    )
 
 
 def test_kai_groups_a_job_without_rewriting_its_podgroup(kai_lab):
@@ -107,16 +123,30 @@ def test_kai_groups_a_job_without_rewriting_its_podgroup(kai_lab):
     clear_scenarios(kube)  # exercises run earlier leave their pods on the fleet
     kai_lab.cli("queues", check=True)
     kube.ensure_namespace("kai-grouping")
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "sixteen", "namespace": "kai-grouping", "labels": {"kai.scheduler/queue": "team-research"}},
-           "spec": {"parallelism": 16, "completions": 16, "template": {
-               "metadata": {"labels": {"kai.scheduler/queue": "team-research"}},
-               "spec": {**GPU_POD["spec"], "restartPolicy": "Never"}}}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "sixteen",
+            "namespace": "kai-grouping",
+            "labels": {"kai.scheduler/queue": "team-research"},
+        },
+        "spec": {
+            "parallelism": 16,
+            "completions": 16,
+            "template": {
+                "metadata": {"labels": {"kai.scheduler/queue": "team-research"}},
+                "spec": {**GPU_POD["spec"], "restartPolicy": "Never"},
+            },
+        },
+    }
     try:
         before = podgroup_rewrites(kube)
         kube.apply(job)
-        until("16 pods Running", lambda: sum(p.status.phase == "Running"
-                                             for p in kube.core.list_namespaced_pod("kai-grouping").items) == 16)
+        until(
+            "16 pods Running",
+            lambda: sum(p.status.phase == "Running" for p in kube.core.list_namespaced_pod("kai-grouping").items) == 16,
+        )
         groups = kube.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace="kai-grouping")
         assert len(groups) == 1 and groups[0]["spec"].get("subGroups") == [], (PODGROUP_CRD, groups)
         assert podgroup_rewrites(kube) - before == 0

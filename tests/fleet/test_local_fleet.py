@@ -14,7 +14,8 @@ from kailab.runtimes.processes import Identity
 from kailab.scenarios.live import clear_scenarios
 
 POD = {
-    "apiVersion": "v1", "kind": "Pod",
+    "apiVersion": "v1",
+    "kind": "Pod",
     "metadata": {"name": "plain", "namespace": "default"},
     "spec": {
         "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
@@ -30,12 +31,20 @@ def wait_pod(kube, name, namespace, predicate, timeout=30):
         if predicate(pod):
             return pod
         time.sleep(0.2)
-    raise AssertionError(f"pod {namespace}/{name} did not get there: phase {pod.status.phase}, node {pod.spec.node_name}")
+    raise AssertionError(
+        f"pod {namespace}/{name} did not get there: phase {pod.status.phase}, node {pod.spec.node_name}"
+    )
 
 
 def test_fleet_has_32_gpus_on_ready_kwok_nodes(lab):
     nodes = lab.kube.core.list_node().items
-    assert sorted(n.metadata.name for n in nodes) == ["kwok-a100-0", "kwok-a100-1", "kwok-h100-0", "kwok-l40s-0", "kwok-l40s-1"]
+    assert sorted(n.metadata.name for n in nodes) == [
+        "kwok-a100-0",
+        "kwok-a100-1",
+        "kwok-h100-0",
+        "kwok-l40s-0",
+        "kwok-l40s-1",
+    ]
     assert sum(int(n.status.allocatable["nvidia.com/gpu"]) for n in nodes) == 32
     assert all(any(c.type == "Ready" and c.status == "True" for c in n.status.conditions) for n in nodes)
 
@@ -103,15 +112,24 @@ def test_up_then_down_leaves_no_process_and_spares_strangers(tmp_path, processes
     and a user's processes that merely name the lab's files, or a sibling path, survive."""
     home = tmp_path / "home"
     env = {**os.environ, "KAILAB_HOME": str(home)}
-    up = subprocess.run([sys.executable, "-m", "kailab", "up", "--runtime", "local", "--no-kai", "--pool", "l40s=0"],
-                        env=env, capture_output=True, text=True, timeout=900)
+    up = subprocess.run(
+        [sys.executable, "-m", "kailab", "up", "--runtime", "local", "--no-kai", "--pool", "l40s=0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert up.returncode == 0, up.stderr
     assert len(processes_naming(home)) >= 5
     log = home / "kwok" / "clusters" / "kailab" / "logs" / "kube-apiserver.log"
-    strangers = [subprocess.Popen(["tail", "-f", str(log)], stdout=subprocess.DEVNULL),
-                 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", f"{home}-other"])]
+    strangers = [
+        subprocess.Popen(["tail", "-f", str(log)], stdout=subprocess.DEVNULL),
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", f"{home}-other"]),
+    ]
     try:
-        down = subprocess.run([sys.executable, "-m", "kailab", "down"], env=env, capture_output=True, text=True, timeout=120)
+        down = subprocess.run(
+            [sys.executable, "-m", "kailab", "down"], env=env, capture_output=True, text=True, timeout=120
+        )
         assert down.returncode == 0, down.stderr
         assert [p.poll() for p in strangers] == [None, None], "down stopped a process it did not start"
         assert processes_naming(home, spare=tuple(p.pid for p in strangers)) == []

@@ -6,10 +6,15 @@ import json
 
 from kailab.paths import EXERCISES
 
-WRONG = (EXERCISES / "baseline.yaml").read_text().replace(
-    "title: \"training: pods bound although the gang is incomplete\"\n        bound: 8",
-    "title: \"training: all 10 bound (wrong on purpose)\"\n        bound: 10",
-).replace("name: baseline", "name: baseline-wrong")
+WRONG = (
+    (EXERCISES / "baseline.yaml")
+    .read_text()
+    .replace(
+        'title: "training: pods bound although the gang is incomplete"\n        bound: 8',
+        'title: "training: all 10 bound (wrong on purpose)"\n        bound: 10',
+    )
+    .replace("name: baseline", "name: baseline-wrong")
+)
 
 
 def test_baseline_gang_deadlock_with_the_default_scheduler(lab):

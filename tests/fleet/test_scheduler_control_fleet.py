@@ -15,11 +15,10 @@ import psutil
 import pytest
 from waits import until  # tests/fleet/waits.py
 
-from kailab.labels import KWOK_TOLERATION, QUEUE_LABEL
-from kailab.labels import KAI_SCHEDULER_PROCESS
+from kailab.labels import KAI_SCHEDULER_PROCESS, KWOK_TOLERATION, QUEUE_LABEL
 from kailab.runtimes import local_kai
-from kailab.scheduler_settings import SchedulerSettings
 from kailab.runtimes.processes import Identity
+from kailab.scheduler_settings import SchedulerSettings
 
 ORDER_NS, PLACE_NS = "kai-sched-order", "kai-sched-place"
 ORDER_QUEUE, PLACE_QUEUE = "sched-order", "sched-place"
@@ -29,24 +28,52 @@ LOW, HIGH = "early-low", "late-high"
 
 def queue(name: str, gpu_quota: int, gpu_limit: int) -> dict:
     unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kailab-test"}},
-            "spec": {"resources": {"gpu": {"quota": gpu_quota, "limit": gpu_limit, "overQuotaWeight": 1},
-                                   "cpu": unlimited, "memory": unlimited}}}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kailab-test"}},
+        "spec": {
+            "resources": {
+                "gpu": {"quota": gpu_quota, "limit": gpu_limit, "overQuotaWeight": 1},
+                "cpu": unlimited,
+                "memory": unlimited,
+            }
+        },
+    }
 
 
 def job(name: str, namespace: str, queue_name: str, pods: int, priority: str) -> dict:
     """A Job of one-GPU pods in a queue, with a priority class (as a label on the Job, which KAI reads first)."""
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {QUEUE_LABEL: queue_name, "priorityClassName": priority}},
-        "spec": {"parallelism": pods, "completions": pods, "backoffLimit": 1000, "template": {
-            "metadata": {"labels": {QUEUE_LABEL: queue_name, "job": name}},
-            "spec": {"schedulerName": "kai-scheduler", "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                     "priorityClassName": priority, "tolerations": [dict(KWOK_TOLERATION)],
-                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {QUEUE_LABEL: queue_name, "priorityClassName": priority},
+        },
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "backoffLimit": 1000,
+            "template": {
+                "metadata": {"labels": {QUEUE_LABEL: queue_name, "job": name}},
+                "spec": {
+                    "schedulerName": "kai-scheduler",
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 0,
+                    "priorityClassName": priority,
+                    "tolerations": [dict(KWOK_TOLERATION)],
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                },
+            },
+        },
     }
 
 
@@ -104,9 +131,14 @@ def test_pods_submitted_while_stopped_wait_together_and_the_higher_priority_bind
     # creation time and by name, so only its priority can put it after the high one.
     kube.apply(job(LOW, ORDER_NS, ORDER_QUEUE, 3, "train"))  # priority 50
     kube.apply(job(HIGH, ORDER_NS, ORDER_QUEUE, 3, "build-preemptible"))  # priority 75
-    until("both Jobs have their pods and PodGroups (the pod-grouper runs while the scheduler is stopped)",
-          lambda: len(kube.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace=ORDER_NS)) == 2
-          and len(pods_of(kube, ORDER_NS, LOW)) == 3 and len(pods_of(kube, ORDER_NS, HIGH)) == 3)
+    until(
+        "both Jobs have their pods and PodGroups (the pod-grouper runs while the scheduler is stopped)",
+        lambda: (
+            len(kube.list("scheduling.run.ai/v2alpha2", "PodGroup", namespace=ORDER_NS)) == 2
+            and len(pods_of(kube, ORDER_NS, LOW)) == 3
+            and len(pods_of(kube, ORDER_NS, HIGH)) == 3
+        ),
+    )
     time.sleep(3)  # three scheduling periods: nothing may bind while the scheduler is stopped
     bound = [p.metadata.name for j in (LOW, HIGH) for p in pods_of(kube, ORDER_NS, j) if p.spec.node_name]
     assert bound == [], f"pods bound while the scheduler was stopped: {bound}"
@@ -128,10 +160,15 @@ def test_pods_submitted_while_stopped_wait_together_and_the_higher_priority_bind
     low, high = pods_of(kube, ORDER_NS, LOW), pods_of(kube, ORDER_NS, HIGH)
     high_bound = [p for p in high if p.spec.node_name]
     low_bound = [p for p in low if p.spec.node_name]
-    report = {"stop_s": round(stop_s, 2), "start_s": round(start_s, 2), "to_4_bound_s": round(first_bind_s, 2),
-              "high_bound": len(high_bound), "low_bound": len(low_bound),
-              "high_scheduled": sorted(scheduled_at(p) for p in high_bound),
-              "low_scheduled": sorted(scheduled_at(p) for p in low_bound)}
+    report = {
+        "stop_s": round(stop_s, 2),
+        "start_s": round(start_s, 2),
+        "to_4_bound_s": round(first_bind_s, 2),
+        "high_bound": len(high_bound),
+        "low_bound": len(low_bound),
+        "high_scheduled": sorted(scheduled_at(p) for p in high_bound),
+        "low_scheduled": sorted(scheduled_at(p) for p in low_bound),
+    }
     print("scheduler control:", json.dumps(report))
     assert len(high_bound) == 3, f"every high-priority pod binds: {report}"
     assert len(low_bound) == ORDER_GPUS - 3, f"low gets only what is left: {report}"
@@ -144,9 +181,13 @@ def test_spread_puts_four_pods_on_four_nodes_and_binpack_on_one(kai_lab, control
     space(PLACE_NS, queue(PLACE_QUEUE, 4, 8))
 
     def nodes_of(job_name: str) -> list[str]:
-        pods = until(f"{job_name}: 4 pods bound",
-                     lambda: (ps := pods_of(kube, PLACE_NS, job_name)) and len(ps) == 4
-                     and all(p.spec.node_name for p in ps) and ps, timeout=60)
+        pods = until(
+            f"{job_name}: 4 pods bound",
+            lambda: (
+                (ps := pods_of(kube, PLACE_NS, job_name)) and len(ps) == 4 and all(p.spec.node_name for p in ps) and ps
+            ),
+            timeout=60,
+        )
         return sorted(p.spec.node_name for p in pods)
 
     def placed(settings: SchedulerSettings, job_name: str) -> tuple[list[str], set[str], float]:
@@ -162,11 +203,23 @@ def test_spread_puts_four_pods_on_four_nodes_and_binpack_on_one(kai_lab, control
         until(f"{job_name}'s pods are gone", lambda: not pods_of(kube, PLACE_NS, job_name))
         return nodes, actions, took
 
-    spread, spread_actions, spread_s = placed(SchedulerSettings(gpu_placement="spread", cpu_placement="spread"), "spread")
+    spread, spread_actions, spread_s = placed(
+        SchedulerSettings(gpu_placement="spread", cpu_placement="spread"), "spread"
+    )
     binpack, binpack_actions, binpack_s = placed(SchedulerSettings(), "binpack")
-    print("placement:", json.dumps({"spread": spread, "spread_start_s": round(spread_s, 2), "spread_actions": sorted(spread_actions),
-                                    "binpack": binpack, "binpack_start_s": round(binpack_s, 2),
-                                    "binpack_actions": sorted(binpack_actions)}))
+    print(
+        "placement:",
+        json.dumps(
+            {
+                "spread": spread,
+                "spread_start_s": round(spread_s, 2),
+                "spread_actions": sorted(spread_actions),
+                "binpack": binpack,
+                "binpack_start_s": round(binpack_s, 2),
+                "binpack_actions": sorted(binpack_actions),
+            }
+        ),
+    )
     assert len(set(spread)) == 4, f"spread: one pod per node, got {spread}"
     assert len(set(binpack)) == 1, f"binpack: all on one node, got {binpack}"
     # The config file reached KAI: spread runs no consolidation (as the operator renders it), binpack does.

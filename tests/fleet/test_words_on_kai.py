@@ -33,8 +33,10 @@ def test_every_new_word_can_report_fail(kai_lab):
 
 def test_a_scenario_that_does_not_fit_the_fleet_is_not_applicable(kai_lab, tmp_path):
     path = tmp_path / "big.yaml"
-    path.write_text("name: t-big\nrequires: {gpus: '>=1000', gpusPerNode: 8}\nworkloads: [{name: w}]\n"
-                    "steps: [{apply: w}, {expect: {workload: w, bound: 1}}]\n")
+    path.write_text(
+        "name: t-big\nrequires: {gpus: '>=1000', gpusPerNode: 8}\nworkloads: [{name: w}]\n"
+        "steps: [{apply: w}, {expect: {workload: w, bound: 1}}]\n"
+    )
     code, result = run(kai_lab, path)
     (verdict,) = result["verdicts"]
     assert code == 0 and verdict["outcome"] == "NOT APPLICABLE" and not verdict["checks"]
@@ -45,16 +47,24 @@ def test_a_scenario_that_does_not_fit_the_fleet_is_not_applicable(kai_lab, tmp_p
 
 def test_the_next_scenario_removes_queues_and_classes_it_does_not_declare(kai_lab, tmp_path):
     kube = kai_lab.kube
-    users = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "t-users-own"},
-             "spec": {"resources": {"gpu": {"quota": 0, "limit": -1, "overQuotaWeight": 1}}}}
+    users = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "t-users-own"},
+        "spec": {"resources": {"gpu": {"quota": 0, "limit": -1, "overQuotaWeight": 1}}},
+    }
     kube.apply(users)  # not labelled as kailab's: never touched
     first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
-    first.write_text("name: t-first\nqueues: [{name: t-only-first, gpu: {quota: 1}}]\n"
-                     "priorityClasses: [{name: t-first-class, value: 10}]\n"
-                     "workloads: [{name: w, queue: t-only-first, priorityClass: t-first-class}]\n"
-                     "steps: [{apply: w}, {expect: {workload: w, bound: 1}}]\n")
-    second.write_text("name: t-second\nqueues: [{name: t-only-second, gpu: {quota: 1}}]\n"
-                      "workloads: [{name: w, queue: t-only-second}]\nsteps: [{apply: w}, {expect: {workload: w, bound: 1}}]\n")
+    first.write_text(
+        "name: t-first\nqueues: [{name: t-only-first, gpu: {quota: 1}}]\n"
+        "priorityClasses: [{name: t-first-class, value: 10}]\n"
+        "workloads: [{name: w, queue: t-only-first, priorityClass: t-first-class}]\n"
+        "steps: [{apply: w}, {expect: {workload: w, bound: 1}}]\n"
+    )
+    second.write_text(
+        "name: t-second\nqueues: [{name: t-only-second, gpu: {quota: 1}}]\n"
+        "workloads: [{name: w, queue: t-only-second}]\nsteps: [{apply: w}, {expect: {workload: w, bound: 1}}]\n"
+    )
     try:
         assert run(kai_lab, first)[0] == 0
         assert kube.get("scheduling.run.ai/v2", "Queue", "t-only-first") is not None

@@ -53,29 +53,43 @@ def kind_tools(request, tmp_path, monkeypatch) -> KindCluster:
     kind, kubectl = shutil.which("kind"), shutil.which("kubectl")
     # The kubeconfig kailab's `kind create cluster` wrote to (it names none), so a delete cleans the same file.
     kubeconfig = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or Path.home() / ".kube" / "config"
-    cluster = KindCluster(CLUSTER, kubeconfig=Path(kubeconfig),
-                          kind_path=Path(kind) if kind else cache / "kind",
-                          kubectl_path=Path(kubectl) if kubectl else cache / "kubectl")
+    cluster = KindCluster(
+        CLUSTER,
+        kubeconfig=Path(kubeconfig),
+        kind_path=Path(kind) if kind else cache / "kind",
+        kubectl_path=Path(kubectl) if kubectl else cache / "kubectl",
+    )
     system, arch = platform.system().lower(), ARCH[platform.machine().lower()]
     with monkeypatch.context() as m:  # pytest-kind's own pins are older; point its downloads at kailab's
-        m.setenv("KIND_DOWNLOAD_URL", "https://github.com/kubernetes-sigs/kind/releases/download/"
-                                      f"{versions.KIND_VERSION}/kind-{system}-{arch}")
-        m.setenv("KUBECTL_DOWNLOAD_URL", f"https://dl.k8s.io/release/{versions.KUBERNETES_VERSION}/bin/{system}/{arch}/kubectl")
+        m.setenv(
+            "KIND_DOWNLOAD_URL",
+            f"https://github.com/kubernetes-sigs/kind/releases/download/{versions.KIND_VERSION}/kind-{system}-{arch}",
+        )
+        m.setenv(
+            "KUBECTL_DOWNLOAD_URL",
+            f"https://dl.k8s.io/release/{versions.KUBERNETES_VERSION}/bin/{system}/{arch}/kubectl",
+        )
         cluster.ensure_kind()  # nothing to do when the file is there
         cluster.ensure_kubectl()
     return cluster
 
 
 def kind_clusters(tools: KindCluster) -> list[str]:
-    return subprocess.run([str(tools.kind_path), "get", "clusters"], capture_output=True, text=True, check=True).stdout.split()
+    return subprocess.run(
+        [str(tools.kind_path), "get", "clusters"], capture_output=True, text=True, check=True
+    ).stdout.split()
 
 
 def kailab(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=3600)
+    return subprocess.run(
+        [sys.executable, "-m", "kailab", *args], capture_output=True, text=True, env=env, timeout=3600
+    )
 
 
 def test_kind_lab_runs_every_exercise(tmp_path, kind_tools):
-    path = os.pathsep.join([str(kind_tools.kind_path.parent), str(kind_tools.kubectl_path.parent), os.environ.get("PATH", "")])
+    path = os.pathsep.join(
+        [str(kind_tools.kind_path.parent), str(kind_tools.kubectl_path.parent), os.environ.get("PATH", "")]
+    )
     env = {**os.environ, "KAILAB_HOME": str(tmp_path / "lab"), "PATH": path}
     existed = CLUSTER in kind_clusters(kind_tools)  # someone's lab: never the safety net's to delete
     up = kailab("up", "--runtime", "kind", env=env)

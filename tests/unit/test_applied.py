@@ -15,25 +15,33 @@ from kailab.scenarios.prefix import prefixed
 
 
 def rows(name: str) -> dict[tuple[str, str], object]:
-    return {(line.obj, line.where): yaml.safe_load(line.what) for line in kai_lines(load_scenario(EXERCISES / f"{name}.yaml"))}
+    return {
+        (line.obj, line.where): yaml.safe_load(line.what)
+        for line in kai_lines(load_scenario(EXERCISES / f"{name}.yaml"))
+    }
 
 
 def test_the_gang_size_is_shown_on_the_job_with_its_queue_priority_and_scheduler():
     r = rows("gang")
     assert r[("Job training", "metadata")] == {
         "labels": {"kai.scheduler/queue": "gang-demo", "priorityClassName": "train"},
-        "annotations": {"kai.scheduler/batch-min-member": "10"}}  # a string, as Kubernetes wants it
+        "annotations": {"kai.scheduler/batch-min-member": "10"},
+    }  # a string, as Kubernetes wants it
     assert r[("Job training", "spec")] == {"parallelism": 10}
     assert r[("Job training", "spec.template.spec")] == {
-        "schedulerName": "kai-scheduler", "priorityClassName": "train",
-        "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+        "schedulerName": "kai-scheduler",
+        "priorityClassName": "train",
+        "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+    }
     assert ("Job training", "spec.template.metadata") not in r  # KAI reads the Job's labels, not the template's
 
 
 def test_queues_show_quota_limit_weight_and_a_later_change():
     r = rows("quota")
-    assert r[("Queue team-ops", "spec")] == {"priority": 200,
-                                             "resources": {"gpu": {"quota": 0, "limit": -1, "overQuotaWeight": 1}}}
+    assert r[("Queue team-ops", "spec")] == {
+        "priority": 200,
+        "resources": {"gpu": {"quota": 0, "limit": -1, "overQuotaWeight": 1}},
+    }
     assert r[("Queue team-research", "spec")]["parentQueue"] == "ai-factory"
     later = rows("fairshare")[("Queue team-light", "spec, set by a later step")]
     assert later["resources"]["gpu"]["overQuotaWeight"] == 3
@@ -69,4 +77,4 @@ def test_the_lab_prefix_shows_as_applied():
 def test_the_table_prints_brackets_as_text_not_markup():
     out = io.StringIO()
     Console(file=out, width=300).print(applied_table(kai_lines(load_scenario(EXERCISES / "gang.yaml"))))
-    assert "containers: [{resources: {limits: {nvidia.com/gpu: \"1\"}}}]" in out.getvalue()
+    assert 'containers: [{resources: {limits: {nvidia.com/gpu: "1"}}}]' in out.getvalue()

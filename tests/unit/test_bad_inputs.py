@@ -32,8 +32,9 @@ def expected(path: Path) -> tuple[int, str]:
 def kailab(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "KAILAB_HOME": str(home)}
     env.pop("KAILAB_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "kailab", *args], env=env, capture_output=True, text=True,
-                          timeout=60, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "kailab", *args], env=env, capture_output=True, text=True, timeout=60, input=stdin
+    )
 
 
 CASES = [(load_scenario, p) for p in SCENARIOS] + [(load_fleet, p) for p in FLEETS]
@@ -83,26 +84,40 @@ def test_run_checks_every_file_before_it_needs_a_lab(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("args, code, words", [
-    (["nosuch"], 2, "No such command 'nosuch'"),
-    (["run"], 2, "Missing argument"),
-    (["up", "--apiserver-port", "abc"], 2, "Invalid value for '--apiserver-port'"),
-    (["up", "--apiserver-port", "99999"], 2, "Invalid value for '--apiserver-port'"),
-    (["up", "--apiserver-port", "-5"], 2, "Invalid value for '--apiserver-port'"),
-    (["up", "--runtime", "nosuch"], 2, "nosuch"),
-    (["up", "--pool", "a100=2.7"], 1, "--pool 'a100=2.7' is not POOL=COUNT"),
-    (["up", "--pool", "v100=2"], 1, "No pool named v100"),
-    (["up", "--pool", "a100=٣"], 1, "--pool 'a100=٣' is not POOL=COUNT"),  # an Arabic-Indic 3: a digit to Python
-    (["up", "--pool", "a100=²"], 1, "--pool 'a100=²' is not POOL=COUNT"),
-    (["up", "--pool", "a100=３"], 1, "--pool 'a100=３' is not POOL=COUNT"),
-    (["up", "--runtime", "kind", "--apiserver-port", "7000"], 1, "--apiserver-port is for the local runtime"),
-    (["demo", "nosuch"], 1, "No exercise named 'nosuch'"),
-    (["lesson", "nosuch"], 1, "No lesson named 'nosuch'"),
-    (["lesson", "quota"], 1, "No lab is running"),
-    (["explain", "x"], 1, "No lab is running"),
-    (["status"], 1, "No lab is running"),
-    (["evidence"], 1, "No lab is running"),
-])
+@pytest.mark.parametrize(
+    "args, code, words",
+    [
+        (["nosuch"], 2, "No such command 'nosuch'"),
+        (["run"], 2, "Missing argument"),
+        (["up", "--apiserver-port", "abc"], 2, "Invalid value for '--apiserver-port'"),
+        (["up", "--apiserver-port", "99999"], 2, "Invalid value for '--apiserver-port'"),
+        (["up", "--apiserver-port", "-5"], 2, "Invalid value for '--apiserver-port'"),
+        (["up", "--runtime", "nosuch"], 2, "nosuch"),
+        (["up", "--pool", "a100=2.7"], 1, "--pool 'a100=2.7' is not POOL=COUNT"),
+        (["up", "--pool", "v100=2"], 1, "No pool named v100"),
+        (["up", "--pool", "a100=٣"], 1, "--pool 'a100=٣' is not POOL=COUNT"),  # an Arabic-Indic 3: a digit to Python
+        (["up", "--pool", "a100=²"], 1, "--pool 'a100=²' is not POOL=COUNT"),
+        (["up", "--pool", "a100=３"], 1, "--pool 'a100=３' is not POOL=COUNT"),
+        (["up", "--pool", "a100=3", "--pool", "a100=4"], 1, "--pool gives pool 'a100' twice (a100=3 and a100=4)"),
+        (
+            ["up", "--pool", "a100=0", "--pool", "h100=0", "--pool", "l40s=0"],
+            1,
+            "With --pool, the fleet has no GPU (every pool has 0 nodes, or only CPU-only pools have nodes)",
+        ),
+        (
+            ["up", "--pool", "a100=5000", "--pool", "h100=5000"],
+            1,
+            "With --pool, the fleet has 10002 nodes, more than the 5000 kailab makes",
+        ),
+        (["up", "--runtime", "kind", "--apiserver-port", "7000"], 1, "--apiserver-port is for the local runtime"),
+        (["demo", "nosuch"], 1, "No exercise named 'nosuch'"),
+        (["lesson", "nosuch"], 1, "No lesson named 'nosuch'"),
+        (["lesson", "quota"], 1, "No lab is running"),
+        (["explain", "x"], 1, "No lab is running"),
+        (["status"], 1, "No lab is running"),
+        (["evidence"], 1, "No lab is running"),
+    ],
+)
 def test_bad_command_lines_get_one_message(tmp_path, args, code, words):
     proc = kailab(*args, home=tmp_path / "lab", stdin="")
     assert proc.returncode == code, proc.stderr
@@ -119,17 +134,20 @@ def test_bad_fleet_file_on_the_command_line(tmp_path):
     assert "Traceback" not in proc.stderr and not (tmp_path / "lab").exists()
 
 
-@pytest.mark.parametrize("state", [
-    "{}",
-    '{"runtime": "nosuch", "kubeconfig": "/nowhere"}',
-    '{"runtime": "local"}',
-    "not json at all",
-    "[1, 2]",
-    '{"runtime": "local", "kubeconfig": "/nowhere", "kai_components": 5}',
-    '{"runtime": "existing", "kubeconfig": "/nowhere", "lab_id": [1], "kwok_objects": "x"}',
-    '{"runtime": "kind", "kubeconfig": "/nowhere", "complete": "no", "versions": 3}',
-    '{"runtime": "local", "kubeconfig": "/nowhere", "prefix": 7, "total_gpus": "32"}',
-])
+@pytest.mark.parametrize(
+    "state",
+    [
+        "{}",
+        '{"runtime": "nosuch", "kubeconfig": "/nowhere"}',
+        '{"runtime": "local"}',
+        "not json at all",
+        "[1, 2]",
+        '{"runtime": "local", "kubeconfig": "/nowhere", "kai_components": 5}',
+        '{"runtime": "existing", "kubeconfig": "/nowhere", "lab_id": [1], "kwok_objects": "x"}',
+        '{"runtime": "kind", "kubeconfig": "/nowhere", "complete": "no", "versions": 3}',
+        '{"runtime": "local", "kubeconfig": "/nowhere", "prefix": 7, "total_gpus": "32"}',
+    ],
+)
 @pytest.mark.parametrize("command", [["status"], ["kubeconfig"], ["queues"], ["down"]])
 def test_stale_or_corrupt_lab_state_never_gives_a_traceback(tmp_path, state, command):
     home = tmp_path / "lab"

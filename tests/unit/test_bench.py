@@ -5,15 +5,33 @@ from kailab.render import ratio
 
 
 def pod(created, grouped=None, bound=None, ready=None):
-    mf = [{"manager": "kai-podgrouper", "time": grouped, "fieldsV1": {"f:metadata": {"f:annotations": {"f:pod-group-name": {}}}}}] if grouped else []
-    conds = [c for c in ({"type": "PodScheduled", "status": "True", "lastTransitionTime": bound} if bound else None,
-                         {"type": "Ready", "status": "True", "lastTransitionTime": ready} if ready else None) if c]
+    mf = (
+        [
+            {
+                "manager": "kai-podgrouper",
+                "time": grouped,
+                "fieldsV1": {"f:metadata": {"f:annotations": {"f:pod-group-name": {}}}},
+            }
+        ]
+        if grouped
+        else []
+    )
+    conds = [
+        c
+        for c in (
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": bound} if bound else None,
+            {"type": "Ready", "status": "True", "lastTransitionTime": ready} if ready else None,
+        )
+        if c
+    ]
     return {"metadata": {"creationTimestamp": created, "managedFields": mf}, "status": {"conditions": conds}}
 
 
 def test_stages_count_from_the_first_pod_created_to_the_last_pod_there():
-    pods = [pod("2026-11-23T10:00:00Z", "2026-11-23T10:00:01Z", "2026-11-23T10:00:02Z", "2026-11-23T10:00:03Z"),
-            pod("2026-11-23T10:00:01Z", "2026-11-23T10:00:04Z", "2026-11-23T10:00:05Z", "2026-11-23T10:00:07Z")]
+    pods = [
+        pod("2026-11-23T10:00:00Z", "2026-11-23T10:00:01Z", "2026-11-23T10:00:02Z", "2026-11-23T10:00:03Z"),
+        pod("2026-11-23T10:00:01Z", "2026-11-23T10:00:04Z", "2026-11-23T10:00:05Z", "2026-11-23T10:00:07Z"),
+    ]
     assert stage_times(pods) == {"created": 1.0, "grouped": 4.0, "bound": 5.0, "running": 7.0}
 
 
@@ -30,7 +48,11 @@ def test_the_kai_job_joins_the_bench_queue_and_the_default_one_does_not():
 
 
 def client_pod(name, annotations=None, node=None, phase="Pending"):
-    return {"metadata": {"name": name, "annotations": annotations}, "spec": {"nodeName": node}, "status": {"phase": phase}}
+    return {
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"nodeName": node},
+        "status": {"phase": phase},
+    }
 
 
 def test_the_stage_clock_keeps_when_each_pod_first_got_to_each_stage():
@@ -59,8 +81,12 @@ def test_kai_against_the_default_scheduler_is_a_ratio_of_times_to_all_bound():
 
 def tolerates(tolerations, taint) -> bool:
     """Kubernetes' rule: same key and effect; operator Exists, or Equal with the same value."""
-    return any(t["key"] == taint["key"] and t.get("effect") in (None, taint["effect"])
-               and (t.get("operator") == "Exists" or t.get("value") == taint.get("value")) for t in tolerations)
+    return any(
+        t["key"] == taint["key"]
+        and t.get("effect") in (None, taint["effect"])
+        and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
+        for t in tolerations
+    )
 
 
 def test_only_the_benchs_pods_may_use_the_benchs_nodes():

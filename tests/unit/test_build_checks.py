@@ -7,12 +7,11 @@ import shutil
 import time
 
 import pytest
+from test_bad_inputs import kailab  # tests/unit/test_bad_inputs.py
 
 from kailab import build, versions
 from kailab.errors import KailabError, ModuleUnavailable, ToolMissing
 from kailab.progress import Progress
-
-from test_bad_inputs import kailab  # tests/unit/test_bad_inputs.py
 
 needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="needs the go command")
 LOCAL_BUILDS = [versions.build(n) for n in ("etcd", "kwok", "kubernetes", "kai")]
@@ -59,8 +58,9 @@ def test_too_little_disk_is_said_with_the_figure(tmp_path, monkeypatch, empty_pr
     monkeypatch.setattr(build, "COLD_BUILD_GB", {k: 1e6 for k in build.COLD_BUILD_GB})  # no disk is that large
     with pytest.raises(KailabError) as err:
         build.ensure_built(LOCAL_BUILDS, Progress(quiet=True), tmp_path / "cache")
-    assert err.value.message.startswith("A first build needs about 3000000 GB free on the disk of the binary cache "), \
+    assert err.value.message.startswith("A first build needs about 3000000 GB free on the disk of the binary cache "), (
         err.value.message
+    )
     assert "GB." in err.value.message and "go clean -cache" in err.value.hint
 
 
@@ -68,10 +68,14 @@ def test_the_cold_build_figures_add_up_to_what_was_measured():
     assert sum(build.COLD_BUILD_GB.values()) == 8.0  # 0.45 + 1.7 + 4.6 GB measured, rounded up per place
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda p: p.write_text("x"), "it is a file, not a folder"),
-    (lambda p: (p.parent / "file").write_text("x"), "a folder above it is a file"),
-], ids=["file", "under-a-file"])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda p: p.write_text("x"), "it is a file, not a folder"),
+        (lambda p: (p.parent / "file").write_text("x"), "a folder above it is a file"),
+    ],
+    ids=["file", "under-a-file"],
+)
 def test_a_cache_that_cannot_be_a_folder_is_said(tmp_path, make, words):
     cache = tmp_path / "cache"
     make(cache)

@@ -29,14 +29,21 @@ def tampered_mirror(root, module: str, version: str):
     (vdir / f"{version}.mod").write_text(gomod)
     with zipfile.ZipFile(vdir / f"{version}.zip", "w") as z:
         z.writestr(f"{module}@{version}/go.mod", gomod)
-        z.writestr(f"{module}@{version}/main.go", "package main\n\nfunc main() { println(\"not KAI\") }\n")
+        z.writestr(f"{module}@{version}/main.go", 'package main\n\nfunc main() { println("not KAI") }\n')
 
 
 def test_a_mirror_that_serves_other_bytes_is_refused(tmp_path):
     kai = versions.build("kai")
     tampered_mirror(tmp_path / "mirror", kai.module, kai.version)
-    env = {**build.go_env(), "GOPROXY": f"file://{tmp_path / 'mirror'}", "GOMODCACHE": str(tmp_path / "modcache"),
-           "GOFLAGS": "-mod=mod -modcacherw", "GONOSUMDB": "", "GOPRIVATE": "", "GOINSECURE": ""}
+    env = {
+        **build.go_env(),
+        "GOPROXY": f"file://{tmp_path / 'mirror'}",
+        "GOMODCACHE": str(tmp_path / "modcache"),
+        "GOFLAGS": "-mod=mod -modcacherw",
+        "GONOSUMDB": "",
+        "GOPRIVATE": "",
+        "GOINSECURE": "",
+    }
     src = build.pinned_module_dir(kai, tmp_path / "src")
     with pytest.raises(ChecksumMismatch) as refused:
         build.download(kai, src, env)
@@ -50,5 +57,8 @@ def test_the_build_module_starts_with_every_pin_in_go_sum(tmp_path):
     for pin in versions.BUILDS:
         src = build.pinned_module_dir(pin, tmp_path / pin.key)
         lines = (src / "go.sum").read_text().splitlines()
-        assert lines == [f"{pin.module} {pin.version} {pin.sums[0]}", f"{pin.module} {pin.version}/go.mod {pin.sums[1]}"]
+        assert lines == [
+            f"{pin.module} {pin.version} {pin.sums[0]}",
+            f"{pin.module} {pin.version}/go.mod {pin.sums[1]}",
+        ]
         assert all(s.startswith("h1:") and s.endswith("=") for s in pin.sums)

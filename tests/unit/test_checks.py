@@ -9,7 +9,10 @@ from kailab.scenarios.model import Bound, Expectation
 def pods(workload, queue, running=0, pending=0, deleting=0):
     out = [PodView(f"{workload}-r{i}", workload, queue, "Running", node="n1", gpus=1) for i in range(running)]
     out += [PodView(f"{workload}-p{i}", workload, queue, "Pending") for i in range(pending)]
-    out += [PodView(f"{workload}-d{i}", workload, queue, "Running", node="n2", gpus=1, deleting=True) for i in range(deleting)]
+    out += [
+        PodView(f"{workload}-d{i}", workload, queue, "Running", node="n2", gpus=1, deleting=True)
+        for i in range(deleting)
+    ]
     return out
 
 
@@ -52,13 +55,17 @@ def test_evicted_counts_distinct_pods_per_workload_and_queue():
 
 
 def test_reason_and_stragglers_quote_the_scheduler():
-    obs = Observation(pods=pods("d", "q", running=8, pending=1),
-                      reasons={"d": ["Non-preemptible workload is over quota. Use a preemptible workload to go over quota."]})
+    obs = Observation(
+        pods=pods("d", "q", running=8, pending=1),
+        reasons={"d": ["Non-preemptible workload is over quota. Use a preemptible workload to go over quota."]},
+    )
     check = evaluate(exp("reason", "over quota", workload="d"), obs)
     assert check.passed and "Non-preemptible" in check.observed
     assert not evaluate(exp("reason", "gang", workload="d"), obs).passed
     lines = stragglers(exp("running", "9", workload="d"), obs)
-    assert lines == ["d-p0 Pending (queue q): Non-preemptible workload is over quota. Use a preemptible workload to go over quota."]
+    assert lines == [
+        "d-p0 Pending (queue q): Non-preemptible workload is over quota. Use a preemptible workload to go over quota."
+    ]
 
 
 def test_bound_before():
@@ -87,6 +94,8 @@ def test_an_api_error_ends_the_scenario_on_its_verdict_not_the_run():
         def clear_scenarios(self, namespace=""):
             raise ApiException(status=503, reason="Service Unavailable")
 
-    verdict = Engine(Refusing([]), Progress(quiet=True)).run(Scenario(name="s", title="S", path="s.yaml", namespace="kailab-s"))
+    verdict = Engine(Refusing([]), Progress(quiet=True)).run(
+        Scenario(name="s", title="S", path="s.yaml", namespace="kailab-s")
+    )
     assert not verdict.passed
     assert verdict.error.startswith("the API server answered 503 Service Unavailable")

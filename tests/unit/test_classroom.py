@@ -17,9 +17,9 @@ from kailab.labels import NODEPOOL_LABEL
 from kailab.ownership import Owner, stamped
 from kailab.paths import EXERCISES
 from kailab.runtimes.local_kai import scheduler_spec
-from kailab.scenarios.schema import NodeStep
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import workload_objects
+from kailab.scenarios.schema import NodeStep
 
 
 def test_a_count_names_its_learners():
@@ -38,14 +38,17 @@ def test_a_roster_file_skips_comments_and_blank_lines(tmp_path):
     assert roster.from_file(f).names == ("ann", "bob")
 
 
-@pytest.mark.parametrize("text, words", [
-    ("ann\nbob\nann\n", ["class.txt:3", "'ann' is named twice", "class.txt:1"]),
-    ("ann\nBob_2\n", ["class.txt:2", "'Bob_2' cannot be a learner's name"]),
-    ("ann\n" + "x" * 21 + "\n", ["class.txt:2", "1 to 20"]),  # would overflow a lesson's 63-character names
-    ("ann\nann-b\n", ["class.txt:2", "'ann-b' starts with 'ann'", "overlap"]),
-    ("# nobody\n\n", ["names no learner"]),
-    ("".join(f"l{i}\n" for i in range(10_000)), ["10000 learners"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("ann\nbob\nann\n", ["class.txt:3", "'ann' is named twice", "class.txt:1"]),
+        ("ann\nBob_2\n", ["class.txt:2", "'Bob_2' cannot be a learner's name"]),
+        ("ann\n" + "x" * 21 + "\n", ["class.txt:2", "1 to 20"]),  # would overflow a lesson's 63-character names
+        ("ann\nann-b\n", ["class.txt:2", "'ann-b' starts with 'ann'", "overlap"]),
+        ("# nobody\n\n", ["names no learner"]),
+        ("".join(f"l{i}\n" for i in range(10_000)), ["10000 learners"]),
+    ],
+)
 def test_a_bad_roster_names_the_line_and_the_problem(tmp_path, text, words):
     f = tmp_path / "class.txt"
     f.write_text(text)
@@ -83,7 +86,12 @@ def test_the_command_line_refuses_bad_learners_before_looking_for_a_lab(tmp_path
 def test_a_learners_nodes_are_the_lesson_fleet_named_and_labelled_for_them():
     nodes = plan.nodes(load_fleet(), "ann")
     assert [n["metadata"]["name"] for n in nodes] == [
-        "ann-kwok-a100-0", "ann-kwok-a100-1", "ann-kwok-h100-0", "ann-kwok-l40s-0", "ann-kwok-l40s-1"]
+        "ann-kwok-a100-0",
+        "ann-kwok-a100-1",
+        "ann-kwok-h100-0",
+        "ann-kwok-l40s-0",
+        "ann-kwok-l40s-1",
+    ]
     assert {n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes} == {"ann"}
     assert sum(int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes) == 32
     assert all(n["metadata"]["labels"]["kubernetes.io/hostname"] == n["metadata"]["name"] for n in nodes)
@@ -119,8 +127,13 @@ def test_nodes_a_lesson_names_become_the_learners():
 
 
 def test_a_partition_scheduler_has_its_own_label_value_name_and_folder(tmp_path):
-    spec = scheduler_spec({"kai-scheduler": Path("/bin/kai-scheduler")}, tmp_path / "kubeconfig", tmp_path / "ann",
-                          partition="ann", name=plan.scheduler_process("ann"))
+    spec = scheduler_spec(
+        {"kai-scheduler": Path("/bin/kai-scheduler")},
+        tmp_path / "kubeconfig",
+        tmp_path / "ann",
+        partition="ann",
+        name=plan.scheduler_process("ann"),
+    )
     assert spec.name == "kai-scheduler-ann"
     assert "--partition-label-value=ann" in spec.argv
     assert f"--nodepool-label-key={NODEPOOL_LABEL}" in spec.argv
@@ -145,12 +158,19 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
     assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
     own = next(o for o in objs if o["kind"] == "ClusterRole")
-    assert own["rules"] == [{"apiGroups": [""], "resources": ["namespaces"], "resourceNames": namespaces,
-                             "verbs": ["get", "patch", "update"]}]
+    assert own["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "resourceNames": namespaces,
+            "verbs": ["get", "patch", "update"],
+        }
+    ]
     for obj in objs:
         if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
-            assert obj["subjects"] == [{"kind": "ServiceAccount", "name": "learner-ann",
-                                        "namespace": credentials.CLASS_NAMESPACE}]
+            assert obj["subjects"] == [
+                {"kind": "ServiceAccount", "name": "learner-ann", "namespace": credentials.CLASS_NAMESPACE}
+            ]
 
 
 def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_scheduler_settings():
@@ -181,8 +201,9 @@ def test_a_learners_kubeconfig_loads_and_holds_their_token_only():
 
     from kubernetes import client, config
 
-    conf = credentials.kubeconfig("ann", "https://127.0.0.1:6443", base64.b64encode(b"CA").decode(), "tok",
-                                  "kailab-class@127.0.0.1:6443")
+    conf = credentials.kubeconfig(
+        "ann", "https://127.0.0.1:6443", base64.b64encode(b"CA").decode(), "tok", "kailab-class@127.0.0.1:6443"
+    )
     cfg = client.Configuration()
     config.kube_config.KubeConfigLoader(conf).load_and_set(cfg)
     assert cfg.host == "https://127.0.0.1:6443"
@@ -214,8 +235,9 @@ def test_a_lesson_record_lives_in_the_learners_namespace_labelled_as_theirs():
     from kailab.classroom import records
     from kailab.labels import LEARNER_LABEL, RECORD_LABEL
 
-    verdict = Verdict(scenario="quota", title="Quota", namespace="ann-kailab-quota", seconds=3.04,
-                      error="the API server said no")
+    verdict = Verdict(
+        scenario="quota", title="Quota", namespace="ann-kailab-quota", seconds=3.04, error="the API server said no"
+    )
     obj = records.record_object("ann", verdict, prediction="team-a gets 8")
     assert obj["metadata"]["namespace"] == "ann-kailab-quota"
     labels = obj["metadata"]["labels"]
@@ -268,10 +290,21 @@ def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_a
     from kailab.classroom.records import markdown
 
     report = {
-        "bob": {"lessons": {}, "stuck": [{"pod": "bob-kailab-gang/w-0", "pending_seconds": 300,
-                                          "reason": "0/5 nodes | not enough GPUs"}]},
-        "ann": {"lessons": {"quota": {"outcome": "PASS", "finished": "2026-11-24T09:00:00+00:00", "seconds": "3.0",
-                                      "prediction": "team-a *wins* | [x](y)\nsecond line"}}, "stuck": []},
+        "bob": {
+            "lessons": {},
+            "stuck": [{"pod": "bob-kailab-gang/w-0", "pending_seconds": 300, "reason": "0/5 nodes | not enough GPUs"}],
+        },
+        "ann": {
+            "lessons": {
+                "quota": {
+                    "outcome": "PASS",
+                    "finished": "2026-11-24T09:00:00+00:00",
+                    "seconds": "3.0",
+                    "prediction": "team-a *wins* | [x](y)\nsecond line",
+                }
+            },
+            "stuck": [],
+        },
     }
     page = markdown(report, ["gang", "quota"])
     lines = page.splitlines()
@@ -324,6 +357,7 @@ def test_class_up_refuses_a_class_the_machine_cannot_hold_with_nothing_applied(t
 
 # --- demo all side by side: when, and in which partitions ----------------------------------------------------------
 
+
 def test_every_lesson_has_a_partition_name_a_roster_accepts():
     from kailab.classroom import side_by_side
     from kailab.lesson import lesson_names
@@ -336,8 +370,9 @@ class _Kind:
     name = "kind"
 
 
-def _choice(monkeypatch, capsys, names, parallel=None, sequential_only=False, runtime=None, joined=None,
-            available=24 * GIB):
+def _choice(
+    monkeypatch, capsys, names, parallel=None, sequential_only=False, runtime=None, joined=None, available=24 * GIB
+):
     import psutil
 
     import kailab.cli as cli

@@ -47,12 +47,15 @@ def complete(line: str) -> list[str]:
     return result.output.split()
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("kailab dem", ["demo"]),
-    ("kailab demo re", ["reclaim"]),
-    ("kailab demo a", ["all"]),
-    ("kailab lesson f", ["fairshare", "fractions"]),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("kailab dem", ["demo"]),
+        ("kailab demo re", ["reclaim"]),
+        ("kailab demo a", ["all"]),
+        ("kailab lesson f", ["fairshare", "fractions"]),
+    ],
+)
 def test_completion_of_commands_and_lesson_names(line, expected):
     assert complete(line) == expected
 

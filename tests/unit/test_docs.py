@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parent.parent.parent
-DOCS = sorted([REPO / "README.md", *(REPO / "exercises").glob("*.md"), *(REPO / "runbooks").glob("*.md"),
-               *(REPO / "docs").glob("*.md")])
+DOCS = sorted(
+    [
+        REPO / "README.md",
+        *(REPO / "exercises").glob("*.md"),
+        *(REPO / "runbooks").glob("*.md"),
+        *(REPO / "docs").glob("*.md"),
+    ]
+)
 
 
 def headless_tables(text: str) -> list[int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -10,7 +10,7 @@ from kailab import evidence
 
 
 def test_snapshot_names_never_collide(tmp_path):
-    now = datetime(2026, 11, 23, 5, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 23, 5, 0, 0, tzinfo=UTC)
     first = evidence.snapshot_dir(tmp_path, now)
     first.mkdir()
     second = evidence.snapshot_dir(tmp_path, now)
@@ -47,8 +47,12 @@ def test_before_after_from_timeline():
 def test_timeline_png_has_one_line_per_queue(tmp_path):
     from PIL import Image
 
-    v = {"scenario": "r", "title": "Reclaim", "passed": True,
-         "timeline": [[0, {}], [1.0, {"prod": 32}], [5.0, {"prod": 24, "research": 8}]]}
+    v = {
+        "scenario": "r",
+        "title": "Reclaim",
+        "passed": True,
+        "timeline": [[0, {}], [1.0, {"prod": 32}], [5.0, {"prod": 24, "research": 8}]],
+    }
     evidence.timeline_png([v], tmp_path / "t.png")
     with Image.open(tmp_path / "t.png") as img:
         assert img.format == "PNG" and img.size[0] > 400

@@ -11,9 +11,9 @@ from kailab import versions
 from kailab.errors import KailabError
 from kailab.fleet import load_fleet
 from kailab.labels import LAB_ID_LABEL, MANAGED
+from kailab.labstate import LabState
 from kailab.ownership import Owner
 from kailab.paths import MANIFESTS
-from kailab.labstate import LabState
 from kailab.runtimes import check_options, choose_runtime, get_runtime
 from kailab.runtimes.base import UpOptions
 
@@ -38,16 +38,23 @@ def test_options_for_the_existing_runtime_are_refused_elsewhere_and_the_reverse(
         check_options(existing, UpOptions(fleet=fleet, apiserver_port=6443))
     with pytest.raises(KailabError, match="only with --kwok"):
         check_options(existing, UpOptions(fleet=fleet, fleet_given=True))
-    check_options(existing, UpOptions(fleet=fleet, fleet_given=True, kwok=True, prefix="a", context="c", kubeconfig="/k"))
+    check_options(
+        existing, UpOptions(fleet=fleet, fleet_given=True, kwok=True, prefix="a", context="c", kubeconfig="/k")
+    )
 
 
 def test_an_old_lab_json_still_reads_and_the_new_fields_round_trip(tmp_path):
     (tmp_path / "lab.json").write_text(json.dumps({"runtime": "local", "kubeconfig": "/k", "shape": "s", "gone": 1}))
     old = LabState.read(tmp_path)
     assert (old.runtime, old.lab_id, old.prefix, old.context, old.kwok_objects) == ("local", "", "", "", [])
-    LabState("existing", "/home/u/.kube/config", context="prod", prefix="alice", lab_id="abc",
-             kwok_objects=[{"apiVersion": "v1", "kind": "Service", "name": "kwok-controller",
-                            "namespace": "kube-system"}]).write(tmp_path)
+    LabState(
+        "existing",
+        "/home/u/.kube/config",
+        context="prod",
+        prefix="alice",
+        lab_id="abc",
+        kwok_objects=[{"apiVersion": "v1", "kind": "Service", "name": "kwok-controller", "namespace": "kube-system"}],
+    ).write(tmp_path)
     new = LabState.read(tmp_path)
     assert (new.kubeconfig, new.context, new.prefix, new.lab_id) == ("/home/u/.kube/config", "prod", "alice", "abc")
     assert new.kwok_objects[0]["kind"] == "Service"
@@ -60,7 +67,9 @@ def test_the_kwok_plan_is_the_pinned_release_then_kailabs_stages_then_the_fleet(
     plan = kwok_plan(fleet)
     assert [s.source for s in plan] == [
         f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}/kwok.yaml",
-        str(MANIFESTS / "kwok-stages.yaml"), FLEET]
+        str(MANIFESTS / "kwok-stages.yaml"),
+        FLEET,
+    ]
     assert versions.KWOK_VERSION in plan[0].title and "no instant pod-complete" in plan[1].title
     assert plan[1].wait_controller and f"{fleet.total_gpus} GPUs" in plan[2].title
 
@@ -68,13 +77,26 @@ def test_the_kwok_plan_is_the_pinned_release_then_kailabs_stages_then_the_fleet(
 def test_every_object_kwok_applies_is_labelled_as_this_labs_and_no_namespace_is_taken():
     from kailab.runtimes.existing import STAGES, manifest_objects
 
-    release = yaml.safe_dump_all([
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "stages.kwok.x-k8s.io"}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "kwok-controller", "namespace": "kube-system",
-                                                                      "labels": {"app": "kwok-controller"}},
-         "spec": {"template": {"metadata": {"labels": {"app": "kwok-controller"}}}}},
-    ])
+    release = yaml.safe_dump_all(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "stages.kwok.x-k8s.io"},
+            },
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {
+                    "name": "kwok-controller",
+                    "namespace": "kube-system",
+                    "labels": {"app": "kwok-controller"},
+                },
+                "spec": {"template": {"metadata": {"labels": {"app": "kwok-controller"}}}},
+            },
+        ]
+    )
     objects = manifest_objects(release, Owner("abc")) + manifest_objects(STAGES.read_text(), Owner("abc"))
     assert "Namespace" not in {o["kind"] for o in objects}
     assert all(OURS.items() <= o["metadata"]["labels"].items() for o in objects)
@@ -103,14 +125,26 @@ class RecordingKube:
 def test_kwok_install_applies_crds_first_records_each_object_and_makes_the_fleet(tmp_path, monkeypatch):
     from kailab.runtimes import existing
 
-    release = yaml.safe_dump_all([
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "kwok-controller", "namespace": "kube-system"}},
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "stages.kwok.x-k8s.io"}},
-    ])
+    release = yaml.safe_dump_all(
+        [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "kwok-controller", "namespace": "kube-system"},
+            },
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "stages.kwok.x-k8s.io"},
+            },
+        ]
+    )
     fetched, fleets = [], []
     monkeypatch.setattr(existing, "_established", lambda kube, name: True)
     monkeypatch.setattr(existing, "_available", lambda kube, ns, name: True)
-    monkeypatch.setattr(existing.ExistingRuntime, "_create_fleet", staticmethod(lambda kube, owner, fleet: fleets.append(fleet)))
+    monkeypatch.setattr(
+        existing.ExistingRuntime, "_create_fleet", staticmethod(lambda kube, owner, fleet: fleets.append(fleet))
+    )
     rt = existing.ExistingRuntime(tmp_path, fetch=lambda url: fetched.append(url) or release)
     state = LabState("existing", "/k", lab_id="abc")
     state.write(tmp_path)
@@ -127,8 +161,9 @@ def test_kwok_install_applies_crds_first_records_each_object_and_makes_the_fleet
 def test_kwok_objects_that_exist_and_are_not_ours_are_refused_before_any_apply(tmp_path, monkeypatch):
     from kailab.runtimes import existing
 
-    release = yaml.safe_dump({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                              "metadata": {"name": "kwok-controller"}})
+    release = yaml.safe_dump(
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "kwok-controller"}}
+    )
 
     class Taken(RecordingKube):
         def get(self, *args):
@@ -146,10 +181,18 @@ def test_kwok_objects_that_exist_and_are_not_ours_are_refused_before_any_apply(t
 def test_queues_are_deleted_children_first():
     from kailab.runtimes.existing import leaves_first
 
-    queues = [{"metadata": {"name": n}, "spec": {"parentQueue": p} if p else {}}
-              for n, p in [("a", None), ("a-1", "a"), ("a-1-x", "a-1"), ("b", None), ("c", "elsewhere")]]
+    queues = [
+        {"metadata": {"name": n}, "spec": {"parentQueue": p} if p else {}}
+        for n, p in [("a", None), ("a-1", "a"), ("a-1-x", "a-1"), ("b", None), ("c", "elsewhere")]
+    ]
     order = leaves_first(queues)
-    assert order.index("a-1-x") < order.index("a-1") < order.index("a") and set(order) == {"a", "a-1", "a-1-x", "b", "c"}
+    assert order.index("a-1-x") < order.index("a-1") < order.index("a") and set(order) == {
+        "a",
+        "a-1",
+        "a-1-x",
+        "b",
+        "c",
+    }
 
 
 def test_a_second_up_may_not_point_the_lab_elsewhere(tmp_path):
@@ -169,10 +212,14 @@ def test_retain_is_honoured_by_the_local_runtime_and_refused_by_the_others_with_
     """--retain keeps a half-made local lab; kind and existing always keep theirs, so they refuse it and say so."""
     fleet = load_fleet()
     check_options(get_runtime("local"), UpOptions(fleet=fleet, retain=True))
-    for name, keeps in (("kind", "the next kailab up completes it"), ("existing", "kailab down removes what it applied")):
+    for name, keeps in (
+        ("kind", "the next kailab up completes it"),
+        ("existing", "kailab down removes what it applied"),
+    ):
         with pytest.raises(KailabError, match=f"--retain is for the local runtime, not the {name} runtime") as err:
             check_options(get_runtime(name), UpOptions(fleet=fleet, retain=True))
         assert keeps in err.value.hint and "leave out --retain" in err.value.hint
     runtimes = [get_runtime(n) for n in ("local", "kind", "existing")]
-    assert all(("retain" in r.takes) != bool(r.after_failed_up) for r in runtimes), \
+    assert all(("retain" in r.takes) != bool(r.after_failed_up) for r in runtimes), (
         "a runtime either takes --retain or says what a failed up leaves"
+    )

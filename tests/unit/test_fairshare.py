@@ -18,4 +18,4 @@ def test_fair_share_per_queue():
 
 
 def test_no_metrics_no_shares():
-    assert parse("") == {} and parse("kai_queue_fair_share_gpu{queue_name=\"x\"} NaNish") == {}
+    assert parse("") == {} and parse('kai_queue_fair_share_gpu{queue_name="x"} NaNish') == {}

@@ -12,7 +12,12 @@ def test_lesson_fleet_is_32_gpus_on_5_nodes():
     nodes = node_objects(fleet)
     assert fleet.total_gpus == 32
     assert [(n["metadata"]["name"], n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes] == [
-        ("kwok-a100-0", "8"), ("kwok-a100-1", "8"), ("kwok-h100-0", "8"), ("kwok-l40s-0", "4"), ("kwok-l40s-1", "4")]
+        ("kwok-a100-0", "8"),
+        ("kwok-a100-1", "8"),
+        ("kwok-h100-0", "8"),
+        ("kwok-l40s-0", "4"),
+        ("kwok-l40s-1", "4"),
+    ]
     a100 = nodes[0]
     labels = a100["metadata"]["labels"]
     assert labels["nvidia.com/gpu.count"] == "8"
@@ -38,11 +43,13 @@ def test_malformed_fleet_file(tmp_path):
 
 
 def test_replaces_mirror_local_paths_as_versions():
-    parsed = {"Replace": [
-        {"Old": {"Path": "k8s.io/api"}, "New": {"Path": "./staging/src/k8s.io/api"}},
-        {"Old": {"Path": "k8s.io/apimachinery"}, "New": {"Path": "k8s.io/apimachinery", "Version": "v0.35.4"}},
-        {"Old": {"Path": "go.etcd.io/etcd"}, "New": {"Path": "./FORBIDDEN_DEPENDENCY"}},
-    ]}
+    parsed = {
+        "Replace": [
+            {"Old": {"Path": "k8s.io/api"}, "New": {"Path": "./staging/src/k8s.io/api"}},
+            {"Old": {"Path": "k8s.io/apimachinery"}, "New": {"Path": "k8s.io/apimachinery", "Version": "v0.35.4"}},
+            {"Old": {"Path": "go.etcd.io/etcd"}, "New": {"Path": "./FORBIDDEN_DEPENDENCY"}},
+        ]
+    }
     assert replaces_from_gomod_json(parsed, "v0.35.4") == [
         ("k8s.io/api", "k8s.io/api@v0.35.4"),
         ("k8s.io/apimachinery", "k8s.io/apimachinery@v0.35.4"),

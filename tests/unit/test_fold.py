@@ -10,8 +10,17 @@ from kailab.scenarios.fold import Change, RunState, fold, observe
 
 
 def pod(name, workload="w", queue="q", node="", phase="Pending", pod_group="", waiting="", bound_at=None):
-    return PodView(name, workload=workload, queue=queue, node=node, phase=phase, gpus=1, pod_group=pod_group,
-                   waiting=waiting, bound_at=bound_at)
+    return PodView(
+        name,
+        workload=workload,
+        queue=queue,
+        node=node,
+        phase=phase,
+        gpus=1,
+        pod_group=pod_group,
+        waiting=waiting,
+        bound_at=bound_at,
+    )
 
 
 def run(*changes: Change) -> RunState:
@@ -37,8 +46,12 @@ def test_a_bound_pod_deleted_by_another_hand_is_evicted_even_when_its_event_was_
         return Change("MODIFIED", pod=PodView(**{**p.to_json(), "deleting": True}))
 
     state = RunState(released={"gone"}, removed={"b-1"})
-    for c in (deleting("a-0", "a"), deleting("g-0", "gone"), deleting("b-1", "b"),
-              Change("MODIFIED", pod=PodView(**{**pod("c-0", workload="c").to_json(), "deleting": True}))):
+    for c in (
+        deleting("a-0", "a"),
+        deleting("g-0", "gone"),
+        deleting("b-1", "b"),
+        Change("MODIFIED", pod=PodView(**{**pod("c-0", workload="c").to_json(), "deleting": True})),
+    ):
         fold(state, c)
     # a-0: taken by the scheduler; g-0: its workload was deleted by the lab; b-1: a deletePods step; c-0: never bound
     assert observe(state).evicted == {"a": {"a-0"}}
@@ -57,9 +70,11 @@ def test_waiting_reasons_come_from_pods_and_podgroups_in_time_order_once_each():
 
 
 def test_first_bound_is_the_earliest_bind_of_each_workload():
-    state = run(Change("ADDED", pod=pod("a-0", workload="a", node="n", bound_at=12.0)),
-                Change("ADDED", pod=pod("a-1", workload="a", node="n", bound_at=10.0)),
-                Change("ADDED", pod=pod("b-0", workload="b")))
+    state = run(
+        Change("ADDED", pod=pod("a-0", workload="a", node="n", bound_at=12.0)),
+        Change("ADDED", pod=pod("a-1", workload="a", node="n", bound_at=10.0)),
+        Change("ADDED", pod=pod("b-0", workload="b")),
+    )
     assert observe(state).first_bound == {"a": 10.0}
 
 
@@ -81,7 +96,14 @@ def test_a_relist_tells_listeners_what_changed_while_the_watch_was_down():
     w._relisted([obj("a", "1"), obj("b", "1")])
     w._relisted([obj("a", "1"), obj("b", "2"), obj("c", "1")])  # b changed, c new
     w._relisted([obj("c", "1")])  # a and b gone
-    assert seen == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "b"), ("ADDED", "c"), ("DELETED", "a"), ("DELETED", "b")]
+    assert seen == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("MODIFIED", "b"),
+        ("ADDED", "c"),
+        ("DELETED", "a"),
+        ("DELETED", "b"),
+    ]
     assert sorted(w.objects) == ["ns/c"] and w.version == 6
 
 
@@ -91,8 +113,11 @@ def test_the_recorder_writes_every_kind_of_change_with_its_time_into_the_run(tmp
     from kailab.scenarios.engine import Recorder
     from kailab.scenarios.replay import ReplayCluster, read_changes
 
-    stream = [Change("ADDED", pod=pod("a-0"), t=0.5), Change("ADDED", group=PodGroupView("pg-a", "a"), t=1.0),
-              Change("MODIFIED", share=FairShare("q", gpu=8.5), t=2.0)]
+    stream = [
+        Change("ADDED", pod=pod("a-0"), t=0.5),
+        Change("ADDED", group=PodGroupView("pg-a", "a"), t=1.0),
+        Change("MODIFIED", share=FairShare("q", gpu=8.5), t=2.0),
+    ]
     source = ReplayCluster(stream)
     rec = Recorder(source, tmp_path / "s" / "changes.jsonl", start=0.25)  # the run began at 0.25 on that clock
     while rec.next(5) is not None:

@@ -8,7 +8,14 @@ from kubernetes import client
 
 from kailab.labels import RESERVATION_NAMESPACE
 from kailab.runtimes.gpu_ledger.admission import shared_gpu_prep
-from kailab.runtimes.gpu_ledger.facts import CONFIGMAP_ANNOTATION, RESERVE_ANNOTATION, NodeShape, PodFacts, facts_of, node_shape
+from kailab.runtimes.gpu_ledger.facts import (
+    CONFIGMAP_ANNOTATION,
+    RESERVE_ANNOTATION,
+    NodeShape,
+    PodFacts,
+    facts_of,
+    node_shape,
+)
 from kailab.runtimes.gpu_ledger.store import dump_ledger, parse_ledger
 from kailab.runtimes.gpu_ledger.topology import FRACTION, RESERVATION, WHOLE, Annotate, Topology
 
@@ -30,8 +37,16 @@ def reservation(name: str, group: str, **kw) -> PodFacts:
 
 
 def fraction(name: str, portion: float | None, group: str | None, **kw) -> PodFacts:
-    return PodFacts("team", name, uid=f"uid-{name}", node=NODE if group else None, groups=(group,) if group else (),
-                    fraction=portion, scheduler="kai-scheduler", **kw)
+    return PodFacts(
+        "team",
+        name,
+        uid=f"uid-{name}",
+        node=NODE if group else None,
+        groups=(group,) if group else (),
+        fraction=portion,
+        scheduler="kai-scheduler",
+        **kw,
+    )
 
 
 def held(t: Topology) -> dict[str, list[tuple[str, float | None]]]:
@@ -113,8 +128,10 @@ def test_a_point_nine_and_a_point_three_do_not_share_a_gpu():
     t.update(reservation("gpu-reservation-2", "g2"))
     t.update(fraction("big", 0.9, "g1"))
     t.update(fraction("small", 0.3, "g2"))
-    assert held(t) == {"0": [("reservation:gpu-reservation-1", 1.0), ("fraction:big", 0.9)],
-                       "1": [("reservation:gpu-reservation-2", 1.0), ("fraction:small", 0.3)]}
+    assert held(t) == {
+        "0": [("reservation:gpu-reservation-1", 1.0), ("fraction:big", 0.9)],
+        "1": [("reservation:gpu-reservation-2", 1.0), ("fraction:small", 0.3)],
+    }
     assert [round(c.used, 2) for c in t.cells()[NODE] if c.holders] == [0.9, 0.3]
 
 
@@ -159,27 +176,52 @@ def test_the_stored_ledger_round_trips_and_a_restart_gives_whole_pods_the_same_i
 
 def test_a_ledger_that_is_not_json_reads_as_what_can_be_read():
     assert parse_ledger({"n1": "{not json", "n2": '{"gpus": 2, "cells": {}}'}) == {
-        "n2": parse_ledger({"n2": '{"gpus": 2}'})["n2"]}
+        "n2": parse_ledger({"n2": '{"gpus": 2}'})["n2"]
+    }
     assert parse_ledger(None) == {}
 
 
 def test_facts_of_a_pod_from_the_kubernetes_client():
     pod = client.V1Pod(
         metadata=client.V1ObjectMeta(
-            namespace="team", name="p", uid="u1",
+            namespace="team",
+            name="p",
+            uid="u1",
             labels={"runai-gpu-group": "g1", "runai-gpu-group/g2": "g2"},
             annotations={"gpu-fraction": "0.5", "gpu-fraction-container-name": "main"},
-            owner_references=[client.V1OwnerReference(api_version="batch/v1", kind="Job", name="train", uid="j")]),
-        spec=client.V1PodSpec(node_name=NODE, scheduler_name="kai-scheduler", containers=[
-            client.V1Container(name="side", resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "2"})),
-            client.V1Container(name="main", resources=client.V1ResourceRequirements(requests={"nvidia.com/gpu": "1"}))]),
-        status=client.V1PodStatus(phase="Running"))
+            owner_references=[client.V1OwnerReference(api_version="batch/v1", kind="Job", name="train", uid="j")],
+        ),
+        spec=client.V1PodSpec(
+            node_name=NODE,
+            scheduler_name="kai-scheduler",
+            containers=[
+                client.V1Container(
+                    name="side", resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "2"})
+                ),
+                client.V1Container(
+                    name="main", resources=client.V1ResourceRequirements(requests={"nvidia.com/gpu": "1"})
+                ),
+            ],
+        ),
+        status=client.V1PodStatus(phase="Running"),
+    )
     f = facts_of(pod)
     assert (f.key, f.uid, f.node, f.gpus, f.groups, f.fraction, f.finished, f.owner, f.fraction_container) == (
-        "team/p", "u1", NODE, 3, ("g1", "g2"), 0.5, False, "train", "1")
+        "team/p",
+        "u1",
+        NODE,
+        3,
+        ("g1", "g2"),
+        0.5,
+        False,
+        "train",
+        "1",
+    )
     labels = {"nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "81920"}
-    node = client.V1Node(metadata=client.V1ObjectMeta(name=NODE, labels=labels),
-                         status=client.V1NodeStatus(allocatable={"nvidia.com/gpu": "4"}))
+    node = client.V1Node(
+        metadata=client.V1ObjectMeta(name=NODE, labels=labels),
+        status=client.V1NodeStatus(allocatable={"nvidia.com/gpu": "4"}),
+    )
     assert node_shape(node) == NodeShape(8, 81920)  # the count label wins, as in KAI
     node.metadata.labels = {}
     assert node_shape(node) == NodeShape(4, None)

@@ -44,10 +44,17 @@ def test_one_half_holds_half_a_gpu_for_its_queue_and_a_whole_gpu_of_its_node():
 
 
 def test_point_nine_and_point_three_are_two_gpus_and_whole_pods_one_each():
-    pods = [PodView("nine", queue="team-frac", phase="Running", node=NODE, gpus=0.9, gpu_group="g2"),
-            PodView("three", queue="team-frac", phase="Running", node=NODE, gpus=0.3, gpu_group="g3"),
-            reservation("g2"), reservation("g3"), half("a"), half("b"), reservation("g1"),
-            whole("two", 2), whole("other", 1, node="kwok-a100-1")]
+    pods = [
+        PodView("nine", queue="team-frac", phase="Running", node=NODE, gpus=0.9, gpu_group="g2"),
+        PodView("three", queue="team-frac", phase="Running", node=NODE, gpus=0.3, gpu_group="g3"),
+        reservation("g2"),
+        reservation("g3"),
+        half("a"),
+        half("b"),
+        reservation("g1"),
+        whole("two", 2),
+        whole("other", 1, node="kwok-a100-1"),
+    ]
     assert used_per_node(pods) == {NODE: 5, "kwok-a100-1": 1}  # 3 shared + 2 whole
     assert len(shared_gpus(pods)) == 3
     assert round(per_queue(pods)["team-frac"], 6) == 2.2 and per_queue(pods)["team-prod"] == 3
@@ -69,9 +76,11 @@ def test_a_fraction_bound_before_it_has_a_group_is_a_gpu_of_its_own():
 def test_pods_being_deleted_hold_their_gpus_until_gone_and_finished_or_pending_pods_hold_none():
     deleting = [half("a", deleting=True), whole("w", deleting=True)]
     assert used_per_node(deleting) == {NODE: 2} and per_queue(deleting) == {"team-frac": 0.5, "team-prod": 1}
-    done = [PodView("d", queue="q", phase="Succeeded", node=NODE, gpus=1),
-            PodView("f", queue="q", phase="Failed", node=NODE, gpus=0.5, gpu_group="g"),
-            PodView("p", queue="q", phase="Pending", gpus=1)]
+    done = [
+        PodView("d", queue="q", phase="Succeeded", node=NODE, gpus=1),
+        PodView("f", queue="q", phase="Failed", node=NODE, gpus=0.5, gpu_group="g"),
+        PodView("p", queue="q", phase="Pending", gpus=1),
+    ]
     assert used_per_node(done) == {} and per_queue(done) == {} and shared_gpus(done) == set()
     assert [for_queue(p) for p in done] == [0, 0, 0]
 
@@ -94,8 +103,10 @@ def test_pods_without_a_queue_label_and_cpu_pods_are_counted_as_kailab_shows_the
 
 def _pod(limits=None, requests=None, annotations=None):
     res = SimpleNamespace(limits=limits, requests=requests)
-    return SimpleNamespace(spec=SimpleNamespace(containers=[SimpleNamespace(resources=res)]),
-                           metadata=SimpleNamespace(annotations=annotations))
+    return SimpleNamespace(
+        spec=SimpleNamespace(containers=[SimpleNamespace(resources=res)]),
+        metadata=SimpleNamespace(annotations=annotations),
+    )
 
 
 def test_what_a_pod_asks_for_whole_gpus_from_limits_or_requests_or_a_fraction():

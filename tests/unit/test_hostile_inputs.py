@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from test_bad_inputs import kailab  # tests/unit/test_bad_inputs.py
 
 from kailab import render
 from kailab.errors import KailabError, ScenarioError
@@ -25,8 +26,6 @@ from kailab.scenarios.loader import load_queue_file, load_scenario
 from kailab.scenarios.replay import ReplayCluster
 from kailab.userfile import MAX_BYTES
 from kailab.yamlfile import MAX_DEPTH, MAX_VALUES
-
-from test_bad_inputs import kailab  # tests/unit/test_bad_inputs.py
 
 MARKUP = "[bold]x[/] [/] [red]y[/red] [link=http://e]z"
 
@@ -86,8 +85,11 @@ def test_markup_in_file_and_folder_names_on_the_command_line(tmp_path):
 
 # -- only regular files, only so much -------------------------------------------------------------------------------
 
-LOADERS = [("scenario", load_scenario, ScenarioError), ("fleet", load_fleet, KailabError),
-           ("queue file", load_queue_file, ScenarioError)]
+LOADERS = [
+    ("scenario", load_scenario, ScenarioError),
+    ("fleet", load_fleet, KailabError),
+    ("queue file", load_queue_file, ScenarioError),
+]
 
 
 def special(tmp_path: Path, kind: str) -> tuple[Path, str]:
@@ -129,19 +131,37 @@ def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path, what, load, er
 
 
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8))
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8)
+)
 
 
 @pytest.mark.parametrize("what, load, error", LOADERS, ids=[w for w, _, _ in LOADERS])
-@pytest.mark.parametrize("text, line, words", [
-    (LAUGHS, 1, f"aliases (*name) expand this document to more than {MAX_VALUES:,} values; kailab reads at most that many"),
-    ("a: " + "[" * 5000 + "]" * 5000 + "\n", 1, f"nested more than {MAX_DEPTH} levels deep; kailab reads at most {MAX_DEPTH}"),
-    ("".join("  " * i + f"k{i}:\n" for i in range(100)), MAX_DEPTH, f"nested more than {MAX_DEPTH} levels deep"),
-    ("a: &a [*a]\n", 1, "an alias (*name) refers to the node it is inside, which would never end"),
-    ("l0: &l0 [x]\n" + "".join(f"l{i}: &l{i} [*l{i - 1}]\n" for i in range(1, 80)), 1,
-     f"aliases (*name) nest this document more than {MAX_DEPTH} levels deep"),
-], ids=["billion-laughs", "deep-flow", "deep-block", "alias-cycle", "alias-chain"])
-def test_yaml_that_expands_or_nests_without_end_fails_fast_and_never_prints_it(tmp_path, what, load, error, text, line, words):
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        (
+            LAUGHS,
+            1,
+            f"aliases (*name) expand this document to more than {MAX_VALUES:,} values; kailab reads at most that many",
+        ),
+        (
+            "a: " + "[" * 5000 + "]" * 5000 + "\n",
+            1,
+            f"nested more than {MAX_DEPTH} levels deep; kailab reads at most {MAX_DEPTH}",
+        ),
+        ("".join("  " * i + f"k{i}:\n" for i in range(100)), MAX_DEPTH, f"nested more than {MAX_DEPTH} levels deep"),
+        ("a: &a [*a]\n", 1, "an alias (*name) refers to the node it is inside, which would never end"),
+        (
+            "l0: &l0 [x]\n" + "".join(f"l{i}: &l{i} [*l{i - 1}]\n" for i in range(1, 80)),
+            1,
+            f"aliases (*name) nest this document more than {MAX_DEPTH} levels deep",
+        ),
+    ],
+    ids=["billion-laughs", "deep-flow", "deep-block", "alias-cycle", "alias-chain"],
+)
+def test_yaml_that_expands_or_nests_without_end_fails_fast_and_never_prints_it(
+    tmp_path, what, load, error, text, line, words
+):
     path = tmp_path / "x.yaml"
     path.write_text(text)
     assert len(LAUGHS) < 600
@@ -156,7 +176,9 @@ def test_yaml_that_expands_or_nests_without_end_fails_fast_and_never_prints_it(t
 # -- kubeconfigs that lead nowhere ----------------------------------------------------------------------------------
 
 
-def kubeconfig(tmp_path: Path, server: str, cluster: str = ", insecure-skip-tls-verify: true", user: str = "{token: t}") -> Path:
+def kubeconfig(
+    tmp_path: Path, server: str, cluster: str = ", insecure-skip-tls-verify: true", user: str = "{token: t}"
+) -> Path:
     path = tmp_path / "kubeconfig"
     path.write_text(f"""apiVersion: v1
 kind: Config
@@ -198,6 +220,7 @@ def silent_server():
 @pytest.fixture
 def plain_http_server():
     """A loopback HTTP server (no TLS) that answers 404 to everything."""
+
     class Quiet(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -223,16 +246,21 @@ def test_an_adopted_cluster_that_never_answers_ends_up_in_one_message_within_10s
     proc = kailab("up", "--runtime", "existing", "--kubeconfig", str(path), home=tmp_path / "lab")
     assert time.monotonic() - start < 10
     assert proc.returncode == 1 and proc.stderr.count("✗ Error:") == 1, proc.stderr
-    assert f"Cannot use the kubeconfig {path}: the API server at https://127.0.0.1:{silent_server} does not answer " \
-           "within 3s." in proc.stderr, proc.stderr
+    assert (
+        f"Cannot use the kubeconfig {path}: the API server at https://127.0.0.1:{silent_server} does not answer "
+        "within 3s." in proc.stderr
+    ), proc.stderr
 
 
 def test_a_credential_plugin_that_never_returns_is_stopped_and_said(tmp_path, silent_server):
     plugin = tmp_path / "login.sh"
     plugin.write_text(f"#!/bin/sh\necho started > {tmp_path}/ran\nexec sleep 600\n")
     plugin.chmod(0o755)
-    path = kubeconfig(tmp_path, f"https://127.0.0.1:{silent_server}",
-                      user=f"{{exec: {{apiVersion: client.authentication.k8s.io/v1beta1, command: {plugin}}}}}")
+    path = kubeconfig(
+        tmp_path,
+        f"https://127.0.0.1:{silent_server}",
+        user=f"{{exec: {{apiVersion: client.authentication.k8s.io/v1beta1, command: {plugin}}}}}",
+    )
     start = time.monotonic()
     with pytest.raises(KailabError) as err:
         Kube(path)
@@ -245,12 +273,16 @@ def test_a_credential_plugin_that_fails_is_said(tmp_path):
     plugin = tmp_path / "login.sh"
     plugin.write_text("#!/bin/sh\necho 'token expired: log in again' >&2\nexit 3\n")
     plugin.chmod(0o755)
-    path = kubeconfig(tmp_path, "https://127.0.0.1:1",
-                      user=f"{{exec: {{apiVersion: client.authentication.k8s.io/v1beta1, command: {plugin}}}}}")
+    path = kubeconfig(
+        tmp_path,
+        "https://127.0.0.1:1",
+        user=f"{{exec: {{apiVersion: client.authentication.k8s.io/v1beta1, command: {plugin}}}}}",
+    )
     with pytest.raises(KailabError) as err:
         Kube(path)
-    assert err.value.message == (f"The kubeconfig {path}'s credential plugin failed: process returned 3. "
-                                 "token expired: log in again.")
+    assert err.value.message == (
+        f"The kubeconfig {path}'s credential plugin failed: process returned 3. token expired: log in again."
+    )
 
 
 def test_tls_that_fails_is_named_as_tls(tmp_path, plain_http_server):
@@ -269,17 +301,31 @@ def test_a_port_nobody_listens_on_is_said(tmp_path):
     assert kube.probe() == f"the API server at https://127.0.0.1:{port} refuses connections (is the cluster running?)"
 
 
-@pytest.mark.parametrize("write, words", [
-    (lambda p: p.write_text("- a\n- b\n"), "{p}:1: a kubeconfig is a mapping (apiVersion, clusters, contexts, users), not a list"),
-    (lambda p: p.write_text("clusters: [a\n"), "{p}:1: not valid YAML: "),
-    (lambda p: p.write_bytes(bytes(range(256))), "{p} is not a text file"),
-    (lambda p: p.mkdir(), "Cannot read {p}: it is a folder; kailab reads only regular files."),
-    (lambda p: os.mkfifo(p), "Cannot read {p}: it is a named pipe (FIFO); kailab reads only regular files."),
-    (lambda p: kubeconfig(p.parent, "127.0.0.1 6443").rename(p), "The kubeconfig {p} names the server '127.0.0.1 6443', which is not a URL."),
-    (lambda p: kubeconfig(p.parent, "https://127.0.0.1:1", cluster=", certificate-authority-data: '!!!bad'").rename(p),
-     "The kubeconfig {p} holds data that is not valid base64 (certificate-authority-data, client-certificate-data or "
-     "client-key-data)"),
-], ids=["yaml-list", "garbage-yaml", "binary", "folder", "fifo", "server-not-a-url", "bad-base64"])
+@pytest.mark.parametrize(
+    "write, words",
+    [
+        (
+            lambda p: p.write_text("- a\n- b\n"),
+            "{p}:1: a kubeconfig is a mapping (apiVersion, clusters, contexts, users), not a list",
+        ),
+        (lambda p: p.write_text("clusters: [a\n"), "{p}:1: not valid YAML: "),
+        (lambda p: p.write_bytes(bytes(range(256))), "{p} is not a text file"),
+        (lambda p: p.mkdir(), "Cannot read {p}: it is a folder; kailab reads only regular files."),
+        (lambda p: os.mkfifo(p), "Cannot read {p}: it is a named pipe (FIFO); kailab reads only regular files."),
+        (
+            lambda p: kubeconfig(p.parent, "127.0.0.1 6443").rename(p),
+            "The kubeconfig {p} names the server '127.0.0.1 6443', which is not a URL.",
+        ),
+        (
+            lambda p: kubeconfig(
+                p.parent, "https://127.0.0.1:1", cluster=", certificate-authority-data: '!!!bad'"
+            ).rename(p),
+            "The kubeconfig {p} holds data that is not valid base64 (certificate-authority-data, client-certificate-data or "
+            "client-key-data)",
+        ),
+    ],
+    ids=["yaml-list", "garbage-yaml", "binary", "folder", "fifo", "server-not-a-url", "bad-base64"],
+)
 def test_a_kubeconfig_that_cannot_be_used_is_named_as_what_it_is(tmp_path, write, words):
     path = tmp_path / "config"
     write(path)

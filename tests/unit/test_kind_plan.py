@@ -11,11 +11,10 @@ import yaml
 from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import load_fleet
-from kailab.progress import Progress
 from kailab.labels import KAI_SCHEDULER_NAME
-from kailab.runtimes import local_kai
+from kailab.progress import Progress
+from kailab.runtimes import kind, local_kai
 from kailab.runtimes.base import UpOptions
-from kailab.runtimes import kind
 from kailab.runtimes.kind import KAI_DEPLOYMENTS, KindRuntime, Result, fake_gpu_operator_values, plan
 
 
@@ -42,14 +41,18 @@ class FakeKube:
 
     def __init__(self, ready: tuple[str, ...] = KAI_DEPLOYMENTS, labelled_nodes: int = 2, answers: bool = True):
         def deployment(name):
-            return SimpleNamespace(metadata=SimpleNamespace(name=name), spec=SimpleNamespace(replicas=1),
-                                   status=SimpleNamespace(ready_replicas=1))
+            return SimpleNamespace(
+                metadata=SimpleNamespace(name=name),
+                spec=SimpleNamespace(replicas=1),
+                status=SimpleNamespace(ready_replicas=1),
+            )
 
         def answer(value):
             def call(*args, **kwargs):
                 if not answers:
                     raise ConnectionError("connection refused")
                 return SimpleNamespace(items=value)
+
             return call
 
         self.core = SimpleNamespace(list_node=answer([object()] * labelled_nodes))
@@ -76,11 +79,16 @@ def commands(steps):
 def test_fresh_plan_runs_kind_kwok_fake_gpu_operator_kai_in_order(tmp_path):
     steps = plan(tmp_path, load_fleet(), cluster_exists=False)
     cmds = commands(steps)
-    assert cmds[0].startswith(f"kind create cluster --name kailab --image {versions.KIND_NODE_IMAGE} --config {tmp_path}/kind.yaml")
+    assert cmds[0].startswith(
+        f"kind create cluster --name kailab --image {versions.KIND_NODE_IMAGE} --config {tmp_path}/kind.yaml"
+    )
     kinds = [c.split()[0] for c in cmds]
-    order = [kinds.index("kind"), next(i for i, c in enumerate(cmds) if "kwok.yaml" in c),
-             next(i for i, c in enumerate(cmds) if "fake-gpu-operator" in c),
-             next(i for i, c in enumerate(cmds) if "kai-scheduler/kai-scheduler" in c)]
+    order = [
+        kinds.index("kind"),
+        next(i for i, c in enumerate(cmds) if "kwok.yaml" in c),
+        next(i for i, c in enumerate(cmds) if "fake-gpu-operator" in c),
+        next(i for i, c in enumerate(cmds) if "kai-scheduler/kai-scheduler" in c),
+    ]
     assert order == sorted(order)
     assert any(f"releases/download/{versions.KWOK_VERSION}/kwok.yaml" in c for c in cmds)
     assert not any("stage-fast" in c for c in cmds), "stage-fast has the instant pod-complete stage"
@@ -106,9 +114,14 @@ def test_rendered_values_give_the_lesson_fleet(tmp_path):
     values = yaml.safe_load(files["fake-gpu-operator-values.yaml"])
     pools = values["topology"]["nodePools"]
     assert {k: (v["gpuCount"], v["gpuProduct"]) for k, v in pools.items()} == {
-        "a100": (8, "NVIDIA-A100-SXM4-80GB"), "h100": (8, "NVIDIA-H100-80GB-HBM3"), "l40s": (4, "NVIDIA-L40S")}
-    assert yaml.safe_load(files["kai-values.yaml"]) == {"global": {"gpuSharing": True},
-                                                         "scheduler": {"args": {"schedule-period": "250ms"}}}
+        "a100": (8, "NVIDIA-A100-SXM4-80GB"),
+        "h100": (8, "NVIDIA-H100-80GB-HBM3"),
+        "l40s": (4, "NVIDIA-L40S"),
+    }
+    assert yaml.safe_load(files["kai-values.yaml"]) == {
+        "global": {"gpuSharing": True},
+        "scheduler": {"args": {"schedule-period": "250ms"}},
+    }
     # fake-gpu-operator's default reservation namespace is runai-reservation; KAI's is kai-resource-reservation.
     assert values["environment"]["resourceReservationNamespace"] == "kai-resource-reservation"
     kind_cfg = yaml.safe_load(files["kind.yaml"])
@@ -168,8 +181,12 @@ def test_up_runs_the_plan_and_a_second_up_changes_nothing(tmp_path, fleets_made)
 
 
 def test_an_interrupted_up_is_completed_by_the_next_without_recreating_the_cluster(tmp_path, fleets_made):
-    failing = RecordingRunner({("kind", "get", "clusters"): Result(0, ""),
-                               ("helm", "upgrade", "-i", "gpu-operator"): Result(1, "", "context deadline exceeded")})
+    failing = RecordingRunner(
+        {
+            ("kind", "get", "clusters"): Result(0, ""),
+            ("helm", "upgrade", "-i", "gpu-operator"): Result(1, "", "context deadline exceeded"),
+        }
+    )
     with pytest.raises(KailabError, match="Installing fake-gpu-operator"):
         runtime(tmp_path, failing).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
     state = json.loads((tmp_path / "lab.json").read_text())
@@ -207,10 +224,14 @@ def test_down_removes_only_the_files_the_plan_wrote(tmp_path, fleets_made):
     runner = RecordingRunner({("kind", "get", "clusters"): Result(0, "")})
     runtime(tmp_path, runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
     written = {p.name for p in tmp_path.iterdir()} - {labdir.MARKER}
-    assert written <= set(kind.OWN_ENTRIES), f"the plan writes files down would not remove: {written - set(kind.OWN_ENTRIES)}"
+    assert written <= set(kind.OWN_ENTRIES), (
+        f"the plan writes files down would not remove: {written - set(kind.OWN_ENTRIES)}"
+    )
     (tmp_path / labdir.VERDICTS).write_text('{"scenario": "quota"}\n')
     runtime(tmp_path, RecordingRunner()).down(Progress(quiet=True))
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([labdir.MARKER, labdir.VERDICTS]), "uncaptured verdicts are kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([labdir.MARKER, labdir.VERDICTS]), (
+        "uncaptured verdicts are kept"
+    )
 
 
 def test_missing_tools_are_named_with_how_to_install(tmp_path):
@@ -250,12 +271,18 @@ def test_kai_components_never_ready_is_a_clear_failure(tmp_path, fleets_made):
 
 
 def test_failed_helm_install_names_the_step_and_the_command(tmp_path, fleets_made):
-    runner = RecordingRunner({("kind", "get", "clusters"): Result(0, ""),
-                              ("helm", "upgrade", "-i", "kai-scheduler"): Result(1, "", "Error: failed to pull chart")})
+    runner = RecordingRunner(
+        {
+            ("kind", "get", "clusters"): Result(0, ""),
+            ("helm", "upgrade", "-i", "kai-scheduler"): Result(1, "", "Error: failed to pull chart"),
+        }
+    )
     with pytest.raises(KailabError) as err:
         runtime(tmp_path, runner).up(UpOptions(fleet=load_fleet()), Progress(quiet=True))
     assert err.value.message == f"Step failed: Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)."
-    assert err.value.details.startswith("$ helm upgrade -i kai-scheduler") and "failed to pull chart" in err.value.details
+    assert (
+        err.value.details.startswith("$ helm upgrade -i kai-scheduler") and "failed to pull chart" in err.value.details
+    )
     assert json.loads((tmp_path / "lab.json").read_text())["complete"] is False
 
 
@@ -280,8 +307,11 @@ def test_kai_podgroup_crd_gets_the_labs_one_patch_after_the_chart(tmp_path):
 
 def crd(first_version: str) -> dict:
     spec_schema = {"type": "object", "properties": {"subGroups": {"type": "array", "items": {"type": "object"}}}}
-    return {"spec": {"versions": [{"name": first_version,
-                                   "schema": {"openAPIV3Schema": {"properties": {"spec": spec_schema}}}}]}}
+    return {
+        "spec": {
+            "versions": [{"name": first_version, "schema": {"openAPIV3Schema": {"properties": {"spec": spec_schema}}}}]
+        }
+    }
 
 
 def test_podgroup_patch_defaults_subgroups_to_an_empty_list_and_leaves_the_chart_object_alone():

@@ -24,7 +24,10 @@ def test_a_lab_on_an_adopted_cluster_owns_only_what_carries_its_id():
     assert not me.owns({**MANAGED, LAB_ID_LABEL: "xyz"})  # another learner's lab
     assert not me.owns({LAB_ID_LABEL: "abc"})  # not managed by kailab
     assert not me.owns(None)
-    assert me.selector("kailab.io/scenario") == "app.kubernetes.io/managed-by=kailab,kailab.io/lab-id=abc,kailab.io/scenario"
+    assert (
+        me.selector("kailab.io/scenario")
+        == "app.kubernetes.io/managed-by=kailab,kailab.io/lab-id=abc,kailab.io/scenario"
+    )
 
 
 def test_the_lab_of_a_cluster_kailab_made_never_selects_a_guest_labs_objects():
@@ -35,16 +38,24 @@ def test_the_lab_of_a_cluster_kailab_made_never_selects_a_guest_labs_objects():
 
 
 def test_foreign_is_what_exists_and_is_not_ours():
-    found = {"Queue team-prod": {"team": "platform"}, "Queue mine": OURS, "Queue absent": None,
-             "PriorityClass urgent": {**MANAGED, LAB_ID_LABEL: "xyz"}}
+    found = {
+        "Queue team-prod": {"team": "platform"},
+        "Queue mine": OURS,
+        "Queue absent": None,
+        "PriorityClass urgent": {**MANAGED, LAB_ID_LABEL: "xyz"},
+    }
     assert foreign(found, Owner("abc")) == ["PriorityClass urgent", "Queue team-prod"]
     err = refused(["Queue team-prod"])
     assert "Queue team-prod" in err.message and "--prefix" in err.hint and "Nothing was applied" in err.message
 
 
 def test_stamped_labels_the_object_and_its_pod_template():
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": {"a": "1"}},
-           "spec": {"template": {"metadata": {"labels": {"b": "2"}}, "spec": {}}}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "labels": {"a": "1"}},
+        "spec": {"template": {"metadata": {"labels": {"b": "2"}}, "spec": {}}},
+    }
     stamped(job, Owner("abc"))
     assert job["metadata"]["labels"] == {"a": "1", **OURS}
     assert job["spec"]["template"]["metadata"]["labels"] == {"b": "2", **OURS}
@@ -54,17 +65,26 @@ def test_stamped_labels_the_object_and_its_pod_template():
 
 def test_a_scenario_claims_its_queues_set_queues_missing_queues_classes_and_namespace(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nqueues: [{name: q1}]\nmissingQueues: [ghost]\npriorityClasses: [{name: low, value: 10}]\n"
-                    "workloads: [{name: w, queue: q1}]\nsteps: [{apply: w}, {queue: {name: q9}}]\n")
+    path.write_text(
+        "name: s\nqueues: [{name: q1}]\nmissingQueues: [ghost]\npriorityClasses: [{name: low, value: 10}]\n"
+        "workloads: [{name: w, queue: q1}]\nsteps: [{apply: w}, {queue: {name: q9}}]\n"
+    )
     assert [(o["kind"], o["metadata"]["name"]) for o in claims(load_scenario(path))] == [
-        ("Queue", "q1"), ("Queue", "q9"), ("Queue", "ghost"), ("PriorityClass", "low"), ("Namespace", "kailab-s")]
+        ("Queue", "q1"),
+        ("Queue", "q9"),
+        ("Queue", "ghost"),
+        ("PriorityClass", "low"),
+        ("Namespace", "kailab-s"),
+    ]
 
 
 @pytest.mark.parametrize("namespace", ["default", "kube-system", "team-a"])
 def test_a_scenario_naming_a_namespace_that_is_not_the_labs_is_refused_with_a_name_to_use(tmp_path, namespace):
     path = tmp_path / "s.yaml"
-    path.write_text(f"name: s\nnamespace: {namespace}\nqueues: [{{name: q1}}]\nworkloads: [{{name: w, queue: q1}}]\n"
-                    "steps: [{apply: w}]\n")
+    path.write_text(
+        f"name: s\nnamespace: {namespace}\nqueues: [{{name: q1}}]\nworkloads: [{{name: w, queue: q1}}]\n"
+        "steps: [{apply: w}]\n"
+    )
     cluster = Occupied({namespace})
     verdict = Engine(cluster, Progress(quiet=True)).run(load_scenario(path))
     assert not verdict.passed and f"Namespace {namespace}" in verdict.error, verdict.error
@@ -105,11 +125,14 @@ def test_refuse_foreign_checks_every_scenario_of_a_run_first():
     Engine(Occupied(set()), Progress(quiet=True)).refuse_foreign(scenarios)  # nothing taken: no error
 
 
-@pytest.mark.parametrize("lesson, lacking, words", [
-    ("placement", {"scheduler-control"}, "reconfigures KAI's scheduler"),
-    ("fairshare", {"fair-share"}, "fair share"),
-    ("fractions", {"gpu-sharing"}, "GPU fractions"),
-])
+@pytest.mark.parametrize(
+    "lesson, lacking, words",
+    [
+        ("placement", {"scheduler-control"}, "reconfigures KAI's scheduler"),
+        ("fairshare", {"fair-share"}, "fair share"),
+        ("fractions", {"gpu-sharing"}, "GPU fractions"),
+    ],
+)
 def test_a_scenario_needing_what_the_cluster_lacks_is_not_applicable_and_applies_nothing(lesson, lacking, words):
     from kailab.scenarios.model import ABILITIES
 
@@ -121,7 +144,11 @@ def test_a_scenario_needing_what_the_cluster_lacks_is_not_applicable_and_applies
 
 def test_what_each_lesson_needs_of_the_cluster():
     needs = {p.stem: load_scenario(p).needs for p in EXERCISES.glob("*.yaml")}
-    assert {n for n, need in needs.items() if "scheduler-control" in need} == {"placement", "consolidation", "fairshare"}
+    assert {n for n, need in needs.items() if "scheduler-control" in need} == {
+        "placement",
+        "consolidation",
+        "fairshare",
+    }
     assert {n for n, need in needs.items() if "fair-share" in need} == {"fairshare"}
     assert {n for n, need in needs.items() if "gpu-sharing" in need} == {"fractions"}
 
@@ -130,7 +157,10 @@ def test_lessons_that_need_the_lesson_fleet_say_so_on_another():
     cluster = Occupied(set())
     cluster._node_gpus = [8, 8, 8, 8, 8]  # 40 GPUs: reclaim's borrower would not fill the fleet
     verdict = Engine(cluster, Progress(quiet=True)).run(load_scenario(EXERCISES / "reclaim.yaml"))
-    assert verdict.outcome == "NOT APPLICABLE" and verdict.not_applicable == "on this fleet: it needs 32 GPUs, the fleet has 40"
+    assert (
+        verdict.outcome == "NOT APPLICABLE"
+        and verdict.not_applicable == "on this fleet: it needs 32 GPUs, the fleet has 40"
+    )
 
 
 def test_clearing_empties_the_labs_namespaces_with_pods_and_the_next_one_only():
@@ -145,11 +175,16 @@ def test_clearing_empties_the_labs_namespaces_with_pods_and_the_next_one_only():
 
     def list_namespace(label_selector):
         selectors.append(label_selector)
-        return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in pods if n.startswith("kailab-")])
+        return SimpleNamespace(
+            items=[SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in pods if n.startswith("kailab-")]
+        )
 
-    kube = SimpleNamespace(core=SimpleNamespace(list_namespace=list_namespace,
-                                                list_namespaced_pod=lambda n, limit: SimpleNamespace(items=pods[n][:limit])),
-                           empty_namespace=emptied.append)
+    kube = SimpleNamespace(
+        core=SimpleNamespace(
+            list_namespace=list_namespace, list_namespaced_pod=lambda n, limit: SimpleNamespace(items=pods[n][:limit])
+        ),
+        empty_namespace=emptied.append,
+    )
     assert clear_scenarios(kube, Owner(), also=("kailab-borrow", "guest-quota")) == ["kailab-quota"]
     assert emptied == ["kailab-quota", "kailab-borrow"]
     assert selectors == [Owner().selector("kailab.io/scenario")]

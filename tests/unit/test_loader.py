@@ -82,7 +82,8 @@ def test_deployment_gang_is_refused(tmp_path):
         load_scenario(write(tmp_path, text))
 
 
-@pytest.mark.parametrize("want, parsed", [("8", Bound("==", 8)), (">=8", Bound(">=", 8)),
-                                          ("<3", Bound("<", 3)), ("2..5", Bound("..", 2, 5))])
+@pytest.mark.parametrize(
+    "want, parsed", [("8", Bound("==", 8)), (">=8", Bound(">=", 8)), ("<3", Bound("<", 3)), ("2..5", Bound("..", 2, 5))]
+)
 def test_parse_want(want, parsed):
     assert Bound.parse(want) == parsed

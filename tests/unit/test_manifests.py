@@ -1,7 +1,7 @@
 """Scenario data → Kubernetes objects: KAI reads the gang size and queue on the Job itself."""
 
-from kailab.scenarios.loader import load_scenario
 from kailab.paths import EXERCISES
+from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import queue_object, workload_objects
 
 

@@ -8,17 +8,24 @@ from kailab.errors import KailabError
 from kailab.paths import EXERCISES, RUNBOOKS
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import queue_object, workload_objects
-from kailab.scenarios.schema import SetQueue
 from kailab.scenarios.prefix import MAX_PREFIX, check_prefix, prefixed
+from kailab.scenarios.schema import SetQueue
 
 
 def test_every_queue_reference_and_the_namespace_get_the_prefix():
     s = prefixed(load_scenario(EXERCISES / "hierarchy.yaml"), "alice")
     assert s.namespace == "alice-kailab-hierarchy"
     assert {q.name: q.parent for q in s.queues} == {
-        "alice-dept-ml": None, "alice-team-vision": "alice-dept-ml", "alice-team-speech": "alice-dept-ml",
-        "alice-dept-infra": None, "alice-team-infra": "alice-dept-infra"}
-    assert {w.name: w.queue for w in s.workloads} == {"vision-flood": "alice-team-vision", "infra-flood": "alice-team-infra"}
+        "alice-dept-ml": None,
+        "alice-team-vision": "alice-dept-ml",
+        "alice-team-speech": "alice-dept-ml",
+        "alice-dept-infra": None,
+        "alice-team-infra": "alice-dept-infra",
+    }
+    assert {w.name: w.queue for w in s.workloads} == {
+        "vision-flood": "alice-team-vision",
+        "infra-flood": "alice-team-infra",
+    }
     queues_expected = {e.queue for e in s.expectations if e.queue}
     assert queues_expected == {"alice-team-vision", "alice-team-infra"}
     # KAI names the queue in its message, so the words a condition looks for name the prefixed queue
@@ -37,11 +44,13 @@ def test_the_objects_made_carry_the_prefixed_names():
 
 def test_set_queue_steps_missing_queues_and_declared_priority_classes_are_prefixed(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nqueues: [{name: q1}, {name: q2, parent: q1}]\nmissingQueues: [ghost]\n"
-                    "priorityClasses: [{name: low, value: 10}]\n"
-                    "workloads: [{name: w, queue: q2, priorityClass: low}, {name: d, queue: default-queue, priorityClass: train}]\n"
-                    "steps: [{apply: w}, {queue: {name: q2, parent: q1, gpu: {quota: 2}}},\n"
-                    "        {expect: {workload: w, reason: \"Queue 'ghost' does not exist\"}}]\n")
+    path.write_text(
+        "name: s\nqueues: [{name: q1}, {name: q2, parent: q1}]\nmissingQueues: [ghost]\n"
+        "priorityClasses: [{name: low, value: 10}]\n"
+        "workloads: [{name: w, queue: q2, priorityClass: low}, {name: d, queue: default-queue, priorityClass: train}]\n"
+        "steps: [{apply: w}, {queue: {name: q2, parent: q1, gpu: {quota: 2}}},\n"
+        "        {expect: {workload: w, reason: \"Queue 'ghost' does not exist\"}}]\n"
+    )
     s = prefixed(load_scenario(path), "c")
     assert s.missing_queues == ("c-ghost",)
     assert [p.name for p in s.priority_classes] == ["c-low"]
@@ -55,8 +64,10 @@ def test_set_queue_steps_missing_queues_and_declared_priority_classes_are_prefix
 
 def test_a_queue_name_inside_another_word_is_not_renamed(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nqueues: [{name: prod}]\nworkloads: [{name: w, queue: prod}]\n"
-                    "steps: [{apply: w}, {expect: {workload: w, reason: 'team-prod and prod-x, but prod'}}]\n")
+    path.write_text(
+        "name: s\nqueues: [{name: prod}]\nworkloads: [{name: w, queue: prod}]\n"
+        "steps: [{apply: w}, {expect: {workload: w, reason: 'team-prod and prod-x, but prod'}}]\n"
+    )
     assert prefixed(load_scenario(path), "p").expectations[0].want == "team-prod and prod-x, but p-prod"
 
 

@@ -18,9 +18,15 @@ PACKAGE = Path(kailab.__file__).parent
 
 def queue_literals(path: Path) -> list[int]:
     """Lines where a dict literal says ``"kind": "Queue"``."""
-    return [n.lineno for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Dict)
-            and any(isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant) and v.value == "Queue"
-                    for k, v in zip(n.keys, n.values))]
+    return [
+        n.lineno
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Dict)
+        and any(
+            isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant) and v.value == "Queue"
+            for k, v in zip(n.keys, n.values, strict=True)
+        )
+    ]
 
 
 def test_only_kailab_queues_builds_a_queue():
@@ -44,6 +50,7 @@ def test_every_queue_kailab_writes_has_the_same_shape_as_kais_chart_queues():
     lesson = [scenario_queue(q) for q in load_queue_file(LESSON_QUEUES)]
     bench = queue_object("kailab-bench", gpu=resource(32))
     assert {shape(q) for q in [*chart, *lesson, bench]} == {shape(chart[0])}
-    assert bench["spec"]["resources"]["cpu"] == {"quota": -1, "limit": -1, "overQuotaWeight": 1}, \
+    assert bench["spec"]["resources"]["cpu"] == {"quota": -1, "limit": -1, "overQuotaWeight": 1}, (
         "CPU and memory unlimited unless said: an unset limit is 0 to KAI"
+    )
     assert queue_ref("q")["metadata"] == {"name": "q"} and queue_ref("q")["kind"] == bench["kind"]

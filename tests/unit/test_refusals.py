@@ -23,26 +23,29 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("text", [
-    # a condition about a workload applied later, or re-applied after a delete
-    "name: s\nworkloads: [{name: w}]\nsteps: [{expect: {workload: w, pods: 0}}, {apply: w}]\n",
-    "name: s\nworkloads: [{name: w, kind: Deployment}]\nsteps: [{apply: w}, {delete: w}, {apply: w}, "
-    "{scale: {workload: w, pods: 2}}]\n",
-    # quota equal to the limit; any quota under an unlimited limit
-    "name: s\nqueues: [{name: q, gpu: {quota: 4, limit: 4}, cpu: {quota: 100, limit: -1}}]\n"
-    "workloads: [{name: w, queue: q}]\nsteps: [{apply: w}]\n",
-    # a leaf under a parent; a workload on the parent on purpose
-    "name: s\nqueues: [{name: d}, {name: t, parent: d}]\nworkloads: [{name: w, queue: t}, {name: v, queue: d}]\n"
-    "onParentQueue: [v]\nsteps: [{apply: w}, {apply: v}]\n",
-    # the user's own labels and annotations; names right at the limit
-    "name: s\nworkloads: [{name: w, labels: {team: vision, example.com/tier: gold}, annotations: {note: 'any text'}}]\n"
-    "steps: [{apply: w}]\n",
-    f"name: s\nworkloads: [{{name: {'a' * 60}, jobs: 100}}]\nsteps: [{{apply: {'a' * 60}}}]\n",
-    # whole counts with decimals; GPUs may have a fraction; an hour exactly
-    "name: s\nworkloads: [{name: w}]\nsteps: [{apply: w}, {expect: {workload: w, running: 2.0, gpus: '1.5'}, "
-    "timeout: 1h}]\n".replace("1h", "60m"),
-    "name: s\nworkloads: [{name: w, completeAfter: 3600}]\nsteps: [{apply: w}, {sleep: 3600s}]\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a condition about a workload applied later, or re-applied after a delete
+        "name: s\nworkloads: [{name: w}]\nsteps: [{expect: {workload: w, pods: 0}}, {apply: w}]\n",
+        "name: s\nworkloads: [{name: w, kind: Deployment}]\nsteps: [{apply: w}, {delete: w}, {apply: w}, "
+        "{scale: {workload: w, pods: 2}}]\n",
+        # quota equal to the limit; any quota under an unlimited limit
+        "name: s\nqueues: [{name: q, gpu: {quota: 4, limit: 4}, cpu: {quota: 100, limit: -1}}]\n"
+        "workloads: [{name: w, queue: q}]\nsteps: [{apply: w}]\n",
+        # a leaf under a parent; a workload on the parent on purpose
+        "name: s\nqueues: [{name: d}, {name: t, parent: d}]\nworkloads: [{name: w, queue: t}, {name: v, queue: d}]\n"
+        "onParentQueue: [v]\nsteps: [{apply: w}, {apply: v}]\n",
+        # the user's own labels and annotations; names right at the limit
+        "name: s\nworkloads: [{name: w, labels: {team: vision, example.com/tier: gold}, annotations: {note: 'any text'}}]\n"
+        "steps: [{apply: w}]\n",
+        f"name: s\nworkloads: [{{name: {'a' * 60}, jobs: 100}}]\nsteps: [{{apply: {'a' * 60}}}]\n",
+        # whole counts with decimals; GPUs may have a fraction; an hour exactly
+        "name: s\nworkloads: [{name: w}]\nsteps: [{apply: w}, {expect: {workload: w, running: 2.0, gpus: '1.5'}, "
+        "timeout: 1h}]\n".replace("1h", "60m"),
+        "name: s\nworkloads: [{name: w, completeAfter: 3600}]\nsteps: [{apply: w}, {sleep: 3600s}]\n",
+    ],
+)
 def test_the_nearest_meaningful_input_still_loads(tmp_path, text):
     assert load_scenario(write(tmp_path, text)).steps
 
@@ -70,11 +73,14 @@ class Fleet(ReplayCluster):
         return self.names
 
 
-@pytest.mark.parametrize("fleet, line, node", [
-    (["kwok-a100-0", "kwok-h100-0", "cpu-0"], 3, "kwok-a100-9"),  # the workload's node
-    (["kwok-a100-9", "kwok-h100-0", "cpu-0"], 7, "kwok-a100-0"),  # deletePods
-    (["kwok-a100-9", "kwok-a100-0", "cpu-0"], 8, "kwok-h100-0"),  # a condition's node
-])
+@pytest.mark.parametrize(
+    "fleet, line, node",
+    [
+        (["kwok-a100-0", "kwok-h100-0", "cpu-0"], 3, "kwok-a100-9"),  # the workload's node
+        (["kwok-a100-9", "kwok-h100-0", "cpu-0"], 7, "kwok-a100-0"),  # deletePods
+        (["kwok-a100-9", "kwok-a100-0", "cpu-0"], 8, "kwok-h100-0"),  # a condition's node
+    ],
+)
 def test_a_node_not_in_the_fleet_is_refused_before_anything_is_applied(tmp_path, fleet, line, node):
     path = write(tmp_path, NODES)
     cluster = Fleet(fleet)
@@ -117,9 +123,12 @@ def test_an_error_in_a_step_names_the_step_line(tmp_path):
 
 
 def test_a_failed_row_names_the_expectation_line(tmp_path):
-    path = write(tmp_path, "name: s\nworkloads: [{name: w}]\nsteps:\n  - apply: w\n"
-                           "  - expect:\n      - {workload: w, pods: 0}\n      - {workload: w, running: 1}\n"
-                           "    timeout: 0s\n")
+    path = write(
+        tmp_path,
+        "name: s\nworkloads: [{name: w}]\nsteps:\n  - apply: w\n"
+        "  - expect:\n      - {workload: w, pods: 0}\n      - {workload: w, running: 1}\n"
+        "    timeout: 0s\n",
+    )
     verdict = Engine(ReplayCluster([]), Progress(quiet=True)).run(load_scenario(path))
     passed, failed = verdict.checks
     assert passed.passed and passed.detail == []

@@ -18,10 +18,17 @@ import kailab
 PACKAGE = Path(kailab.__file__).parent
 INTERFACE = "kailab.runtimes.base"
 REGISTRY = "kailab.runtimes"  # knows every runtime: only the command layer may use it
-COMMANDS = {"kailab.cli", "kailab.__main__", "kailab.lab", "kailab.doctor",  # the top: may use any runtime
-            # a class on the local runtime: its commands, its partitions (local processes), a learner's run there
-            "kailab.classroom.cli", "kailab.classroom.partitions", "kailab.classroom.lessons",
-            "kailab.classroom.side_by_side"}  # demo lessons side by side: partitions of the local runtime
+COMMANDS = {
+    "kailab.cli",
+    "kailab.__main__",
+    "kailab.lab",
+    "kailab.doctor",  # the top: may use any runtime
+    # a class on the local runtime: its commands, its partitions (local processes), a learner's run there
+    "kailab.classroom.cli",
+    "kailab.classroom.partitions",
+    "kailab.classroom.lessons",
+    "kailab.classroom.side_by_side",
+}  # demo lessons side by side: partitions of the local runtime
 
 
 def module_name(path: Path) -> str:
@@ -37,8 +44,12 @@ SHARED = sorted(set(MODULES) - IMPLEMENTATIONS - COMMANDS - {REGISTRY, INTERFACE
 def _typing_only(node: ast.AST) -> bool:
     """``if TYPE_CHECKING:`` — imports for type checkers only, never run."""
     test = getattr(node, "test", None) if isinstance(node, ast.If) else None
-    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or \
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    return (
+        isinstance(test, ast.Name)
+        and test.id == "TYPE_CHECKING"
+        or isinstance(test, ast.Attribute)
+        and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _run_nodes(tree: ast.AST):
@@ -64,7 +75,7 @@ def imports_of(source: str, name: str, is_package: bool, known: set[str]) -> set
             base = node.module or ""
             if node.level:  # relative: from . import x, from ..y import z
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
             for a in node.names:
                 out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base)
     return {m for m in out if m in known and m != name}
@@ -131,13 +142,17 @@ def forbidden(start: str, bad) -> list[str]:
 
 # --- the rules ---------------------------------------------------------------------------------------------------
 
+
 def test_no_import_circle_among_kailab_modules():
     assert cycles(GRAPH) == []
 
 
 def test_the_runtime_interface_imports_no_runtime():
-    assert INTERFACE in MODULES and IMPLEMENTATIONS >= {"kailab.runtimes.local", "kailab.runtimes.kind",
-                                                         "kailab.runtimes.existing"}
+    assert INTERFACE in MODULES and IMPLEMENTATIONS >= {
+        "kailab.runtimes.local",
+        "kailab.runtimes.kind",
+        "kailab.runtimes.existing",
+    }
     assert forbidden(INTERFACE, lambda m: m in IMPLEMENTATIONS or m == REGISTRY) == []
 
 
@@ -154,20 +169,33 @@ def test_the_layers_under_the_scenarios_do_not_import_them(module):
 
 
 def test_the_rules_cover_the_layers_the_issue_names():
-    named = {"kailab.scenarios.engine", "kailab.scenarios.loader", "kailab.scenarios.model", "kailab.checks",
-             "kailab.status", "kailab.watch", "kailab.evidence", "kailab.explain", "kailab.lesson", "kailab.fleet",
-             "kailab.kube"}
+    named = {
+        "kailab.scenarios.engine",
+        "kailab.scenarios.loader",
+        "kailab.scenarios.model",
+        "kailab.checks",
+        "kailab.status",
+        "kailab.watch",
+        "kailab.evidence",
+        "kailab.explain",
+        "kailab.lesson",
+        "kailab.fleet",
+        "kailab.kube",
+    }
     assert named <= set(SHARED)
 
 
 # --- the rules' own checks: each finds what it is for --------------------------------------------------------------
 
+
 def test_the_graph_sees_imports_inside_functions_and_from_a_package():
     source = "import kailab.fleet\ndef f():\n    from kailab import lab\n    from kailab.runtimes import local\n"
     known = {"kailab.fleet", "kailab.lab", "kailab.runtimes", "kailab.runtimes.local", "kailab.x"}
     assert imports_of(source, "kailab.x", False, known) == {"kailab.fleet", "kailab.lab", "kailab.runtimes.local"}
-    assert imports_of("from . import lab\nfrom .runtimes import local\n", "kailab.x", False, known) == \
-        {"kailab.lab", "kailab.runtimes.local"}
+    assert imports_of("from . import lab\nfrom .runtimes import local\n", "kailab.x", False, known) == {
+        "kailab.lab",
+        "kailab.runtimes.local",
+    }
     typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kailab import lab\nelse:\n    import kailab.fleet\n"
     assert imports_of(typing_only, "kailab.x", False, known) == {"kailab.fleet"}
 

@@ -16,9 +16,15 @@ from kailab.errors import KailabError
 from kailab.progress import Progress
 from kailab.scenarios.engine import failure_text
 
-FORBIDDEN = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
-             "message": 'queues.scheduling.run.ai "team-a" is forbidden: User "viewer" cannot patch resource "queues" '
-                        'in API group "scheduling.run.ai" at the cluster scope'}
+FORBIDDEN = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "reason": "Forbidden",
+    "code": 403,
+    "message": 'queues.scheduling.run.ai "team-a" is forbidden: User "viewer" cannot patch resource "queues" '
+    'in API group "scheduling.run.ai" at the cluster scope',
+}
 
 
 def forbidden() -> ApiException:
@@ -53,8 +59,9 @@ def test_output_to_a_full_device_is_said(tmp_path, args):
     env = {**os.environ, "KAILAB_HOME": str(tmp_path / "lab")}
     env.pop("KAILAB_DEBUG", None)
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "kailab", *args], stdout=full, stderr=subprocess.PIPE, text=True,
-                              env=env, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kailab", *args], stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=60
+        )
     assert proc.returncode == 1
     assert proc.stderr.startswith("✗ Error: Cannot write kailab's output: No space left on device.\n"), proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
@@ -62,8 +69,14 @@ def test_output_to_a_full_device_is_said(tmp_path, args):
 
 def test_output_to_a_closed_pipe_ends_quietly(tmp_path):
     env = {**os.environ, "KAILAB_HOME": str(tmp_path / "lab")}
-    proc = subprocess.run(f"{sys.executable} -m kailab --help | head -c 1", shell=True, capture_output=True,
-                          text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        f"{sys.executable} -m kailab --help | head -c 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr and "Unexpected" not in proc.stderr
 
 
@@ -72,11 +85,15 @@ def snapshot_with_real_writes(kube, home, root, out, fair_shares, namespaces, sl
     return evidence.write_snapshot({"report.md": "# report\n"}, [], out or root / "snap")
 
 
-@pytest.mark.parametrize("out, words", [
-    ("/dev/null", "Nothing captured: /dev/null exists; a snapshot is never overwritten."),
-    ("{tmp}/file/snap", "Nothing captured: cannot write {tmp}/file: a file is in the way."),
-    ("/proc/kailab-evidence", "Nothing captured: cannot write /proc/.kailab-evidence.partial-"),
-], ids=["dev-null", "under-a-file", "proc"])
+@pytest.mark.parametrize(
+    "out, words",
+    [
+        ("/dev/null", "Nothing captured: /dev/null exists; a snapshot is never overwritten."),
+        ("{tmp}/file/snap", "Nothing captured: cannot write {tmp}/file: a file is in the way."),
+        ("/proc/kailab-evidence", "Nothing captured: cannot write /proc/.kailab-evidence.partial-"),
+    ],
+    ids=["dev-null", "under-a-file", "proc"],
+)
 def test_evidence_out_into_a_place_that_cannot_hold_it(tmp_path, monkeypatch, out, words):
     (tmp_path / "file").write_text("x")
     monkeypatch.setattr(evidence, "capture", snapshot_with_real_writes)

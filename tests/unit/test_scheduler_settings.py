@@ -14,32 +14,78 @@ import pytest
 import yaml
 
 from kailab.errors import KailabError
-from kailab.progress import Progress
 from kailab.labels import KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_PROCESS
+from kailab.progress import Progress
 from kailab.runtimes import kind, local_kai
 from kailab.runtimes.base import Runtime
-from kailab.runtimes.kind import (KAI_CONFIG, SCHEDULER_SHARD, KindRuntime, Result,
-                                  scheduler_start_plan, scheduler_stop_plan, settings_from_shard, shard_patch)
+from kailab.runtimes.kind import (
+    KAI_CONFIG,
+    SCHEDULER_SHARD,
+    KindRuntime,
+    Result,
+    scheduler_start_plan,
+    scheduler_stop_plan,
+    settings_from_shard,
+    shard_patch,
+)
 from kailab.runtimes.local import LocalRuntime
 from kailab.scheduler_settings import SchedulerSettings
 
-HEAD = ["predicates", "proportion", "priority", "nodeavailability", "resourcetype", "podaffinity", "elastic",
-        "kubeflow", "ray", "subgrouporder", "taskorder", "nominatednode", "dynamicresources", "minruntime",
-        "topology", "snapshot", "sg-nodelocalgreedy", "sg-multinodegang"]
+HEAD = [
+    "predicates",
+    "proportion",
+    "priority",
+    "nodeavailability",
+    "resourcetype",
+    "podaffinity",
+    "elastic",
+    "kubeflow",
+    "ray",
+    "subgrouporder",
+    "taskorder",
+    "nominatednode",
+    "dynamicresources",
+    "minruntime",
+    "topology",
+    "snapshot",
+    "sg-nodelocalgreedy",
+    "sg-multinodegang",
+]
 ALL_ACTIONS = "allocate, consolidation, reclaim, preempt, stalegangeviction"
 NO_CONSOLIDATION = "allocate, reclaim, preempt, stalegangeviction"
 
 # (settings, actions, plugins after HEAD, nodeplacement arguments), as KAI's operator renders them.
 OPERATOR = [
-    (SchedulerSettings(), ALL_ACTIONS, ["gpupack", "nodeplacement", "gpusharingorder"], {"gpu": "binpack", "cpu": "binpack"}),
-    (SchedulerSettings(gpu_placement="spread"), NO_CONSOLIDATION, ["gpuspread", "nodeplacement"],
-     {"gpu": "spread", "cpu": "binpack"}),
-    (SchedulerSettings(cpu_placement="spread"), NO_CONSOLIDATION, ["gpupack", "nodeplacement", "gpusharingorder"],
-     {"gpu": "binpack", "cpu": "spread"}),
-    (SchedulerSettings("spread", "spread"), NO_CONSOLIDATION, ["gpuspread", "nodeplacement"],
-     {"gpu": "spread", "cpu": "spread"}),
-    (SchedulerSettings(full_hierarchy_fairness=False), ALL_ACTIONS, ["gpupack", "nodeplacement", "gpusharingorder"],
-     {"gpu": "binpack", "cpu": "binpack"}),
+    (
+        SchedulerSettings(),
+        ALL_ACTIONS,
+        ["gpupack", "nodeplacement", "gpusharingorder"],
+        {"gpu": "binpack", "cpu": "binpack"},
+    ),
+    (
+        SchedulerSettings(gpu_placement="spread"),
+        NO_CONSOLIDATION,
+        ["gpuspread", "nodeplacement"],
+        {"gpu": "spread", "cpu": "binpack"},
+    ),
+    (
+        SchedulerSettings(cpu_placement="spread"),
+        NO_CONSOLIDATION,
+        ["gpupack", "nodeplacement", "gpusharingorder"],
+        {"gpu": "binpack", "cpu": "spread"},
+    ),
+    (
+        SchedulerSettings("spread", "spread"),
+        NO_CONSOLIDATION,
+        ["gpuspread", "nodeplacement"],
+        {"gpu": "spread", "cpu": "spread"},
+    ),
+    (
+        SchedulerSettings(full_hierarchy_fairness=False),
+        ALL_ACTIONS,
+        ["gpupack", "nodeplacement", "gpusharingorder"],
+        {"gpu": "binpack", "cpu": "binpack"},
+    ),
 ]
 
 
@@ -53,7 +99,9 @@ def test_default_settings_are_kai_defaults_and_give_the_lab_config_unchanged():
     assert kind.kai_values()["scheduler"]["args"] == s.args() == shard_args
 
 
-@pytest.mark.parametrize("settings,actions,tail,arguments", OPERATOR, ids=lambda v: getattr(v, "describe", lambda: None)())
+@pytest.mark.parametrize(
+    "settings,actions,tail,arguments", OPERATOR, ids=lambda v: getattr(v, "describe", lambda: None)()
+)
 def test_config_file_is_what_kais_operator_renders(settings, actions, tail, arguments):
     conf = yaml.safe_load(local_kai.scheduler_config(settings))
     assert conf["actions"] == actions
@@ -70,8 +118,12 @@ def test_full_hierarchy_fairness_is_a_flag_not_the_config_file():
 
 
 def test_scheduler_spec_writes_its_config_and_takes_the_flags(tmp_path):
-    spec = local_kai.scheduler_spec({"kai-scheduler": tmp_path / "bin"}, tmp_path / "kc", tmp_path / "kai",
-                                    SchedulerSettings(gpu_placement="spread", full_hierarchy_fairness=False))
+    spec = local_kai.scheduler_spec(
+        {"kai-scheduler": tmp_path / "bin"},
+        tmp_path / "kc",
+        tmp_path / "kai",
+        SchedulerSettings(gpu_placement="spread", full_hierarchy_fairness=False),
+    )
     assert spec.name == "kai-scheduler" and spec.env == {"KUBECONFIG": str(tmp_path / "kc")}
     assert f"--scheduler-conf={tmp_path / 'kai' / 'scheduler-config.yaml'}" in spec.argv
     assert spec.argv[-1] == "--full-hierarchy-fairness=false"
@@ -98,8 +150,10 @@ def test_a_scenario_step_gives_the_settings_with_the_rest_left_at_the_defaults(t
     from kailab.scenarios.loader import load_scenario
 
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nsteps: [{schedulerConfig: {gpuPlacement: spread}}, {startScheduler: true},\n"
-                    "  {schedulerConfig: {cpuPlacement: spread, fullHierarchyFairness: false}}]\n")
+    path.write_text(
+        "name: s\nsteps: [{schedulerConfig: {gpuPlacement: spread}}, {startScheduler: true},\n"
+        "  {schedulerConfig: {cpuPlacement: spread, fullHierarchyFairness: false}}]\n"
+    )
     one, two, three = load_scenario(path).steps
     assert (one.settings, one.restart) == (SchedulerSettings(gpu_placement="spread"), True)
     assert (two.settings, two.restart) == (SchedulerSettings(), False)
@@ -109,10 +163,12 @@ def test_a_scenario_step_gives_the_settings_with_the_rest_left_at_the_defaults(t
 
 
 def test_actions_run_are_read_from_the_scheduler_metrics():
-    text = ('# HELP kai_action_scheduling_latency_milliseconds x\n'
-            'kai_action_scheduling_latency_milliseconds{action="allocate"} 0\n'
-            'kai_action_scheduling_latency_milliseconds{action="reclaim"} 1\n'
-            'kai_e2e_scheduling_latency_milliseconds 3\n')
+    text = (
+        "# HELP kai_action_scheduling_latency_milliseconds x\n"
+        'kai_action_scheduling_latency_milliseconds{action="allocate"} 0\n'
+        'kai_action_scheduling_latency_milliseconds{action="reclaim"} 1\n'
+        "kai_e2e_scheduling_latency_milliseconds 3\n"
+    )
     assert local_kai.actions_run(text) == {"allocate", "reclaim"}
     assert local_kai.actions_run("kai_e2e_scheduling_latency_milliseconds 0\n") == set()
 
@@ -149,26 +205,52 @@ def test_kind_stop_disables_the_scheduler_in_kai_config_and_waits_for_its_pods(t
 
 
 def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_path):
-    shard, enable, rollout = scheduler_start_plan(tmp_path, SchedulerSettings(gpu_placement="spread", full_hierarchy_fairness=False))
+    shard, enable, rollout = scheduler_start_plan(
+        tmp_path, SchedulerSettings(gpu_placement="spread", full_hierarchy_fairness=False)
+    )
     [cmd] = shard.commands
     assert cmd[3:6] == ["patch", *SCHEDULER_SHARD]
-    assert _patch_of(cmd) == {"spec": {"placementStrategy": {"gpu": "spread", "cpu": "binpack"},
-                                       "args": {"full-hierarchy-fairness": "false",
-                                                "schedule-period": "250ms"}}}
+    assert _patch_of(cmd) == {
+        "spec": {
+            "placementStrategy": {"gpu": "spread", "cpu": "binpack"},
+            "args": {"full-hierarchy-fairness": "false", "schedule-period": "250ms"},
+        }
+    }
     [cmd] = enable.commands
-    assert cmd[3:6] == ["patch", *KAI_CONFIG] and _patch_of(cmd) == {"spec": {"scheduler": {"service": {"enabled": True}}}}
+    assert cmd[3:6] == ["patch", *KAI_CONFIG] and _patch_of(cmd) == {
+        "spec": {"scheduler": {"service": {"enabled": True}}}
+    }
     assert enable.wait_for == (KAI_SCHEDULER_DEPLOYMENT,)
-    assert rollout.commands == [["kubectl", "--kubeconfig", str(tmp_path / "kubeconfig.yaml"), "-n", "kai-scheduler",
-                                 "rollout", "status", f"deployment/{KAI_SCHEDULER_DEPLOYMENT}", "--timeout=180s"]]
+    assert rollout.commands == [
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig.yaml"),
+            "-n",
+            "kai-scheduler",
+            "rollout",
+            "status",
+            f"deployment/{KAI_SCHEDULER_DEPLOYMENT}",
+            "--timeout=180s",
+        ]
+    ]
 
 
 def test_kind_defaults_are_the_charts_shard_and_remove_the_flag(tmp_path):
     """The chart's default shard: placementStrategy binpack for both, no args; null removes an arg in a merge patch."""
     assert shard_patch(SchedulerSettings()) == {
-        "spec": {"placementStrategy": {"gpu": "binpack", "cpu": "binpack"}, "args": {"full-hierarchy-fairness": None, "schedule-period": "250ms"}}}
-    assert settings_from_shard({"spec": {"placementStrategy": {"gpu": "binpack", "cpu": "binpack"}}}) == SchedulerSettings()
-    assert settings_from_shard({"spec": {"placementStrategy": {"gpu": "spread"}, "args": {"full-hierarchy-fairness": "false"}}}) \
-        == SchedulerSettings(gpu_placement="spread", full_hierarchy_fairness=False)
+        "spec": {
+            "placementStrategy": {"gpu": "binpack", "cpu": "binpack"},
+            "args": {"full-hierarchy-fairness": None, "schedule-period": "250ms"},
+        }
+    }
+    assert (
+        settings_from_shard({"spec": {"placementStrategy": {"gpu": "binpack", "cpu": "binpack"}}})
+        == SchedulerSettings()
+    )
+    assert settings_from_shard(
+        {"spec": {"placementStrategy": {"gpu": "spread"}, "args": {"full-hierarchy-fairness": "false"}}}
+    ) == SchedulerSettings(gpu_placement="spread", full_hierarchy_fairness=False)
 
 
 class FakeOperator:
@@ -198,15 +280,26 @@ class FakeOperator:
     def connect(self, kubeconfig):
         def deployments(ns, **kw):
             names = ["binder", *([KAI_SCHEDULER_DEPLOYMENT] if self.enabled else [])]
-            return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=n), spec=SimpleNamespace(replicas=1),
-                                                          status=SimpleNamespace(ready_replicas=1)) for n in names])
+            return SimpleNamespace(
+                items=[
+                    SimpleNamespace(
+                        metadata=SimpleNamespace(name=n),
+                        spec=SimpleNamespace(replicas=1),
+                        status=SimpleNamespace(ready_replicas=1),
+                    )
+                    for n in names
+                ]
+            )
 
         def pods(ns, label_selector="", **kw):
             assert label_selector == f"app in ({KAI_SCHEDULER_DEPLOYMENT})"
-            return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name="sched-0"))] if self.enabled else [])
+            return SimpleNamespace(
+                items=[SimpleNamespace(metadata=SimpleNamespace(name="sched-0"))] if self.enabled else []
+            )
 
-        return SimpleNamespace(apps=SimpleNamespace(list_namespaced_deployment=deployments),
-                               core=SimpleNamespace(list_namespaced_pod=pods))
+        return SimpleNamespace(
+            apps=SimpleNamespace(list_namespaced_deployment=deployments), core=SimpleNamespace(list_namespaced_pod=pods)
+        )
 
 
 def test_kind_control_stops_starts_and_reconfigures_through_the_operator(tmp_path):

@@ -40,7 +40,9 @@ def test_auto_picks_kind_only_with_docker_answering_and_its_tools(tmp_path, monk
     fake_tool(tmp_path, "docker", "27.3.1")
     chosen, why = choose_runtime("auto")
     assert chosen.name == "local"
-    assert why.startswith("a Docker engine answers, but kind, kubectl, helm are not installed") and "local runtime" in why
+    assert (
+        why.startswith("a Docker engine answers, but kind, kubectl, helm are not installed") and "local runtime" in why
+    )
     for tool in ("kind", "kubectl", "helm"):
         fake_tool(tmp_path, tool, "v1.0.0")
     chosen, why = choose_runtime("auto")

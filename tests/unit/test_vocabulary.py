@@ -28,7 +28,7 @@ def documented() -> dict[str, set[str]]:
         for step in data.get("steps", []):
             steps |= set(step) - STEP_EXTRAS
             for word in ("wait", "expect"):
-                for cond in (step.get(word) if isinstance(step.get(word), list) else [step.get(word)]):
+                for cond in step.get(word) if isinstance(step.get(word), list) else [step.get(word)]:
                     measures |= set(cond or {}) - SCOPES
     table = README.split("| measure | meaning |", 1)[1].split("\n\n", 1)[0]
     for row in table.splitlines()[2:]:
@@ -37,8 +37,11 @@ def documented() -> dict[str, set[str]]:
 
 
 def declared() -> dict[str, set[str]]:
-    return {"steps": {s.word for s in schema.STEPS}, "workload keys": set(schema.WorkloadFile.model_fields),
-            "measures": set(schema.MEASURE_OF_KEY)}
+    return {
+        "steps": {s.word for s in schema.STEPS},
+        "workload keys": set(schema.WorkloadFile.model_fields),
+        "measures": set(schema.MEASURE_OF_KEY),
+    }
 
 
 def test_every_declared_word_is_documented_and_every_documented_word_declared():
@@ -88,17 +91,28 @@ class _Stub:
 
 
 def _sample(word: str):
-    value = {"apply": "w", "delete": "w", "scale": schema.ScaleFile(workload="w", pods=1),
-             "queue": schema.QueueFile(name="q"), "sleep": 1.0, "deletePods": schema.OnNodeFile(node="n"),
-             "deleteWorkloads": schema.OnNodeFile(node="n"), "schedulerConfig": schema.SchedulerSettings()}
+    value = {
+        "apply": "w",
+        "delete": "w",
+        "scale": schema.ScaleFile(workload="w", pods=1),
+        "queue": schema.QueueFile(name="q"),
+        "sleep": 1.0,
+        "deletePods": schema.OnNodeFile(node="n"),
+        "deleteWorkloads": schema.OnNodeFile(node="n"),
+        "schedulerConfig": schema.SchedulerSettings(),
+    }
     return value.get(word, True)
 
 
 def test_titles_come_from_the_declaration(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nworkloads: [{name: w}]\nsteps:\n  - apply: w\n"
-                    "  - expect: {workload: w, running: 1, gpus: '0.5', placement: oneNode}\n")
+    path.write_text(
+        "name: s\nworkloads: [{name: w}]\nsteps:\n  - apply: w\n"
+        "  - expect: {workload: w, running: 1, gpus: '0.5', placement: oneNode}\n"
+    )
     rows = load_scenario(path).expectations
     assert [(e.measure, e.title, e.line) for e in rows] == [
-        ("running", "w: pods Running", 5), ("allocated", "w: GPUs allocated", 5),
-        ("placement", "w: pods all on one node", 5)]
+        ("running", "w: pods Running", 5),
+        ("allocated", "w: GPUs allocated", 5),
+        ("placement", "w: pods all on one node", 5),
+    ]

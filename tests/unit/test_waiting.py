@@ -16,8 +16,13 @@ def test_until_returns_the_first_true_answer():
 def test_until_says_what_it_waited_for_and_what_it_saw_last():
     seen = iter(["admission, binder", "binder"])
     with pytest.raises(TimedOut) as err:
-        until(lambda: Pending(next(seen, "binder")), timeout=0.05, interval=0.01, what="KAI's Deployments Ready",
-              hint="kubectl get pods")
+        until(
+            lambda: Pending(next(seen, "binder")),
+            timeout=0.05,
+            interval=0.01,
+            what="KAI's Deployments Ready",
+            hint="kubectl get pods",
+        )
     assert err.value.message == "Not within 0s: KAI's Deployments Ready; last seen: binder."
     assert err.value.hint == "kubectl get pods"
 
@@ -25,8 +30,11 @@ def test_until_says_what_it_waited_for_and_what_it_saw_last():
 def test_until_with_no_time_asks_once_then_fails_with_the_callers_error():
     calls = []
     with pytest.raises(KailabError, match="still: sched-0"):
-        until(lambda: calls.append(1) or Pending("sched-0"), timeout=0,
-              fail=lambda last: KailabError(f"still: {last.seen}"))
+        until(
+            lambda: calls.append(1) or Pending("sched-0"),
+            timeout=0,
+            fail=lambda last: KailabError(f"still: {last.seen}"),
+        )
     assert calls == [1]
 
 

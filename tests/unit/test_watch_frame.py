@@ -7,10 +7,22 @@ from kailab.gpus import GpuInUse
 from kailab.pods import PodView
 from kailab.watch import frame
 
-QUEUES = [{"name": "team-prod", "parent": "ai-factory", "priority": 100, "quota": 8, "limit": -1, "weight": 1,
-           "allocated": 10, "pending": 2}]
-NODES = [{"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "used": 8, "free": 0},
-         {"name": "kwok-l40s-0", "pool": "l40s", "gpus": 4, "used": 2, "free": 2}]
+QUEUES = [
+    {
+        "name": "team-prod",
+        "parent": "ai-factory",
+        "priority": 100,
+        "quota": 8,
+        "limit": -1,
+        "weight": 1,
+        "allocated": 10,
+        "pending": 2,
+    }
+]
+NODES = [
+    {"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "used": 8, "free": 0},
+    {"name": "kwok-l40s-0", "pool": "l40s", "gpus": 4, "used": 2, "free": 2},
+]
 CELLS = {"kwok-a100-0": [GpuInUse(("team-prod",))] * 8, "kwok-l40s-0": [GpuInUse(("team-prod",)), GpuInUse(())]}
 
 
@@ -37,8 +49,10 @@ def test_cells_are_coloured_per_queue():
 
 
 def test_a_big_fleet_is_shown_per_pool():
-    nodes = [{"name": f"kwok-a100-{i}", "pool": "a100", "gpus": 8, "used": 8 if i < 500 else 0,
-              "free": 0 if i < 500 else 8} for i in range(1000)]
+    nodes = [
+        {"name": f"kwok-a100-{i}", "pool": "a100", "gpus": 8, "used": 8 if i < 500 else 0, "free": 0 if i < 500 else 8}
+        for i in range(1000)
+    ]
     console = Console(record=True, width=140)
     console.print(frame(QUEUES, nodes, {}))
     text = console.export_text()
@@ -49,12 +63,20 @@ def test_a_big_fleet_is_shown_per_pool():
 
 def test_fractions_on_one_gpu_are_one_shared_cell():
     # two halves and KAI's reservation pod on one GPU, a 0.9 on another, a whole-GPU pod: 3 GPUs of 8 in use
-    pods = [PodView("half-1", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.5, gpu_group="g1"),
-            PodView("half-2", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.5, gpu_group="g1"),
-            PodView("kwok-a100-0-g1", namespace="kai-resource-reservation", phase="Running", node="kwok-a100-0",
-                    gpus=1, gpu_group="g1"),
-            PodView("big", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.9, gpu_group="g2"),
-            PodView("one", queue="team-prod", phase="Running", node="kwok-a100-0", gpus=1)]
+    pods = [
+        PodView("half-1", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.5, gpu_group="g1"),
+        PodView("half-2", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.5, gpu_group="g1"),
+        PodView(
+            "kwok-a100-0-g1",
+            namespace="kai-resource-reservation",
+            phase="Running",
+            node="kwok-a100-0",
+            gpus=1,
+            gpu_group="g1",
+        ),
+        PodView("big", queue="team-frac", phase="Running", node="kwok-a100-0", gpus=0.9, gpu_group="g2"),
+        PodView("one", queue="team-prod", phase="Running", node="kwok-a100-0", gpus=1),
+    ]
     nodes = [{"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "used": 3, "free": 5}]
     console = Console(record=True, width=140)
     console.print(frame(QUEUES, nodes, gpus.in_use(pods)))

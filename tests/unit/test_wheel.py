@@ -22,8 +22,9 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 DATA = ("manifests", "exercises", "runbooks")  # top-level folders shipped as kailab.data.<folder>
 # The build reads a copy, so it writes no build/ or *.egg-info into the working tree.
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
-                                    ".pytest_cache", ".pytest-kind", "evidence")
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", ".pytest-kind", "evidence"
+)
 
 # Run by the venv's python: where kailab and its folders are, and every lesson and runbook scenario loaded.
 CHECK = r"""

@@ -46,8 +46,13 @@ def test_priority_class_name_goes_to_the_spec_only(tmp_path):
 
 
 def test_subgroups_label_their_pods_and_the_pod_group_can_come_last(tmp_path):
-    s = load_scenario(write(tmp_path, "[{name: w, kind: PodGroup, pods: 3, podGroupAfterPods: true, node: kwok-a100-0, "
-                                      "subGroups: [{name: a, pods: 1}, {name: b, pods: 2, minMember: 2}]}]"))
+    s = load_scenario(
+        write(
+            tmp_path,
+            "[{name: w, kind: PodGroup, pods: 3, podGroupAfterPods: true, node: kwok-a100-0, "
+            "subGroups: [{name: a, pods: 1}, {name: b, pods: 2, minMember: 2}]}]",
+        )
+    )
     objs = workload_objects(s.workload("w"), s)
     assert [o["kind"] for o in objs] == ["Pod", "Pod", "Pod", "PodGroup"]
     assert [o["metadata"]["labels"]["kai.scheduler/subgroup-name"] for o in objs[:3]] == ["a", "b", "b"]
@@ -61,12 +66,21 @@ def exp(measure: str, want: str = "", **kw) -> Expectation:
 
 
 def pod(name, node="", workload="w", gpus=1.0, deleting=False, subgroup=""):
-    return PodView(name, workload=workload, node=node, phase="Running" if node else "Pending", gpus=gpus,
-                   deleting=deleting, subgroup=subgroup)
+    return PodView(
+        name,
+        workload=workload,
+        node=node,
+        phase="Running" if node else "Pending",
+        gpus=gpus,
+        deleting=deleting,
+        subgroup=subgroup,
+    )
 
 
 def test_counts_of_existing_pods_nodes_and_fractions():
-    obs = Observation(pods=[pod("a", "n1", gpus=0.5), pod("b", "n1", gpus=0.5), pod("c", "n2", deleting=True), pod("d")])
+    obs = Observation(
+        pods=[pod("a", "n1", gpus=0.5), pod("b", "n1", gpus=0.5), pod("c", "n2", deleting=True), pod("d")]
+    )
     assert evaluate(exp("pods", "4"), obs).passed  # a pod being deleted still exists
     assert evaluate(exp("nodes", "2"), obs).passed
     check = evaluate(exp("allocated", "2"), obs)
@@ -77,8 +91,14 @@ def test_counts_of_existing_pods_nodes_and_fractions():
 def test_placement_distinct_and_one_node():
     spread = Observation(pods=[pod("a", "n1"), pod("b", "n2")])
     packed = Observation(pods=[pod("a", "n1"), pod("b", "n1"), pod("c")])
-    assert evaluate(exp("placement", "distinct"), spread).passed and not evaluate(exp("placement", "oneNode"), spread).passed
-    assert evaluate(exp("placement", "oneNode"), packed).passed and not evaluate(exp("placement", "distinct"), packed).passed
+    assert (
+        evaluate(exp("placement", "distinct"), spread).passed
+        and not evaluate(exp("placement", "oneNode"), spread).passed
+    )
+    assert (
+        evaluate(exp("placement", "oneNode"), packed).passed
+        and not evaluate(exp("placement", "distinct"), packed).passed
+    )
     assert not evaluate(exp("placement", "distinct"), Observation()).passed  # nothing bound proves nothing
 
 
@@ -91,8 +111,13 @@ def test_subgroup_scope():
 def test_pod_group_fields_and_conditions_fold_and_decide():
     state = RunState()
     fold(state, Change("ADDED", pod=PodView("w-0", workload="w", pod_group="pg-w")))
-    fold(state, Change("ADDED", group=PodGroupView("pg-w", "", {"spec.preemptibility": "preemptible"},
-                                                   ("UnschedulableOnNodePool",))))
+    fold(
+        state,
+        Change(
+            "ADDED",
+            group=PodGroupView("pg-w", "", {"spec.preemptibility": "preemptible"}, ("UnschedulableOnNodePool",)),
+        ),
+    )
     obs = observe(state)
     assert evaluate(exp("pod_group_field", "spec.preemptibility=preemptible", workload="w"), obs).passed
     assert not evaluate(exp("pod_group_field", "spec.preemptibility=non-preemptible", workload="w"), obs).passed
@@ -109,14 +134,21 @@ def test_not_reason():
     assert evaluate(exp("not_reason", "over quota", workload="w"), obs).passed
 
 
-@pytest.mark.parametrize("requires, nodes, words", [
-    (RequiresFile(gpus=Bound.parse("32")), [8, 8, 8, 4, 4], ""),
-    (RequiresFile(gpus=Bound.parse(">=64")), [8, 8, 8, 4, 4], "it needs ≥ 64 GPUs, the fleet has 32"),
-    (RequiresFile(homogeneous=True), [8, 8, 8, 4, 4], "the fleet mixes 4, 8 GPUs per node"),
-    (RequiresFile(homogeneous=True, cpuOnlyNodes=Bound.parse("1")), [8, 8, 0], ""),
-    (RequiresFile(cpuOnlyNodes=Bound.parse(">=1")), [8, 8], "it needs ≥ 1 CPU-only nodes, the fleet has 0"),
-    (RequiresFile(gpusPerNode=Bound.parse("8")), [8, 4], "it needs 8 GPUs on every GPU node, the fleet's nodes have 4, 8"),
-])
+@pytest.mark.parametrize(
+    "requires, nodes, words",
+    [
+        (RequiresFile(gpus=Bound.parse("32")), [8, 8, 8, 4, 4], ""),
+        (RequiresFile(gpus=Bound.parse(">=64")), [8, 8, 8, 4, 4], "it needs ≥ 64 GPUs, the fleet has 32"),
+        (RequiresFile(homogeneous=True), [8, 8, 8, 4, 4], "the fleet mixes 4, 8 GPUs per node"),
+        (RequiresFile(homogeneous=True, cpuOnlyNodes=Bound.parse("1")), [8, 8, 0], ""),
+        (RequiresFile(cpuOnlyNodes=Bound.parse(">=1")), [8, 8], "it needs ≥ 1 CPU-only nodes, the fleet has 0"),
+        (
+            RequiresFile(gpusPerNode=Bound.parse("8")),
+            [8, 4],
+            "it needs 8 GPUs on every GPU node, the fleet's nodes have 4, 8",
+        ),
+    ],
+)
 def test_misfit_says_why_a_fleet_does_not_fit(requires, nodes, words):
     said = misfit(requires, nodes)
     assert said == words if not words else words in said
@@ -133,8 +165,10 @@ def test_the_engine_does_not_run_a_scenario_the_fleet_cannot_hold(tmp_path):
     from kailab.scenarios.replay import ReplayCluster
 
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nrequires: {gpus: '>=64'}\nworkloads: [{name: w}]\nsteps: [{stopScheduler: true}, {apply: w}, "
-                    "{schedulerConfig: {gpuPlacement: spread}}, {expect: {workload: w, pods: 0}}]\n")
+    path.write_text(
+        "name: s\nrequires: {gpus: '>=64'}\nworkloads: [{name: w}]\nsteps: [{stopScheduler: true}, {apply: w}, "
+        "{schedulerConfig: {gpuPlacement: spread}}, {expect: {workload: w, pods: 0}}]\n"
+    )
     s = load_scenario(path)
     small = ReplayCluster([], node_gpus=[8, 8])
     verdict = Engine(small, Progress(quiet=True)).run(s)
@@ -144,5 +178,9 @@ def test_the_engine_does_not_run_a_scenario_the_fleet_cannot_hold(tmp_path):
     assert verdict.outcome == "PASS"
     # ... and the scheduler is left running with the lab's defaults for the next scenario
     assert [c for c in big.calls if c[0] in ("stop", "start", "apply")][-5:] == [
-        ("stop", "kai-scheduler"), ("apply", "Job/w"), ("stop", "kai-scheduler"), ("start", "kai-scheduler"),
-        ("start", "kai-scheduler")]
+        ("stop", "kai-scheduler"),
+        ("apply", "Job/w"),
+        ("stop", "kai-scheduler"),
+        ("start", "kai-scheduler"),
+        ("start", "kai-scheduler"),
+    ]

@@ -21,7 +21,9 @@ class _Health(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's name
         ok, why = self.driver.healthy()
         body = (why + "\n").encode()
-        self.send_response(200 if ok and self.path.startswith("/healthz") else 503 if self.path.startswith("/healthz") else 404)
+        self.send_response(
+            200 if ok and self.path.startswith("/healthz") else 503 if self.path.startswith("/healthz") else 404
+        )
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -67,8 +67,12 @@ class Driver:
                 event = None
             if event is not None:
                 self.handle(event)
-            if self.synced.is_set() and self.topology.version != self.written and self.events.empty() \
-                    and time.monotonic() - self.last_write >= self.WRITE_EVERY:
+            if (
+                self.synced.is_set()
+                and self.topology.version != self.written
+                and self.events.empty()
+                and time.monotonic() - self.last_write >= self.WRITE_EVERY
+            ):
                 self.write()
 
     def handle(self, event: tuple) -> None:
@@ -127,19 +131,27 @@ class Driver:
         owner = client.V1OwnerReference(api_version="v1", kind="Pod", name=p.name, uid=p.uid)
         try:
             for name in p.configmaps:
-                body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, namespace=p.namespace,
-                                                                       owner_references=[owner]), data={})
+                body = client.V1ConfigMap(
+                    metadata=client.V1ObjectMeta(name=name, namespace=p.namespace, owner_references=[owner]), data={}
+                )
                 try:
                     self.kube.core.create_namespaced_config_map(p.namespace, body)
                 except ApiException as e:
                     if e.status != 409:
                         raise
             if p.annotate:
-                self.kube.core.patch_namespaced_pod(p.name, p.namespace,
-                                                    {"metadata": {"annotations": {CONFIGMAP_ANNOTATION: p.prefix}}})
+                self.kube.core.patch_namespaced_pod(
+                    p.name, p.namespace, {"metadata": {"annotations": {CONFIGMAP_ANNOTATION: p.prefix}}}
+                )
             self.prepared[p.uid] = p.prefix
-            log.info("prepared fractional pod %s/%s: %s=%s, ConfigMaps %s", p.namespace, p.name, CONFIGMAP_ANNOTATION,
-                     p.prefix, ", ".join(p.configmaps))
+            log.info(
+                "prepared fractional pod %s/%s: %s=%s, ConfigMaps %s",
+                p.namespace,
+                p.name,
+                CONFIGMAP_ANNOTATION,
+                p.prefix,
+                ", ".join(p.configmaps),
+            )
         except ApiException as e:
             if e.status == 404:
                 return  # the pod or its namespace is gone
@@ -147,7 +159,7 @@ class Driver:
         except Exception as e:  # noqa: BLE001 - the API server may be restarting; try again
             self._retry(p, f"{type(e).__name__}: {e}")
 
-    def _retry(self, a: "Annotate | SharedGpuPrep", why: str) -> None:
+    def _retry(self, a: Annotate | SharedGpuPrep, why: str) -> None:
         log.warning("could not prepare or annotate %s/%s (%s); trying again in 1s", a.namespace, a.name, why)
         if isinstance(a, Annotate) and a.key == RESERVE_ANNOTATION:
             self.topology.forget_asked(f"{a.namespace}/{a.name}")

@@ -78,16 +78,21 @@ def facts_of(pod) -> PodFacts:
     """The facts of a pod as the kubernetes client gives it (``V1Pod``)."""
     meta, spec, status = pod.metadata, pod.spec, pod.status
     ann, labels = meta.annotations or {}, meta.labels or {}
-    whole = gpus.whole_asked((c.resources.limits, c.resources.requests) if c.resources else (None, None)
-                             for c in (spec.containers if spec else None) or [])
+    whole = gpus.whole_asked(
+        (c.resources.limits, c.resources.requests) if c.resources else (None, None)
+        for c in (spec.containers if spec else None) or []
+    )
     groups = [labels[GPU_GROUP_LABEL]] if labels.get(GPU_GROUP_LABEL) else []
     groups += sorted(v for k, v in labels.items() if k.startswith(MULTI_GROUP_PREFIX) and v and v not in groups)
     memory = _float(ann.get(GPU_MEMORY_ANNOTATION))
     owners = meta.owner_references or []
     return PodFacts(
-        namespace=meta.namespace, name=meta.name, uid=meta.uid or "",
+        namespace=meta.namespace,
+        name=meta.name,
+        uid=meta.uid or "",
         node=(spec.node_name if spec else None) or None,
-        gpus=whole, groups=tuple(groups),
+        gpus=whole,
+        groups=tuple(groups),
         fraction=gpus.fraction_asked(ann),
         memory_mib=int(memory) if memory is not None else None,
         finished=(status.phase if status else None) in ("Succeeded", "Failed"),
@@ -119,5 +124,3 @@ def node_shape(node) -> NodeShape:
     count = labels.get(COUNT_LABEL)
     count = count if count is not None else ((node.status.allocatable or {}).get(GPU, 0) if node.status else 0)
     return NodeShape(gpus.quantity(count), gpus.quantity(labels.get(MEMORY_LABEL)) or None)
-
-

@@ -28,8 +28,9 @@ def dump_ledger(cells: dict[str, list[GpuCell]], nodes: dict[str, NodeShape]) ->
     for node, node_cells in cells.items():
         shape = nodes.get(node, NodeShape(len(node_cells)))
         held = {c.gpu: [h.to_dict() for h in c.holders] for c in node_cells if c.holders}
-        data[node] = json.dumps({"gpus": shape.gpus, "memoryMiB": shape.memory_mib, "cells": held},
-                                sort_keys=True, separators=(",", ":"))
+        data[node] = json.dumps(
+            {"gpus": shape.gpus, "memoryMiB": shape.memory_mib, "cells": held}, sort_keys=True, separators=(",", ":")
+        )
     return data
 
 
@@ -75,9 +76,14 @@ def write_ledger(kube, data: dict[str, str]) -> None:
     from kubernetes.client.exceptions import ApiException
 
     body = client.V1ConfigMap(
-        metadata=client.V1ObjectMeta(name=LEDGER_CONFIGMAP, namespace=RESERVATION_NAMESPACE, labels=dict(MANAGED),
-                                     annotations={FORMAT_ANNOTATION: FORMAT}),
-        data=data)
+        metadata=client.V1ObjectMeta(
+            name=LEDGER_CONFIGMAP,
+            namespace=RESERVATION_NAMESPACE,
+            labels=dict(MANAGED),
+            annotations={FORMAT_ANNOTATION: FORMAT},
+        ),
+        data=data,
+    )
     try:
         kube.core.replace_namespaced_config_map(LEDGER_CONFIGMAP, RESERVATION_NAMESPACE, body)
     except ApiException as e:

@@ -23,13 +23,24 @@ class Holder:
     portion: float | None = 1.0  # of this GPU; None when not known (gpu-memory on a node without a memory label)
 
     def to_dict(self) -> dict:
-        return {"namespace": self.namespace, "name": self.name, "uid": self.uid, "kind": self.kind, "portion": self.portion}
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "kind": self.kind,
+            "portion": self.portion,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Holder":
+    def from_dict(cls, d: dict) -> Holder:
         portion = d.get("portion")
-        return cls(str(d.get("namespace", "")), str(d.get("name", "")), str(d.get("uid", "")), str(d.get("kind", WHOLE)),
-                   float(portion) if isinstance(portion, (int, float)) else None)
+        return cls(
+            str(d.get("namespace", "")),
+            str(d.get("name", "")),
+            str(d.get("uid", "")),
+            str(d.get("kind", WHOLE)),
+            float(portion) if isinstance(portion, (int, float)) else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -194,15 +205,18 @@ class Topology:
                 if g in group_gpu:
                     node, gpu = group_gpu[g]
                     holders.setdefault((node, gpu), []).append(
-                        Holder(f.namespace, f.name, f.uid, FRACTION, self._portion(f, self.nodes.get(node))))
+                        Holder(f.namespace, f.name, f.uid, FRACTION, self._portion(f, self.nodes.get(node)))
+                    )
         out: dict[str, list[GpuCell]] = {}
         for node in sorted(self.nodes):
             shape = self.nodes[node]
             if shape.gpus <= 0:
                 continue
-            ids = [str(i) for i in range(shape.gpus)]
-            ids += sorted((gpu for (n, gpu) in holders if n == node and gpu not in ids), key=id_order)
-            out[node] = [GpuCell(node, gpu, tuple(sorted(holders.get((node, gpu), []), key=_holder_order))) for gpu in ids]
+            numbered = [str(i) for i in range(shape.gpus)]
+            numbered += sorted((gpu for (n, gpu) in holders if n == node and gpu not in numbered), key=id_order)
+            out[node] = [
+                GpuCell(node, gpu, tuple(sorted(holders.get((node, gpu), []), key=_holder_order))) for gpu in numbered
+            ]
         return out
 
     # -- internals ----------------------------------------------------------------------------
@@ -243,39 +257,51 @@ class Topology:
                 self.waiting.pop(key, None)
                 self.told.discard(key)
                 continue
-            if f.node not in self.nodes:
+            node = f.node
+            if node is None or node not in self.nodes:
                 continue  # its node is not known yet
-            ids = self._choose(f)
+            ids = self._choose(f, node)
             if ids is None:
                 continue
             self.waiting.pop(key)
             self.told.discard(key)
-            self.assigned[key] = (f.node, ids)
+            self.assigned[key] = (node, ids)
             for gpu in ids:
-                self.held.setdefault(f.node, {}).setdefault(gpu, []).append(key)
+                self.held.setdefault(node, {}).setdefault(gpu, []).append(key)
             self.version += 1
-            log.info("%s: GPU %s held by %s (%s)", f.node, ",".join(ids), key, RESERVATION if f.reservation else WHOLE)
+            log.info("%s: GPU %s held by %s (%s)", node, ",".join(ids), key, RESERVATION if f.reservation else WHOLE)
             if f.reservation:
                 actions += self._ask(f)
         return actions
 
-    def _choose(self, f: PodFacts) -> tuple[str, ...] | None:
-        free = self._free_ids(f.node)
+    def _choose(self, f: PodFacts, node: str) -> tuple[str, ...] | None:
+        """The GPU ids of ``node`` that ``f`` takes now, or None while it waits."""
+        free = self._free_ids(node)
         need = 1 if f.reservation else f.gpus
         if f.reservation and f.reserved_index is not None:
             if f.reserved_index not in free:
-                log.warning("%s: %s is annotated for GPU %s, which %s already holds", f.node, f.key, f.reserved_index,
-                            ", ".join(self.held.get(f.node, {}).get(f.reserved_index, [])) or "no GPU of the node is")
+                log.warning(
+                    "%s: %s is annotated for GPU %s, which %s already holds",
+                    node,
+                    f.key,
+                    f.reserved_index,
+                    ", ".join(self.held.get(node, {}).get(f.reserved_index, [])) or "no GPU of the node is",
+                )
             return (f.reserved_index,)  # set by someone else: it is the truth, as for fake-gpu-operator
         node_ids = self.remembered.pop(f.uid, None) if f.uid else None
-        if node_ids is not None and node_ids[0] == f.node and len(node_ids[1]) == need and all(i in free for i in node_ids[1]):
+        if (
+            node_ids is not None
+            and node_ids[0] == node
+            and len(node_ids[1]) == need
+            and all(i in free for i in node_ids[1])
+        ):
             return node_ids[1]
         if self.syncing:
             return None  # no claim: after the listing, once every claim is in
         if len(free) < need:
             if f.key not in self.told:
                 self.told.add(f.key)
-                log.info("%s: %s waits for %d free GPUs (%d free)", f.node, f.key, need, len(free))
+                log.info("%s: %s waits for %d free GPUs (%d free)", node, f.key, need, len(free))
             return None
         return tuple(free[:need])
 
