@@ -21,25 +21,14 @@ def test_a_joined_learner_watches_explains_and_captures_evidence_of_their_slice(
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
     try:
-        kai_lab.kube.apply(
-            {
-                "apiVersion": QUEUE_API,
-                "kind": "Queue",
-                "metadata": {"name": "bob-secret-team", "labels": plan.owner("bob").labels},
-                "spec": {},
-            }
-        )
-        env = {**os.environ, "KAILAB_HOME": str(tmp_path / "ann-machine")}  # no lab there: only the file
+        secret = {"name": "bob-secret-team", "labels": plan.owner("bob").labels}
+        kai_lab.kube.apply({"apiVersion": QUEUE_API, "kind": "Queue", "spec": {}, "metadata": secret})
+        home = tmp_path / "ann-machine"  # no lab there: only the file
 
         def ann(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run(
-                [sys.executable, "-m", "kailab", *args],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=600,
-                cwd=tmp_path,
-            )
+            command = [sys.executable, "-m", "kailab", *args]
+            env = {**os.environ, "KAILAB_HOME": str(home)}
+            return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
 
         assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
         run = ann("demo", "quota", "--json")
