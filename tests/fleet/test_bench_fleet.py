@@ -47,7 +47,21 @@ def test_bench_stopped_midway_removes_its_nodes_job_and_queue(kai_lab):
     """SIGTERM (a CI timeout, kill) stops kailab as Ctrl-C does: its clean-up runs before it exits."""
     env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kailab", "bench", "--nodes", "2", "--pods", "16", "--scheduler", "kai"],
+        # 128 pods: a run of several seconds, so the signal lands midway (16 pods now bind within a second)
+        [
+            sys.executable,
+            "-m",
+            "kailab",
+            "bench",
+            "--nodes",
+            "2",
+            "--gpus-per-node",
+            "64",
+            "--pods",
+            "128",
+            "--scheduler",
+            "kai",
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
