@@ -23,7 +23,7 @@ from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL
 from kailab.pods import EventView, event_view, pod_view
-from kailab.render import num
+from kailab.render import QUEUE_COLUMNS, num
 from kailab.status import nodes_and_gpus, queues
 
 PENDING = labdir.VERDICTS
@@ -110,18 +110,7 @@ def gather(
             [_plain(q) for q in kube.list(QUEUE_API, "Queue", label_selector=queue_selector or None)], sort_keys=False
         ),
         "queues.md": _table(
-            [
-                "queue",
-                "parent",
-                "priority",
-                "GPU quota",
-                "limit",
-                "weight",
-                "fair share",
-                "allocated",
-                "over quota",
-                "pending pods",
-            ],
+            [*QUEUE_COLUMNS[:-1], "over quota", QUEUE_COLUMNS[-1]],  # the status table's, with what is borrowed
             [
                 [
                     q["name"],
