@@ -455,10 +455,27 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
     live.run(kube, render.stdout, fair_shares=lab.fair_shares)
 
 
+TaskFileOpt = typer.Option(
+    None,
+    "--file",
+    help="Check this file instead of your copy in kailab-tasks/.",
+    autocompletion=_complete_scenario_files,
+)
+
+
 @app.command()
 def lesson(
     name: str | None = typer.Argument(None, help="An exercise; none lists them.", autocompletion=_complete_lessons),
     yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
+    task: int | None = typer.Option(
+        None,
+        "--task",
+        min=1,
+        metavar="<N>",
+        help="The lesson's task N: the first time, copies its starting file to kailab-tasks/ for you to edit; "
+        "after that, runs your file and checks it against the task's goal.",
+    ),
+    file: Path | None = TaskFileOpt,
 ) -> None:
     """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
     from kailab.lesson import lesson_names, load_lesson, run_lesson
@@ -470,10 +487,17 @@ def lesson(
     if name is None:  # in teaching order (the exercise list), then any an instructor added
         for n in lesson_names():
             render.stdout.print(Text.assemble((f"{n:<10}", "bold"), f" {load_lesson(n).one_line}"))
-        render.stdout.print("Start one: kailab lesson NAME")
+        render.stdout.print("Start one: kailab lesson NAME — its task: kailab lesson NAME --task 1")
         return
     if name not in lesson_names():
         raise KailabError(f"No lesson named {name!r}.", hint=f"Lessons: {', '.join(lesson_names())}.")
+    if file is not None and task is None:
+        raise typer.BadParameter("--file is the file of a task: give --task N too.", param_hint="--file")
+    if task is not None:
+        from kailab.tasks import lesson_task
+
+        _set_or_check(lesson_task(name, task), file)
+        return
     les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
     kube = lab.connect()  # before asking for a prediction: no lab, no lesson
     from kailab import evidence
@@ -492,6 +516,63 @@ def lesson(
         frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares()),
         keep=lambda verdict, prediction: lab.record_in_class(kube, verdict, prediction),
     ):
+        raise typer.Exit(1)
+
+
+def _complete_challenges(incomplete: str) -> list[tuple[str, str]]:
+    from kailab.tasks import challenges
+
+    return [(c.name, c.goal) for c in challenges() if c.name.startswith(incomplete)]
+
+
+@app.command()
+def challenge(
+    name: str | None = typer.Argument(None, help="A challenge; none lists them.", autocompletion=_complete_challenges),
+    file: Path | None = TaskFileOpt,
+) -> None:
+    """Break and fix: a scenario that goes wrong, its cause hidden. Diagnose it with kailab explain, fix the file,
+    and kailab checks it. The first time, your copy is written to kailab-tasks/; after that, it is run and checked."""
+    from kailab import tasks
+
+    if name is None:
+        for c in tasks.challenges():
+            render.stdout.print(Text.assemble((f"{c.name:<10}", "bold"), f" {c.goal}"))
+        render.stdout.print("Start one: kailab challenge NAME")
+        return
+    _set_or_check(tasks.challenge(name), file)
+
+
+def _set_or_check(task, file: Path | None) -> None:
+    """A task or challenge: its goal; then the learner's copy written (the first time, without --file), or their
+    file run with the hidden check after its steps — verdict printed, kept for evidence and in a class's records."""
+    from rich.panel import Panel
+
+    from kailab import evidence, tasks
+    from kailab.paths import lab_home
+    from kailab.scenarios.engine import Engine
+
+    out = render.stdout
+    out.print(Panel(Text(task.goal), title=Text(f"{task.kind.capitalize()} {task.name}"), title_align="left"))
+    if file is None:
+        file = task.copy_path()
+        if tasks.give(task, file):
+            shown = file.relative_to(Path.cwd())
+            out.print(f"Your copy: {shown} — edit it to reach the goal, then check it: {task.command}", markup=False)
+            return
+    scenario = lab.for_this_lab(tasks.checked(task, file))  # the file is read and checked before the lab is asked
+    kube = lab.connect()
+    evidence.check_recordable(lab_home())
+    engine = Engine(lab.live_cluster(kube), Progress())
+    engine.refuse_foreign([scenario])
+    engine.refuse_unknown_nodes([scenario])
+    verdict = engine.run(scenario)
+    render.print_verdicts([verdict], as_json=False)
+    evidence.record_verdict(lab_home(), verdict.to_record())
+    lab.record_in_class(kube, verdict, kind=task.kind)
+    if verdict.passed and task.runbook:
+        out.print(f"Solved. The cause, and how to recognise it next time: {task.runbook}", markup=False)
+    if not verdict.ok:
+        out.print(f"Not yet: edit {file} and check it again.", markup=False)
         raise typer.Exit(1)
 
 

@@ -166,13 +166,13 @@ def scheduler_control():
         return None
 
 
-def record_in_class(kube: Kube, verdict, prediction: str = "") -> None:
-    """A joined learner's verdict (and prediction), kept in their namespace for the instructor's ``class status``;
-    else nothing."""
+def record_in_class(kube: Kube, verdict, prediction: str = "", kind: str = "lesson") -> None:
+    """A joined learner's verdict (and prediction) of a lesson, task or challenge (``kind``), kept in their namespace
+    for the instructor's ``class status``; else nothing."""
     if j := joined():
         from kailab.classroom.records import record_object
 
-        kube.apply(record_object(j.learner, verdict, prediction))
+        kube.apply(record_object(j.learner, verdict, prediction, kind=kind))
 
 
 def slice_selectors() -> tuple[str, str]:

@@ -112,9 +112,13 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
 
 
 def lesson_namespaces(learner: str) -> list[str]:
-    """The learner's namespace of each built-in exercise (``class up`` makes them; their Role is bound there)."""
+    """The learner's namespace of each built-in exercise, and the challenges' one (``class up`` makes them; their Role
+    is bound there). A lesson's tasks run in the lesson's namespace."""
     from kailab.lesson import lesson_names
     from kailab.paths import EXERCISES
     from kailab.scenarios.loader import load_scenario
+    from kailab.tasks import CHALLENGE_NAMESPACE
 
-    return sorted({for_learner(load_scenario(EXERCISES / f"{n}.yaml"), learner).namespace for n in lesson_names()})
+    challenges = Scenario(name="challenge", title="", path="", namespace=CHALLENGE_NAMESPACE)
+    scenarios = [*(load_scenario(EXERCISES / f"{n}.yaml") for n in lesson_names()), challenges]
+    return sorted({for_learner(s, learner).namespace for s in scenarios})

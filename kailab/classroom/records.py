@@ -1,6 +1,7 @@
 """Lesson records in the cluster: each learner's verdicts, where the instructor's kubeconfig reads them.
 
-One ConfigMap per lesson a learner ran, in that lesson's namespace of theirs (``kailab-record``), labelled with
+One ConfigMap per lesson a learner ran, in that lesson's namespace of theirs (``kailab-record``; a task's or
+challenge's is ``kailab-record-<its name>``), labelled with
 their owner labels and ``kailab.io/lesson-record``; the verdict is kept whole (JSON) beside the few fields
 ``class status`` shows. Nobody collects anything by hand: ``class status`` lists them by label.
 """
@@ -20,13 +21,17 @@ STUCK_SECONDS = 120  # a pod Pending this long in a learner's lesson is worth th
 MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!")  # what makes markup inside a line (a cell never starts one)
 
 
-def record_object(learner: str, verdict: Verdict, prediction: str = "") -> dict:
+def record_object(learner: str, verdict: Verdict, prediction: str = "", kind: str = "lesson") -> dict:
+    """The record of a lesson — or of a task or challenge (``kind``), which is named for it: a task runs in its
+    lesson's namespace, beside the lesson's record."""
     labels = {**plan.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: verdict.scenario}
+    name = NAME if kind == "lesson" else f"{NAME}-{verdict.scenario}"
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": NAME, "namespace": verdict.namespace, "labels": labels},
+        "metadata": {"name": name, "namespace": verdict.namespace, "labels": labels},
         "data": {
+            "kind": kind,
             "lesson": verdict.scenario,
             "outcome": verdict.outcome,
             "started": verdict.started,
@@ -93,6 +98,10 @@ def markdown(report: dict, lessons: list[str]) -> str:
             + " | ".join(cell(f"{row[n]['outcome']} {row[n]['finished']}") if n in row else "–" for n in lessons)
             + " |"
         )
+    others = [(name, n, r) for name in learners for n, r in sorted(report[name]["lessons"].items()) if n not in lessons]
+    if others:  # tasks and challenges
+        out += ["", "## Tasks and challenges", "", "| learner | task or challenge | outcome |", "|---|---|---|"]
+        out += [f"| {cell(name)} | {cell(n)} | {cell(r['outcome'] + ' ' + r['finished'])} |" for name, n, r in others]
     predictions = [
         (name, n, r) for name in learners for n, r in sorted(report[name]["lessons"].items()) if r.get("prediction")
     ]

@@ -130,7 +130,7 @@ class Engine:
                     with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
                         self.cluster.start_scheduler(SchedulerSettings())
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
-            verdict.error = (f"{scenario.path}:{step.line}: " if step is not None else "") + failure_text(e)
+            verdict.error = (f"{scenario.path}:{step.line}: " if step is not None and step.line else "") + failure_text(e)
             self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
         verdict.seconds = self.cluster.clock() - start
         return verdict
@@ -340,7 +340,8 @@ class Engine:
             if not rows and check.passed:
                 continue
             if not check.passed:
-                check.detail = [f"expectation at {run.scenario.path}:{e.line}", *stragglers(e, obs)]
+                where = [f"expectation at {run.scenario.path}:{e.line}"] if e.line else []  # 0: a task's hidden check
+                check.detail = [*where, *stragglers(e, obs)]
                 if not rows:
                     check.title = f"wait: {check.title}"
                 if broke_at is not None:

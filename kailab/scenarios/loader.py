@@ -40,6 +40,19 @@ def load_scenario(path: Path | str) -> Scenario:
     return _Build(f, data).scenario(f.check(schema.ScenarioFile, data))
 
 
+def more_steps(scenario: Scenario, f: YamlFile[ScenarioError], data: Any, key: str, given: list) -> tuple[Step, ...]:
+    """Steps of another file (``f``; ``given`` are ``data[key]`` checked against the step format), built against
+    ``scenario``'s workloads and queues: a task's hidden check, played after the scenario's own steps. An error
+    names ``f``'s file and line."""
+    build = _Build(f, data, steps_key=key)
+    build.workloads_by_name = {w.name: w for w in scenario.workloads}
+    build.queue_names = {q.name for q in scenario.queues}
+    build.used_queues = build.queue_names | {w.queue for w in scenario.workloads if w.queue}
+    steps = tuple(build.step(i, s) for i, s in enumerate(given))
+    build.order((*scenario.steps, *steps))
+    return steps
+
+
 def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
     """KAI Queue objects (``scheduling.run.ai/v2``, as ``kubectl apply`` takes them) → queues."""
     f = YamlFile(path, ScenarioError, "A queue file holds KAI Queue objects, as manifests/queues.yaml does.")
@@ -63,8 +76,8 @@ def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
 class _Build:
     """The checks across the whole file, and the scenario they yield."""
 
-    def __init__(self, f: YamlFile[ScenarioError], data: Any):
-        self.f, self.data = f, data
+    def __init__(self, f: YamlFile[ScenarioError], data: Any, steps_key: str = "steps"):
+        self.f, self.data, self.steps_key = f, data, steps_key
 
     def fail(self, loc: tuple, message: str) -> ScenarioError:
         return self.f.fail(self.f.line_of(self.data, loc), message)
@@ -321,7 +334,7 @@ class _At:
 
     def __init__(self, build: _Build, i: int, s: Any):
         self.build, self.i, self.s = build, i, s
-        self.loc = ("steps", i, s.action)
+        self.loc = (build.steps_key, i, s.action)
         self.common = {
             "timeout": 30.0 if s.timeout is None else s.timeout,
             "note": s.note or "",
@@ -347,7 +360,7 @@ class _At:
     def conditions(self) -> tuple[Expectation, ...]:
         body = getattr(self.s, self.s.action)
         conditions = body if isinstance(body, list) else [body]
-        raw = self.build.data["steps"][self.i][self.s.action]
+        raw = self.build.data[self.build.steps_key][self.i][self.s.action]
         raw = raw if isinstance(raw, list) else [raw]
         exps = []
         for j, (cond, keys) in enumerate(zip(conditions, raw, strict=True)):

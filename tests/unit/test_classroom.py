@@ -153,7 +153,7 @@ def _rules(objs):
 
 def test_a_learners_roles_are_bound_in_their_namespaces_only():
     namespaces = plan.lesson_namespaces("ann")
-    assert len(namespaces) == 12 and all(n.startswith("ann-") for n in namespaces)
+    assert len(namespaces) == 13 and all(n.startswith("ann-") for n in namespaces)  # 12 lessons, the challenges
     objs = credentials.learner_objects("ann", namespaces, Owner())
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
     assert placed == {credentials.CLASS_NAMESPACE, *namespaces}

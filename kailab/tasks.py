@@ -1,0 +1,196 @@
+"""Tasks and challenges: a starting scenario the learner edits to reach a goal, checked by steps they do not see.
+
+A lesson's task (``exercises/tasks/LESSON-N.yaml``, ``kailab lesson LESSON --task N``) asks for a change of queues,
+priorities or sizes; a challenge (``runbooks/challenges/NAME.yaml``, ``kailab challenge NAME``) is a runbook's
+failure with its cause hidden: the learner diagnoses it with ``kailab explain`` and fixes the file. Each is one
+file: the goal, the starting scenario (copied once into the learner's ``kailab-tasks/`` folder to edit) and the
+hidden check — steps played after the learner's own, about workloads and queues the starting file declares.
+The instructor's solutions are in ``docs/instructor/solutions/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, StrictStr
+
+from kailab.errors import KailabError, ScenarioError
+from kailab.paths import EXERCISES, RUNBOOKS
+from kailab.scenarios import schema
+from kailab.scenarios.loader import load_scenario, more_steps
+from kailab.scenarios.model import Scenario, Step
+from kailab.yamlfile import YamlFile
+
+TASKS = EXERCISES / "tasks"
+CHALLENGES = RUNBOOKS / "challenges"
+WORK_FOLDER = "kailab-tasks"  # the learner's copies, in the folder they run kailab from
+CHALLENGE_NAMESPACE = "kailab-challenge"  # every challenge runs here (a class learner's slice has it)
+HINT = "A task or challenge file holds goal:, scenario: (the starting file's text) and check: (steps)."
+
+
+class TaskError(KailabError):
+    """No such task or challenge, or a learner's file the hidden check cannot be applied to."""
+
+
+class TaskFile(schema.FileModel):
+    goal: StrictStr  # what the learner must reach, shown to them
+    runbook: StrictStr = ""  # a challenge's runbook: shown once it passes (it names the cause)
+    scenario: StrictStr  # the starting scenario, as the learner's copy holds it
+    check: Annotated[list[schema.StepFile], Field(min_length=1)]  # played after the learner's steps; never shown
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task or challenge, read from its file."""
+
+    kind: str  # "task" or "challenge"
+    name: str  # quota-1, ticket-3: the file's stem
+    goal: str
+    runbook: str
+    start: str  # the starting scenario's text
+    path: Path
+
+    @property
+    def id(self) -> str:
+        """The scenario's name when checked, and the record's: quota-task-1, challenge-ticket-3."""
+        if self.kind == "task":
+            lesson, _, n = self.name.rpartition("-")
+            return f"{lesson}-task-{n}"
+        return f"challenge-{self.name}"
+
+    @property
+    def lesson(self) -> str:
+        return self.name.rpartition("-")[0] if self.kind == "task" else ""
+
+    @property
+    def namespace(self) -> str:
+        """A task runs in its lesson's namespace, a challenge in the challenges' one (a class learner has both)."""
+        return f"kailab-{self.lesson}" if self.kind == "task" else CHALLENGE_NAMESPACE
+
+    @property
+    def command(self) -> str:
+        if self.kind == "task":
+            return f"kailab lesson {self.lesson} --task {self.name.rpartition('-')[2]}"
+        return f"kailab challenge {self.name}"
+
+    def copy_path(self, cwd: Path | None = None) -> Path:
+        """Where the learner's copy lives: kailab-tasks/<id>.yaml under the folder they work in."""
+        return (cwd or Path.cwd()) / WORK_FOLDER / f"{self.id}.yaml"
+
+
+def _read(path: Path, kind: str) -> tuple[Task, YamlFile[ScenarioError], dict, TaskFile]:
+    f = YamlFile(path, ScenarioError, HINT)
+    data = f.read_mapping("a task file is a mapping (goal:, scenario:, check:)")
+    doc = f.check(TaskFile, data)
+    task = Task(kind, path.stem, " ".join(doc.goal.split()), doc.runbook, doc.scenario, path)
+    return task, f, data, doc
+
+
+def load_task(path: Path, kind: str = "task") -> Task:
+    return _read(path, kind)[0]
+
+
+def lesson_tasks(lesson: str) -> list[Task]:
+    """A lesson's tasks, 1, 2, …"""
+    found = sorted(TASKS.glob(f"{lesson}-*.yaml"), key=lambda p: (len(p.stem), p.stem))
+    return [load_task(p) for p in found if p.stem.rpartition("-")[0] == lesson]
+
+
+def lesson_task(lesson: str, number: int) -> Task:
+    path = TASKS / f"{lesson}-{number}.yaml"
+    if not path.is_file():
+        have = [t.name.rpartition("-")[2] for t in lesson_tasks(lesson)]
+        raise TaskError(
+            f"Lesson {lesson!r} has no task {number}.",
+            hint=f"Its tasks: {', '.join(have)}." if have else "See kailab lesson for the lessons.",
+        )
+    return load_task(path)
+
+
+def challenges() -> list[Task]:
+    return [load_task(p, "challenge") for p in sorted(CHALLENGES.glob("*.yaml"), key=lambda p: (len(p.stem), p.stem))]
+
+
+def challenge(name: str) -> Task:
+    path = CHALLENGES / f"{name}.yaml"
+    if not path.is_file():
+        raise TaskError(
+            f"No challenge named {name!r}.", hint=f"Challenges: {', '.join(c.name for c in challenges())}."
+        )
+    return load_task(path, "challenge")
+
+
+def give(task: Task, dest: Path) -> bool:
+    """Write the starting file to ``dest`` unless a copy is there already (a learner's edits are never replaced).
+    True if it was written."""
+    if dest.exists():
+        return False
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest, "x") as f:
+        f.write(f"# {task.kind.capitalize()} {task.name}: {task.goal}\n# Check it: {task.command}\n{task.start}")
+    return True
+
+
+def checked(task: Task, learner_file: Path) -> Scenario:
+    """The learner's file (read and checked as any scenario: errors name its file and line) with the task's hidden
+    check after its steps, under the task's name and namespace and with the starting file's fleet requirements."""
+    mine = load_scenario(learner_file)
+    _, f, data, doc = _read(task.path, task.kind)
+    start = _start_scenario(task)
+    _keeps_what_is_checked(start, mine, more_steps(start, f, data, "check", doc.check), learner_file, task)
+    hidden = tuple(_unplaced(s) for s in more_steps(mine, f, data, "check", doc.check))
+    return dataclasses.replace(
+        mine,
+        name=task.id,
+        title=start.title,
+        lesson="",
+        namespace=task.namespace,
+        requires=start.requires,
+        steps=(*mine.steps, *hidden),
+    )
+
+
+def _start_scenario(task: Task) -> Scenario:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"{task.id}.yaml"
+        path.write_text(task.start)
+        try:
+            return load_scenario(path)
+        except ScenarioError as e:  # the lab's own file is wrong: say which
+            raise TaskError(f"{task.path}: its starting scenario does not load: {e.message}") from None
+
+
+def _keeps_what_is_checked(start: Scenario, mine: Scenario, hidden: tuple[Step, ...], path: Path, task: Task) -> None:
+    """The workloads and queues the hidden check is about must still be in the learner's file, applied."""
+    applied = {s.workload for s in mine.steps if isinstance(s, schema.Apply)}
+    queues = {q.name for q in mine.queues} | {w.queue for w in mine.workloads if w.queue}
+    for e in (e for s in hidden for e in getattr(s, "expectations", ())):
+        names = [e.workload, e.want if e.measure == "bound_before" else None]
+        for name in filter(None, names):
+            if name not in applied:
+                raise TaskError(
+                    f"{path}: the {task.kind} checks workload '{name}', which your file no longer "
+                    + ("declares" if name not in {w.name for w in mine.workloads} else "applies")
+                    + f": keep it (and its '- apply: {name}' step).",
+                    hint=f"To start again from the starting file, delete {path} and run {task.command}",
+                )
+        if e.queue and e.queue not in queues:
+            raise TaskError(
+                f"{path}: the {task.kind} checks queue '{e.queue}', which your file no longer declares or uses: "
+                "keep it.",
+                hint=f"To start again from the starting file, delete {path} and run {task.command}",
+            )
+
+
+def _unplaced(step: Step) -> Step:
+    """A hidden step without its line: its line is in the task's file, not the learner's."""
+    if isinstance(step, schema.Wait):
+        return dataclasses.replace(
+            step, line=0, expectations=tuple(dataclasses.replace(e, line=0) for e in step.expectations)
+        )
+    return dataclasses.replace(step, line=0)
