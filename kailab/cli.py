@@ -552,7 +552,9 @@ def _set_or_check(task, file: Path | None) -> None:
     from kailab.scenarios.engine import Engine
 
     out = render.stdout
-    out.print(Panel(Text(task.goal), title=Text(f"{task.kind.capitalize()} {task.name}"), title_align="left"))
+    out.print(
+        Panel(Text(task.goal), title=Text(f"{task.kind.capitalize()} {task.name}"), title_align="left"), soft_wrap=False
+    )
     if file is None:
         file = task.copy_path()
         if tasks.give(task, file):
@@ -571,7 +573,10 @@ def _set_or_check(task, file: Path | None) -> None:
     lab.record_in_class(kube, verdict, kind=task.kind)
     if verdict.passed and task.runbook:
         out.print(f"Solved. The cause, and how to recognise it next time: {task.runbook}", markup=False)
-    if not verdict.ok:
+    elif verdict.not_applicable:  # the check could not be made here: not a pass
+        out.print(f"Not checked: this cluster cannot run this {task.kind} (above, why).", markup=False)
+        raise typer.Exit(1)
+    elif not verdict.passed:
         out.print(f"Not yet: edit {file} and check it again.", markup=False)
         raise typer.Exit(1)
 

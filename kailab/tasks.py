@@ -4,7 +4,8 @@ A lesson's task (``exercises/tasks/LESSON-N.yaml``, ``kailab lesson LESSON --tas
 priorities or sizes; a challenge (``runbooks/challenges/NAME.yaml``, ``kailab challenge NAME``) is a runbook's
 failure with its cause hidden: the learner diagnoses it with ``kailab explain`` and fixes the file. Each is one
 file: the goal, the starting scenario (copied once into the learner's ``kailab-tasks/`` folder to edit) and the
-hidden check — steps played after the learner's own, about workloads and queues the starting file declares.
+hidden check — steps played after the learner's own, about workloads and queues the starting file declares — and
+what the learner must keep as the starting file has it (``keep:``, the limits the goal states in words).
 The instructor's solutions are in ``docs/instructor/solutions/``.
 """
 
@@ -40,6 +41,11 @@ class TaskFile(schema.FileModel):
     runbook: StrictStr = ""  # a challenge's runbook: shown once it passes (it names the cause)
     scenario: StrictStr  # the starting scenario, as the learner's copy holds it
     check: Annotated[list[schema.StepFile], Field(min_length=1)]  # played after the learner's steps; never shown
+    # Parts of the starting file the learner's must still have unchanged: queues, workloads or steps (all of them),
+    # queues.NAME, workloads.NAME (one), then .field.field… (one field of it); * for every one: workloads.*.pods.
+    keep: list[
+        Annotated[StrictStr, Field(pattern=r"^(queues|workloads|steps)(\.[a-z0-9*][-a-z0-9]*)?(\.[a-zA-Z]+)*$")]
+    ] = []
 
 
 @dataclass(frozen=True)
@@ -117,9 +123,7 @@ def challenges() -> list[Task]:
 def challenge(name: str) -> Task:
     path = CHALLENGES / f"{name}.yaml"
     if not path.is_file():
-        raise TaskError(
-            f"No challenge named {name!r}.", hint=f"Challenges: {', '.join(c.name for c in challenges())}."
-        )
+        raise TaskError(f"No challenge named {name!r}.", hint=f"Challenges: {', '.join(c.name for c in challenges())}.")
     return load_task(path, "challenge")
 
 
@@ -141,6 +145,8 @@ def checked(task: Task, learner_file: Path) -> Scenario:
     _, f, data, doc = _read(task.path, task.kind)
     start = _start_scenario(task)
     _keeps_what_is_checked(start, mine, more_steps(start, f, data, "check", doc.check), learner_file, task)
+    for i, rule in enumerate(doc.keep):
+        _kept(rule, start, mine, learner_file, task, where=f"{task.path}:{f.line_of(data, ('keep', i))}")
     hidden = tuple(_unplaced(s) for s in more_steps(mine, f, data, "check", doc.check))
     return dataclasses.replace(
         mine,
@@ -185,6 +191,58 @@ def _keeps_what_is_checked(start: Scenario, mine: Scenario, hidden: tuple[Step, 
                 "keep it.",
                 hint=f"To start again from the starting file, delete {path} and run {task.command}",
             )
+
+
+def _kept(rule: str, start: Scenario, mine: Scenario, path: Path, task: Task, where: str) -> None:
+    """The part of the starting file ``rule`` names (a ``keep:`` item) is unchanged in the learner's ``mine``."""
+    section, _, rest = rule.partition(".")
+    name, _, fields = rest.partition(".")
+    if section == "steps":
+        if tuple(map(_unplaced, start.steps)) != tuple(map(_unplaced, mine.steps)):
+            raise _changed(path, task, "its steps", "change none of them")
+        return
+    theirs = {x.name: x for x in getattr(start, section)}
+    yours = {x.name: x for x in getattr(mine, section)}
+    kind = section[:-1]  # queue, workload
+    if not name:
+        if set(theirs) != set(yours):
+            added, gone = sorted(set(yours) - set(theirs)), sorted(set(theirs) - set(yours))
+            what = "; ".join([*(f"adds {kind} '{n}'" for n in added), *(f"removes {kind} '{n}'" for n in gone)])
+            raise _changed(path, task, f"its {section}", f"your file {what}")
+    names = theirs if name in ("", "*") else [name]
+    for n in names:
+        if n not in theirs:  # the task's own file names what its starting file has not
+            raise TaskError(f"{where}: keep: {rule!r}: the starting scenario has no {kind} '{n}'.")
+        if n not in yours:
+            raise _changed(path, task, f"{kind} '{n}'", "your file removes it", mine.workload_lines.get(n, 0))
+        a, b = theirs[n], yours[n]
+        for field in filter(None, fields.split(".")):
+            if not hasattr(a, field):
+                raise TaskError(f"{where}: keep: {rule!r}: a {kind} has no field '{field}'.")
+            a, b = getattr(a, field), getattr(b, field)
+        if a != b:
+            label = f"{kind} '{n}'" + (f" {fields}" if fields else "")
+            how = f"{_shown(a)} there, {_shown(b)} in yours" if fields else _differences(a, b)
+            raise _changed(path, task, label, how, mine.workload_lines.get(n, 0))
+
+
+def _changed(path: Path, task: Task, what: str, how: str, line: int = 0) -> TaskError:
+    return TaskError(
+        f"{path}{f':{line}' if line else ''}: the {task.kind} asks you to keep {what} as in the starting file ({how}).",
+        hint=f"Put it back; the goal says what you may change: {task.goal}",
+    )
+
+
+def _differences(a: schema.FileModel, b: schema.FileModel) -> str:
+    """Which fields of one queue or workload differ: 'pods: 8 there, 16 in yours; gpus: …'."""
+    da, db = a.model_dump(), b.model_dump()
+    return "; ".join(f"{k}: {_shown(da[k])} there, {_shown(db[k])} in yours" for k in da if da[k] != db[k])
+
+
+def _shown(value) -> str:
+    if isinstance(value, schema.FileModel):
+        value = value.model_dump(exclude_defaults=True)
+    return "unset" if value is None else str(value)
 
 
 def _unplaced(step: Step) -> Step:

@@ -174,3 +174,49 @@ def test_a_task_file_that_is_wrong_names_its_line(tmp_path):
     with pytest.raises(ScenarioError) as err:
         tasks.load_task(bad)
     assert err.value.message.startswith(f"{bad}:1: check: needs at least one item")
+
+
+def test_a_change_the_goal_rules_out_is_refused_in_words(tmp_path):
+    task = tasks.lesson_task("quota", 1)  # "Change only the queues: team-ops keeps its priority, no workload changes"
+    dest = task.copy_path(tmp_path)
+    tasks.give(task, dest)
+    start = dest.read_text()
+    dest.write_text(
+        start.replace("name: ops-flood, queue: team-ops, pods: 32", "name: ops-flood, queue: team-ops, pods: 24")
+    )
+    line = next(i for i, t in enumerate(dest.read_text().splitlines(), 1) if "ops-flood, queue" in t)
+    with pytest.raises(tasks.TaskError) as err:
+        tasks.checked(task, dest)
+    assert err.value.message == (
+        f"{dest}:{line}: the task asks you to keep workload 'ops-flood' as in the starting file "
+        "(pods: 32 there, 24 in yours)."
+    )
+    dest.write_text(start.replace("priority: 200", "priority: 50"))
+    with pytest.raises(tasks.TaskError) as err:
+        tasks.checked(task, dest)
+    assert err.value.message == (
+        f"{dest}: the task asks you to keep queue 'team-ops' priority as in the starting file (200 there, 50 in yours)."
+    )
+    dest.write_text(start.replace("quota: 0, limit: -1}\n  workloads", "quota: 8, limit: -1}\n  workloads"))
+    assert tasks.checked(task, dest).name == "quota-task-1"  # what the goal allows passes to the lab
+
+
+def test_a_keep_rule_about_what_the_starting_file_lacks_names_the_tasks_line(tmp_path):
+    task = tasks.lesson_task("quota", 1)
+    bad = tmp_path / "quota-1.yaml"
+    bad.write_text(task.path.read_text().replace("keep: [", "keep: [queues.team-nope, "))
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if t.startswith("keep:"))
+    broken = tasks.load_task(bad)
+    dest = broken.copy_path(tmp_path)
+    tasks.give(broken, dest)
+    with pytest.raises(tasks.TaskError) as err:
+        tasks.checked(broken, dest)
+    assert (
+        err.value.message == f"{bad}:{line}: keep: 'queues.team-nope': the starting scenario has no queue 'team-nope'."
+    )
+
+
+def test_every_lesson_task_says_what_to_keep():
+    for t in (t for n in EXERCISE_NAMES for t in tasks.lesson_tasks(n)):
+        doc = tasks._read(t.path, t.kind)[3]
+        assert doc.keep, f"{t.path}: its goal limits the change; keep: says what"
