@@ -1,9 +1,14 @@
 """Every task and challenge on the real KAI: the starting file, unchanged, FAILs its hidden check; the instructor's
-solution (docs/instructor/solutions/) PASSes it. One lab for them all: each run clears the one before."""
+solution (docs/instructor/solutions/) PASSes it. One lab for them all: each run clears the one before. And a class
+learner, with only her kubeconfig, sets, fails and solves a challenge in her slice, which class status shows."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +43,33 @@ def test_unchanged_fails_and_solution_passes(kai_lab, tmp_path, task):
 
     solution = kai_lab.cli(*_args(task, SOLUTIONS / f"{task.kind}s" / f"{task.name}.yaml"))
     assert (solution.returncode, _outcome(solution)) == (0, "PASS"), solution.stdout[-3000:] + solution.stderr[-1500:]
+
+
+def test_a_joined_learner_sets_fails_and_solves_a_challenge_and_the_instructor_sees_it(kai_lab, tmp_path):
+    out, home = tmp_path / "creds", tmp_path / "ann-machine"  # no lab on ann's machine: only her kubeconfig
+    kai_lab.cli("class", "up", "--learner", "ann", "--out", str(out), check=True)
+    try:
+
+        def ann(*args: str) -> subprocess.CompletedProcess:
+            env = {**os.environ, "KAILAB_HOME": str(home)}
+            command = [sys.executable, "-m", "kailab", *args]
+            return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+        assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
+        given = ann("challenge", "ticket-3")
+        assert given.returncode == 0 and (tmp_path / "kailab-tasks" / "challenge-ticket-3.yaml").is_file(), given
+        broken = ann("challenge", "ticket-3")  # her copy, unchanged
+        assert (broken.returncode, _outcome(broken)) == (1, "FAIL"), broken.stdout[-3000:] + broken.stderr[-1500:]
+        report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+        assert report["ann"]["lessons"]["challenge-ticket-3"]["outcome"] == "FAIL"
+
+        fixed = ann("challenge", "ticket-3", "--file", str(SOLUTIONS / "challenges" / "ticket-3.yaml"))
+        assert (fixed.returncode, _outcome(fixed)) == (0, "PASS"), fixed.stdout[-3000:] + fixed.stderr[-1500:]
+        assert "runbooks/borrowing-not-happening.md" in fixed.stdout
+        # It ran in her slice: her queue, her namespace, her nodes.
+        pods = kai_lab.kube.core.list_namespaced_pod("ann-kailab-challenge").items
+        assert pods and all((p.spec.node_name or "").startswith("ann-kwok-") for p in pods)
+        report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+        assert report["ann"]["lessons"]["challenge-ticket-3"]["outcome"] == "PASS"
+    finally:
+        kai_lab.cli("class", "down", check=True)
