@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
@@ -21,6 +21,9 @@ from kailab import lab, render, versions
 from kailab.errors import KailabError, NotRunning
 from kailab.lesson import EXERCISE_NAMES
 from kailab.progress import Progress, stderr
+
+if TYPE_CHECKING:
+    from kailab.tasks import Task
 
 # The epilog stands for the hidden demo-NAME shortcuts (one line, not twelve commands).
 app = typer.Typer(
@@ -542,7 +545,7 @@ def challenge(
     _set_or_check(tasks.challenge(name), file)
 
 
-def _set_or_check(task, file: Path | None) -> None:
+def _set_or_check(task: Task, file: Path | None) -> None:
     """A task or challenge: its goal; then the learner's copy written (the first time, without --file), or their
     file run with the hidden check after its steps — verdict printed, kept for evidence and in a class's records."""
     from rich.panel import Panel

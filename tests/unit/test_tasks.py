@@ -220,3 +220,12 @@ def test_every_lesson_task_says_what_to_keep():
     for t in (t for n in EXERCISE_NAMES for t in tasks.lesson_tasks(n)):
         doc = tasks._read(t.path, t.kind)[3]
         assert doc.keep, f"{t.path}: its goal limits the change; keep: says what"
+
+
+def test_the_course_guide_sets_every_task_and_challenge_and_names_each_challenges_runbook():
+    guide = (ROOT / "docs" / "instructor.md").read_text()
+    rows = {r.split("|")[1].strip(): r for r in guide.splitlines() if r.startswith("| ")}
+    for t in ALL:
+        assert t.name in rows, f"docs/instructor.md has no row for {t.name}"
+        if t.kind == "challenge":
+            assert Path(t.runbook).name in rows[t.name], f"docs/instructor.md names another runbook for {t.name}"
