@@ -40,6 +40,8 @@ def test_unchanged_fails_and_solution_passes(kai_lab, tmp_path, task):
     assert tasks.give(task, start)
     unchanged = kai_lab.cli(*_args(task, start))
     assert (unchanged.returncode, _outcome(unchanged)) == (1, "FAIL"), unchanged.stdout[-3000:]
+    # It failed on the hidden check: not on an API error, nor on a wait of the file's own (a "wait: …" row).
+    assert "Error:" not in unchanged.stdout and "wait: " not in unchanged.stdout, unchanged.stdout[-3000:]
 
     solution = kai_lab.cli(*_args(task, SOLUTIONS / f"{task.kind}s" / f"{task.name}.yaml"))
     assert (solution.returncode, _outcome(solution)) == (0, "PASS"), solution.stdout[-3000:] + solution.stderr[-1500:]
