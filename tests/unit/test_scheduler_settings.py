@@ -214,6 +214,9 @@ def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_pat
         "spec": {
             "placementStrategy": {"gpu": "spread", "cpu": "binpack"},
             "args": {"full-hierarchy-fairness": "false", "schedule-period": "250ms"},
+            "kValue": None,  # settings left at KAI's default are removed from the shard
+            "minRuntime": None,
+            "queueDepthPerAction": None,
         }
     }
     [cmd] = enable.commands
