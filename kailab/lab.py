@@ -102,7 +102,12 @@ def fair_shares() -> dict[str, float] | None:
 
 
 def scheduler_metrics():
-    """A reader of the lab's KAI scheduler metrics, or None when this lab cannot read them."""
+    """A reader of the lab's KAI scheduler metrics (a joined learner's: their shard's scheduler's), or None when this
+    lab cannot read them."""
+    if j := joined():
+        from kailab.classroom.shards import ShardSchedulerControl
+
+        return ShardSchedulerControl(connect(), j.learner).metrics
     rt = current_runtime()
     return rt.scheduler_metrics() if rt is not None else None
 
@@ -130,10 +135,14 @@ def live_cluster(kube: Kube):
     from kailab.labels import NODEPOOL_LABEL
     from kailab.scenarios.live import LiveCluster
 
-    if j := joined():  # a learner: their nodes; their scheduler is not theirs to stop, nor its metrics to read
+    if j := joined():  # a learner: their nodes, and their scheduler through their SchedulingShard
         from kailab.classroom import plan
+        from kailab.classroom.shards import ShardSchedulerControl
 
-        return LiveCluster(kube, None, owner=owner(), node_selector=plan.node_selector(j.learner))
+        control = ShardSchedulerControl(kube, j.learner)
+        return LiveCluster(
+            kube, control, owner=owner(), metrics=control.metrics, node_selector=plan.node_selector(j.learner)
+        )
     rt = current_runtime()
     sharing = rt.gpu_sharing() if rt is not None else True
     # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.

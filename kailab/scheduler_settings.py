@@ -100,6 +100,13 @@ class SchedulerSettings:
             spec["queueDepthPerAction"] = dict(self.queue_depth_per_action)
         return spec
 
+    def shard_patch(self) -> dict:
+        """A merge patch of a SchedulingShard's spec to these settings: what :meth:`shard_spec` leaves out, and
+        every flag :meth:`args` may set but does not, is set to None (removed)."""
+        spec = {"kValue": None, "minRuntime": None, "queueDepthPerAction": None, **self.shard_spec()}
+        spec["args"] = {**{a: None for a in self.ARGS}, **spec["args"]}
+        return spec
+
     @classmethod
     def from_shard(cls, spec: dict) -> SchedulerSettings:
         """The settings a SchedulingShard's spec gives (KAI's defaults for what it leaves out); a value of the

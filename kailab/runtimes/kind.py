@@ -270,9 +270,7 @@ def shard_patch(settings: SchedulerSettings) -> dict:
     (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
     (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
     """
-    spec = {"kValue": None, "minRuntime": None, "queueDepthPerAction": None, **settings.shard_spec()}
-    spec["args"] = {**{a: None for a in SchedulerSettings.ARGS}, **spec["args"]}
-    return {"spec": spec}
+    return {"spec": settings.shard_patch()}
 
 
 def settings_from_shard(shard: dict) -> SchedulerSettings:

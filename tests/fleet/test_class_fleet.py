@@ -24,7 +24,7 @@ from kailab.classroom.lessons import run_lessons
 from kailab.classroom.partitions import LocalClass
 from kailab.classroom.records import class_status
 from kailab.kube import Kube
-from kailab.labels import GPU, KWOK_TOLERATION, LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API, QUEUE_LABEL
+from kailab.labels import GPU, KWOK_TOLERATION, LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API, QUEUE_LABEL, SHARD_API
 from kailab.ownership import stamped
 from kailab.paths import EXERCISES
 from kailab.progress import Progress
@@ -57,7 +57,8 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         assert sorted(n.metadata.name for n in nodes) == sorted(
             f"{learner}-kwok-{p}" for p in ("a100-0", "a100-1", "h100-0", "l40s-0", "l40s-1")
         )
-        assert klass.control(learner).running()
+        assert klass.control(learner, kai_lab.kube).running()
+        assert kai_lab.runtime.kai_processes.pid(plan.scheduler_process(learner)) is not None
 
     verdicts: dict[str, list] = {}
     errors: list[BaseException] = []
@@ -141,7 +142,8 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     assert klass.learners() == []
     assert kai_lab.kube.core.list_node(label_selector=LEARNER_LABEL).items == []
     for learner in LESSONS:
-        assert not klass.control(learner).running()
+        assert kai_lab.kube.get(SHARD_API, "SchedulingShard", plan.shard_name(learner)) is None
+        assert kai_lab.runtime.kai_processes.pid(plan.scheduler_process(learner)) is None
         assert kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items == [] or all(
             ns.status.phase == "Terminating"
             for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
