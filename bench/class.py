@@ -17,7 +17,7 @@ import time
 import psutil
 
 from kailab import lab
-from kailab.classroom import plan, roster
+from kailab.classroom import roster, shards
 from kailab.classroom.lessons import run_lessons
 from kailab.classroom.partitions import LocalClass
 from kailab.fleet import load_fleet
@@ -27,7 +27,7 @@ from kailab.progress import Progress
 
 def scheduler_usage(klass: LocalClass, learner: str) -> tuple[float, float]:
     """(CPU seconds, RSS MiB) of the learner's scheduler process."""
-    ident = klass.rt.kai_processes.identity(plan.scheduler_process(learner))
+    ident = klass.rt.kai_processes.identity(shards.scheduler_name(learner))
     if ident is None:
         return 0.0, 0.0
     proc = psutil.Process(ident.pid)

@@ -44,10 +44,30 @@ def remove(progress: Progress) -> None:
         progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
         rt = None
     if rt is not None:
+        remove_class(rt, progress)
         rt.down(progress)
         return
     for name in runtime_names():
         get_runtime(name)().forget(progress)
+
+
+def remove_class(rt: Runtime, progress: Progress) -> None:
+    """Before an adopted cluster is let go of (existing runtime), its class: every learner's SchedulingShard, nodes,
+    queues, namespaces and credential (``class down``). The local and kind runtimes delete the whole cluster, and
+    with it the shards; the local runtime's ``down`` stops the supervisor, then the schedulers it started."""
+    if rt.makes_cluster:
+        return
+    from kailab.classroom.partitions import class_of
+
+    klass = class_of(rt)
+    if not klass.learners():
+        return
+    try:
+        kube = connect()
+    except Exception as e:  # noqa: BLE001 (the runtime's down says what is left, and can be run again)
+        progress.info(f"The class is left on the cluster: {getattr(e, 'message', e)}", style="yellow")
+        return
+    klass.down(kube, None, progress)
 
 
 def kubeconfig() -> Path:

@@ -22,7 +22,9 @@ KAI_SCHEDULER_NAME = (
 KAI_NAMESPACE = "kai-scheduler"  # the namespace KAI's chart installs into (and the local runtime makes)
 KAI_HELM_RELEASE = "kai-scheduler"  # the Helm release of KAI's chart (kind runtime; preflight's advice)
 KAI_SCHEDULER_PROCESS = "kai-scheduler"  # the scheduler's binary and process on the local runtime (pids/, logs/)
-SHARD_SUPERVISOR = "kailab-shard-supervisor"  # the local runtime's process that runs SchedulingShards (classroom)
+SHARD_SUPERVISOR = (
+    "kailab-shard-supervisor"  # the local runtime's process that runs SchedulingShards (runtimes/shard_supervisor.py)
+)
 KAI_SCHEDULER_DEPLOYMENT = (
     "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
 )

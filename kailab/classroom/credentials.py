@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 
-from kailab.classroom.plan import STOPPED_SUFFIX, scheduler_process, shard_name
+from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API, SHARD_API
 from kailab.ownership import Owner
 from kailab.scheduler_settings import SchedulerSettings
@@ -183,7 +183,7 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                 {  # their scheduler's metrics, through the API server's proxy to the operator's Service
                     "apiGroups": [""],
                     "resources": ["services/proxy"],
-                    "resourceNames": [scheduler_process(learner), f"{scheduler_process(learner)}:http-metrics"],
+                    "resourceNames": [scheduler_name(learner), f"{scheduler_name(learner)}:http-metrics"],
                     "verbs": ["get"],
                 },
             ],

@@ -3,7 +3,7 @@
 Each learner's partition is KAI's own object, a SchedulingShard (``classroom/shards.py``): ``class up`` makes their
 KWOK nodes (labelled with their node pool) and their shard, then waits until a scheduler runs it. On kind and
 existing clusters KAI's operator turns the shard into a scheduler Deployment; on the local runtime, which runs
-KAI's components as processes and no operator, kailab's supervisor (``classroom/supervisor.py``, a process the lab
+KAI's components as processes and no operator, kailab's supervisor (``runtimes/shard_supervisor.py``, a process the lab
 starts and ``kailab down`` stops) turns it into a ``kai-scheduler`` process started with
 ``--partition-label-value=<learner>``. Either way a learner's scheduler settings — what the placement,
 consolidation and fair-share lessons change — live in their shard, so the engine changes them through the API
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from kailab.classroom import access, plan, shards, supervisor
+from kailab.classroom import access, plan, shards
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.classroom.shards import ShardSchedulerControl
 from kailab.errors import KailabError
@@ -35,6 +35,7 @@ from kailab.labels import (
     SHARD_SUPERVISOR,
 )
 from kailab.progress import Progress
+from kailab.runtimes import shard_supervisor
 from kailab.runtimes.base import Runtime
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
 from kailab.runtimes.local_kai import wait_healthy
@@ -97,7 +98,7 @@ class ShardClass:
 
     def stop_scheduler(self, kube: Kube, learner: str) -> None:
         """The learner's scheduler gone at once: their shard deleted (what ran it stops it)."""
-        kube.delete(SHARD_API, shards.KIND, plan.shard_name(learner))
+        kube.delete(SHARD_API, shards.KIND, shards.shard_name(learner))
 
     # -- up and down -------------------------------------------------------------------------
 
@@ -130,9 +131,9 @@ class ShardClass:
                     hint="Give those learners other names.",
                 )
             theirs = [
-                plan.shard_name(n)
+                shards.shard_name(n)
                 for n in new
-                if (got := kube.get(SHARD_API, shards.KIND, plan.shard_name(n))) is not None
+                if (got := kube.get(SHARD_API, shards.KIND, shards.shard_name(n))) is not None
                 and not plan.owner(n).owns(got["metadata"].get("labels"))
             ]
             if theirs:
@@ -159,7 +160,7 @@ class ShardClass:
         for learner in new:
             with progress.step(
                 f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a SchedulingShard "
-                f"{plan.shard_name(learner)} for partition {NODEPOOL_LABEL}={learner}"
+                f"{shards.shard_name(learner)} for partition {NODEPOOL_LABEL}={learner}"
             ):
                 self._write(done + [learner])  # first: a failure half-way is still removed by class down
                 self.make(kube, fleet, learner)
@@ -241,15 +242,15 @@ class LocalClass(ShardClass):
         """The supervisor running (started once, by pid and start time like KAI's processes)."""
         group = self.rt.kai_processes
         if group.identity(SHARD_SUPERVISOR) is None:
-            spec = supervisor.process_spec(self.rt.home)
+            spec = shard_supervisor.process_spec(self.rt.home)
             group.start(spec)
             wait_healthy([spec], group, timeout=30)
 
     def stop_scheduler(self, kube: Kube, learner: str) -> None:
         """The shard deleted, and its process stopped now (the supervisor would, a moment later)."""
         super().stop_scheduler(kube, learner)
-        LocalSchedulerControl(self.rt, name=plan.scheduler_process(learner)).stop()
-        shutil.rmtree(self.folder / "partitions" / plan.shard_name(learner), ignore_errors=True)
+        LocalSchedulerControl(self.rt, name=shards.scheduler_name(learner)).stop()
+        shutil.rmtree(self.folder / "partitions" / shards.shard_name(learner), ignore_errors=True)
 
 
 class OperatorClass(ShardClass):

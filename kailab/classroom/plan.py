@@ -4,7 +4,7 @@ Each learner is a KAI partition (docs/operator/scheduling-shards.md in KAI v0.17
 workloads and PodGroups carry ``kai.scheduler/node-pool=<learner>``, and a scheduler of their own started
 with ``--partition-label-value=<learner>`` sees only those (its lister selects by the label; the lab's own
 scheduler, started with an empty value, selects what has no such label). Each learner's scheduler is their
-SchedulingShard's (``classroom/shards.py``). The pod-grouper copies the label
+SchedulingShard's (``classroom/shards.py``: its name, what runs it, its settings). The pod-grouper copies the label
 from the workload's top owner, or else the pod, onto the PodGroup; the scheduler labels a pod it binds.
 Everything a learner's lesson applies carries the label because it carries the learner's owner labels.
 """
@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
-from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.prefix import prefixed
@@ -68,24 +68,6 @@ class LearnerOwner(Owner):
 
 def owner(learner: str) -> LearnerOwner:
     return LearnerOwner(lab_id=LAB_ID_PREFIX + learner, node_pool=learner)
-
-
-def shard_name(learner: str) -> str:
-    """The learner's SchedulingShard (cluster-scoped): ``<learner>-shard``, theirs by name like their queues, and
-    never the chart's ``default``."""
-    return f"{learner}-shard"
-
-
-# A learner's shard points here while their scheduler is stopped (classroom/shards.py): a partition no learner has,
-# for learner names have no dots.
-STOPPED_SUFFIX = ".stopped"
-
-
-def scheduler_process(learner: str) -> str:
-    """What runs the learner's shard: KAI's operator names its Deployment and Service ``<scheduler name>-<shard>``
-    (resources_for_shard.go, DeploymentName); the local runtime's supervisor names the process the same (pids/ and
-    logs/ of the lab's KAI folder)."""
-    return f"{KAI_SCHEDULER_NAME}-{shard_name(learner)}"
 
 
 def node_labels(learner: str) -> dict[str, str]:

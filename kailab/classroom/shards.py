@@ -5,7 +5,7 @@ partition (``spec.partitionLabelValue``, here the learner's name) and the settin
 (placementStrategy, args, minRuntime, queueDepthPerAction, kValue — pkg/apis/kai/v1/schedulingshard_types.go).
 On kind and existing clusters KAI's operator turns each shard into a scheduler Deployment
 (pkg/operator/controller/schedulingshard_controller.go); on the local runtime kailab's supervisor
-(``classroom/supervisor.py``) turns it into a scheduler process. Both report in the shard's status the conditions
+(``runtimes/shard_supervisor.py``) turns it into a scheduler process. Both report in the shard's status the conditions
 KAI's operator writes (pkg/operator/controller/status_reconciler): ``Available`` with the ``observedGeneration``
 it has put into effect.
 
@@ -22,11 +22,11 @@ import urllib.request
 
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from kailab.classroom.plan import STOPPED_SUFFIX, scheduler_process, shard_name
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import (
     KAI_NAMESPACE,
+    KAI_SCHEDULER_NAME,
     LEARNER_LABEL,
     SHARD_API,
     SHARD_METRICS_ANNOTATION,
@@ -37,9 +37,25 @@ from kailab.waiting import Pending, until
 
 KIND = "SchedulingShard"
 CRD = "schedulingshards.kai.scheduler"
+# A learner's shard points here while their scheduler is stopped: a partition no learner has (names have no dots).
+STOPPED_SUFFIX = ".stopped"
+
+
+def shard_name(learner: str) -> str:
+    """The learner's SchedulingShard (cluster-scoped): ``<learner>-shard``, theirs by name like their queues, and
+    never the chart's ``default``."""
+    return f"{learner}-shard"
+
+
+def scheduler_name(learner: str) -> str:
+    """What runs the learner's shard: KAI's operator names its Deployment and Service ``<scheduler name>-<shard>``
+    (resources_for_shard.go, DeploymentName); the local runtime's supervisor names the process the same (pids/ and
+    logs/ of the lab's KAI folder)."""
+    return f"{KAI_SCHEDULER_NAME}-{shard_name(learner)}"
 
 
 def stopped(learner: str) -> str:
+    """The partition a stopped learner's shard points at."""
     return learner + STOPPED_SUFFIX
 
 
@@ -144,7 +160,7 @@ class ShardSchedulerControl(SchedulerControl):
                 with urllib.request.urlopen(url, timeout=2) as r:
                     return r.read().decode(errors="replace")
             return self.kube.core.connect_get_namespaced_service_proxy_with_path(
-                f"{scheduler_process(self.learner)}:http-metrics", KAI_NAMESPACE, "metrics", _request_timeout=5
+                f"{scheduler_name(self.learner)}:http-metrics", KAI_NAMESPACE, "metrics", _request_timeout=5
             )
         except Exception:  # a scheduler being restarted, or a Service not there yet
             return None

@@ -370,7 +370,9 @@ class LocalSchedulerControl(SchedulerControl):
         self.name = name  # its process name; a class's partition scheduler has its own (kailab/classroom)
         self.partition = partition  # the node-pool label value it schedules; "" the lab's own scheduler
         self.workdir = workdir or runtime.home / "kai"
-        self.args = args  # a SchedulingShard's spec.args (kailab/classroom/supervisor.py); None: the settings' flags
+        self.args = (
+            args  # a SchedulingShard's spec.args (kailab/runtimes/shard_supervisor.py); None: the settings' flags
+        )
 
     def _record(self) -> dict:
         try:
