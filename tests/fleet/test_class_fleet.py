@@ -25,7 +25,16 @@ from kailab.classroom.lessons import run_lessons
 from kailab.classroom.partitions import LocalClass
 from kailab.classroom.records import class_status
 from kailab.kube import Kube
-from kailab.labels import GPU, KWOK_TOLERATION, LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API, QUEUE_LABEL, SHARD_API
+from kailab.labels import (
+    GPU,
+    KWOK_TOLERATION,
+    LEARNER_LABEL,
+    NODEPOOL_LABEL,
+    PODGROUP_API,
+    QUEUE_API,
+    QUEUE_LABEL,
+    SHARD_API,
+)
 from kailab.ownership import stamped
 from kailab.paths import EXERCISES
 from kailab.progress import Progress
@@ -114,13 +123,22 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
 
     # A partition is only what a shard serves: a pod whose node-pool label no shard has stays Pending — no scheduler
-    # even looks at it — while the same pod in ann's partition is bound, on ann's nodes.
+    # even looks at it — while the same pod in ann's partition is bound, on ann's nodes. (In a queue of ann's with
+    # room: the placement lesson's own is at its limit.)
+    open_queue = {
+        "apiVersion": QUEUE_API,
+        "kind": "Queue",
+        "metadata": {"name": "ann-open", "labels": dict(plan.owner("ann").labels)},
+        "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}},
+    }
+    kai_lab.kube.apply(open_queue)
+
     def one_gpu_pod(name: str, pool: str) -> dict:
         pod = stamped(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: queue}},
+                "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: "ann-open"}},
                 "spec": {
                     "schedulerName": "kai-scheduler",
                     "tolerations": [dict(KWOK_TOLERATION)],
@@ -153,6 +171,11 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     assert [c.type for c in nowhere.status.conditions or [] if c.type == "PodScheduled"] == [], nowhere.status
     for name in ("nowhere", "in-ann"):
         kai_lab.kube.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+    until(
+        "the two pods are gone",
+        lambda: not kai_lab.kube.core.list_namespaced_pod(ns, label_selector=f"{QUEUE_LABEL}=ann-open").items,
+    )
+    kai_lab.kube.delete(QUEUE_API, "Queue", "ann-open")
 
     # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
     kai_lab.kube.apply(
@@ -211,7 +234,6 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
     from kubernetes import client
 
     from kailab.classroom import credentials
-    from kailab.labels import QUEUE_API
 
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
@@ -327,8 +349,6 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     import os
     import subprocess
     import sys
-
-    from kailab.labels import QUEUE_API
 
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
