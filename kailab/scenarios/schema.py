@@ -214,6 +214,14 @@ class TolerationFile(FileModel):
     value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
 
+    @model_validator(mode="after")
+    def _kubernetes_rules(self):
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("a toleration with operator: Exists matches any value: leave value out")
+        if self.key is None and self.operator == "Equal":
+            raise ValueError("a toleration without a key needs operator: Exists (it then tolerates every taint)")
+        return self
+
 
 # Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
 # ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
@@ -277,6 +285,8 @@ class WorkloadFile(FileModel):
             raise ValueError("give priorityClass (label and spec) or priorityClassName (spec only), not both")
         if self.node and HOSTNAME_LABEL in self.nodeSelector:
             raise ValueError(f"give node: or nodeSelector {HOSTNAME_LABEL}, not both")
+        if len(set(self.schedulingGates)) != len(self.schedulingGates):
+            raise ValueError("schedulingGates names a gate twice (Kubernetes refuses such a pod)")
         if self.subGroups and sum(g.pods for g in self.subGroups) != self.pods:
             raise ValueError(
                 f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
