@@ -145,9 +145,12 @@ def explain_pod(
         exp.runbook = "runbooks/old-queue-label.md"
     elif pod.scheduler == KAI and not pod.queue and exp.state == "Pending":
         exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
+    # An eviction is the story of a pod that is bound again, or waits only for room: it names the runbook then.
+    first = not exp.runbook or exp.summary.startswith("Pending because no node has room")
     for detail, runbook in eviction_notes(evictions or [], never_preemptors):
         exp.details.append(detail)
-        exp.runbook = exp.runbook or runbook
+        if first:
+            exp.runbook, first = runbook, False
     return exp
 
 

@@ -120,7 +120,7 @@ def observe(state: RunState) -> Observation:
     said: list[tuple[float, str, str]] = []  # (time, workload, message)
     for (kind, name), messages in state.waiting.items():
         if kind == "Job":  # a Job is named for its workload (<name>-<i> with jobs:)
-            workload = name if name in state.sizes else name.rpartition("-")[0]
+            workload = next((w for w in (name, name.rpartition("-")[0]) if w in state.sizes), "")
         else:
             workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
         if workload:

@@ -186,3 +186,13 @@ def test_a_job_the_api_server_gives_no_pods():
     assert e.state == "NoPods" and "'trian'" in e.summary and e.runbook == "runbooks/misspelt-priority-class.md"
     other = explain_podless_job("typo", "ns", ["Error creating: pods is forbidden: exceeded quota"])
     assert other.runbook == "" and other.reported.endswith("exceeded quota")
+
+
+def test_an_eviction_names_the_runbook_only_when_the_pod_waits_for_room():
+    moved = "Pod ns/small-3-abc was preempted and rescheduled due to bin packing (resource consolidation) procedure"
+    room = "0/5 nodes are available: 5 node(s) didn't have enough resources: GPUs."
+    e = explain_pod(pod(), [room], None, True, True, NODES, evictions=[moved])
+    assert e.runbook == "runbooks/consolidation.md" and e.details[0].startswith("Nearest node")
+    quota = "NonPreemptibleOverQuota: Non-preemptible workload is over quota."
+    e = explain_pod(pod(), [quota], None, True, True, NODES, evictions=[moved])
+    assert e.runbook == "runbooks/borrowing-not-happening.md" and "consolidation" in e.details[-1]
