@@ -31,11 +31,13 @@ EVICTION_WORDS = ("preempted", "evict", "reclaim")
 VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)")
 # Events in which a scheduler says why something waits.
 # FailedCreate: the Job controller on its Job, when the API server refuses its pods (a misspelt priority class).
+# BindingError: KAI's binder on a pod it could not bind (pkg/binder/controllers/bindrequest_controller.go).
 WAITING_REASONS = {
     "Unschedulable",
     "FailedScheduling",
     "NotReady",
     "FailedBinding",
+    "BindingError",
     "StaleJob",
     "PodGrouperWarning",
     "FailedCreate",

@@ -196,3 +196,12 @@ def test_an_eviction_names_the_runbook_only_when_the_pod_waits_for_room():
     quota = "NonPreemptibleOverQuota: Non-preemptible workload is over quota."
     e = explain_pod(pod(), [quota], None, True, True, NODES, evictions=[moved])
     assert e.runbook == "runbooks/borrowing-not-happening.md" and "consolidation" in e.details[-1]
+
+
+def test_the_binders_and_the_job_controllers_words_are_reasons_to_wait():
+    from kailab.pods import EventView
+
+    bind = "Failed to bind pod ns/p to node n: failed waiting for GPU reservation pod to allocate: x/y"
+    assert EventView("Pod", "p", "BindingError", bind).says_why_waiting
+    assert EventView("Job", "j", "FailedCreate", "Error creating: forbidden").says_why_waiting
+    assert not EventView("Pod", "p", "Bound", "Pod bound successfully to node n").says_why_waiting
