@@ -624,9 +624,12 @@ def node_entries(bins: dict[str, Path], kind_dir: Path) -> list[FileEntry]:
     return out
 
 
-def node_image_present(runner=subprocess.run) -> bool:
-    proc = runner(["docker", "image", "inspect", NODE_IMAGE], capture_output=True, text=True)
-    return proc.returncode == 0
+def _docker(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True)
+
+
+def node_image_present(runner=_docker) -> bool:
+    return runner(["docker", "image", "inspect", NODE_IMAGE]).returncode == 0
 
 
 def ensure_node_image(home: Path, bins: dict[str, Path], rootfs: Path, kind_dir: Path, progress: Progress) -> None:
@@ -666,13 +669,11 @@ def _digest(parts) -> str:
     return hashlib.sha256(json.dumps(list(parts)).encode()).hexdigest()
 
 
-def remove_node_image(runner=subprocess.run) -> bool:
-    """Remove the node image this lab loaded (only if it carries kailab's label); True when one was removed."""
-    proc = runner(
-        ["docker", "image", "inspect", "--format", f'{{{{ index .Config.Labels "{IMAGE_LABEL}" }}}}', NODE_IMAGE],
-        capture_output=True,
-        text=True,
-    )
+def remove_node_image(runner=_docker) -> bool:
+    """Remove the node image an offline up loaded (only if it carries kailab's label); True when one was removed.
+
+    ``runner``: argv → an object with returncode and stdout (the kind runtime's runner)."""
+    proc = runner(["docker", "image", "inspect", "--format", f'{{{{ index .Config.Labels "{IMAGE_LABEL}" }}}}', NODE_IMAGE])
     if proc.returncode != 0 or proc.stdout.strip() != "kailab":
         return False
-    return runner(["docker", "image", "rm", NODE_IMAGE], capture_output=True, text=True).returncode == 0
+    return runner(["docker", "image", "rm", NODE_IMAGE]).returncode == 0
