@@ -184,7 +184,9 @@ OFFLINE_BUILDS: tuple[GoBuild, ...] = (
         name="kai-images",
         module=KAI_MODULE,
         version=KAI_VERSION,
-        # One binary per image of KAI's chart (deployments/kai-scheduler/values.yaml: image.name).
+        # One binary per image of KAI's chart (deployments/kai-scheduler/values.yaml: image.name) that runs on the
+        # kind node. Not resourcereservation: its pods go to the fake GPU nodes, which KWOK runs without images
+        # (and it needs cgo for NVML).
         binaries={
             name: f"{KAI_MODULE}/cmd/{name}"
             for name in (
@@ -195,7 +197,6 @@ OFFLINE_BUILDS: tuple[GoBuild, ...] = (
                 "podgrouper",
                 "podgroupcontroller",
                 "queuecontroller",
-                "resourcereservation",
             )
         },
         sums=("h1:UtfrbI2aMZm6LGPx1DWPGhOGhxNXHtgfzKpEtlZ3ZiU=", "h1:+Ixd+cMJWhBiLAbYxWwiNQRTa4oABokpTvXc9SBlufo="),

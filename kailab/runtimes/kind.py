@@ -288,7 +288,10 @@ def plan(
                         "--config",
                         str(home / "kind.yaml"),
                         "--wait",
-                        "120s",
+                        "300s",
+                        # the lab's own file, not the user's ~/.kube/config
+                        "--kubeconfig",
+                        kc,
                     ]
                 ],
                 files={"kind.yaml": yaml.safe_dump(kind_config(host, kit.images if kit else None), sort_keys=False)},

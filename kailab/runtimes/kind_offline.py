@@ -654,10 +654,8 @@ def ensure_node_image(home: Path, bins: dict[str, Path], rootfs: Path, kind_dir:
             try:
                 write_archive(proc.stdin, [NODE_IMAGE], layers, config, {IMAGE_LABEL: "kailab"})
             except BrokenPipeError:
-                pass
-            finally:
-                proc.stdin.close()
-            out, err = proc.communicate()
+                pass  # docker load stopped reading: its error is below
+            out, err = proc.communicate()  # closes its input
             if proc.returncode != 0:
                 raise KailabError(
                     f"docker load of the node image {NODE_IMAGE} failed.",
