@@ -26,7 +26,13 @@ from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import Fleet, create_fleet
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 from kailab.kube import Kube
-from kailab.labels import KAI_HELM_RELEASE, KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYMENT, RESERVATION_NAMESPACE
+from kailab.labels import (
+    KAI_HELM_RELEASE,
+    KAI_NAMESPACE,
+    KAI_SCHEDULER_DEPLOYMENT,
+    NODEPOOL_LABEL,
+    RESERVATION_NAMESPACE,
+)
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
@@ -53,6 +59,9 @@ OWN_ENTRIES = (
     "offline",
 )
 LAB_LABEL = "kailab.io/lab"
+# kind's own nodes are in a KAI node pool of their own, so the lab's KAI scheduler (node pool "") sees only the fleet's
+# nodes, as on the local runtime: the same places for CPU-only pods and the same "5 node(s)" in KAI's reasons.
+KIND_NODE_POOL = "kind-nodes"
 KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 # The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
@@ -182,9 +191,10 @@ def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = Non
     kailab made from ``offline_images`` (mounted) before kubelet starts, and runs etcd and pause as made here.
     """
     config: dict = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
-    node: dict = {"role": "control-plane", "labels": {LAB_LABEL: "true"}}
+    labels = {LAB_LABEL: "true", NODEPOOL_LABEL: KIND_NODE_POOL}
+    node: dict = {"role": "control-plane", "labels": dict(labels)}
     if offline_images is None:
-        config["nodes"] = [node, {"role": "worker", "labels": {LAB_LABEL: "true"}}]
+        config["nodes"] = [node, {"role": "worker", "labels": dict(labels)}]
     else:
         from kailab.runtimes import kind_offline
 

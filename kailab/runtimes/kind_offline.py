@@ -671,7 +671,9 @@ def remove_node_image(runner=_docker) -> bool:
     """Remove the node image an offline up loaded (only if it carries kailab's label); True when one was removed.
 
     ``runner``: argv → an object with returncode and stdout (the kind runtime's runner)."""
-    proc = runner(["docker", "image", "inspect", "--format", f'{{{{ index .Config.Labels "{IMAGE_LABEL}" }}}}', NODE_IMAGE])
+    proc = runner(
+        ["docker", "image", "inspect", "--format", f'{{{{ index .Config.Labels "{IMAGE_LABEL}" }}}}', NODE_IMAGE]
+    )
     if proc.returncode != 0 or proc.stdout.strip() != "kailab":
         return False
     return runner(["docker", "image", "rm", NODE_IMAGE]).returncode == 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,26 @@ def kind_clusters() -> list[str]:
     return out.stdout.split() if out.returncode == 0 else []
 
 
+def same_on_kind(got: list[dict], golden: list[dict]) -> bool:
+    """The golden rows, except one thing kind cannot give: kube-scheduler counts every node, kind's own too
+    (the local runtime has none), so a reason it gave (the baseline lesson: "0/6 nodes are available: 6 Insufficient
+    nvidia.com/gpu. …") is compared by its first sentence with the node counts left out. KAI sees only the fleet's
+    nodes on kind too (kind.KIND_NODE_POOL), so its reasons must be equal."""
+
+    def first_sentence(text: str) -> str:
+        return re.sub(r"\d+", "N", text.split(". ")[0])
+
+    def default_scheduler_reason(row: dict) -> bool:
+        return row["measure"] == "reason" and "nodes are available" in row["observed"]
+
+    masked = [
+        {**g, "observed": first_sentence(g["observed"])} if default_scheduler_reason(w) else g
+        for g, w in zip(got, golden, strict=False)
+    ]
+    wanted = [{**w, "observed": first_sentence(w["observed"])} if default_scheduler_reason(w) else w for w in golden]
+    return same_rows(masked, wanted)
+
+
 def test_offline_kind_lab_passes_every_lesson_and_down_leaves_nothing(tmp_path):
     if WHY_NOT is not None:
         if IN_CI:
@@ -94,7 +115,7 @@ def test_offline_kind_lab_passes_every_lesson_and_down_leaves_nothing(tmp_path):
         for v in result["verdicts"]:
             assert v["outcome"] == "PASS", (v["scenario"], v["error"], [c for c in v["checks"] if not c["passed"]])
             golden = json.loads((GOLDEN / v["scenario"] / "verdict.json").read_text())
-            assert same_rows(rows(v), rows(golden)), (v["scenario"], rows(v), rows(golden))
+            assert same_on_kind(rows(v), rows(golden)), (v["scenario"], rows(v), rows(golden))
         assert [v["scenario"] for v in result["verdicts"]] == lesson_names()
         assert demo.returncode == 0, demo.stderr[-2000:]
 
