@@ -14,23 +14,16 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fleet import kailab  # noqa: E402  (bench/fleet.py: runs a kailab command, exits when it fails)
 
 from kailab import versions  # noqa: E402
 from kailab.paths import cache_home  # noqa: E402
 from kailab.runtimes import kind_offline  # noqa: E402
 from kailab.runtimes.kind import CLUSTER  # noqa: E402
-
-
-def kailab(*args: str, env: dict) -> float:
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kailab", *args], env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"kailab {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
-    return time.monotonic() - start
 
 
 def du_gib(*paths: Path) -> float:

@@ -353,19 +353,19 @@ class ImageRecipe:
     debian: bool = False
 
 
+def binary_image(file: str, tag: str, path: str, binary: Path, **config) -> ImageRecipe:
+    """An image of one static binary at ``path`` (its entrypoint) and an empty /tmp."""
+    entries = [FileEntry(path, binary, mode=0o755), FileEntry("tmp", folder=True)]
+    return ImageRecipe(file, [tag], entries, {"Entrypoint": [f"/{path}"], **config})
+
+
 def recipes(bins: dict[str, Path], kai_dir: Path, pause: Path) -> list[ImageRecipe]:
     """Every image the node imports: the control plane kubeadm asks for, KAI's, KWOK's."""
     k8s = versions.KUBERNETES_VERSION
-    out = []
-    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
-        out.append(
-            ImageRecipe(
-                name,
-                [f"registry.k8s.io/{name}:{k8s}"],
-                [FileEntry(f"usr/local/bin/{name}", bins[name], mode=0o755), FileEntry("tmp", folder=True)],
-                {"Entrypoint": [f"/usr/local/bin/{name}"]},
-            )
-        )
+    out = [
+        binary_image(name, f"registry.k8s.io/{name}:{k8s}", f"usr/local/bin/{name}", bins[name])
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+    ]
     # kube-proxy runs iptables: it gets the Debian layer below its binary.
     out.append(
         ImageRecipe(
@@ -376,43 +376,34 @@ def recipes(bins: dict[str, Path], kai_dir: Path, pause: Path) -> list[ImageReci
             debian=True,
         )
     )
-    out.append(
-        ImageRecipe(
-            "etcd",
-            [f"registry.k8s.io/etcd:{ETCD_TAG}"],
-            [FileEntry("usr/local/bin/etcd", bins["etcd"], mode=0o755), FileEntry("tmp", folder=True)],
-            {"Entrypoint": ["/usr/local/bin/etcd"]},
-        )
-    )
-    out.append(
-        ImageRecipe(
-            "coredns",
-            [f"registry.k8s.io/coredns/coredns:{versions.COREDNS_VERSION}"],
-            [FileEntry("coredns", bins["coredns"], mode=0o755), FileEntry("tmp", folder=True)],
-            {"Entrypoint": ["/coredns"]},
-        )
-    )
-    out.append(
+    out += [
+        binary_image("etcd", f"registry.k8s.io/etcd:{ETCD_TAG}", "usr/local/bin/etcd", bins["etcd"]),
+        binary_image(
+            "coredns", f"registry.k8s.io/coredns/coredns:{versions.COREDNS_VERSION}", "coredns", bins["coredns"]
+        ),
         ImageRecipe(
             "pause",
             [f"registry.k8s.io/pause:{versions.PAUSE_VERSION}"],
             [FileEntry("pause", pause, mode=0o755)],
             {"Entrypoint": ["/pause"], "User": "65535:65535"},
+        ),
+        binary_image("kwok", KWOK_IMAGE, "usr/local/bin/kwok", bins["kwok"]),
+    ]
+    # As KAI's Dockerfile: /workspace/app, run as 65532.
+    out += [
+        binary_image(
+            f"kai-{name}",
+            f"{KAI_REGISTRY}/{name}:{versions.KAI_VERSION}",
+            "workspace/app",
+            bins[name],
+            WorkingDir="/workspace",
+            User="65532:65532",
         )
-    )
-    for name in versions.build("kai-images").binaries:
-        # As KAI's Dockerfile: /workspace/app, run as 65532.
-        out.append(
-            ImageRecipe(
-                f"kai-{name}",
-                [f"{KAI_REGISTRY}/{name}:{versions.KAI_VERSION}"],
-                [FileEntry("workspace/app", bins[name], mode=0o755), FileEntry("tmp", folder=True)],
-                {"Entrypoint": ["/workspace/app"], "WorkingDir": "/workspace", "User": "65532:65532"},
-            )
-        )
+        for name in versions.build("kai-images").binaries
+    ]
     # KAI's crd-upgrader (deployments/crd-upgrader/Dockerfile): kubectl, the chart's CRDs and apply-crds.sh;
     # the chart's other hook Jobs run kubectl from the same image.
-    crds = sorted((kai_dir / "deployments/kai-scheduler/crds").glob("*.yaml"))
+    crds = sorted((kai_dir / KAI_CHART_PATH / "crds").glob("*.yaml"))
     out.append(
         ImageRecipe(
             "kai-crd-upgrader",
@@ -424,14 +415,6 @@ def recipes(bins: dict[str, Path], kai_dir: Path, pause: Path) -> list[ImageReci
             ],
             {"Cmd": ["/apply-crds.sh"], "User": "65532:65532", "Env": ["HOME=/tmp", "PATH=/usr/bin:/bin"]},
             debian=True,
-        )
-    )
-    out.append(
-        ImageRecipe(
-            "kwok",
-            [KWOK_IMAGE],
-            [FileEntry("usr/local/bin/kwok", bins["kwok"], mode=0o755), FileEntry("tmp", folder=True)],
-            {"Entrypoint": ["/usr/local/bin/kwok"]},
         )
     )
     return out
