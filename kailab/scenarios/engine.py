@@ -130,7 +130,8 @@ class Engine:
                     with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
                         self.cluster.start_scheduler(SchedulerSettings())
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
-            verdict.error = (f"{scenario.path}:{step.line}: " if step is not None and step.line else "") + failure_text(e)
+            where = f"{scenario.path}:{step.line}: " if step is not None and step.line else ""  # 0: a hidden step
+            verdict.error = where + failure_text(e)
             self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
         verdict.seconds = self.cluster.clock() - start
         return verdict
