@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # KAI Scheduler's (v0.17.0)
 QUEUE_LABEL = "kai.scheduler/queue"
+OLD_QUEUE_LABEL = "runai/queue"  # Run:ai's older key; KAI v0.17.0 does not read it (a common leftover)
 PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
 MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
 POD_GROUP_ANNOTATION = "pod-group-name"
