@@ -122,6 +122,11 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         spec["nodeSelector"] = {**w.nodeSelector, **({HOSTNAME_LABEL: w.node} if w.node else {})}
     if w.schedulingGates:
         spec["schedulingGates"] = [{"name": gate} for gate in w.schedulingGates]
+    if w.nodeAffinity:
+        terms = [{"matchExpressions": [r.model_dump(mode="json", exclude_defaults=True) for r in w.nodeAffinity]}]
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     return {

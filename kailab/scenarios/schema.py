@@ -223,6 +223,22 @@ class TolerationFile(FileModel):
         return self
 
 
+class NodeRequirementFile(FileModel):
+    """One requirement of a workload's required node affinity (Kubernetes' matchExpressions)."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[LabelValue, ...] = ()
+
+    @model_validator(mode="after")
+    def _kubernetes_rules(self):
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator: {self.operator} needs values")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator: {self.operator} takes no values: leave them out")
+        return self
+
+
 # Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
 # ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
 OWN_KEYS = {
@@ -273,6 +289,7 @@ class WorkloadFile(FileModel):
     nodePool: Name | None = None  # the kai.scheduler/node-pool label: only the KAI scheduler of that pool sees it
     nodeSelector: dict[LabelKey, LabelValue] = {}  # the pods' spec.nodeSelector, beside node:
     tolerations: tuple[TolerationFile, ...] | None = None  # unset: KWOK's fake-node taint, which every lab node has
+    nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
     schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
 
     @model_validator(mode="after")
