@@ -440,26 +440,18 @@ def kai_steps(home: Path, kit: OfflineKit | None) -> list[Step]:
 
 
 def shard_patch(settings: SchedulerSettings) -> dict:
-    """The merge patch that gives the default SchedulingShard these settings (an arg set to None is removed).
+    """The merge patch that gives a SchedulingShard these settings (a field or arg set to None is removed).
 
     ``spec.placementStrategy.{gpu,cpu}`` is what the operator turns into the config file's plugins and actions
     (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
     (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
     """
-    return {
-        "spec": {
-            "placementStrategy": {"gpu": settings.gpu_placement, "cpu": settings.cpu_placement},
-            "args": {**{a: None for a in SchedulerSettings.ARGS}, **settings.args()},
-        }
-    }
+    return {"spec": settings.shard_patch()}
 
 
 def settings_from_shard(shard: dict) -> SchedulerSettings:
     """The settings a SchedulingShard gives (KAI's defaults for what it leaves out)."""
-    spec = shard.get("spec") or {}
-    placement = spec.get("placementStrategy") or {}
-    fairness = str((spec.get("args") or {}).get("full-hierarchy-fairness", "true")).lower() != "false"
-    return SchedulerSettings(placement.get("gpu") or "binpack", placement.get("cpu") or "binpack", fairness)
+    return SchedulerSettings.from_shard(shard.get("spec") or {})
 
 
 def _scheduler_enabled(enabled: bool) -> str:
