@@ -181,6 +181,19 @@ def gather(
         for p in kube.core.list_namespaced_pod(namespace).items
         if p.metadata.name == name or (p.metadata.labels or {}).get("job-name") == name or owned_by(p)
     ]
+    return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector)
+
+
+def explain_pods(
+    kube: Kube,
+    pods: list,
+    namespace: str,
+    fair_shares: dict[str, float] | None = None,
+    visible: list | None = None,
+    node_selector: str = "",
+) -> list[Explanation]:
+    """Explanations for these pods of one namespace (the client's objects), from its events, the queues and the
+    nodes (``visible``, ``node_selector``: as :func:`gather`)."""
     if not pods:
         return []
     events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)

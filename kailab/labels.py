@@ -54,3 +54,7 @@ LAB_ID_LABEL = "kailab.io/lab-id"
 NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
+# A learner's nodes carry this taint (value: the learner) and only their own pods tolerate it, so no one else's pod
+# lands there: not the default scheduler's (which knows no partitions), nor one of another partition (KAI's
+# predicates honour taints: PodToleratesNodeTaints)
+PARTITION_TAINT_KEY = "kailab.io/partition"
