@@ -133,6 +133,12 @@ def status(
         render.stdout.print(
             f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}", markup=False, highlight=False
         )
+        for lesson, r in sorted(row["lessons"].items()):
+            if r.get("prediction"):
+                said = " ".join(str(r["prediction"]).split())  # one line, as typed
+                render.stdout.print(
+                    f"  {lesson}: predicted “{said}”, outcome {r['outcome']}", markup=False, highlight=False
+                )
         for s in row["stuck"]:
             render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
 

@@ -180,7 +180,7 @@ def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finish
                     "kind": "pod",
                     "pod": f"{ns}/{p.metadata.name}",
                     "pending_seconds": int((now - p.metadata.creation_timestamp).total_seconds()),
-                    "reason": why.reported or why.summary,
+                    "reason": why.reported,  # KAI's (or kube-scheduler's) own words; "" before it reported
                     "explanation": why.summary,
                     "runbook": why.runbook,
                 }
@@ -192,4 +192,5 @@ def stuck_line(learner: str, s: dict) -> str:
     """One stuck thing in words (plain text: a caller escapes it for its page)."""
     if s.get("kind") == "lesson":
         return f"{learner}: lesson {s['lesson']} ({s['namespace']}) {s['reason']}"
-    return f"{learner}: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}"
+    said = f"the scheduler says: {s['reason']}" if s.get("reason") else s.get("explanation", "")
+    return f"{learner}: {s['pod']} Pending {s['pending_seconds']} s — {said}"

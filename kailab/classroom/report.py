@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kailab.classroom.records import RUNNING, stuck_line
 
-MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!{}")  # what makes markup inside a line (a cell never starts one)
+MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!{}&")  # what makes markup inside a line (& an entity); a cell starts none
 
 
 @dataclass

@@ -192,7 +192,11 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     offset = int(spec["variables"][0]["expression"].split("substring(")[1].rstrip(")"))
     assert credentials.username("ann")[offset:] == "ann"
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
-    assert kinds == {"queues", "priorityclasses", "namespaces"}
+    assert kinds == {"queues", "priorityclasses", "namespaces", "pods", "jobs", "deployments", "replicasets"}
+    role = next(o for o in credentials.learner_objects("ann", ["ann-x"], Owner()) if o["kind"] == "Role")
+    may_make = {res for rule in role["rules"] if "create" in rule["verbs"] for res in rule["resources"]}
+    pod_makers = {"pods", "jobs", "cronjobs", "deployments", "replicasets", "statefulsets", "daemonsets"}
+    assert may_make & pod_makers == {k for _, k in credentials.WORKLOADS}  # each kind that makes pods: under the rule
     assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
     assert spec["failurePolicy"] == "Fail"
 
@@ -331,13 +335,21 @@ def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_a
     assert lines[6] == "| ann | – | PASS 2026-11-24T09:00:00+00:00 |"
     assert lines[7] == "| bob | RUNNING since 2026-11-24T09:01:00+00:00 | – |"
     assert "| ann | quota | team-a \\*wins\\* \\| \\[x\\]\\(y\\) second line | PASS |" in lines
-    assert "- bob: bob-kailab-gang/w-0 Pending 300 s — 0/5 nodes \\| no GPUs" in lines
+    assert "- bob: bob-kailab-gang/w-0 Pending 300 s — the scheduler says: 0/5 nodes \\| no GPUs" in lines
     assert "- bob: lesson gang \\(bob-kailab-gang\\) started 300 s ago" in lines
     nobody = markdown(sections({"ann": {"lessons": {}, "stuck": []}}, ["quota"]))
     assert nobody.endswith("## Stuck\n\nNobody.\n")
 
 
-HOSTILE = ["<script>alert(1)</script>", "a | b", "[link](http://x)", "{{x}}", "[bold]red[/bold]", "**strong**"]
+HOSTILE = [
+    "<script>alert(1)</script>",
+    "a | b",
+    "[link](http://x)",
+    "{{x}}",
+    "[bold]red[/bold]",
+    "**strong**",
+    "&amp; &lt;i&gt;",
+]
 
 
 def _hostile_report() -> dict:
@@ -426,7 +438,7 @@ def test_hostile_text_in_class_status_is_printed_as_typed():
         )
     printed = console.file.getvalue()
     for text in HOSTILE:
-        assert f"{text}: {text} Pending 1 s — {text}" in printed
+        assert f"{text}: {text} Pending 1 s — the scheduler says: {text}" in printed
 
 
 # --- memory: said before anything is built ------------------------------------------------------------------------
