@@ -9,9 +9,10 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
   create, change and delete Queues and PriorityClasses — which RBAC cannot limit by name on create, so one
   ValidatingAdmissionPolicy (CEL, built into the API server) refuses any learner's request whose object (or,
   on update and delete, old object) is not named ``<learner>-…`` and labelled with their node pool.
-- the same policy keeps a learner's pods off everyone else's nodes: a pod (or the pod template of a Job,
-  Deployment or ReplicaSet) may name in ``nodeName`` only a node of theirs, and may tolerate no other partition's
-  taint (``kailab.io/partition``, see ``plan.taint``) nor every taint (a toleration without a key).
+- the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
+  Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
+  and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
+  (``kailab.io/partition``, see ``plan.taint``) nor every taint (a toleration without a key).
 
 Nothing lets a learner read or change another learner's pods or namespaces, any node, or a scheduler's
 settings (KAI's Config and SchedulingShards are not granted at all).

@@ -96,17 +96,20 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
 
     # ann walks the baseline lesson (the default scheduler's), her prediction hostile text; the quota lesson
     # (KAI's) gives the golden verdict
+    def placed_on_her_nodes(lesson: str) -> None:  # checked before the next lesson clears the fleet
+        ns = plan.for_learner(load_scenario(EXERCISES / f"{lesson}.yaml"), "ann").namespace
+        placed = [p.spec.node_name for p in kube.core.list_namespaced_pod(ns).items if p.spec.node_name]
+        assert placed and all(n.startswith("ann-kwok-") for n in placed), (lesson, placed)
+
     walk = ann("lesson", "baseline", typed=HOSTILE + "\n")
     assert walk.returncode == 0, walk.stdout + walk.stderr
+    placed_on_her_nodes("baseline")
     run = ann("demo", "quota", "--json")
     assert run.returncode == 0, run.stderr
     (got,) = json.loads(run.stdout)["verdicts"]
     golden = json.loads((GOLDEN / "quota" / "verdict.json").read_text())
     assert got["outcome"] == "PASS" and comparable(rows(got, "ann")) == comparable(rows(golden)), got
-    for lesson in ("baseline", "quota"):
-        ns = plan.for_learner(load_scenario(EXERCISES / f"{lesson}.yaml"), "ann").namespace
-        placed = [p.spec.node_name for p in kube.core.list_namespaced_pod(ns).items if p.spec.node_name]
-        assert placed and all(n.startswith("ann-kwok-") for n in placed), placed
+    placed_on_her_nodes("quota")
 
     # A pod that is no learner's, for the default scheduler, asking for bob's node: never placed there, though it
     # has room; the same pod asking for a node of the lab's own is placed at once.
@@ -115,7 +118,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     kube.apply(pod("to-lab", FOREIGN, node="kwok-a100-0"))
     until("the lab's own pod is placed on the lab's node", lambda: bound(kube, FOREIGN, "to-lab"))
     refused = until("the default scheduler says why bob's node is refused", lambda: waiting(kube, FOREIGN, "to-bob"))
-    assert "untolerated taint" in refused and plan.taint("bob")["key"] in refused, refused
+    assert "untolerated taint" in refused, refused  # the learners' 10 tainted nodes, bob's among them
     assert not bound(kube, FOREIGN, "to-bob")
 
     # In ann's partition, for KAI: a pod without her partition's toleration waits with KAI's reason, the same pod
@@ -201,7 +204,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     assert f"  baseline: predicted “{HOSTILE}”, outcome PASS" in text, text  # as typed: no markup read
 
     html = tmp_path / "class.html"
-    kai_lab.cli("class", "evidence", "--out", str(html), check=True)
+    kai_lab.cli("class", "evidence", "--out", str(html), "--stuck-after", "1", check=True)
     page = html.read_text()
     assert page.count("data:image/png;base64,") == 1 and 'alt="GPU timelines of ann"' in page  # bob ran nothing
     assert f"<li>ann: lesson borrow ({borrow_ns}) started" in page
@@ -209,7 +212,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     assert "<td>&lt;script&gt;alert(1)&lt;/script&gt; {{ 7*7 }} [b]x[/b] [l](y) &amp;amp;</td>" in page, page
     assert "<script" not in page and ">49<" not in page
     md = tmp_path / "class.md"
-    kai_lab.cli("class", "evidence", "--out", str(md), check=True)
+    kai_lab.cli("class", "evidence", "--out", str(md), "--stuck-after", "1", check=True)
     assert (tmp_path / "class-timelines" / "ann.png").read_bytes().startswith(b"\x89PNG")
     assert "![GPU timelines of ann](class-timelines/ann.png)" in md.read_text()
     shown = "\\<script\\>alert\\(1\\)\\</script\\> \\{\\{ 7\\*7 \\}\\} \\[b\\]x\\[/b\\] \\[l\\]\\(y\\) \\&amp;"
@@ -220,7 +223,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     ended = ann("watch", "--once")
     assert ended.returncode == 1, ended.stdout + ended.stderr
     assert "your class has ended or your credential was revoked" in ended.stderr, ended.stderr
-    assert "Traceback" not in ended.stderr and "Unexpected" not in ended.stderr, ended.stderr
+    assert ended.stderr.count("Error:") == 1 and "Traceback" not in ended.stderr, ended.stderr
 
 
 def comparable(checks: list[dict]) -> list[dict]:
