@@ -319,12 +319,32 @@ def gather(
         )
 
     pods = [p for p in kube.core.list_namespaced_pod(namespace).items if named(p)]
-    events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
+    if pods:
+        return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector)
+    if kube.get("batch/v1", "Job", name, namespace) is None:
+        return []
+    events = [event_view(e) for e in kube.core.list_namespaced_event(namespace).items]
+    said = [
+        e.message
+        for e in sorted(events, key=lambda e: e.time)
+        if e.kind == "Job" and e.name == name and e.says_why_waiting
+    ]
+    return [explain_podless_job(name, namespace, said)]
+
+
+def explain_pods(
+    kube: Kube,
+    pods: list,
+    namespace: str,
+    fair_shares: dict[str, float] | None = None,
+    visible: list | None = None,
+    node_selector: str = "",
+) -> list[Explanation]:
+    """Explanations for these pods of one namespace (the client's objects), from its events, the queues and the
+    nodes (``visible``, ``node_selector``: as :func:`gather`)."""
     if not pods:
-        if kube.get("batch/v1", "Job", name, namespace) is None:
-            return []
-        said = [e.message for e in events if e.kind == "Job" and e.name == name and e.says_why_waiting]
-        return [explain_podless_job(name, namespace, said)]
+        return []
+    events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
     nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes

@@ -60,3 +60,7 @@ NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its de
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
+# A learner's nodes carry this taint (value: the learner) and only their own pods tolerate it, so no one else's pod
+# lands there: not the default scheduler's (which knows no partitions), nor one of another partition (KAI's
+# predicates honour taints: PodToleratesNodeTaints)
+PARTITION_TAINT_KEY = "kailab.io/partition"
