@@ -152,6 +152,28 @@ def _scheduling_condition(exp: Expectation, obs: Observation, present: bool) -> 
     return f"{exp.want} on none", observed, bool(groups) and having == 0
 
 
+def _pod_group_reason(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    """A reason (and words of its message) in one of the workload's PodGroups' scheduling conditions."""
+    reason, _, words = exp.want.partition(": ")
+    groups = obs.groups.get(exp.workload or "", [])
+    given = [(r, m) for g in groups for r, m in g.reasons]
+    hit = next((m for r, m in given if r == reason and words.lower() in m.lower()), None)
+    if hit is not None:
+        observed = f"{reason}: {hit}"
+    elif given:
+        observed = "; ".join(dict.fromkeys(r for r, _ in given))
+    else:
+        observed = "no reason on its PodGroup" if groups else "no PodGroup yet"
+    return exp.want, _short(observed), hit is not None
+
+
+def _pod_group_annotation(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    groups = obs.groups.get(exp.workload or "", [])
+    having = [g.annotations[exp.want] for g in groups if exp.want in g.annotations]
+    observed = f"on {len(having)} of {len(groups)} PodGroups" if groups else "no PodGroup yet"
+    return f"{exp.want} on a PodGroup", observed, bool(having)
+
+
 def _fair_share(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     share = obs.fair_share.get(exp.queue or "")
     assert exp.bound is not None  # a count: the loader gives it a bound
@@ -175,6 +197,8 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
     "fair_share": _fair_share,
     "scheduling_condition": lambda e, o: _scheduling_condition(e, o, True),
     "no_scheduling_condition": lambda e, o: _scheduling_condition(e, o, False),
+    "pod_group_reason": _pod_group_reason,
+    "pod_group_annotation": _pod_group_annotation,
 }
 
 
@@ -189,6 +213,37 @@ def evaluate(exp: Expectation, obs: Observation) -> Check:
     return Check(
         title=exp.title, expected=expected, observed=observed, passed=passed, scope=exp.scope, measure=exp.measure
     )
+
+
+def timed(exp: Expectation, first_held: float | None) -> list[Check]:
+    """The rows of an expectation's time bounds: it first held ``first_held`` seconds after the last step that
+    changed the cluster (None: it never held). The observed text names the bound, not the exact second, so a
+    recording replays to the same row; the seconds are in the row's detail."""
+    rows = []
+    for bound, limit, early in (("notBefore", exp.not_before, True), ("within", exp.within, False)):
+        if limit is None:
+            continue
+        words = f"no earlier than {limit:g}s after" if early else f"within {limit:g}s after"
+        if first_held is None:
+            observed, passed = "never held", False
+        elif early:
+            passed = first_held >= limit
+            observed = f"not before {limit:g}s" if passed else f"already after {first_held:.1f}s"
+        else:
+            passed = first_held <= limit
+            observed = f"by {limit:g}s" if passed else f"only after {first_held:.1f}s"
+        rows.append(
+            Check(
+                title=f"{exp.title}, {words} the last step",
+                expected=f"{'≥' if early else '≤'} {limit:g}s after the last step that changed the cluster",
+                observed=observed,
+                passed=passed,
+                scope=exp.scope,
+                measure=bound,
+                detail=[] if first_held is None else [f"first held {first_held:.2f}s after that step"],
+            )
+        )
+    return rows
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -18,7 +18,7 @@ from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LEARNER
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.prefix import prefixed
-from kailab.scenarios.schema import NodeStep, Wait
+from kailab.scenarios.schema import DeletePods, NodeStep, Wait
 
 LAB_ID_PREFIX = "class-"
 
@@ -96,7 +96,7 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         return f"{learner}-{name}" if name else name
 
     def step(s):
-        if isinstance(s, NodeStep):
+        if isinstance(s, (NodeStep, DeletePods)):
             return dataclasses.replace(s, node=node(s.node))
         if isinstance(s, Wait):
             return dataclasses.replace(

@@ -75,6 +75,7 @@ class _Build:
     def scenario(self, doc: schema.ScenarioFile) -> Scenario:
         queues = self.queues(doc)
         self.queue_names = {q.name for q in queues}
+        self.declared_parents = {q.name: q.parent for q in queues if q.parent is not None}
         self.workloads_by_name = self.workloads(
             doc, self.queue_names | set(doc.missingQueues), self.priority_classes(doc)
         )
@@ -192,6 +193,14 @@ class _Build:
                     f"workload '{w.name}': kailab makes fractional pods as "
                     "Jobs, Pods or PodGroups; use one of those kinds",
                 )
+            if w.podGroup is not None:
+                host = next((o for o in doc.workloads if o.name == w.podGroup), None)
+                if host is None or host.kind != "PodGroup":
+                    raise self.fail(
+                        ("workloads", i, "podGroup"),
+                        f"workload '{w.name}' joins PodGroup '{w.podGroup}', which is not a workload of kind: PodGroup "
+                        "in this scenario (declare one: its PodGroup is the one the pods join)",
+                    )
             groups: set[str] = set()
             for j, g in enumerate(w.subGroups):
                 if g.minMember is not None and g.minMember > g.pods:
@@ -217,6 +226,12 @@ class _Build:
         for step in steps:
             if isinstance(step, schema.Apply):
                 applied.add(step.workload)
+            elif isinstance(step, schema.DeletePods) and step.workload is not None and step.workload not in applied:
+                raise self.f.fail(
+                    step.line,
+                    f"this step deletes pods of workload '{step.workload}', which no earlier step applies (or a "
+                    f"step deleted), so it has none: add '- apply: {step.workload}' before it",
+                )
             elif isinstance(step, (schema.Delete, schema.Scale)) and step.workload not in applied:
                 verb = "deletes" if isinstance(step, schema.Delete) else "scales"
                 when = "after a step deleted it" if step.workload in deleted else "before any step applies it"
@@ -307,6 +322,8 @@ class _Build:
                     node=c.node,
                     subgroup=c.subGroup,
                     stable=c.stable or 0.0,
+                    not_before=c.notBefore,
+                    within=c.within,
                     line=self.line(*at, key),
                     needs=m.needs,
                 )
@@ -342,6 +359,14 @@ class _At:
     def queue(self, q: QueueFile) -> QueueFile:
         if q.parent is not None and q.parent not in self.build.queue_names:
             raise self.fail(f"queue '{q.name}' names parent '{q.parent}', which this scenario does not declare")
+        declared = self.build.declared_parents.get(q.name)
+        if declared is not None and "parent" not in q.model_fields_set:
+            # A queue step writes the whole queue: without its parent, KAI would make it a top-level queue.
+            raise self.fail(
+                f"queue '{q.name}' is declared under parent '{declared}', and this step leaves the parent out, "
+                f"which would make it a top-level queue: write parent: {declared} (or parent: null to move it "
+                "to the top on purpose)"
+            )
         return q
 
     def conditions(self) -> tuple[Expectation, ...]:

@@ -81,6 +81,8 @@ class Expectation:
     node: str | None = None
     subgroup: str | None = None
     stable: float = 0.0  # the expectation must keep holding this long (seconds)
+    not_before: float | None = None  # it may first hold no earlier than this long after the last changing step
+    within: float | None = None  # it must first hold within this long after the last changing step
     line: int = 0
     needs: str = ""  # what its measure needs of a cluster (see ABILITIES), "" for nothing
 
