@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from kailab import gpus
-from kailab.pods import PodGroupView, PodView
+from kailab.pods import PodGroupView, PodView, QueueView
 from kailab.scenarios.model import ABILITIES, Expectation
 from kailab.scenarios.schema import RequiresFile
 
@@ -28,6 +28,7 @@ class Observation:
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for
     groups: dict[str, list[PodGroupView]] = field(default_factory=dict)  # workload → its PodGroups
     fair_share: dict[str, float] = field(default_factory=dict)  # queue → GPUs of fair share (the scheduler's)
+    queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
 
 
 @dataclass
@@ -182,6 +183,47 @@ def _fair_share(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     return str(exp.bound), f"{share:g}", exp.bound.holds(share)
 
 
+def _queue_exists(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    exists = (exp.queue or "") in obs.queues
+    return exp.want, str(exists).lower(), exists == (exp.want == "true")
+
+
+def _queue_allocated(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    q = obs.queues.get(exp.queue or "")
+    assert exp.bound is not None  # a count: the loader gives it a bound
+    if q is None:
+        return str(exp.bound), "no such Queue", False
+    return str(exp.bound), f"{q.allocated:g}", exp.bound.holds(q.allocated)
+
+
+def _on_node_with(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    """Some node holds bound pods of both workloads."""
+
+    def nodes(workload: str) -> set[str]:
+        return {p.node for p in obs.pods if p.workload == workload and p.node}
+
+    mine, theirs = nodes(exp.workload or ""), nodes(exp.want)
+    shared = sorted(mine & theirs)
+    if shared:
+        observed = f"both on {', '.join(shared)}"
+    elif not mine or not theirs:
+        observed = f"{exp.workload if not mine else exp.want} has no bound pod"
+    else:
+        observed = f"no node in common ({exp.workload} on {', '.join(sorted(mine))}; {exp.want} on {', '.join(sorted(theirs))})"
+    return f"a node with {exp.want}", _short(observed), bool(shared)
+
+
+def _any_of(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    """An either-or claim: one alternative's expectations all hold."""
+    seen = [[evaluate(e, obs) for e in group] for group in exp.either]
+    held = [all(c.passed for c in group) for group in seen]
+    observed = " | ".join(
+        ("✓ " if ok else "✗ ") + ", ".join(f"{c.title}: {c.observed}" for c in group)
+        for ok, group in zip(held, seen, strict=True)
+    )
+    return exp.want, _short(observed, 240), any(held)
+
+
 def _text(value) -> str:
     return "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -199,6 +241,10 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
     "no_scheduling_condition": lambda e, o: _scheduling_condition(e, o, False),
     "pod_group_reason": _pod_group_reason,
     "pod_group_annotation": _pod_group_annotation,
+    "queue_exists": _queue_exists,
+    "queue_allocated": _queue_allocated,
+    "on_node_with": _on_node_with,
+    "any_of": _any_of,
 }
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from kailab import gpus
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
+    GPU,
     GPU_GROUP_LABEL,
     POD_GROUP_ANNOTATION,
     QUEUE_LABEL,
@@ -206,6 +207,27 @@ def podgroup_view(obj: dict) -> PodGroupView:
         tuple(reasons),
         {k: v for k, v in (meta.get("annotations") or {}).items() if len(str(v)) <= ANNOTATION_KEPT},
     )
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """A KAI Queue object as a scenario sees it: its name and the GPUs its status says are allocated."""
+
+    name: str
+    allocated: float = 0.0  # status.allocated's nvidia.com/gpu, as KAI's queue controller last wrote it
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "allocated": self.allocated}
+
+    @classmethod
+    def from_json(cls, d: dict) -> QueueView:
+        return cls(d["name"], float(d.get("allocated") or 0.0))
+
+
+def queue_view(obj: dict) -> QueueView:
+    allocated = str(((obj.get("status") or {}).get("allocated") or {}).get(GPU, 0))  # "3", or "1500m" with fractions
+    gpus_allocated = float(allocated[:-1]) / 1000 if allocated.endswith("m") else float(allocated)
+    return QueueView((obj.get("metadata") or {}).get("name", ""), gpus_allocated)
 
 
 def event_view(ev) -> EventView:

@@ -100,7 +100,10 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
             return dataclasses.replace(s, node=node(s.node))
         if isinstance(s, Wait):
             return dataclasses.replace(
-                s, expectations=tuple(dataclasses.replace(e, node=node(e.node)) for e in s.expectations)
+                s,
+                expectations=tuple(
+                    e.mapped(lambda x: dataclasses.replace(x, node=node(x.node))) for e in s.expectations
+                ),
             )
         return s
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import singledispatchmethod
 from pathlib import Path
@@ -64,7 +65,8 @@ class Cluster(Protocol):
     def delete_pods(self, namespace: str, workload: str) -> None:
         """Delete a workload's pods (and ReplicaSets) now, not when the garbage collector gets to them."""
 
-    def changes(self, namespace: str) -> Changes: ...
+    def changes(self, namespace: str, queues: Iterable[str] = ()) -> Changes:
+        """Changes in the namespace, and of the Queue objects of these names."""
 
     def node_gpus(self) -> list[float] | None:
         """GPUs of each node of the fleet (0 for a CPU-only node); None when unknown (a recording)."""
@@ -195,7 +197,9 @@ class Engine:
             self.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
 
     def _changes(self, scenario: Scenario) -> Changes:
-        changes = self.cluster.changes(scenario.namespace)
+        queues = {q.name for q in scenario.queues} | set(scenario.missing_queues)
+        queues |= {s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)}
+        changes = self.cluster.changes(scenario.namespace, queues)
         if self.record is None:
             return changes
         return Recorder(changes, self.record / scenario.name / CHANGES_FILE, self.cluster.clock())

@@ -75,6 +75,7 @@ class _Build:
     def scenario(self, doc: schema.ScenarioFile) -> Scenario:
         queues = self.queues(doc)
         self.queue_names = {q.name for q in queues}
+        self.missing_queues = set(doc.missingQueues)
         self.declared_parents = {q.name: q.parent for q in queues if q.parent is not None}
         self.workloads_by_name = self.workloads(
             doc, self.queue_names | set(doc.missingQueues), self.priority_classes(doc)
@@ -244,8 +245,8 @@ class _Build:
                 applied.discard(step.workload)
                 deleted.add(step.workload)
         ever = {s.workload for s in steps if isinstance(s, schema.Apply)}
-        for e in (e for s in steps for e in getattr(s, "expectations", ())):
-            for name in (e.workload, e.want if e.measure == "bound_before" else None):
+        for e in [p for s in steps for x in getattr(s, "expectations", ()) for p in x.parts()]:
+            for name in (e.workload, e.want if e.measure in ("bound_before", "on_node_with") else None):
                 if name and name not in ever:
                     raise self.f.fail(
                         e.line,
@@ -272,30 +273,47 @@ class _Build:
                 )
 
     def expectations(self, c: Any, keys: dict, at: tuple) -> list[Expectation]:
-        """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure."""
+        """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure;
+        an either-or claim (``anyOf:``) → one Expectation that holds when one of its alternatives does."""
+        if isinstance(c, schema.EitherFile):
+            groups = tuple(
+                tuple(self.expectations(alt, keys["anyOf"][k], at + ("anyOf", k))) for k, alt in enumerate(c.anyOf)
+            )
+            said = [" and ".join(f"{e.title} = {e.want}" for e in g) for g in groups]
+            return [
+                Expectation(
+                    title=c.title or " or ".join(said),
+                    measure="any_of",
+                    want=" or ".join(said),
+                    stable=float(c.stable or 0.0),
+                    line=self.line(*at, "anyOf"),
+                    needs=next((e.needs for g in groups for e in g if e.needs), ""),
+                    either=groups,
+                )
+            ]
         workloads = self.workloads_by_name
         if c.workload is not None and c.workload not in workloads:
             raise self.fail(
                 at + ("workload",), f"a condition names workload '{c.workload}', which the scenario does not declare"
             )
-        if c.queue is not None and c.queue not in self.used_queues:
+        missing_on_purpose = c.queueExists is False and c.queue in self.missing_queues
+        if c.queue is not None and c.queue not in self.used_queues and not missing_on_purpose:
             raise self.fail(
                 at + ("queue",),
                 f"a condition is about queue '{c.queue}', which no queue or workload of this "
                 "scenario declares, so it could only count nothing",
             )
-        if c.boundBefore is not None and c.boundBefore not in workloads:
-            raise self.fail(
-                at + ("boundBefore",),
-                f"boundBefore names workload '{c.boundBefore}', which the scenario does not declare",
-            )
+        for word in ("boundBefore", "onNodeWith"):
+            other = getattr(c, word)
+            if other is not None and other not in workloads:
+                raise self.fail(at + (word,), f"{word} names workload '{other}', which the scenario does not declare")
         if c.subGroup is not None:
-            groups = {g.name for g in workloads[c.workload].subGroups}
-            if c.subGroup not in groups:
+            subgroups = {g.name for g in workloads[c.workload].subGroups}
+            if c.subGroup not in subgroups:
                 raise self.fail(
                     at + ("subGroup",),
                     f"workload '{c.workload}' has no subgroup '{c.subGroup}'"
-                    + (f" (its subgroups: {', '.join(sorted(groups))})" if groups else ""),
+                    + (f" (its subgroups: {', '.join(sorted(subgroups))})" if subgroups else ""),
                 )
         who = (
             " ".join(

@@ -107,5 +107,5 @@ class _Renamer:
         if isinstance(step, SetQueue):
             return dataclasses.replace(step, queue=self.queue(step.queue))
         if isinstance(step, Wait):
-            return dataclasses.replace(step, expectations=tuple(self.expectation(e) for e in step.expectations))
+            return dataclasses.replace(step, expectations=tuple(e.mapped(self.expectation) for e in step.expectations))
         return step

@@ -392,7 +392,7 @@ class Measure:
 
     def want(self, value: Any, raw: Any) -> str:
         """The wanted value as text: a count as the file wrote it, ``true``, or the property's text."""
-        return str(raw) if self.counted else "true" if value is True else str(value)
+        return str(raw) if self.counted else str(value).lower() if isinstance(value, bool) else str(value)
 
     def titled(self, who: str, want: str) -> str:
         return self.title(who, want) if callable(self.title) else self.title.format(who=who, want=want)
@@ -454,6 +454,15 @@ MEASURES = (
         "{who}: PodGroup annotated {want}",
         about="workload",
     ),
+    Measure("onNodeWith", "on_node_with", Name, "{who} on a node with {want}", about="workload"),
+    Measure(
+        "queueExists",
+        "queue_exists",
+        StrictBool,
+        lambda who, want: f"{who}: Queue object {'exists' if want == 'true' else 'does not exist'}",
+        about="queue",
+    ),
+    Measure("queueAllocated", "queue_allocated", Want, "{who}: GPUs allocated (Queue status)", about="queue"),
 )
 MEASURE_OF_KEY = {key: m for m in MEASURES for key in (m.word, m.short) if key}  # file key → measure
 MEASURE_NAMED = {m.name: m for m in MEASURES}  # verdict name → measure
@@ -512,12 +521,30 @@ else:
     ConditionFile = create_model("ConditionFile", __base__=_Condition, **_measure_fields)
 
 
+class EitherFile(FileModel):
+    """An either-or claim: it holds when every measure of one of its conditions holds."""
+
+    anyOf: Annotated[list[ConditionFile], Field(min_length=2)]
+    title: StrictStr | None = None
+    stable: Seconds | None = None
+
+
+def _either_or_not(value: Any) -> str:
+    return "either" if isinstance(value, dict) and "anyOf" in value else "condition"
+
+
+OneCondition = Annotated[
+    Annotated[ConditionFile, Tag("condition")] | Annotated[EitherFile, Tag("either")],
+    Discriminator(_either_or_not),
+]
+
+
 def _one_or_many(value: Any) -> str:
     return "many" if isinstance(value, list) else "one"
 
 
 Conditions = Annotated[
-    Annotated[ConditionFile, Tag("one")] | Annotated[list[ConditionFile], Tag("many")],
+    Annotated[OneCondition, Tag("one")] | Annotated[list[OneCondition], Tag("many")],
     Discriminator(_one_or_many),
 ]
 
