@@ -161,11 +161,12 @@ class _Build:
                     f"workload '{w.name}' uses queue '{w.queue}', which this "
                     f"scenario does not declare (declared: {', '.join(sorted(queues))})",
                 )
-            if w.minMember is not None and w.minMember > w.pods:
+            joining = sum(o.pods for o in doc.workloads if o.podGroup == w.name)  # pods that join its PodGroup
+            if w.minMember is not None and w.minMember > w.pods + joining:
                 raise self.fail(
                     ("workloads", i, "minMember"),
                     f"workload '{w.name}' has minMember {w.minMember} but "
-                    f"only {w.pods} pods: the gang could never start",
+                    f"only {w.pods + joining} pods: the gang could never start",
                 )
             if w.minMember is not None and w.kind == "Deployment":
                 raise self.fail(

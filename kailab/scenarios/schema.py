@@ -49,7 +49,7 @@ from kailab.labels import (
     STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
 )
-from kailab.quantity import Quantity
+from kailab.quantity import Quantity, amount
 from kailab.scenarios.model import Bound, Expectation, Step
 from kailab.scheduler_settings import SchedulerSettings
 
@@ -269,6 +269,16 @@ class WorkloadFile(FileModel):
     stalenessGracePeriod: SignedGoDuration | None = None  # a gang short of pods is evicted after this long
     podGroupAnnotations: dict[LabelKey, StrictStr] = {}  # on a hand-made PodGroup (kind: PodGroup)
     podGroup: Name | None = None  # this Job's (or Pod's) pods join another workload's hand-made PodGroup
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self):
+        for request, limit, word in ((self.cpu, self.cpuLimit, "cpu"), (self.memory, self.memoryLimit, "memory")):
+            if request and limit and amount(request) > amount(limit):
+                raise ValueError(
+                    f"{word}: {request} is more than {word}Limit: {limit}; Kubernetes refuses a pod whose request "
+                    "is above its limit: raise the limit or lower the request"
+                )
+        return self
 
     @model_validator(mode="after")
     def _policy_words(self):
@@ -524,9 +534,15 @@ else:
 class EitherFile(FileModel):
     """An either-or claim: it holds when every measure of one of its conditions holds."""
 
-    anyOf: Annotated[list[ConditionFile], Field(min_length=2)]
+    anyOf: list[ConditionFile]
     title: StrictStr | None = None
     stable: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _two_or_more(self):
+        if len(self.anyOf) < 2:
+            raise ValueError("anyOf needs two or more conditions (for one, write the condition itself)")
+        return self
 
 
 def _either_or_not(value: Any) -> str:
