@@ -87,17 +87,21 @@ def test_pod_group_reasons_and_annotations_are_read_and_decided():
                     {
                         "type": "UnschedulableOnNodePool",
                         "reasons": [
-                            {"reason": "PreemptionDelayNotElapsed", "message": "Workload is within  its window"}
+                            {
+                                "reason": "PreemptionDelayNotElapsed",
+                                "message": "Workload is within  its window until 2026-07-12T10:33:43Z",
+                            }
                         ],
                     }
                 ]
             },
         }
     )
-    assert group.reasons == (("PreemptionDelayNotElapsed", "Workload is within its window"),)
+    assert group.reasons == (("PreemptionDelayNotElapsed", "Workload is within its window until 2026-07-12T10:33:43Z"),)
     assert PodGroupView.from_json(group.to_json()) == group  # a recording replays it whole
     obs = Observation(groups={"w": [group]})
-    assert evaluate(exp("pod_group_reason", "PreemptionDelayNotElapsed: within its", workload="w"), obs).passed
+    said = evaluate(exp("pod_group_reason", "PreemptionDelayNotElapsed: within its", workload="w"), obs)
+    assert said.passed and said.observed.endswith("until <time>")  # the same row on every run
     assert not evaluate(exp("pod_group_reason", "OverLimit", workload="w"), obs).passed
     assert evaluate(exp("pod_group_annotation", "kai.scheduler/last-eviction-timestamp", workload="w"), obs).passed
     missing = evaluate(exp("pod_group_annotation", "kai.scheduler/stale-podgroup-timestamp", workload="w"), obs)
