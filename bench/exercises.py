@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-WAITING = ("protection", "preemption-delay", "staleness")  # a 15 s protection, a 20 s delay, a 20 s grace period
+WAITING = ("protection", "preempt-delay", "staleness")  # a 15 s protection, a 20 s delay, a 20 s grace period
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
                 reclaim = seconds
             print(f"    {seconds:5.1f} s  {label[:100]}")
     print(f"slowest verdict after its step ({', '.join(WAITING)} aside): {slowest:.1f} s (target ≤ 10 s)")
-    policies = [v for v in result["verdicts"] if v["scenario"] in ("preemption-delay", "elastic", "staleness")]
+    policies = [v for v in result["verdicts"] if v["scenario"] in ("preempt-delay", "elastic", "staleness")]
     for v in policies:
         print(f"{v['scenario']} verdict: {v['seconds']:.1f} s (target ≤ 180 s)")
     print(f"reclaim of 8 GPUs: {reclaim:.1f} s (target ≤ 3 s)" if reclaim is not None else "reclaim: no verdict")

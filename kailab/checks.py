@@ -248,13 +248,14 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
     "queue_exists": _queue_exists,
     "queue_allocated": _queue_allocated,
     "on_node_with": _on_node_with,
-    "any_of": _any_of,
 }
 
 
 def evaluate(exp: Expectation, obs: Observation) -> Check:
     """Decide one expectation. The observed text says what was seen, in the expectation's terms."""
-    if exp.measure in PROPERTIES:
+    if exp.either:  # an either-or claim, made of expectations: no measure of its own
+        expected, observed, passed = _any_of(exp, obs)
+    elif exp.measure in PROPERTIES:
         expected, observed, passed = PROPERTIES[exp.measure](exp, obs)
     else:
         assert exp.bound is not None  # a count: the loader gives it a bound

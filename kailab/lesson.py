@@ -31,7 +31,7 @@ EXERCISE_NAMES = (
     "fractions",
     "protection",
     # KAI's per-workload policies (issue 26)
-    "preemption-delay",
+    "preempt-delay",
     "elastic",
     "staleness",
     "baseline",

@@ -458,11 +458,7 @@ MEASURES = (
         about="workload",
     ),
     Measure(
-        "podGroupAnnotation",
-        "pod_group_annotation",
-        LabelKey,
-        "{who}: PodGroup annotated {want}",
-        about="workload",
+        "podGroupAnnotation", "pod_group_annotation", LabelKey, "{who}: PodGroup annotated {want}", about="workload"
     ),
     Measure("onNodeWith", "on_node_with", Name, "{who} on a node with {want}", about="workload"),
     Measure(

@@ -27,15 +27,15 @@ def failed_rows(verdict: dict) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("name", ["preemption-delay", "elastic", "staleness"])
+@pytest.mark.parametrize("name", ["preempt-delay", "elastic", "staleness"])
 def test_policy_lesson_passes_on_kai(kai_lab, name):
     code, verdict = verdict_of(kai_lab, "demo", name)
     assert code == 0 and verdict["outcome"] == "PASS", failed_rows(verdict) or verdict.get("error")
     rows = {c["title"]: c for c in verdict["checks"]}
-    if name == "preemption-delay":
+    if name == "preempt-delay":
         said = rows["inside the window: KAI gives the reason PreemptionDelayNotElapsed"]["observed"]
         assert said.startswith("PreemptionDelayNotElapsed: Workload is within its preemption delay window (20s)")
-    if name in ("preemption-delay", "staleness"):
+    if name in ("preempt-delay", "staleness"):
         # the bounds on when KAI acted: each a row of its own, with the second it first held
         bounded = [c for c in verdict["checks"] if c["measure"] in ("notBefore", "within")]
         assert len(bounded) == 2 and all(c["detail"][0].startswith("first held") for c in bounded)
