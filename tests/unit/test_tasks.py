@@ -35,9 +35,15 @@ def kailab(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     )
 
 
+# Lessons added after the tasks were written: their tasks are still to come (remove a name when its task exists).
+WITHOUT_TASK = {"preempt-delay", "elastic", "staleness"}
+
+
 def test_every_lesson_has_a_task_and_every_task_and_challenge_a_solution():
     for name in EXERCISE_NAMES:
-        assert tasks.lesson_tasks(name), f"lesson {name} has no task in exercises/tasks/"
+        assert bool(tasks.lesson_tasks(name)) != (name in WITHOUT_TASK), (
+            f"lesson {name}: exercises/tasks/, WITHOUT_TASK"
+        )
     assert tasks.challenges()
     files = {p.relative_to(SOLUTIONS) for p in SOLUTIONS.rglob("*.yaml")}
     assert files == {Path(f"{t.kind}s") / f"{t.name}.yaml" for t in ALL}
@@ -147,17 +153,18 @@ def test_the_commands_copy_list_and_refuse_in_words(tmp_path):
 
 def test_a_task_record_sits_beside_the_lessons_and_the_class_page_lists_it():
     from kailab.checks import Verdict
-    from kailab.classroom import records
+    from kailab.classroom import records, report
 
     lesson = Verdict(scenario="quota", title="Quota", namespace="ann-kailab-quota")
     task = Verdict(scenario="quota-task-1", title="Quota task", namespace="ann-kailab-quota")
-    a, b = records.record_object("ann", lesson), records.record_object("ann", task, kind="task")
-    assert a["metadata"]["name"] == records.NAME and a["data"]["kind"] == "lesson"
-    assert b["metadata"]["name"] == "kailab-record-quota-task-1" and b["data"]["kind"] == "task"
+    a, b = records.record_object("ann", lesson), records.record_object("ann", task)
+    assert a["metadata"]["name"] == records.NAME and b["metadata"]["name"] == "kailab-record-quota-task-1"
     assert b["metadata"]["namespace"] == a["metadata"]["namespace"]
+    started = records.started_object("ann", "quota-task-1", "Quota task", "ann-kailab-quota")
+    assert started["metadata"]["name"] == b["metadata"]["name"]  # its verdict replaces it, not the lesson's
     row = {"outcome": "PASS", "finished": "2026-01-01T10:00:00+00:00", "seconds": "9.0", "prediction": ""}
-    report = {"ann": {"lessons": {"quota": row, "quota-task-1": {**row, "outcome": "FAIL"}}, "stuck": []}}
-    page = records.markdown(report, ["quota"])
+    rep = {"ann": {"lessons": {"quota": row, "quota-task-1": {**row, "outcome": "FAIL"}}, "stuck": []}}
+    page = report.markdown(report.sections(rep, ["quota"]))
     assert "## Tasks and challenges" in page
     assert "| ann | quota-task-1 | FAIL 2026-01-01T10:00:00+00:00 |" in page
 
