@@ -54,3 +54,12 @@ LAB_ID_LABEL = "kailab.io/lab-id"
 NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
+
+# KAI's topology-aware scheduling (docs/topology/ in KAI v0.17.0): a cluster-scoped Topology object names the node
+# labels of each level; a workload's top owner asks for a level by annotation (pkg/podgrouper/podgrouper/plugins/
+# constants/constants.go), which the pod-grouper copies into the PodGroup's spec.topologyConstraint.
+TOPOLOGY_API = "kai.scheduler/v1alpha1"
+TOPOLOGY_ANNOTATION = "kai.scheduler/topology"
+TOPOLOGY_REQUIRED_ANNOTATION = "kai.scheduler/topology-required-placement"
+TOPOLOGY_PREFERRED_ANNOTATION = "kai.scheduler/topology-preferred-placement"
+HOSTNAME_LABEL = "kubernetes.io/hostname"

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
-from kailab.pods import EventView, PodGroupView, PodView
+from kailab.pods import EventView, NodeView, PodGroupView, PodView
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Change:
     event: EventView | None = None
     group: PodGroupView | None = None
     share: FairShare | None = None  # a queue's fair share, as the scheduler last published it
+    node: NodeView | None = None  # a node of the fleet and the labels the conditions ask about
     t: float = 0.0
 
     def to_json(self) -> dict:
@@ -33,6 +34,8 @@ class Change:
             body = {"podGroup": self.group.to_json()}
         elif self.share:
             body = {"fairShare": asdict(self.share)}
+        elif self.node:
+            body = {"node": self.node.to_json()}
         else:
             body = {"event": self.event.to_json() if self.event else {}}
         return {"t": round(self.t, 3), "type": self.type, **body}
@@ -43,9 +46,10 @@ class Change:
         event = EventView(**d["event"]) if "event" in d else None
         group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
         share = FairShare(**d["fairShare"]) if "fairShare" in d else None
-        if pod is None and event is None and group is None and share is None:
-            raise KeyError("a change holds a pod, an event, a podGroup or a fairShare")
-        return cls(d["type"], pod=pod, event=event, group=group, share=share, t=float(d.get("t", 0.0)))
+        node = NodeView(**d["node"]) if "node" in d else None
+        if pod is None and event is None and group is None and share is None and node is None:
+            raise KeyError("a change holds a pod, an event, a podGroup, a fairShare or a node")
+        return cls(d["type"], pod=pod, event=event, group=group, share=share, node=node, t=float(d.get("t", 0.0)))
 
 
 @dataclass
@@ -65,6 +69,7 @@ class RunState:
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
     groups: dict[str, PodGroupView] = field(default_factory=dict)  # live PodGroups by name
     shares: dict[str, FairShare] = field(default_factory=dict)  # queue → its fair share
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # node → labels the conditions ask about
 
 
 def fold(state: RunState, change: Change) -> RunState:
@@ -85,6 +90,8 @@ def fold(state: RunState, change: Change) -> RunState:
             state.evicted.add(pod.name)
     elif change.share is not None:
         state.shares[change.share.queue] = change.share
+    elif change.node is not None:
+        state.node_labels[change.node.name] = dict(change.node.labels)
     elif change.group is not None:
         if change.type == "DELETED":
             state.groups.pop(change.group.name, None)
@@ -104,7 +111,10 @@ def fold(state: RunState, change: Change) -> RunState:
 def observe(state: RunState) -> Observation:
     """The snapshot the checks decide on."""
     obs = Observation(
-        pods=list(state.pods.values()), sizes=dict(state.sizes), fair_share={q: s.gpu for q, s in state.shares.items()}
+        pods=list(state.pods.values()),
+        sizes=dict(state.sizes),
+        fair_share={q: s.gpu for q, s in state.shares.items()},
+        node_labels=state.node_labels,
     )
     for p in obs.pods:
         if p.bound_at is not None:

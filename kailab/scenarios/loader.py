@@ -78,6 +78,7 @@ class _Build:
         self.workloads_by_name = self.workloads(
             doc, self.queue_names | set(doc.missingQueues), self.priority_classes(doc)
         )
+        self.topologies(doc)
         self.used_queues = self.queue_names | {w.queue for w in self.workloads_by_name.values() if w.queue}
         steps = tuple(self.step(i, s) for i, s in enumerate(doc.steps))
         self.order(steps)
@@ -96,6 +97,7 @@ class _Build:
             missing_queues=tuple(doc.missingQueues),
             requires=doc.requires,
             workload_lines={w.name: self.line("workloads", i) for i, w in enumerate(doc.workloads)},
+            topologies=tuple(doc.topologies),
         )
 
     def queues(self, doc: schema.ScenarioFile) -> tuple[QueueFile, ...]:
@@ -205,6 +207,46 @@ class _Build:
             out[w.name] = w
         return out
 
+    def topologies(self, doc: schema.ScenarioFile) -> None:
+        """Topology names are unique; a workload's topology constraint names a declared Topology and its levels,
+        the preferred level below the required one (KAI's docs/topology/: required bounds, preferred narrows)."""
+        declared: dict[str, schema.TopologyFile] = {}
+        for i, t in enumerate(doc.topologies):
+            if t.name in declared:
+                raise self.fail(("topologies", i, "name"), f"two topologies are named '{t.name}'")
+            declared[t.name] = t
+        for i, w in enumerate(doc.workloads):
+            c = w.topology
+            if c is None:
+                continue
+            t = declared.get(c.name)
+            if t is None:
+                raise self.fail(
+                    ("workloads", i, "topology", "name"),
+                    f"workload '{w.name}' names topology '{c.name}', which this scenario does not declare under "
+                    f"topologies (declared: {', '.join(sorted(declared)) or 'none'}); KAI would leave it Pending",
+                )
+            levels = ", ".join(lv.alias or lv.nodeLabel for lv in t.levels)
+            at: dict[str, int] = {}
+            for key in ("required", "preferred"):
+                name = getattr(c, key)
+                if name is None:
+                    continue
+                index = t.level(name)
+                if index is None:
+                    raise self.fail(
+                        ("workloads", i, "topology", key),
+                        f"topology '{t.name}' has no level '{name}' (its levels, by nodeLabel or alias: {levels})",
+                    )
+                at[key] = index
+            if len(at) == 2 and at["preferred"] <= at["required"]:
+                raise self.fail(
+                    ("workloads", i, "topology", "preferred"),
+                    f"preferred level '{c.preferred}' is not below required level '{c.required}' in topology "
+                    f"'{t.name}' (levels, widest first: {levels}): the required level bounds the domain, the "
+                    "preferred one narrows it",
+                )
+
     def step(self, i: int, s: schema.StepFile) -> Step:
         word = schema.STEP_OF[s.action]
         return word.build(getattr(s, s.action), _At(self, i, s))
@@ -230,7 +272,7 @@ class _Build:
                 deleted.add(step.workload)
         ever = {s.workload for s in steps if isinstance(s, schema.Apply)}
         for e in (e for s in steps for e in getattr(s, "expectations", ())):
-            for name in (e.workload, e.want if e.measure == "bound_before" else None):
+            for name in (e.workload, e.want if e.measure in ("bound_before", "shares_node_with") else None):
                 if name and name not in ever:
                     raise self.f.fail(
                         e.line,
@@ -269,11 +311,10 @@ class _Build:
                 f"a condition is about queue '{c.queue}', which no queue or workload of this "
                 "scenario declares, so it could only count nothing",
             )
-        if c.boundBefore is not None and c.boundBefore not in workloads:
-            raise self.fail(
-                at + ("boundBefore",),
-                f"boundBefore names workload '{c.boundBefore}', which the scenario does not declare",
-            )
+        for word in ("boundBefore", "sharesNodeWith"):
+            other = getattr(c, word)
+            if other is not None and other not in workloads:
+                raise self.fail(at + (word,), f"{word} names workload '{other}', which the scenario does not declare")
         if c.subGroup is not None:
             groups = {g.name for g in workloads[c.workload].subGroups}
             if c.subGroup not in groups:
