@@ -184,8 +184,17 @@ def _domains(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     bound = Bound.parse(wanted)
     nodes = [p.node for p in obs.pods if _in_scope(exp, p) and p.node]
     values = sorted({obs.node_labels.get(n, {}).get(label, "(no label)") for n in nodes})
-    observed = f"{len(nodes)} bound pods on {len(values)}: {', '.join(values)}" if nodes else "no pod bound"
-    return f"{bound} values of {label}", observed, bool(nodes) and bound.holds(len(values))
+    observed = (
+        f"{_count(len(nodes), 'bound pod')} on {_count(len(values), 'value')}: {', '.join(values)}"
+        if nodes
+        else "no pod bound"
+    )
+    one = bound.op == "==" and bound.low == 1
+    return f"{bound} {'value' if one else 'values'} of {label}", observed, bool(nodes) and bound.holds(len(values))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _text(value) -> str:

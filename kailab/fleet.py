@@ -150,8 +150,8 @@ class _PoolFile(BaseModel):
         ):
             raise ValueError("a GPU pool needs gpuProduct and gpuMemoryMiB")
         keys = [t.key for t in self.taints]
-        if len(set(keys)) != len(keys):
-            raise ValueError(f"two taints of this pool have the same key: {', '.join(sorted(keys))}")
+        if twice := sorted({k for k in keys if keys.count(k) > 1}):
+            raise ValueError(f"two taints of this pool have the key {twice[0]}: give each key one taint")
         return self
 
 

@@ -219,31 +219,31 @@ class _Build:
             c = w.topology
             if c is None:
                 continue
-            t = declared.get(c.name)
-            if t is None:
+            topology = declared.get(c.name)
+            if topology is None:
                 raise self.fail(
                     ("workloads", i, "topology", "name"),
                     f"workload '{w.name}' names topology '{c.name}', which this scenario does not declare under "
                     f"topologies (declared: {', '.join(sorted(declared)) or 'none'}); KAI would leave it Pending",
                 )
-            levels = ", ".join(lv.alias or lv.nodeLabel for lv in t.levels)
+            levels = ", ".join(lv.alias or lv.nodeLabel for lv in topology.levels)
             at: dict[str, int] = {}
             for key in ("required", "preferred"):
                 name = getattr(c, key)
                 if name is None:
                     continue
-                index = t.level(name)
+                index = topology.level(name)
                 if index is None:
                     raise self.fail(
                         ("workloads", i, "topology", key),
-                        f"topology '{t.name}' has no level '{name}' (its levels, by nodeLabel or alias: {levels})",
+                        f"topology '{topology.name}' has no level '{name}' (its levels, by nodeLabel or alias: {levels})",
                     )
                 at[key] = index
             if len(at) == 2 and at["preferred"] <= at["required"]:
                 raise self.fail(
                     ("workloads", i, "topology", "preferred"),
                     f"preferred level '{c.preferred}' is not below required level '{c.required}' in topology "
-                    f"'{t.name}' (levels, widest first: {levels}): the required level bounds the domain, the "
+                    f"'{topology.name}' (levels, widest first: {levels}): the required level bounds the domain, the "
                     "preferred one narrows it",
                 )
 

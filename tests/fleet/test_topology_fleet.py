@@ -32,8 +32,8 @@ def test_the_topology_lesson_passes_on_kai_and_replays_to_the_same_verdict(kai_l
     assert code == 0 and verdict["outcome"] == "PASS", failed or verdict
     assert verdict["seconds"] <= 180
     rows = {c["title"]: c for c in verdict["checks"]}
-    assert rows["... spread over more than one rack"]["observed"].startswith("3 bound pods on 2: ")
-    assert rows["... all in one rack"]["observed"] == "3 bound pods on 1: rack-a1"
+    assert rows["... spread over more than one rack"]["observed"].startswith("3 bound pods on 2 values: ")
+    assert rows["... all in one rack"]["observed"] == "3 bound pods on 1 value: rack-a1"
     again = replay(load_scenario(EXERCISES / "topology.yaml"), tmp_path / "topology")
     assert [(c.title, c.observed, c.passed) for c in again.checks] == [
         (c["title"], c["observed"], c["passed"]) for c in verdict["checks"]
@@ -52,8 +52,8 @@ def test_every_topology_condition_word_can_report_fail(kai_lab):
     ]
     assert [t for t, c in rows.items() if c["passed"]] == []
     assert rows["sharesNodeWith (they are on two nodes)"]["observed"] == "here on kwok-a100-0; there on kwok-l40s-0"
-    assert rows["domains (two racks, not one)"]["observed"] == "2 bound pods on 2: rack-a1, rack-b1"
-    assert rows["domains (one zone, not two)"]["observed"] == "1 bound pods on 1: zone-a"
+    assert rows["domains (two racks, not one)"]["observed"] == "2 bound pods on 2 values: rack-a1, rack-b1"
+    assert rows["domains (one zone, not two)"]["observed"] == "1 bound pod on 1 value: zone-a"
 
 
 def test_requires_on_node_names_cpus_and_labels_says_not_applicable(kai_lab, tmp_path):
@@ -74,7 +74,7 @@ def test_requires_on_node_names_cpus_and_labels_says_not_applicable(kai_lab, tmp
 
 def test_a_pools_labels_and_taint_are_on_its_nodes_and_kai_keeps_off_the_tainted_one(kai_lab, tmp_path):
     """A pool of one node with a label and a taint, added to the lab: a pod pinned to it (tolerating KWOK's taint
-    only) waits, and KAI's reason names the taint."""
+    only) waits, and KAI's reason says the node has a taint it does not tolerate."""
     kube = kai_lab.kube
     pool = Pool(
         "tainted",
@@ -90,14 +90,17 @@ def test_a_pools_labels_and_taint_are_on_its_nodes_and_kai_keeps_off_the_tainted
     scenario = tmp_path / "tainted.yaml"
     scenario.write_text(
         f"name: t-tainted\nworkloads: [{{name: w, kind: Pod, node: {name}}}]\n"
-        "steps: [{apply: w}, {expect: {workload: w, bound: 0, reason: 'example.com/reserved', stable: 3s}}]\n"
+        "steps: [{apply: w}, {expect: {workload: w, bound: 0, reason: 'had untolerated taint', stable: 3s}}]\n"
     )
     try:
         create_fleet(kube, Fleet((pool,)), nodes=nodes)
         node = kube.core.read_node(name)
         assert node.metadata.labels["topology.kailab.io/rack"] == "rack-t"
         taints = [(t.key, t.value, t.effect) for t in node.spec.taints]  # (and Kubernetes' own for a while)
-        assert taints[:2] == [("kwok.x-k8s.io/node", "fake", "NoSchedule"), ("example.com/reserved", "infra", "NoSchedule")]
+        assert taints[:2] == [
+            ("kwok.x-k8s.io/node", "fake", "NoSchedule"),
+            ("example.com/reserved", "infra", "NoSchedule"),
+        ]
         code, result = run(kai_lab, "run", str(scenario))
         (verdict,) = result["verdicts"]
         assert code == 0 and verdict["outcome"] == "PASS", (verdict["checks"], verdict["error"])

@@ -153,7 +153,7 @@ def _rules(objs):
 
 def test_a_learners_roles_are_bound_in_their_namespaces_only():
     namespaces = plan.lesson_namespaces("ann")
-    assert len(namespaces) == 12 and all(n.startswith("ann-") for n in namespaces)
+    assert len(namespaces) == 13 and all(n.startswith("ann-") for n in namespaces)
     objs = credentials.learner_objects("ann", namespaces, Owner())
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
     assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
@@ -178,7 +178,8 @@ def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_scheduler_sett
     for rule in _rules(objs):
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
         assert "secrets" not in rule["resources"]
-        assert not {"kai.scheduler"} & set(rule["apiGroups"]), rule  # KAI's Config and SchedulingShards: nobody's
+        if "kai.scheduler" in rule["apiGroups"]:  # KAI's Config and SchedulingShards: nobody's; Topologies: the lesson's
+            assert rule["resources"] == ["topologies"], rule
         if "nodes" in rule["resources"]:
             assert set(rule["verbs"]) <= {"get", "list", "watch"}
 
@@ -191,7 +192,7 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     offset = int(spec["variables"][0]["expression"].split("substring(")[1].rstrip(")"))
     assert credentials.username("ann")[offset:] == "ann"
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
-    assert kinds == {"queues", "priorityclasses", "namespaces"}
+    assert kinds == {"queues", "priorityclasses", "topologies", "namespaces"}
     assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
     assert spec["failurePolicy"] == "Fail"
 
