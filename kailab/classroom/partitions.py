@@ -25,7 +25,8 @@ from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
-from kailab.labels import KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API
+from kailab.labels import KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
+from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
 from kailab.scenarios.live import LiveCluster
@@ -202,7 +203,7 @@ def remove_learner(kube: Kube, learner: str, timeout: float = 120, wait: bool = 
     for name in namespaces:
         kube.empty_namespace(name)
         kube.delete("v1", "Namespace", name)
-    for api, kind in ((QUEUE_API, "Queue"), ("scheduling.k8s.io/v1", "PriorityClass")):
+    for api, kind in CLUSTER_KINDS:
         for obj in kube.list(api, kind, label_selector=selector):
             kube.delete(api, kind, obj["metadata"]["name"])
     kube.core.delete_collection_node(label_selector=f"{plan.node_selector(learner)},{selector}")
