@@ -178,7 +178,9 @@ def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_scheduler_sett
     for rule in _rules(objs):
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
         assert "secrets" not in rule["resources"]
-        if "kai.scheduler" in rule["apiGroups"]:  # KAI's Config and SchedulingShards: nobody's; Topologies: the lesson's
+        if (
+            "kai.scheduler" in rule["apiGroups"]
+        ):  # KAI's Config and SchedulingShards: nobody's; Topologies: the lesson's
             assert rule["resources"] == ["topologies"], rule
         if "nodes" in rule["resources"]:
             assert set(rule["verbs"]) <= {"get", "list", "watch"}
