@@ -30,7 +30,6 @@ def test_the_topology_lesson_passes_on_kai_and_replays_to_the_same_verdict(kai_l
         f"{c['title']}: {c['observed']} / {' / '.join(c['detail'])}" for c in verdict["checks"] if not c["passed"]
     ]
     assert code == 0 and verdict["outcome"] == "PASS", failed or verdict
-    assert verdict["seconds"] <= 180
     rows = {c["title"]: c for c in verdict["checks"]}
     assert rows["... spread over more than one rack"]["observed"].startswith("3 bound pods on 2 values: ")
     assert rows["... all in one rack"]["observed"] == "3 bound pods on 1 value: rack-a1"
