@@ -2,7 +2,8 @@
 
 A node looks like one fake-gpu-operator makes for a KWOK node pool: GPUs in
 ``status.capacity/allocatable["nvidia.com/gpu"]``, the ``nvidia.com/gpu.*``
-labels, the pool label, and KWOK's fake-node annotation and taint.
+labels, the pool label, and KWOK's fake-node annotation and taint — and a pool's own labels (a zone, a rack)
+and taints, from its ``labels:`` and ``taints:``.
 """
 
 from __future__ import annotations
