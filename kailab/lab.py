@@ -44,10 +44,30 @@ def remove(progress: Progress) -> None:
         progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
         rt = None
     if rt is not None:
+        remove_class(rt, progress)
         rt.down(progress)
         return
     for name in runtime_names():
         get_runtime(name)().forget(progress)
+
+
+def remove_class(rt: Runtime, progress: Progress) -> None:
+    """Before an adopted cluster is let go of (existing runtime), its class: every learner's SchedulingShard, nodes,
+    queues, namespaces and credential (``class down``). The local and kind runtimes delete the whole cluster, and
+    with it the shards; the local runtime's ``down`` stops the supervisor, then the schedulers it started."""
+    if rt.makes_cluster:
+        return
+    from kailab.classroom.partitions import class_of
+
+    klass = class_of(rt)
+    if not klass.learners():
+        return
+    try:
+        kube = connect()
+    except Exception as e:  # noqa: BLE001 (the runtime's down says what is left, and can be run again)
+        progress.info(f"The class is left on the cluster: {getattr(e, 'message', e)}", style="yellow")
+        return
+    klass.down(kube, None, progress)
 
 
 def kubeconfig() -> Path:
@@ -102,7 +122,12 @@ def fair_shares() -> dict[str, float] | None:
 
 
 def scheduler_metrics():
-    """A reader of the lab's KAI scheduler metrics, or None when this lab cannot read them."""
+    """A reader of the lab's KAI scheduler metrics (a joined learner's: their shard's scheduler's), or None when this
+    lab cannot read them."""
+    if j := joined():
+        from kailab.classroom.shards import ShardSchedulerControl
+
+        return ShardSchedulerControl(connect(), j.learner).metrics
     rt = current_runtime()
     return rt.scheduler_metrics() if rt is not None else None
 
@@ -130,10 +155,14 @@ def live_cluster(kube: Kube):
     from kailab.labels import NODEPOOL_LABEL
     from kailab.scenarios.live import LiveCluster
 
-    if j := joined():  # a learner: their nodes; their scheduler is not theirs to stop, nor its metrics to read
+    if j := joined():  # a learner: their nodes, and their scheduler through their SchedulingShard
         from kailab.classroom import plan
+        from kailab.classroom.shards import ShardSchedulerControl
 
-        return LiveCluster(kube, None, owner=owner(), node_selector=plan.node_selector(j.learner))
+        control = ShardSchedulerControl(kube, j.learner)
+        return LiveCluster(
+            kube, control, owner=owner(), metrics=control.metrics, node_selector=plan.node_selector(j.learner)
+        )
     rt = current_runtime()
     sharing = rt.gpu_sharing() if rt is not None else True
     # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.
@@ -166,6 +195,19 @@ def scheduler_control():
         return None
 
 
+def engine(kube: Kube, progress, record=None):
+    """The engine that plays this lab's scenarios; a class learner's keeps each lesson in the cluster as it goes
+    (started, then its verdict: see kailab/classroom/records.py)."""
+    from kailab.scenarios.engine import Engine
+
+    played = Engine(live_cluster(kube), progress, record=record)
+    if j := joined():
+        from kailab.classroom.records import Recording
+
+        return Recording(played, kube, j.learner)
+    return played
+
+
 def record_in_class(kube: Kube, verdict, prediction: str = "") -> None:
     """A joined learner's verdict (and prediction), kept in their namespace for the instructor's ``class status``;
     else nothing."""
@@ -185,19 +227,23 @@ def slice_selectors() -> tuple[str, str]:
     return "", ""
 
 
-def pods(kube: Kube) -> list:
-    """Every pod the lab may see: the cluster's; a class's learner's, every pod in their lesson namespaces."""
-    from kailab.status import all_pods
-
+def pod_namespaces(kube: Kube) -> list[str] | None:
+    """The namespaces whose pods the lab may see: None, every one; a class's learner's, their lesson namespaces
+    (those that exist)."""
     if j := joined():
         from kailab.classroom.plan import lesson_namespaces
-        from kailab.pods import pod_view
 
         names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner().selector()).items}
-        return [
-            pod_view(p)
-            for n in lesson_namespaces(j.learner)
-            if n in names
-            for p in kube.core.list_namespaced_pod(n).items
-        ]
-    return all_pods(kube)
+        return [n for n in lesson_namespaces(j.learner) if n in names]
+    return None
+
+
+def pods(kube: Kube) -> list:
+    """Every pod the lab may see (:func:`pod_namespaces`)."""
+    from kailab.pods import pod_view
+    from kailab.status import all_pods
+
+    namespaces = pod_namespaces(kube)
+    if namespaces is None:
+        return all_pods(kube)
+    return [pod_view(p) for n in namespaces for p in kube.core.list_namespaced_pod(n).items]

@@ -16,7 +16,10 @@ from datetime import datetime
 from kailab import gpus
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
+    GPU,
     GPU_GROUP_LABEL,
+    NODEPOOL_LABEL,
+    OLD_QUEUE_LABEL,
     POD_GROUP_ANNOTATION,
     QUEUE_LABEL,
     SUBGROUP_LABEL,
@@ -28,7 +31,18 @@ EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
 EVICTION_WORDS = ("preempted", "evict", "reclaim")
 VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)")
 # Events in which a scheduler says why something waits.
-WAITING_REASONS = {"Unschedulable", "FailedScheduling", "NotReady", "FailedBinding", "StaleJob", "PodGrouperWarning"}
+# FailedCreate: the Job controller on its Job, when the API server refuses its pods (a misspelt priority class).
+# BindingError: KAI's binder on a pod it could not bind (pkg/binder/controllers/bindrequest_controller.go).
+WAITING_REASONS = {
+    "Unschedulable",
+    "FailedScheduling",
+    "NotReady",
+    "FailedBinding",
+    "BindingError",
+    "StaleJob",
+    "PodGrouperWarning",
+    "FailedCreate",
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,10 @@ class PodView:
     waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
     subgroup: str = ""  # KAI's kai.scheduler/subgroup-name label
     gpu_group: str = ""  # the GPU a fraction pod shares (the binder's runai-gpu-group label)
+    node_pool: str = ""  # KAI's kai.scheduler/node-pool label: which KAI scheduler (shard) sees it
+    old_queue: str = ""  # the runai/queue label, which KAI v0.17.0 does not read
+    gates: tuple[str, ...] = ()  # spec.schedulingGates: no scheduler places it while any is left
+    priority_class: str = ""  # spec.priorityClassName
 
     @property
     def holds_gpus(self) -> bool:
@@ -57,7 +75,7 @@ class PodView:
         return gpus.holds(self)
 
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in ("", None, False, 0) or k == "name"}
+        return {k: v for k, v in asdict(self).items() if v not in ("", None, False, 0, ()) or k == "name"}
 
 
 @dataclass(frozen=True)
@@ -134,7 +152,14 @@ def pod_view(pod) -> PodView:
         waiting=waiting,
         subgroup=labels.get(SUBGROUP_LABEL, ""),
         gpu_group=labels.get(GPU_GROUP_LABEL, ""),
+        node_pool=labels.get(NODEPOOL_LABEL, ""),
+        old_queue=labels.get(OLD_QUEUE_LABEL, ""),
+        gates=tuple(g.name for g in spec.scheduling_gates or ()),
+        priority_class=spec.priority_class_name or "",
     )
+
+
+ANNOTATION_KEPT = 200  # a PodGroup annotation's value longer than this (an owner's JSON) is not kept
 
 
 @dataclass(frozen=True)
@@ -145,18 +170,32 @@ class PodGroupView:
     workload: str = ""  # kailab's workload label, when the PodGroup carries it (hand-made ones do)
     fields: dict = field(default_factory=dict)
     conditions: tuple[str, ...] = ()  # status.schedulingConditions types
+    reasons: tuple[tuple[str, str], ...] = ()  # (reason, message) KAI gives in status.schedulingConditions
+    annotations: dict = field(default_factory=dict)  # metadata.annotations (KAI's stale and eviction timestamps …)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "name": self.name,
             "workload": self.workload,
             "fields": self.fields,
             "conditions": list(self.conditions),
         }
+        if self.reasons:
+            out["reasons"] = [list(r) for r in self.reasons]
+        if self.annotations:
+            out["annotations"] = self.annotations
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> PodGroupView:
-        return cls(d["name"], d.get("workload", ""), dict(d.get("fields") or {}), tuple(d.get("conditions") or ()))
+        return cls(
+            d["name"],
+            d.get("workload", ""),
+            dict(d.get("fields") or {}),
+            tuple(d.get("conditions") or ()),
+            tuple((r[0], r[1]) for r in d.get("reasons") or ()),
+            dict(d.get("annotations") or {}),
+        )
 
 
 def podgroup_view(obj: dict) -> PodGroupView:
@@ -173,8 +212,43 @@ def podgroup_view(obj: dict) -> PodGroupView:
 
     flatten("spec", obj.get("spec") or {})
     status = obj.get("status") or {}
-    conditions = tuple(sorted({c.get("type", "") for c in status.get("schedulingConditions") or []}))
-    return PodGroupView(meta.get("name", ""), (meta.get("labels") or {}).get(WORKLOAD_LABEL, ""), fields, conditions)
+    scheduling = status.get("schedulingConditions") or []
+    conditions = tuple(sorted({c.get("type", "") for c in scheduling}))
+    reasons: dict[tuple[str, str], None] = {}  # in order, once each
+    for c in scheduling:
+        for r in c.get("reasons") or []:
+            reasons[(r.get("reason") or "", " ".join((r.get("message") or "").split()))] = None
+        if c.get("reason"):
+            reasons[(c["reason"], " ".join((c.get("message") or "").split()))] = None
+    return PodGroupView(
+        meta.get("name", ""),
+        (meta.get("labels") or {}).get(WORKLOAD_LABEL, ""),
+        fields,
+        conditions,
+        tuple(reasons),
+        {k: v for k, v in (meta.get("annotations") or {}).items() if len(str(v)) <= ANNOTATION_KEPT},
+    )
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """A KAI Queue object as a scenario sees it: its name and the GPUs its status says are allocated."""
+
+    name: str
+    allocated: float = 0.0  # status.allocated's nvidia.com/gpu, as KAI's queue controller last wrote it
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "allocated": self.allocated}
+
+    @classmethod
+    def from_json(cls, d: dict) -> QueueView:
+        return cls(d["name"], float(d.get("allocated") or 0.0))
+
+
+def queue_view(obj: dict) -> QueueView:
+    allocated = str(((obj.get("status") or {}).get("allocated") or {}).get(GPU, 0))  # "3", or "1500m" with fractions
+    gpus_allocated = float(allocated[:-1]) / 1000 if allocated.endswith("m") else float(allocated)
+    return QueueView((obj.get("metadata") or {}).get("name", ""), gpus_allocated)
 
 
 def event_view(ev) -> EventView:

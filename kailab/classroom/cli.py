@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from kailab import lab, render
+from kailab.classroom.records import STUCK_SECONDS
 from kailab.errors import KailabError
 from kailab.progress import Progress, stderr
 
@@ -44,21 +45,21 @@ def roster_of(count: int | None, names: list[str], roster: Path | None):
     return r.from_file(roster)
 
 
-def local_class():
-    """The running local lab's class; a clear error on another runtime or without a lab."""
-    from kailab.classroom.partitions import LocalClass
+def lab_class():
+    """The running lab's class (every runtime: classroom/partitions.py); a clear error without a lab, or for a
+    learner who joined a class (the class is the instructor's to change)."""
+    from kailab.classroom.partitions import class_of
     from kailab.errors import NotRunning
-    from kailab.runtimes.local import LocalRuntime
 
+    if j := lab.joined():
+        raise KailabError(
+            f"This folder joined a class as learner {j.learner}: the class's commands are the instructor's.",
+            hint="Your own slice: kailab demo NAME, kailab lesson NAME, kailab watch, kailab down.",
+        )
     rt = lab.current_runtime()
     if rt is None:
-        raise NotRunning("No lab is running.", hint="Start one: kailab up --runtime local")
-    if not isinstance(rt, LocalRuntime):
-        raise KailabError(
-            f"A class runs on the local runtime for now; this lab is on the {rt.name} runtime.",
-            hint="kailab down && kailab up --runtime local, then kailab class up",
-        )
-    return LocalClass(rt)
+        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+    return class_of(rt)
 
 
 @app.command("up")
@@ -69,11 +70,11 @@ def up(
     out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
     quiet: bool = QuietOpt,
 ) -> None:
-    """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI scheduler of their own."""
+    """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI partition (a SchedulingShard) of their own."""
     from kailab.fleet import load_fleet
 
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
-    klass = local_class()
+    klass = lab_class()
     progress = Progress(quiet)
     added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
     render.stdout.print(
@@ -90,23 +91,39 @@ def down(
     quiet: bool = QuietOpt,
 ) -> None:
     """Remove every learner (or the ones named): their scheduler, namespaces, queues and nodes."""
-    klass = local_class()
+    klass = lab_class()
     removed = klass.down(lab.connect(), learner or None, Progress(quiet))
     render.stdout.print(f"Removed: {', '.join(removed) or 'no learner'}.", markup=False, highlight=False)
 
 
+StuckOpt = typer.Option(
+    STUCK_SECONDS,
+    "--stuck-after",
+    min=0,
+    help="Seconds a lesson may run without a verdict, or a pod wait for a scheduler, before it counts as stuck.",
+)
+
+
 @app.command("status")
-def status(as_json: bool = typer.Option(False, "--json", help="Print the class as JSON.")) -> None:
-    """Learners × lessons: each verdict and when, whose scheduler runs, and who is stuck (a pod Pending, KAI's reason)."""
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print the class as JSON."),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """Learners × lessons: each verdict and when, whose scheduler runs, and who is stuck (a lesson running for
+    minutes, a pod Pending with KAI's reason)."""
     import json
 
-    from kailab.classroom.records import class_status
+    from kailab.classroom.records import class_status, stuck_line
+    from kailab.classroom.report import when
 
-    klass = local_class()
+    klass = lab_class()
     learners = klass.learners()
-    report = class_status(lab.connect(), learners)
+    report = class_status(kube := lab.connect(), learners, stuck_after=stuck_after)
     for name in learners:
-        report[name]["scheduler"] = "running" if klass.control(name).running() else "stopped"
+        try:
+            report[name]["scheduler"] = "running" if klass.control(name, kube).running() else "stopped"
+        except KailabError:  # their shard is gone
+            report[name]["scheduler"] = "missing"
     if as_json:
         print(json.dumps(report, indent=2))
         return
@@ -115,27 +132,37 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print the class a
         return
     for name in learners:
         row = report[name]
-        lessons = ", ".join(
-            f"{lesson} {r['outcome']} ({r['finished']})" for lesson, r in sorted(row["lessons"].items())
-        )
+        lessons = ", ".join(f"{lesson} {when(r)}" for lesson, r in sorted(row["lessons"].items()))
         render.stdout.print(
             f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}", markup=False, highlight=False
         )
+        for lesson, r in sorted(row["lessons"].items()):
+            if r.get("prediction"):
+                said = " ".join(str(r["prediction"]).split())  # one line, as typed
+                render.stdout.print(
+                    f"  {lesson}: predicted “{said}”, outcome {r['outcome']}", markup=False, highlight=False
+                )
         for s in row["stuck"]:
-            render.stdout.print(
-                f"  stuck: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}", markup=False, highlight=False
-            )
+            render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
 
 
 @app.command("evidence")
-def evidence(out: Path = typer.Option(Path("class-report.md"), "--out", help="Where to write the page.")) -> None:
-    """Write the class's status as a Markdown page to hand round: learners × lessons, predictions, who is stuck."""
-    from kailab.classroom.records import class_status, markdown
+def evidence(
+    out: Path = typer.Option(
+        Path("class-report.md"), "--out", help="The page: NAME.html (one file) or NAME.md (pictures beside it)."
+    ),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """Write the class's status as a page to hand round: learners × lessons, predictions, who is stuck, and each
+    learner's GPU timelines."""
+    from kailab.classroom import report
+    from kailab.classroom.records import class_status
     from kailab.lesson import lesson_names
 
-    klass = local_class()
-    out.write_text(markdown(class_status(lab.connect(), klass.learners()), lesson_names()))
-    render.stdout.print(f"Wrote {out}", markup=False, highlight=False)
+    klass = lab_class()
+    status = class_status(lab.connect(), klass.learners(), stuck_after=stuck_after, timelines=True)
+    written = report.write(status, lesson_names(), out)
+    render.stdout.print(f"Wrote {', '.join(map(str, written))}", markup=False, highlight=False)
 
 
 @app.command("demo")
@@ -152,7 +179,7 @@ def demo(
     names = lesson_names() if name == "all" else [name]
     if any(n not in lesson_names() for n in names):
         raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(lesson_names())}, all.")
-    klass = local_class()
+    klass = lab_class()
     klass.known(learner)  # an unknown learner is refused before anything is applied
     stderr.print(slice_line(learner), markup=False, highlight=False)
     verdicts = run_lessons(klass, lab.connect(), learner, names, Progress(quiet or as_json))

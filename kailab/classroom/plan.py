@@ -3,7 +3,8 @@
 Each learner is a KAI partition (docs/operator/scheduling-shards.md in KAI v0.17.0): their nodes, queues,
 workloads and PodGroups carry ``kai.scheduler/node-pool=<learner>``, and a scheduler of their own started
 with ``--partition-label-value=<learner>`` sees only those (its lister selects by the label; the lab's own
-scheduler, started with an empty value, selects what has no such label). The pod-grouper copies the label
+scheduler, started with an empty value, selects what has no such label). Each learner's scheduler is their
+SchedulingShard's (``classroom/shards.py``: its name, what runs it, its settings). The pod-grouper copies the label
 from the workload's top owner, or else the pod, onto the PodGroup; the scheduler labels a pod it binds.
 Everything a learner's lesson applies carries the label because it carries the learner's owner labels.
 """
@@ -14,11 +15,11 @@ import dataclasses
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
-from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.prefix import prefixed
-from kailab.scenarios.schema import NodeStep, Wait
+from kailab.scenarios.schema import DeletePods, NodeStep, Wait
 
 LAB_ID_PREFIX = "class-"
 
@@ -59,19 +60,28 @@ class LearnerOwner(Owner):
         return {**super().labels, NODEPOOL_LABEL: self.node_pool}
 
     def confine(self, pod_spec: dict) -> None:
-        """A pod for the default kube-scheduler (no schedulerName), which knows no partitions, may go only to the
-        partition's nodes; KAI's pods need nothing more: their scheduler sees no other nodes."""
+        """Every pod of the partition tolerates its nodes' taint (no one else's pod does: :func:`taint`); a pod for
+        the default kube-scheduler (no schedulerName), which knows no partitions, may go only to the partition's
+        nodes; KAI's pods need nothing more: their scheduler sees no other nodes."""
+        tolerations = pod_spec.setdefault("tolerations", [])
+        if toleration(self.node_pool) not in tolerations:
+            tolerations.append(toleration(self.node_pool))
         if pod_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) == DEFAULT_SCHEDULER_NAME:
             pod_spec.setdefault("nodeSelector", {})[NODEPOOL_LABEL] = self.node_pool
 
 
+def taint(partition: str) -> dict:
+    """On each node of a partition: pods that do not tolerate it are not placed there, by either scheduler."""
+    return {"key": PARTITION_TAINT_KEY, "value": partition, "effect": "NoSchedule"}
+
+
+def toleration(partition: str) -> dict:
+    """What every pod of a partition carries (:meth:`LearnerOwner.confine`): its own partition's taint, no other."""
+    return {"key": PARTITION_TAINT_KEY, "operator": "Equal", "value": partition, "effect": "NoSchedule"}
+
+
 def owner(learner: str) -> LearnerOwner:
     return LearnerOwner(lab_id=LAB_ID_PREFIX + learner, node_pool=learner)
-
-
-def scheduler_process(learner: str) -> str:
-    """The learner's scheduler's process name (pids/ and logs/ of the lab's KAI folder)."""
-    return f"{KAI_SCHEDULER_PROCESS}-{learner}"
 
 
 def node_labels(learner: str) -> dict[str, str]:
@@ -79,8 +89,10 @@ def node_labels(learner: str) -> dict[str, str]:
 
 
 def nodes(fleet: Fleet, learner: str) -> list[dict]:
-    """The learner's fleet: the lesson fleet's nodes, named ``<learner>-kwok-…`` and in their partition."""
-    return node_objects(fleet, prefix=learner, labels=node_labels(learner))
+    """The learner's fleet: the lesson fleet's nodes, named ``<learner>-kwok-…``, in their partition and tainted
+    as theirs."""
+    tainted = dataclasses.replace(fleet, taints=(*fleet.taints, taint(learner)))
+    return node_objects(tainted, prefix=learner, labels=node_labels(learner))
 
 
 def node_selector(learner: str) -> str:
@@ -96,11 +108,14 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         return f"{learner}-{name}" if name else name
 
     def step(s):
-        if isinstance(s, NodeStep):
+        if isinstance(s, (NodeStep, DeletePods)):
             return dataclasses.replace(s, node=node(s.node))
         if isinstance(s, Wait):
             return dataclasses.replace(
-                s, expectations=tuple(dataclasses.replace(e, node=node(e.node)) for e in s.expectations)
+                s,
+                expectations=tuple(
+                    e.mapped(lambda x: dataclasses.replace(x, node=node(x.node))) for e in s.expectations
+                ),
             )
         return s
 

@@ -1,6 +1,6 @@
 """The pure core of a scenario run: fold each change the cluster reports into a RunState, observe it.
 
-No I/O and no clock: ``fold(state, change)`` takes one change (of a pod, an event, a PodGroup, or a
+No I/O and no clock: ``fold(state, change)`` takes one change (of a pod, an event, a PodGroup, a Queue, or a
 queue's fair share) and returns the state; ``observe(state)`` gives the :class:`~kailab.checks.Observation` the
 checks decide on. The engine feeds it live changes; the golden tests feed it recorded ones.
 """
@@ -11,12 +11,12 @@ from dataclasses import asdict, dataclass, field
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
-from kailab.pods import EventView, NodeView, PodGroupView, PodView
+from kailab.pods import EventView, NodeView, PodGroupView, PodView, QueueView
 
 
 @dataclass(frozen=True)
 class Change:
-    """One change the cluster reported, ``t`` seconds in: a pod, an event or a PodGroup ADDED, MODIFIED or DELETED,
+    """One change the cluster reported, ``t`` seconds in: a pod, an event, a PodGroup or a Queue ADDED, MODIFIED or DELETED,
     or a queue's fair share as the scheduler published it."""
 
     type: str
@@ -25,6 +25,7 @@ class Change:
     group: PodGroupView | None = None
     share: FairShare | None = None  # a queue's fair share, as the scheduler last published it
     node: NodeView | None = None  # a node of the fleet and the labels the conditions ask about
+    queue: QueueView | None = None  # one of the scenario's KAI Queue objects
     t: float = 0.0
 
     def to_json(self) -> dict:
@@ -36,6 +37,8 @@ class Change:
             body = {"fairShare": asdict(self.share)}
         elif self.node:
             body = {"node": self.node.to_json()}
+        elif self.queue:
+            body = {"queue": self.queue.to_json()}
         else:
             body = {"event": self.event.to_json() if self.event else {}}
         return {"t": round(self.t, 3), "type": self.type, **body}
@@ -46,10 +49,13 @@ class Change:
         event = EventView(**d["event"]) if "event" in d else None
         group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
         share = FairShare(**d["fairShare"]) if "fairShare" in d else None
+        queue = QueueView.from_json(d["queue"]) if "queue" in d else None
         node = NodeView(**d["node"]) if "node" in d else None
-        if pod is None and event is None and group is None and share is None and node is None:
-            raise KeyError("a change holds a pod, an event, a podGroup, a fairShare or a node")
-        return cls(d["type"], pod=pod, event=event, group=group, share=share, node=node, t=float(d.get("t", 0.0)))
+        if pod is None and event is None and group is None and share is None and queue is None and node is None:
+            raise KeyError("a change holds a pod, an event, a podGroup, a fairShare, a queue or a node")
+        return cls(
+            d["type"], pod=pod, event=event, group=group, share=share, queue=queue, node=node, t=float(d.get("t", 0.0))
+        )
 
 
 @dataclass
@@ -70,6 +76,7 @@ class RunState:
     groups: dict[str, PodGroupView] = field(default_factory=dict)  # live PodGroups by name
     shares: dict[str, FairShare] = field(default_factory=dict)  # queue → its fair share
     node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # node → labels the conditions ask about
+    queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
 
 
 def fold(state: RunState, change: Change) -> RunState:
@@ -92,6 +99,11 @@ def fold(state: RunState, change: Change) -> RunState:
         state.shares[change.share.queue] = change.share
     elif change.node is not None:
         state.node_labels[change.node.name] = dict(change.node.labels)
+    elif change.queue is not None:
+        if change.type == "DELETED":
+            state.queues.pop(change.queue.name, None)
+        else:
+            state.queues[change.queue.name] = change.queue
     elif change.group is not None:
         if change.type == "DELETED":
             state.groups.pop(change.group.name, None)
@@ -102,7 +114,7 @@ def fold(state: RunState, change: Change) -> RunState:
         victim = ev.victim
         if victim:
             state.evicted.add(victim)
-        elif ev.says_why_waiting and ev.kind in ("Pod", "PodGroup"):
+        elif ev.says_why_waiting and ev.kind in ("Pod", "PodGroup", "Job"):
             said = state.waiting.setdefault((ev.kind, ev.name), {})
             said[ev.message] = max(said.get(ev.message, 0.0), ev.time)
     return state
@@ -115,6 +127,7 @@ def observe(state: RunState) -> Observation:
         sizes=dict(state.sizes),
         fair_share={q: s.gpu for q, s in state.shares.items()},
         node_labels=state.node_labels,
+        queues=dict(state.queues),
     )
     for p in obs.pods:
         if p.bound_at is not None:
@@ -129,7 +142,10 @@ def observe(state: RunState) -> Observation:
             obs.evicted_queue.setdefault(queue, set()).add(name)
     said: list[tuple[float, str, str]] = []  # (time, workload, message)
     for (kind, name), messages in state.waiting.items():
-        workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
+        if kind == "Job":  # a Job is named for its workload (<name>-<i> with jobs:)
+            workload = next((w for w in (name, name.rpartition("-")[0]) if w in state.sizes), "")
+        else:
+            workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
         if workload:
             said.extend((t, workload, m) for m, t in messages.items())
     for _, workload, message in sorted(said):

@@ -17,12 +17,15 @@ from kailab.labels import (
     KWOK_TOLERATION,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
+    NODEPOOL_LABEL,
     POD_GROUP_ANNOTATION,
     PODGROUP_API,
     PREEMPTIBILITY_LABEL,
+    PREEMPTION_DELAY_ANNOTATION,
     QUEUE_LABEL,
     SCENARIO_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
+    STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
     TOPOLOGY_ANNOTATION,
     TOPOLOGY_API,
@@ -31,7 +34,14 @@ from kailab.labels import (
     WORKLOAD_LABEL,
 )
 from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import PriorityClassFile, QueueFile, ResourceFile, TopologyFile, WorkloadFile
+from kailab.scenarios.schema import (
+    HOSTNAME_LABEL,
+    PriorityClassFile,
+    QueueFile,
+    ResourceFile,
+    TopologyFile,
+    WorkloadFile,
+)
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -63,6 +73,8 @@ def priority_class_object(pc: PriorityClassFile) -> dict:
         "globalDefault": False,
         "description": "kailab scenario priority class",
     }
+    if pc.preemptionPolicy is not None:
+        obj["preemptionPolicy"] = pc.preemptionPolicy
     if pc.preemptible is not None:
         obj["metadata"]["labels"][PREEMPTIBILITY_LABEL] = "preemptible" if pc.preemptible else "non-preemptible"
     return obj
@@ -99,14 +111,33 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
         labels[PREEMPTIBILITY_LABEL] = w.preemptibility
+    if w.nodePool:
+        labels[NODEPOOL_LABEL] = w.nodePool
     if w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priorityClassName:
         labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
     annotations = dict(w.annotations)
     if w.minMember is not None and w.kind == "Job":
         annotations[MIN_MEMBER_ANNOTATION] = str(w.minMember)
+    annotations.update(_policy_annotations(w))
     if w.kind != "PodGroup":  # a hand-made PodGroup says it in its spec
         annotations.update(topology_annotations(w))
     return {"labels": labels, "annotations": annotations}
+
+
+def _policy_annotations(w: WorkloadFile) -> dict[str, str]:
+    """KAI's per-workload policies on the top owner, where its pod-grouper reads them into the PodGroup's spec
+    (pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go); a hand-made PodGroup has them in its
+    spec, and pods that join one (podGroup:) are left alone by the pod-grouper."""
+    if w.kind == "PodGroup":
+        return {}
+    out = {}
+    if w.preemptionDelay:
+        out[PREEMPTION_DELAY_ANNOTATION] = w.preemptionDelay
+    if w.stalenessGracePeriod is not None:
+        out[STALENESS_ANNOTATION] = w.stalenessGracePeriod
+    if w.podGroup is not None:
+        out[SKIP_PODGROUPER_ANNOTATION] = "true"
+    return out
 
 
 def _resources(w: WorkloadFile) -> dict:
@@ -114,8 +145,12 @@ def _resources(w: WorkloadFile) -> dict:
     limits, _ = gpus.request(w.gpus)  # a fraction is KAI's gpu-fraction annotation, not a limit
     if limits:
         res["limits"] = limits
-    if w.cpu:
-        res["requests"] = {"cpu": w.cpu}
+    requests = {k: v for k, v in (("cpu", w.cpu), ("memory", w.memory)) if v}
+    more_limits = {k: v for k, v in (("cpu", w.cpuLimit), ("memory", w.memoryLimit)) if v}
+    if requests:
+        res["requests"] = requests
+    if more_limits:
+        res["limits"] = {**res.get("limits", {}), **more_limits}
     return res
 
 
@@ -124,13 +159,15 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
     annotations = {}
     if w.completeAfter is not None:
         annotations[COMPLETE_DELAY_ANNOTATION] = f"{w.completeAfter:g}s"
-    if w.kind == "PodGroup":
-        annotations[POD_GROUP_ANNOTATION] = w.name
+    if w.kind == "PodGroup" or w.podGroup is not None:
+        annotations[POD_GROUP_ANNOTATION] = w.podGroup or w.name
     annotations.update(gpus.request(w.gpus)[1])
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
-        "tolerations": [dict(KWOK_TOLERATION)],
+        "tolerations": [dict(KWOK_TOLERATION)]
+        if w.tolerations is None
+        else [t.model_dump(exclude_none=True) for t in w.tolerations],
         "containers": [
             {
                 "name": "main",
@@ -141,8 +178,15 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
     }
     if w.scheduler != DEFAULT_SCHEDULER_NAME:
         spec["schedulerName"] = w.scheduler
-    if w.node:
-        spec["nodeSelector"] = {"kubernetes.io/hostname": w.node}
+    if w.node or w.nodeSelector:
+        spec["nodeSelector"] = {**w.nodeSelector, **({HOSTNAME_LABEL: w.node} if w.node else {})}
+    if w.schedulingGates:
+        spec["schedulingGates"] = [{"name": gate} for gate in w.schedulingGates]
+    if w.nodeAffinity:
+        terms = [{"matchExpressions": [r.model_dump(mode="json", exclude_defaults=True) for r in w.nodeAffinity]}]
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     return {
@@ -202,6 +246,10 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
                 **({"requiredTopologyLevel": w.topology.required} if w.topology.required else {}),
                 **({"preferredTopologyLevel": w.topology.preferred} if w.topology.preferred else {}),
             }
+        if w.preemptionDelay:
+            spec["preemptionDelay"] = w.preemptionDelay
+        if w.stalenessGracePeriod is not None:
+            spec["stalenessGracePeriod"] = w.stalenessGracePeriod
         if w.subGroups:
             spec["subGroups"] = [
                 {"name": g.name, **({"minMember": g.minMember} if g.minMember else {})} for g in w.subGroups
@@ -210,7 +258,12 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
             {
                 "apiVersion": PODGROUP_API,
                 "kind": "PodGroup",
-                "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]},
+                "metadata": {
+                    "name": w.name,
+                    "namespace": ns,
+                    "labels": meta["labels"],
+                    **({"annotations": dict(w.podGroupAnnotations)} if w.podGroupAnnotations else {}),
+                },
                 "spec": spec,
             }
         )

@@ -9,6 +9,7 @@ that is what the golden tests (``tests/golden``) check.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from kailab.checks import FleetNode, Verdict
@@ -50,8 +51,8 @@ class ReplayCluster:
     def delete_pods(self, namespace: str, workload: str) -> None:
         self.calls.append(("delete pods", workload))
 
-    def changes(self, namespace: str, node_labels: tuple[str, ...] = ()) -> ReplayCluster:
-        return self  # the recording holds the nodes' labels the run recorded
+    def changes(self, namespace: str, queues: Iterable[str] = (), node_labels: tuple[str, ...] = ()) -> ReplayCluster:
+        return self  # the recording holds what the run saw, the nodes' labels too
 
     def fleet_nodes(self) -> list[FleetNode] | None:
         return self._nodes

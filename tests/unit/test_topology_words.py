@@ -1,5 +1,5 @@
 """The topology words without a cluster: what they make (a Topology, annotations, a PodGroup's constraint), how the
-checks read a run (``domains``, ``sharesNodeWith``), ``requires:`` on node names, CPUs and labels, and a fleet
+checks read a run (``domains``), ``requires:`` on node names, CPUs and labels, and a fleet
 file's per-pool labels and taints. On the real KAI: tests/fleet/test_topology_fleet.py."""
 
 from __future__ import annotations
@@ -43,16 +43,6 @@ def test_domains_counts_the_label_values_of_the_nodes_the_pods_are_bound_to():
     assert not evaluate(domains("rack=>=2"), Observation()).passed  # nothing bound proves nothing
     unlabelled = Observation(pods=[bound_pod("a", "n9")], node_labels=RACKS)
     assert evaluate(domains("rack=1"), unlabelled).observed == "1 bound pod on 1 value: (no label)"
-
-
-def test_shares_node_with_wants_one_node_holding_both():
-    exp = Expectation(title="s", measure="shares_node_with", want="other", workload="w")
-    together = Observation(pods=[bound_pod("a", "n1"), bound_pod("b", "n1", workload="other")])
-    apart = Observation(pods=[bound_pod("a", "n1"), bound_pod("b", "n2", workload="other")])
-    alone = Observation(pods=[bound_pod("a", "n1")])
-    assert evaluate(exp, together).passed and evaluate(exp, together).observed == "both on n1"
-    assert not evaluate(exp, apart).passed and evaluate(exp, apart).observed == "w on n1; other on n2"
-    assert not evaluate(exp, alone).passed and evaluate(exp, alone).observed == "other has no pod bound"
 
 
 def test_a_recorded_node_folds_into_the_labels_the_checks_read():
