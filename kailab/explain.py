@@ -1,8 +1,9 @@
 """``kailab explain``: why a pod is where it is, in plain words, from what the schedulers wrote.
 
-It reads KAI's PodGroup events and conditions and the pod's own condition; it does not
-re-derive KAI's decision. :func:`explain_pod` is pure (objects in, explanation out);
-:func:`gather` fetches those objects.
+It reads KAI's PodGroup events (its reasons and its evictions) and conditions, the pod's own condition and
+fields, and, for a Job with no pods, its controller's events; it does not re-derive KAI's decision.
+:func:`explain_pod` and :func:`explain_podless_job` are pure (objects in, explanation out); :func:`gather`
+fetches those objects.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ FORBIDDEN_PRIORITY = re.compile(r"no PriorityClass with name (\S+) was found")
 @dataclass
 class Explanation:
     pod: str
-    state: str  # Bound | Pending
+    state: str  # Bound | Pending | NoPods (a Job the API server gave no pods)
     summary: str
     reported: str = ""  # the scheduler's own words
     runbook: str = ""

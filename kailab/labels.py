@@ -11,6 +11,9 @@ POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
 SKIP_PODGROUPER_ANNOTATION = "kai.scheduler/skip-podgrouper"
+# Read by KAI's pod-grouper from a workload's owners, then its pods, into the PodGroup's spec (policies lessons)
+PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
+STALENESS_ANNOTATION = "kai.scheduler/staleness-grace-period"
 GPU_GROUP_LABEL = "runai-gpu-group"  # the binder's: pods sharing one GPU carry the same value
 QUEUE_API = "scheduling.run.ai/v2"
 PODGROUP_API = "scheduling.run.ai/v2alpha2"

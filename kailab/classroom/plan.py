@@ -19,7 +19,7 @@ from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL,
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.prefix import prefixed
-from kailab.scenarios.schema import NodeStep, Wait
+from kailab.scenarios.schema import DeletePods, NodeStep, Wait
 
 LAB_ID_PREFIX = "class-"
 
@@ -108,11 +108,14 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         return f"{learner}-{name}" if name else name
 
     def step(s):
-        if isinstance(s, NodeStep):
+        if isinstance(s, (NodeStep, DeletePods)):
             return dataclasses.replace(s, node=node(s.node))
         if isinstance(s, Wait):
             return dataclasses.replace(
-                s, expectations=tuple(dataclasses.replace(e, node=node(e.node)) for e in s.expectations)
+                s,
+                expectations=tuple(
+                    e.mapped(lambda x: dataclasses.replace(x, node=node(x.node))) for e in s.expectations
+                ),
             )
         return s
 

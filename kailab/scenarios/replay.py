@@ -9,6 +9,7 @@ that is what the golden tests (``tests/golden``) check.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from kailab.checks import Verdict
@@ -47,7 +48,7 @@ class ReplayCluster:
     def delete_pods(self, namespace: str, workload: str) -> None:
         self.calls.append(("delete pods", workload))
 
-    def changes(self, namespace: str) -> ReplayCluster:
+    def changes(self, namespace: str, queues: Iterable[str] = ()) -> ReplayCluster:
         return self
 
     def node_gpus(self) -> list[float] | None:

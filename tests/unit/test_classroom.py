@@ -14,6 +14,7 @@ from kailab.classroom.roster import RosterError
 from kailab.cli import app
 from kailab.fleet import load_fleet
 from kailab.labels import NODEPOOL_LABEL
+from kailab.lesson import EXERCISE_NAMES
 from kailab.ownership import Owner, stamped
 from kailab.paths import EXERCISES
 from kailab.runtimes.local_kai import scheduler_spec
@@ -154,7 +155,7 @@ def _rules(objs):
 
 def test_a_learners_roles_are_bound_in_their_namespaces_only():
     namespaces = plan.lesson_namespaces("ann")
-    assert len(namespaces) == 12 and all(n.startswith("ann-") for n in namespaces)
+    assert len(namespaces) == len(EXERCISE_NAMES) and all(n.startswith("ann-") for n in namespaces)
     objs = credentials.learner_objects("ann", namespaces, Owner())
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
     assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
