@@ -18,17 +18,29 @@ from kailab.labels import (
     QUEUE_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
     SUBGROUP_LABEL,
+    TOPOLOGY_ANNOTATION,
+    TOPOLOGY_PREFERRED_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
 )
-from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
+from kailab.scenarios.manifests import priority_class_object, queue_object, topology_object, workload_objects
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.schema import SetQueue
 
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}  # kailab's CPU and memory unless a file says otherwise
 
 # Labels and annotations KAI reads (v0.17.0): the queue and preemptibility labels and the priorityClassName label
-# (the pod-grouper reads them from the top owner), the gang size on a Job, a fraction, a hand-made PodGroup's name.
+# (the pod-grouper reads them from the top owner), the gang size on a Job, a fraction, a hand-made PodGroup's name,
+# a topology constraint.
 KAI_LABELS = (QUEUE_LABEL, PREEMPTIBILITY_LABEL, "priorityClassName", SUBGROUP_LABEL)
-KAI_ANNOTATIONS = (MIN_MEMBER_ANNOTATION, GPU_FRACTION_ANNOTATION, POD_GROUP_ANNOTATION, SKIP_PODGROUPER_ANNOTATION)
+KAI_ANNOTATIONS = (
+    MIN_MEMBER_ANNOTATION,
+    GPU_FRACTION_ANNOTATION,
+    POD_GROUP_ANNOTATION,
+    SKIP_PODGROUPER_ANNOTATION,
+    TOPOLOGY_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
+    TOPOLOGY_PREFERRED_ANNOTATION,
+)
 POD_SPEC_FIELDS = ("schedulerName", "priorityClassName", "nodeSelector")
 
 
@@ -42,7 +54,8 @@ class Line:
 
 
 def kai_lines(scenario: Scenario) -> list[Line]:
-    """Priority classes, queues (and later changes to them), then each workload's first object of each kind."""
+    """Priority classes, queues (and later changes to them), topologies, then each workload's first object of each
+    kind."""
     lines: list[Line] = []
     for obj in map(priority_class_object, scenario.priority_classes):
         _add(lines, _name(obj), "", {"value": obj["value"], **_metadata(obj)})
@@ -53,6 +66,8 @@ def kai_lines(scenario: Scenario) -> list[Line]:
         spec = {k: v for k, v in obj["spec"].items() if k != "resources"}
         resources = {k: v for k, v in obj["spec"]["resources"].items() if k == "gpu" or v != UNLIMITED}
         lines.append(Line(_name(obj), where, _flow({**spec, "resources": resources})))
+    for obj in map(topology_object, scenario.topologies):
+        _add(lines, _name(obj), "spec", obj["spec"])
     for w in scenario.workloads:
         objects = workload_objects(w, scenario)
         firsts = {o["kind"]: o for o in reversed(objects)}  # the first object of each kind

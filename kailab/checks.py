@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from kailab import gpus
 from kailab.pods import PodGroupView, PodView, QueueView
-from kailab.scenarios.model import ABILITIES, Expectation
+from kailab.scenarios.model import ABILITIES, Bound, Expectation
 from kailab.scenarios.schema import RequiresFile
 
 
@@ -29,6 +29,7 @@ class Observation:
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for
     groups: dict[str, list[PodGroupView]] = field(default_factory=dict)  # workload → its PodGroups
     fair_share: dict[str, float] = field(default_factory=dict)  # queue → GPUs of fair share (the scheduler's)
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # node → the labels conditions ask about
     queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
 
 
@@ -187,6 +188,25 @@ def _fair_share(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     return str(exp.bound), f"{share:g}", exp.bound.holds(share)
 
 
+def _domains(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    """How many values of a node label (racks, zones) the bound pods in scope are on; ``want`` is ``label=count``."""
+    label, _, wanted = exp.want.partition("=")
+    bound = Bound.parse(wanted)
+    nodes = [p.node for p in obs.pods if _in_scope(exp, p) and p.node]
+    values = sorted({obs.node_labels.get(n, {}).get(label, "(no label)") for n in nodes})
+    observed = (
+        f"{_count(len(nodes), 'bound pod')} on {_count(len(values), 'value')}: {', '.join(values)}"
+        if nodes
+        else "no pod bound"
+    )
+    one = bound.op == "==" and bound.low == 1
+    return f"{bound} {'value' if one else 'values'} of {label}", observed, bool(nodes) and bound.holds(len(values))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _queue_exists(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     exists = (exp.queue or "") in obs.queues
     return exp.want, str(exists).lower(), exists == (exp.want == "true")
@@ -241,6 +261,7 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
     "bound_before": _bound_before,
     "pod_group_field": _pod_group_field,
     "fair_share": _fair_share,
+    "domains": _domains,
     "scheduling_condition": lambda e, o: _scheduling_condition(e, o, True),
     "no_scheduling_condition": lambda e, o: _scheduling_condition(e, o, False),
     "pod_group_reason": _pod_group_reason,
@@ -398,10 +419,21 @@ class Verdict:
         return cls(**fields, checks=[Check(**c) for c in d.get("checks", [])])
 
 
-def misfit(requires: RequiresFile | None, node_gpus: list[float]) -> str:
-    """Why a fleet (GPUs of each node; 0 for a CPU-only node) does not fit a scenario's requirements; "" if it does."""
+@dataclass(frozen=True)
+class FleetNode:
+    """What a scenario's ``requires:`` may ask of one node of the fleet."""
+
+    name: str
+    gpus: float  # 0 for a CPU-only node
+    cpus: float = 0.0  # allocatable cores
+    labels: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+def misfit(requires: RequiresFile | None, nodes: list[FleetNode]) -> str:
+    """Why a fleet does not fit a scenario's requirements; "" if it does."""
     if requires is None:
         return ""
+    node_gpus = [n.gpus for n in nodes]
     gpu_nodes = [g for g in node_gpus if g > 0]
     wrong = []
     if requires.gpus and not requires.gpus.holds(sum(gpu_nodes)):
@@ -420,7 +452,24 @@ def misfit(requires: RequiresFile | None, node_gpus: list[float]) -> str:
     cpu_only = len(node_gpus) - len(gpu_nodes)
     if requires.cpuOnlyNodes and not requires.cpuOnlyNodes.holds(cpu_only):
         wrong.append(f"it needs {requires.cpuOnlyNodes} CPU-only nodes, the fleet has {cpu_only}")
+    wrong.extend(_misfit_nodes(requires, nodes))
     return "; ".join(wrong)
+
+
+def _misfit_nodes(requires: RequiresFile, nodes: list[FleetNode]) -> list[str]:
+    """The node names, CPUs and labels a scenario requires that the fleet lacks."""
+    wrong = []
+    missing = [n for n in requires.nodeNames if n not in {node.name for node in nodes}]
+    if missing:
+        wrong.append(f"it needs the nodes {', '.join(missing)}, which the fleet does not have")
+    if requires.cpusPerNode and not all(requires.cpusPerNode.holds(n.cpus) for n in nodes):
+        sizes = ", ".join(f"{c:g}" for c in sorted({n.cpus for n in nodes})) or "none"
+        wrong.append(f"it needs {requires.cpusPerNode} CPUs on every node, the fleet's nodes have {sizes}")
+    for key in requires.nodeLabels:
+        unlabelled = [n.name for n in nodes if n.gpus > 0 and key not in n.labels]
+        if unlabelled:
+            wrong.append(f"it needs the label {key} on every GPU node, {len(unlabelled)} have none ({unlabelled[0]} …)")
+    return wrong
 
 
 def unable(needs: frozenset[str], abilities: frozenset[str]) -> str:

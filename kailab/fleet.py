@@ -2,21 +2,24 @@
 
 A node looks like one fake-gpu-operator makes for a KWOK node pool: GPUs in
 ``status.capacity/allocatable["nvidia.com/gpu"]``, the ``nvidia.com/gpu.*``
-labels, the pool label, and KWOK's fake-node annotation and taint.
+labels, the pool label, and KWOK's fake-node annotation and taint — and a pool's own labels (a zone, a rack)
+and taints, from its ``labels:`` and ``taints:``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched, wait_until
-from kailab.labels import FLEET_LABEL, GPU, MANAGED, POOL_LABEL
+from kailab.labelfield import LabelKey, LabelValue
+from kailab.labels import FLEET_LABEL, GPU, HOSTNAME_LABEL, LEARNER_LABEL, MANAGED, NODEPOOL_LABEL, POOL_LABEL
 from kailab.paths import MANIFESTS
 from kailab.quantity import Quantity
 from kailab.yamlfile import YamlFile
@@ -34,6 +37,8 @@ class Pool:
     gpus_per_node: int
     gpu_product: str
     gpu_memory_mib: int
+    labels: tuple[tuple[str, str], ...] = ()  # the fleet file's per-pool node labels (zone, rack …)
+    taints: tuple[dict, ...] = ()  # the fleet file's per-pool taints, beside KWOK's
 
 
 @dataclass(frozen=True)
@@ -66,11 +71,8 @@ class Fleet:
         if unknown:
             names = ", ".join(p.name for p in self.pools)
             raise KailabError(f"No pool named {', '.join(sorted(unknown))} in the fleet.", hint=f"Pools: {names}.")
-        pools = tuple(
-            Pool(p.name, counts.get(p.name, p.nodes), p.gpus_per_node, p.gpu_product, p.gpu_memory_mib)
-            for p in self.pools
-        )
-        resized = Fleet(pools, self.node_cpu, self.node_memory, self.node_pods, self.source)
+        pools = tuple(dataclasses.replace(p, nodes=counts.get(p.name, p.nodes)) for p in self.pools)
+        resized = dataclasses.replace(self, pools=pools)
         problem = resized.capacity_problem()
         if problem:
             raise KailabError(
@@ -89,6 +91,46 @@ class Fleet:
         return None
 
 
+# Node labels kailab sets on every fleet node itself (node_objects, and a class's learner's nodes): a pool's
+# ``labels:`` may not set them. Any other key is the pool's own, such as a zone or rack for KAI's Topology.
+OWN_NODE_LABELS = {
+    *MANAGED_BY,
+    "type",
+    HOSTNAME_LABEL,
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    POOL_LABEL,
+    NODEPOOL_LABEL,
+    LEARNER_LABEL,
+    "run.ai/fake.gpu",
+}
+OWN_NODE_LABEL_PREFIXES = ("nvidia.com/gpu.", "kailab.io/")
+
+
+def _pool_label_key(key: str) -> str:
+    if key in OWN_NODE_LABELS or key.startswith(OWN_NODE_LABEL_PREFIXES):
+        raise ValueError(
+            f"'{key}' is a label kailab sets on every node itself (names, GPUs, its pool, a class's learner): "
+            "choose a key of your own, such as topology.kailab.io/rack"
+        )
+    return key
+
+
+class _TaintFile(BaseModel):
+    """A taint on each node of a pool: only pods that tolerate it may go there (KWOK's own taint is always there)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: LabelKey
+    value: LabelValue = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+    @model_validator(mode="after")
+    def _not_kwoks(self):
+        if self.key == KWOK_TAINT["key"]:
+            raise ValueError(f"'{self.key}' is KWOK's taint, which kailab puts on every node (its pods tolerate it)")
+        return self
+
+
 class _PoolFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: Annotated[StrictStr, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
@@ -96,6 +138,8 @@ class _PoolFile(BaseModel):
     gpusPerNode: Annotated[StrictInt, Field(ge=0, le=64)]  # 0: a CPU-only pool
     gpuProduct: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")] = "none"
     gpuMemoryMiB: Annotated[StrictInt, Field(ge=1)] = 1
+    labels: dict[Annotated[LabelKey, AfterValidator(_pool_label_key)], LabelValue] = {}
+    taints: list[_TaintFile] = []
 
     @model_validator(mode="after")
     def _gpu_shape(self):
@@ -106,6 +150,9 @@ class _PoolFile(BaseModel):
             "gpuProduct" in self.model_fields_set and "gpuMemoryMiB" in self.model_fields_set
         ):
             raise ValueError("a GPU pool needs gpuProduct and gpuMemoryMiB")
+        keys = [t.key for t in self.taints]
+        if twice := sorted({k for k in keys if keys.count(k) > 1}):
+            raise ValueError(f"two taints of this pool have the key {twice[0]}: give each key one taint")
         return self
 
 
@@ -128,7 +175,18 @@ def load_fleet(path: Path | None = None) -> Fleet:
         if p.name in seen:
             raise f.fail(f.line_of(data, ("pools", i, "name")), f"two pools are named '{p.name}'")
         seen.add(p.name)
-    pools = tuple(Pool(p.name, p.nodes, p.gpusPerNode, p.gpuProduct, p.gpuMemoryMiB) for p in doc.pools)
+    pools = tuple(
+        Pool(
+            p.name,
+            p.nodes,
+            p.gpusPerNode,
+            p.gpuProduct,
+            p.gpuMemoryMiB,
+            labels=tuple(p.labels.items()),
+            taints=tuple(t.model_dump() for t in p.taints),
+        )
+        for p in doc.pools
+    )
     fleet = Fleet(pools, doc.nodeCpu, doc.nodeMemory, doc.nodePods, source=str(path))
     problem = fleet.capacity_problem()
     if problem:
@@ -173,10 +231,11 @@ def node_objects(fleet: Fleet, prefix: str = "", labels: dict[str, str] | None =
                             "kubernetes.io/arch": "amd64",
                             POOL_LABEL: pool.name,
                             **gpu_labels,
+                            **dict(pool.labels),
                             **(labels or {}),
                         },
                     },
-                    "spec": {"taints": [dict(KWOK_TAINT), *map(dict, fleet.taints)]},
+                    "spec": {"taints": [dict(KWOK_TAINT), *map(dict, pool.taints), *map(dict, fleet.taints)]},
                     "status": {"capacity": dict(resources), "allocatable": dict(resources)},
                 }
             )

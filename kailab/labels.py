@@ -63,6 +63,15 @@ NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its de
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
+
+# KAI's topology-aware scheduling (docs/topology/ in KAI v0.17.0): a cluster-scoped Topology object names the node
+# labels of each level; a workload's top owner asks for a level by annotation (pkg/podgrouper/podgrouper/plugins/
+# constants/constants.go), which the pod-grouper copies into the PodGroup's spec.topologyConstraint.
+TOPOLOGY_API = "kai.scheduler/v1alpha1"
+TOPOLOGY_ANNOTATION = "kai.scheduler/topology"
+TOPOLOGY_REQUIRED_ANNOTATION = "kai.scheduler/topology-required-placement"
+TOPOLOGY_PREFERRED_ANNOTATION = "kai.scheduler/topology-preferred-placement"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 # A learner's nodes carry this taint (value: the learner) and only their own pods tolerate it, so no one else's pod
 # lands there: not the default scheduler's (which knows no partitions), nor one of another partition (KAI's
 # predicates honour taints: PodToleratesNodeTaints)

@@ -27,6 +27,7 @@ EXERCISE_NAMES = (
     "hierarchy",
     "fairshare",
     "placement",
+    "topology",
     "consolidation",
     "fractions",
     "protection",

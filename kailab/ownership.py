@@ -3,7 +3,7 @@
 Every object a lab creates carries ``app.kubernetes.io/managed-by: kailab``; a lab on a cluster
 kailab adopted (``kailab up --runtime existing``) adds ``kailab.io/lab-id: <its id>``. A lab on a
 cluster kailab made has no id, and its objects carry none. Cleanup selects by these labels only,
-and a Queue or PriorityClass of the same name that is not this lab's is refused, never overwritten.
+and a Queue, PriorityClass or Topology of the same name that is not this lab's is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kailab.errors import KailabError
-from kailab.labels import LAB_ID_LABEL, MANAGED
+from kailab.labels import LAB_ID_LABEL, MANAGED, QUEUE_API, TOPOLOGY_API
+
+# The cluster-wide kinds a scenario makes beside its namespace (apiVersion, kind): a lab's or learner's cleanup
+# deletes its own of each, by its labels.
+CLUSTER_KINDS = ((QUEUE_API, "Queue"), ("scheduling.k8s.io/v1", "PriorityClass"), (TOPOLOGY_API, "Topology"))
 
 
 @dataclass(frozen=True)

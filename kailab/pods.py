@@ -267,3 +267,20 @@ def event_view(ev) -> EventView:
         time=when,
         namespace=ev.metadata.namespace or "",
     )
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node of the fleet, with the labels a scenario's conditions ask about (a rack, a zone)."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, **({"labels": dict(self.labels)} if self.labels else {})}
+
+
+def node_view(node, keys: tuple[str, ...]) -> NodeView:
+    """A client Node → its name and the values of the label ``keys`` it has."""
+    labels = node.metadata.labels or {}
+    return NodeView(node.metadata.name, {k: labels[k] for k in keys if k in labels})

@@ -5,9 +5,9 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
 - in their own lesson namespaces (made by ``class up``, one per exercise, named ``<learner>-…``): everything a
   lesson does — workloads, pods, PodGroups, events, ConfigMaps (lesson records) — through a Role bound there;
 - those namespaces themselves: get and patch (RBAC ``resourceNames``), nothing else's;
-- cluster-wide: read nodes, namespaces, queues and priority classes (a lesson lists them by label);
-  create, change and delete Queues and PriorityClasses — which RBAC cannot limit by name on create, so one
-  ValidatingAdmissionPolicy (CEL, built into the API server) refuses any learner's request whose object (or,
+- cluster-wide: read nodes, namespaces, queues, priority classes and topologies (a lesson lists them by label);
+  create, change and delete Queues, PriorityClasses and KAI Topologies (the topology lesson) — which RBAC cannot
+  limit by name on create, so one ValidatingAdmissionPolicy (CEL, built into the API server) refuses any learner's request whose object (or,
   on update and delete, old object) is not named ``<learner>-…`` and labelled with their node pool;
 - their own SchedulingShard (``<learner>-shard``): get and patch (RBAC ``resourceNames``) — their scheduler's
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
@@ -27,7 +27,15 @@ from __future__ import annotations
 import base64
 
 from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
-from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY, QUEUE_API, QUEUE_LABEL, SHARD_API
+from kailab.labels import (
+    LEARNER_LABEL,
+    NODEPOOL_LABEL,
+    PARTITION_TAINT_KEY,
+    QUEUE_API,
+    QUEUE_LABEL,
+    SHARD_API,
+    TOPOLOGY_API,
+)
 from kailab.ownership import Owner
 from kailab.scheduler_settings import SchedulerSettings
 
@@ -75,6 +83,7 @@ def class_objects(owner: Owner = Owner()) -> list[dict]:
                 {"apiGroups": [""], "resources": ["nodes", "namespaces"], "verbs": read},
                 {"apiGroups": [QUEUE_API.split("/")[0]], "resources": ["queues"], "verbs": write},
                 {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": write},
+                {"apiGroups": [TOPOLOGY_API.split("/")[0]], "resources": ["topologies"], "verbs": write},
             ],
         },
         *admission_policy(labels),
@@ -106,6 +115,12 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
                         "apiGroups": ["scheduling.k8s.io"],
                         "apiVersions": ["*"],
                         "resources": ["priorityclasses"],
+                        "operations": ["CREATE", "UPDATE", "DELETE"],
+                    },
+                    {
+                        "apiGroups": [TOPOLOGY_API.split("/")[0]],
+                        "apiVersions": ["*"],
+                        "resources": ["topologies"],
                         "operations": ["CREATE", "UPDATE", "DELETE"],
                     },
                     {

@@ -25,7 +25,8 @@ from kailab import labdir
 from kailab.classroom import credentials, plan
 from kailab.errors import KailabError
 from kailab.kube import Kube
-from kailab.labels import QUEUE_API, RECORD_LABEL
+from kailab.labels import RECORD_LABEL
+from kailab.ownership import CLUSTER_KINDS
 
 FILE = "class-credential.json"
 CONTEXT_PREFIX = "kailab-class-"
@@ -117,7 +118,7 @@ def leave(joined: Joined, home: Path) -> list[str]:
             kube.empty_namespace(name)
             kube.core.delete_collection_namespaced_config_map(name, label_selector=RECORD_LABEL)
             done.append(name)
-    for api, kind in ((QUEUE_API, "Queue"), ("scheduling.k8s.io/v1", "PriorityClass")):
+    for api, kind in CLUSTER_KINDS:
         for obj in kube.list(api, kind, label_selector=owner.selector()):
             kube.delete(api, kind, obj["metadata"]["name"])
             done.append(obj["metadata"]["name"])

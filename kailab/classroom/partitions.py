@@ -31,10 +31,10 @@ from kailab.labels import (
     KAI_SCHEDULER_PROCESS,
     LEARNER_LABEL,
     NODEPOOL_LABEL,
-    QUEUE_API,
     SHARD_API,
     SHARD_SUPERVISOR,
 )
+from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
 from kailab.runtimes import shard_supervisor
 from kailab.runtimes.base import Runtime
@@ -303,7 +303,7 @@ def remove_learner(kube: Kube, learner: str, timeout: float = 120, wait: bool = 
     for name in namespaces:
         kube.empty_namespace(name)
         kube.delete("v1", "Namespace", name)
-    for api, kind in ((QUEUE_API, "Queue"), ("scheduling.k8s.io/v1", "PriorityClass")):
+    for api, kind in CLUSTER_KINDS:
         for obj in kube.list(api, kind, label_selector=selector):
             kube.delete(api, kind, obj["metadata"]["name"])
     kube.core.delete_collection_node(label_selector=f"{plan.node_selector(learner)},{selector}")

@@ -101,7 +101,7 @@ def node_selector(learner: str) -> str:
 
 def for_learner(scenario: Scenario, learner: str) -> Scenario:
     """The scenario as the learner runs it: their prefix on its queues, classes and namespace, and on the
-    names of the nodes it pins pods to or clears (their nodes are ``<learner>-kwok-…``)."""
+    names of the nodes it pins pods to, clears or requires (their nodes are ``<learner>-kwok-…``)."""
     out = prefixed(scenario, learner)
 
     def node(name: str | None) -> str | None:
@@ -119,10 +119,14 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
             )
         return s
 
+    requires = out.requires
+    if requires is not None and requires.nodeNames:
+        requires = requires.model_copy(update={"nodeNames": [f"{learner}-{n}" for n in requires.nodeNames]})
     return dataclasses.replace(
         out,
         workloads=tuple(w.model_copy(update={"node": node(w.node)}) for w in out.workloads),
         steps=tuple(step(s) for s in out.steps),
+        requires=requires,
     )
 
 

@@ -31,7 +31,7 @@ from kailab import labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
 from kailab.kube import Kube
-from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_NAME, QUEUE_API
+from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_NAME, QUEUE_API, TOPOLOGY_API
 from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
@@ -515,6 +515,11 @@ class ExistingRuntime(Runtime):
                     for p in kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
                 ],
                 lambda n: kube.delete("scheduling.k8s.io/v1", "PriorityClass", n),
+            ),
+            (
+                "topologies",
+                lambda: [t["metadata"]["name"] for t in kube.list(TOPOLOGY_API, "Topology", label_selector=selector)],
+                lambda n: kube.delete(TOPOLOGY_API, "Topology", n),
             ),
             (
                 "fleet nodes",

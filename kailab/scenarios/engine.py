@@ -20,15 +20,15 @@ from typing import Protocol
 from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership
-from kailab.checks import Verdict, evaluate, misfit, stragglers, timed, unable
+from kailab.checks import FleetNode, Verdict, evaluate, misfit, stragglers, timed, unable
 from kailab.errors import KailabError, ScenarioError
 from kailab.gpus import per_queue
-from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
+from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.progress import Progress
 from kailab.queues import queue_ref
 from kailab.scenarios import schema
 from kailab.scenarios.fold import Change, RunState, fold, observe
-from kailab.scenarios.manifests import priority_class_object, queue_object, workload_objects
+from kailab.scenarios.manifests import priority_class_object, queue_object, topology_object, workload_objects
 from kailab.scenarios.model import Scenario, Step
 from kailab.scenarios.schema import WorkloadFile
 from kailab.scheduler_settings import SchedulerSettings
@@ -65,11 +65,12 @@ class Cluster(Protocol):
     def delete_pods(self, namespace: str, workload: str) -> None:
         """Delete a workload's pods (and ReplicaSets) now, not when the garbage collector gets to them."""
 
-    def changes(self, namespace: str, queues: Iterable[str] = ()) -> Changes:
-        """Changes in the namespace, and of the Queue objects of these names."""
+    def changes(self, namespace: str, queues: Iterable[str] = (), node_labels: tuple[str, ...] = ()) -> Changes:
+        """Changes in the namespace, and of the Queue objects of these names; first, when ``node_labels`` names
+        some, each fleet node with those labels."""
 
-    def node_gpus(self) -> list[float] | None:
-        """GPUs of each node of the fleet (0 for a CPU-only node); None when unknown (a recording)."""
+    def fleet_nodes(self) -> list[FleetNode] | None:
+        """The fleet's nodes (name, GPUs, CPUs, labels); None when unknown (a recording)."""
 
     def node_names(self) -> list[str] | None:
         """The names of the fleet's nodes; None when unknown (a recording)."""
@@ -140,7 +141,7 @@ class Engine:
 
     def not_applicable(self, scenario: Scenario) -> str:
         """Why this cluster cannot run the scenario, where ("on this fleet: …", "on this cluster: …"); "" if it can."""
-        nodes = self.cluster.node_gpus()
+        nodes = self.cluster.fleet_nodes()
         if nodes is not None and (why := misfit(scenario.requires, nodes)):
             return f"on this fleet: {why}"
         if why := unable(scenario.needs, self.cluster.abilities()):
@@ -184,9 +185,11 @@ class Engine:
         with self.progress.step(
             f"Preparing {scenario.name}: {len(scenario.queues)} queues, namespace {scenario.namespace}"
         ):
-            declared = {("Queue", q.name) for q in scenario.queues} | {
-                ("PriorityClass", p.name) for p in scenario.priority_classes
-            }
+            declared = (
+                {("Queue", q.name) for q in scenario.queues}
+                | {("PriorityClass", p.name) for p in scenario.priority_classes}
+                | {("Topology", t.name) for t in scenario.topologies}
+            )
             for obj in self.cluster.scenario_objects():  # an earlier scenario's, which this one does not declare
                 if (obj["kind"], obj["metadata"]["name"]) not in declared:
                     self.cluster.delete(obj)
@@ -195,12 +198,17 @@ class Engine:
             for obj in [*map(priority_class_object, scenario.priority_classes), *map(queue_object, scenario.queues)]:
                 self.cluster.apply(labelled(obj, scenario))
                 verdict.applied.append(obj)
+            for obj in map(topology_object, scenario.topologies):
+                # KAI's CRD keeps a Topology's levels as they were made (only aliases may change): made anew.
+                self.cluster.delete(obj)
+                self.cluster.apply(labelled(obj, scenario))
+                verdict.applied.append(obj)
             self.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
 
     def _changes(self, scenario: Scenario) -> Changes:
         queues = {q.name for q in scenario.queues} | set(scenario.missing_queues)
         queues |= {s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)}
-        changes = self.cluster.changes(scenario.namespace, queues)
+        changes = self.cluster.changes(scenario.namespace, queues, scenario.node_label_keys)
         if self.record is None:
             return changes
         return Recorder(changes, self.record / scenario.name / CHANGES_FILE, self.cluster.clock())
@@ -471,7 +479,7 @@ class Recorder:
 
 def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
-    exist), its priority classes and its namespace (kailab empties it) — by apiVersion, kind and name."""
+    exist), its priority classes, its topologies and its namespace (kailab empties it) — by apiVersion, kind and name."""
     queues = [q.name for q in scenario.queues] + [
         s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)
     ]
@@ -482,6 +490,7 @@ def claims(scenario: Scenario) -> list[dict]:
             {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p.name}}
             for p in scenario.priority_classes
         ]
+        + [{"apiVersion": TOPOLOGY_API, "kind": "Topology", "metadata": {"name": t.name}} for t in scenario.topologies]
         + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scenario.namespace}}]
     )
 

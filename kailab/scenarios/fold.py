@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
-from kailab.pods import EventView, PodGroupView, PodView, QueueView
+from kailab.pods import EventView, NodeView, PodGroupView, PodView, QueueView
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Change:
     event: EventView | None = None
     group: PodGroupView | None = None
     share: FairShare | None = None  # a queue's fair share, as the scheduler last published it
+    node: NodeView | None = None  # a node of the fleet and the labels the conditions ask about
     queue: QueueView | None = None  # one of the scenario's KAI Queue objects
     t: float = 0.0
 
@@ -34,6 +35,8 @@ class Change:
             body = {"podGroup": self.group.to_json()}
         elif self.share:
             body = {"fairShare": asdict(self.share)}
+        elif self.node:
+            body = {"node": self.node.to_json()}
         elif self.queue:
             body = {"queue": self.queue.to_json()}
         else:
@@ -47,9 +50,12 @@ class Change:
         group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
         share = FairShare(**d["fairShare"]) if "fairShare" in d else None
         queue = QueueView.from_json(d["queue"]) if "queue" in d else None
-        if pod is None and event is None and group is None and share is None and queue is None:
-            raise KeyError("a change holds a pod, an event, a podGroup, a fairShare or a queue")
-        return cls(d["type"], pod=pod, event=event, group=group, share=share, queue=queue, t=float(d.get("t", 0.0)))
+        node = NodeView(**d["node"]) if "node" in d else None
+        if pod is None and event is None and group is None and share is None and queue is None and node is None:
+            raise KeyError("a change holds a pod, an event, a podGroup, a fairShare, a queue or a node")
+        return cls(
+            d["type"], pod=pod, event=event, group=group, share=share, queue=queue, node=node, t=float(d.get("t", 0.0))
+        )
 
 
 @dataclass
@@ -69,6 +75,7 @@ class RunState:
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
     groups: dict[str, PodGroupView] = field(default_factory=dict)  # live PodGroups by name
     shares: dict[str, FairShare] = field(default_factory=dict)  # queue → its fair share
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # node → labels the conditions ask about
     queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
 
 
@@ -90,6 +97,8 @@ def fold(state: RunState, change: Change) -> RunState:
             state.evicted.add(pod.name)
     elif change.share is not None:
         state.shares[change.share.queue] = change.share
+    elif change.node is not None:
+        state.node_labels[change.node.name] = dict(change.node.labels)
     elif change.queue is not None:
         if change.type == "DELETED":
             state.queues.pop(change.queue.name, None)
@@ -117,6 +126,7 @@ def observe(state: RunState) -> Observation:
         pods=list(state.pods.values()),
         sizes=dict(state.sizes),
         fair_share={q: s.gpu for q, s in state.shares.items()},
+        node_labels=state.node_labels,
         queues=dict(state.queues),
     )
     for p in obs.pods:

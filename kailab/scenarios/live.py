@@ -14,11 +14,13 @@ from kubernetes import client
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from kailab import fairshare
+from kailab.checks import FleetNode
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
-from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
+from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
-from kailab.pods import event_view, pod_view, podgroup_view, queue_view
+from kailab.pods import event_view, node_view, pod_view, podgroup_view, queue_view
+from kailab.quantity import amount
 from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
 from kailab.scheduler_settings import SchedulerSettings
@@ -37,11 +39,16 @@ class LiveChanges:
         clock,
         metrics: Callable[[], str | None] | None = None,
         queues: Iterable[str] = (),
+        node_labels: tuple[str, ...] = (),
+        node_selector: str | None = None,
     ):
         self._queue: queue.Queue[Change] = queue.Queue()
         self._clock = clock
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+        if node_labels:  # the fleet's nodes with the labels the conditions ask about, first (they do not change)
+            for node in kube.core.list_node(label_selector=node_selector or "").items:
+                self._queue.put(Change("ADDED", node=node_view(node, node_labels), t=clock()))
         self._watches = [
             self._watch(
                 Watched(kube.core.list_namespaced_pod, namespace), lambda kind, o: Change(kind, pod=pod_view(o))
@@ -195,12 +202,20 @@ class LiveCluster:
         )
         self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
 
-    def changes(self, namespace: str, queues: Iterable[str] = ()) -> LiveChanges:
-        return LiveChanges(self.kube, namespace, self.clock, self.metrics, queues)
+    def changes(self, namespace: str, queues: Iterable[str] = (), node_labels: tuple[str, ...] = ()) -> LiveChanges:
+        return LiveChanges(self.kube, namespace, self.clock, self.metrics, queues, node_labels, self.node_selector)
 
-    def node_gpus(self) -> list[float]:
+    def fleet_nodes(self) -> list[FleetNode]:
         nodes = self.kube.core.list_node(label_selector=self.node_selector or "").items
-        return [float((n.status.allocatable or {}).get(GPU, 0) or 0) for n in nodes]
+        return [
+            FleetNode(
+                n.metadata.name,
+                float((n.status.allocatable or {}).get(GPU, 0) or 0),
+                amount((n.status.allocatable or {}).get("cpu", "0") or "0"),
+                dict(n.metadata.labels or {}),
+            )
+            for n in nodes
+        ]
 
     def node_names(self) -> list[str]:
         return [n.metadata.name for n in self.kube.core.list_node().items]
@@ -209,10 +224,26 @@ class LiveCluster:
         selector = self.owner.selector(SCENARIO_LABEL)
         out = [queue_ref(q["metadata"]["name"]) for q in self.kube.list(QUEUE_API, "Queue", label_selector=selector)]
         classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
-        return out + [
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": p["metadata"]["name"]}}
-            for p in classes
-        ]
+        topologies = (
+            self.kube.list(TOPOLOGY_API, "Topology", label_selector=selector)
+            if _serves(self.kube, TOPOLOGY_API, "Topology")
+            else []
+        )
+        return (
+            out
+            + [
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": p["metadata"]["name"]},
+                }
+                for p in classes
+            ]
+            + [
+                {"apiVersion": TOPOLOGY_API, "kind": "Topology", "metadata": {"name": t["metadata"]["name"]}}
+                for t in topologies
+            ]
+        )
 
     def _control(self):
         if self.scheduler is None:

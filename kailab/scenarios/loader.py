@@ -93,6 +93,7 @@ class _Build:
         self.workloads_by_name = self.workloads(
             doc, self.queue_names | set(doc.missingQueues), self.priority_classes(doc)
         )
+        self.topologies(doc)
         self.used_queues = self.queue_names | {w.queue for w in self.workloads_by_name.values() if w.queue}
         steps = tuple(self.step(i, s) for i, s in enumerate(doc.steps))
         self.order(steps)
@@ -111,6 +112,7 @@ class _Build:
             missing_queues=tuple(doc.missingQueues),
             requires=doc.requires,
             workload_lines={w.name: self.line("workloads", i) for i, w in enumerate(doc.workloads)},
+            topologies=tuple(doc.topologies),
         )
 
     def queues(self, doc: schema.ScenarioFile) -> tuple[QueueFile, ...]:
@@ -234,6 +236,46 @@ class _Build:
                 groups.add(g.name)
             out[w.name] = w
         return out
+
+    def topologies(self, doc: schema.ScenarioFile) -> None:
+        """Topology names are unique; a workload's topology constraint names a declared Topology and its levels,
+        the preferred level below the required one (KAI's docs/topology/: required bounds, preferred narrows)."""
+        declared: dict[str, schema.TopologyFile] = {}
+        for i, t in enumerate(doc.topologies):
+            if t.name in declared:
+                raise self.fail(("topologies", i, "name"), f"two topologies are named '{t.name}'")
+            declared[t.name] = t
+        for i, w in enumerate(doc.workloads):
+            c = w.topology
+            if c is None:
+                continue
+            topology = declared.get(c.name)
+            if topology is None:
+                raise self.fail(
+                    ("workloads", i, "topology", "name"),
+                    f"workload '{w.name}' names topology '{c.name}', which this scenario does not declare under "
+                    f"topologies (declared: {', '.join(sorted(declared)) or 'none'}); KAI would leave it Pending",
+                )
+            levels = ", ".join(lv.alias or lv.nodeLabel for lv in topology.levels)
+            at: dict[str, int] = {}
+            for key in ("required", "preferred"):
+                name = getattr(c, key)
+                if name is None:
+                    continue
+                index = topology.level(name)
+                if index is None:
+                    raise self.fail(
+                        ("workloads", i, "topology", key),
+                        f"topology '{topology.name}' has no level '{name}' (its levels, by nodeLabel or alias: {levels})",
+                    )
+                at[key] = index
+            if len(at) == 2 and at["preferred"] <= at["required"]:
+                raise self.fail(
+                    ("workloads", i, "topology", "preferred"),
+                    f"preferred level '{c.preferred}' is not below required level '{c.required}' in topology "
+                    f"'{topology.name}' (levels, widest first: {levels}): the required level bounds the domain, the "
+                    "preferred one narrows it",
+                )
 
     def step(self, i: int, s: schema.StepFile) -> Step:
         word = schema.STEP_OF[s.action]

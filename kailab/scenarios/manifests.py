@@ -27,10 +27,21 @@ from kailab.labels import (
     SKIP_PODGROUPER_ANNOTATION,
     STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
+    TOPOLOGY_ANNOTATION,
+    TOPOLOGY_API,
+    TOPOLOGY_PREFERRED_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
     WORKLOAD_LABEL,
 )
 from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import HOSTNAME_LABEL, PriorityClassFile, QueueFile, ResourceFile, WorkloadFile
+from kailab.scenarios.schema import (
+    HOSTNAME_LABEL,
+    PriorityClassFile,
+    QueueFile,
+    ResourceFile,
+    TopologyFile,
+    WorkloadFile,
+)
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -69,6 +80,30 @@ def priority_class_object(pc: PriorityClassFile) -> dict:
     return obj
 
 
+def topology_object(t: TopologyFile) -> dict:
+    """A scenario's topology as KAI's Topology object (``pkg/apis/kai/v1alpha1/topology_types.go``)."""
+    return {
+        "apiVersion": TOPOLOGY_API,
+        "kind": "Topology",
+        "metadata": {"name": t.name, "labels": dict(MANAGED)},
+        "spec": {"levels": [lv.model_dump(exclude_none=True) for lv in t.levels]},
+    }
+
+
+def topology_annotations(w: WorkloadFile) -> dict[str, str]:
+    """The annotations KAI's pod-grouper reads from a workload's top owner for its topology constraint
+    (``pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go``)."""
+    c = w.topology
+    if c is None:
+        return {}
+    out = {TOPOLOGY_ANNOTATION: c.name}
+    if c.required:
+        out[TOPOLOGY_REQUIRED_ANNOTATION] = c.required
+    if c.preferred:
+        out[TOPOLOGY_PREFERRED_ANNOTATION] = c.preferred
+    return out
+
+
 def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
     """Labels and annotations KAI reads from the top owner (the Job, the Deployment, a bare Pod)."""
     labels = {**MANAGED, WORKLOAD_LABEL: w.name, SCENARIO_LABEL: scenario.name, **w.labels}
@@ -84,6 +119,8 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
     if w.minMember is not None and w.kind == "Job":
         annotations[MIN_MEMBER_ANNOTATION] = str(w.minMember)
     annotations.update(_policy_annotations(w))
+    if w.kind != "PodGroup":  # a hand-made PodGroup says it in its spec
+        annotations.update(topology_annotations(w))
     return {"labels": labels, "annotations": annotations}
 
 
@@ -203,6 +240,12 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
             spec["priorityClassName"] = w.priority_class
         if w.preemptibility:
             spec["preemptibility"] = w.preemptibility
+        if w.topology is not None:  # the fields KAI's pod-grouper fills from the annotations (podgroup/handler.go)
+            spec["topologyConstraint"] = {
+                "topology": w.topology.name,
+                **({"requiredTopologyLevel": w.topology.required} if w.topology.required else {}),
+                **({"preferredTopologyLevel": w.topology.preferred} if w.topology.preferred else {}),
+            }
         if w.preemptionDelay:
             spec["preemptionDelay"] = w.preemptionDelay
         if w.stalenessGracePeriod is not None:

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from kailab.scenarios.schema import PriorityClassFile, QueueFile, RequiresFile, WorkloadFile
+    from kailab.scenarios.schema import PriorityClassFile, QueueFile, RequiresFile, TopologyFile, WorkloadFile
 
 _N = r"\d+(?:\.\d+)?"
 _BOUND = re.compile(rf"^\s*(?:(>=|<=|>|<|==)?\s*({_N})|({_N})\s*\.\.\s*({_N}))\s*$")
@@ -137,6 +137,7 @@ class Scenario:
     missing_queues: tuple[str, ...] = ()  # queues that must not exist (kailab deletes them first)
     requires: RequiresFile | None = None  # None: any fleet
     workload_lines: dict[str, int] = field(default_factory=dict)  # workload → its line in the file
+    topologies: tuple[TopologyFile, ...] = ()  # KAI Topology objects (cluster-scoped), applied before the workloads
 
     def workload(self, name: str) -> WorkloadFile:
         return self._workloads[name]
@@ -162,6 +163,11 @@ class Scenario:
             if name and not out.get(name):
                 out[name] = line
         return out
+
+    @property
+    def node_label_keys(self) -> tuple[str, ...]:
+        """The node labels the conditions ask about (``domains``): the run records them for each node."""
+        return tuple(sorted({e.want.partition("=")[0] for e in self.expectations if e.measure == "domains"}))
 
     @property
     def needs(self) -> frozenset[str]:

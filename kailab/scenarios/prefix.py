@@ -1,7 +1,7 @@
 """A lab's prefix (``kailab up --runtime existing --prefix NAME``): its own names on a shared cluster.
 
-Every queue, priority class and namespace a scenario declares gets ``NAME-`` in front, and so does
-every reference to them (a queue's parent, a workload's queue and priority class, a condition's
+Every queue, priority class, topology and namespace a scenario declares gets ``NAME-`` in front, and so does
+every reference to them (a queue's parent, a workload's queue, priority class and topology, a condition's
 queue, the queue names in the scheduler's words a condition looks for). Names the scenario does not
 declare — ``default-queue``, KAI's priority classes, a cluster's own queues — are left as they are.
 A pure transformation of the loaded scenario: the engine runs the result like any other.
@@ -42,19 +42,26 @@ def prefixed(scenario: Scenario, prefix: str) -> Scenario:
     )
     classes = {p.name for p in scenario.priority_classes}
     rename = _Renamer(prefix, queues, classes)
+    topologies = {t.name for t in scenario.topologies}
     out = dataclasses.replace(
         scenario,
         namespace=rename.name(scenario.namespace),
         queues=tuple(rename.queue(q) for q in scenario.queues),
         priority_classes=tuple(p.model_copy(update={"name": rename.name(p.name)}) for p in scenario.priority_classes),
-        workloads=tuple(rename.workload(w) for w in scenario.workloads),
+        workloads=tuple(_topology_renamed(rename.workload(w), rename, topologies) for w in scenario.workloads),
+        topologies=tuple(t.model_copy(update={"name": rename.name(t.name)}) for t in scenario.topologies),
         steps=tuple(rename.step(s) for s in scenario.steps),
         missing_queues=tuple(rename.name(q) for q in scenario.missing_queues),
     )
     too_long = sorted(
         {
             n
-            for n in [out.namespace, *(q.name for q in out.queues), *(p.name for p in out.priority_classes)]
+            for n in [
+                out.namespace,
+                *(q.name for q in out.queues),
+                *(p.name for p in out.priority_classes),
+                *(t.name for t in out.topologies),
+            ]
             if len(n) > MAX_NAME
         }
     )
@@ -65,6 +72,13 @@ def prefixed(scenario: Scenario, prefix: str) -> Scenario:
             hint="Choose a shorter prefix.",
         )
     return out
+
+
+def _topology_renamed(w: WorkloadFile, rename: _Renamer, topologies: set[str]) -> WorkloadFile:
+    """The workload with the prefix on the topology it names (when the scenario declares it)."""
+    if w.topology is None or w.topology.name not in topologies:
+        return w
+    return w.model_copy(update={"topology": w.topology.model_copy(update={"name": rename.name(w.topology.name)})})
 
 
 def prefixed_queues(queues: tuple[QueueFile, ...], prefix: str) -> tuple[QueueFile, ...]:

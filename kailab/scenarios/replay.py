@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from kailab.checks import Verdict
+from kailab.checks import FleetNode, Verdict
 from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.progress import Progress
 from kailab.scenarios.engine import CHANGES_FILE, Engine
@@ -23,9 +23,12 @@ from kailab.scenarios.model import ABILITIES, Scenario
 class ReplayCluster:
     """Applies nothing (it remembers what it was asked to do); its clock moves only with the recording."""
 
-    def __init__(self, changes: list[Change], node_gpus: list[float] | None = None):
+    def __init__(
+        self, changes: list[Change], node_gpus: list[float] | None = None, nodes: list[FleetNode] | None = None
+    ):
+        """``node_gpus`` (GPUs of each node) or ``nodes``: a fleet to decide ``requires:`` on; neither: unknown."""
         self._changes = changes
-        self._node_gpus = node_gpus
+        self._nodes = nodes if node_gpus is None else [FleetNode(f"node-{i}", g) for i, g in enumerate(node_gpus)]
         self._at = 0
         self.now = 0.0
         self.calls: list[tuple[str, str]] = []  # (verb, "kind/name") in order
@@ -48,11 +51,11 @@ class ReplayCluster:
     def delete_pods(self, namespace: str, workload: str) -> None:
         self.calls.append(("delete pods", workload))
 
-    def changes(self, namespace: str, queues: Iterable[str] = ()) -> ReplayCluster:
-        return self
+    def changes(self, namespace: str, queues: Iterable[str] = (), node_labels: tuple[str, ...] = ()) -> ReplayCluster:
+        return self  # the recording holds what the run saw, the nodes' labels too
 
-    def node_gpus(self) -> list[float] | None:
-        return self._node_gpus
+    def fleet_nodes(self) -> list[FleetNode] | None:
+        return self._nodes
 
     def node_names(self) -> list[str] | None:
         return None

@@ -34,9 +34,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from kailab.labelfield import LabelKey, LabelValue
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     GPU_FRACTION_ANNOTATION,
+    HOSTNAME_LABEL,
     KAI_SCHEDULER_NAME,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
@@ -49,6 +51,9 @@ from kailab.labels import (
     SKIP_PODGROUPER_ANNOTATION,
     STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
+    TOPOLOGY_ANNOTATION,
+    TOPOLOGY_PREFERRED_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
 )
 from kailab.quantity import Quantity, amount
 from kailab.scenarios.model import Bound, Expectation, Step
@@ -57,13 +62,9 @@ from kailab.scheduler_settings import SchedulerSettings
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
 GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
-LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 MAX_PODS = 1000  # per workload: the lab's fleets hold dozens; `kailab bench` is for thousands
 MAX_SECONDS = 3600  # a sleep, timeout, hold or completeAfter: a lesson takes seconds, an hour is a mistake
 MAX_NAME = 63  # a Kubernetes name that is also a label value or a DNS label
-HOSTNAME_LABEL = "kubernetes.io/hostname"  # the node label node: pins pods with
 
 Name = Annotated[StrictStr, Field(pattern=DNS_LABEL, max_length=MAX_NAME)]
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
@@ -96,25 +97,6 @@ def _signed_go_duration(text: Any) -> str:
     return text
 
 
-def _label_key(key: str) -> str:
-    prefix, _, name = key.rpartition("/")
-    if (prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix))) or not LABEL_NAME.match(name):
-        raise ValueError(
-            f"{key!r} is not a valid label or annotation key (an optional DNS prefix and '/', "
-            "then up to 63 letters, digits, '-', '_' or '.')"
-        )
-    return key
-
-
-def _label_value(value: str) -> str:
-    if len(value) > MAX_NAME or not LABEL_VALUE.match(value):
-        raise ValueError(
-            f"{value!r} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit (or empty)"
-        )
-    return value
-
-
 def _bound(value: Any) -> Bound:
     if isinstance(value, Bound):
         return value
@@ -133,8 +115,6 @@ def _whole_bound(value: Any) -> Bound:
 Seconds = Annotated[StrictInt | StrictFloat | StrictStr, AfterValidator(seconds)]
 GoDuration = Annotated[Any, AfterValidator(_go_duration)]
 SignedGoDuration = Annotated[Any, AfterValidator(_signed_go_duration)]
-LabelKey = Annotated[StrictStr, AfterValidator(_label_key)]
-LabelValue = Annotated[StrictStr, AfterValidator(_label_value)]
 Want = Annotated[Any, AfterValidator(_bound)]  # a count that may have decimals (GPUs)
 WholeWant = Annotated[Any, AfterValidator(_whole_bound)]  # a count of pods or nodes
 Number = StrictInt | StrictFloat
@@ -216,6 +196,60 @@ class SubGroupFile(FileModel):
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
+class TopologyLevelFile(FileModel):
+    """One level of a Topology: the node label that names its domains, and an optional alias for it."""
+
+    nodeLabel: LabelKey
+    alias: LabelKey | None = None
+
+
+class TopologyFile(FileModel):
+    """A KAI Topology object (``kai.scheduler/v1alpha1``, cluster-scoped): its levels, the widest first.
+
+    The rules KAI's CRD (its CEL rules, checked by the API server) and its admission webhook
+    (``pkg/admission/webhook/topologyhooks/topology_validator.go``, which the local runtime does not run) hold a
+    Topology to are checked here, so a file is refused with its line on every runtime.
+    """
+
+    name: Name
+    levels: Annotated[list[TopologyLevelFile], Field(min_length=1, max_length=16)]
+
+    @model_validator(mode="after")
+    def _kais_rules(self):
+        labels = [level.nodeLabel for level in self.levels]
+        if len(set(labels)) != len(labels):
+            raise ValueError("two levels have the same nodeLabel; KAI's CRD wants each nodeLabel once")
+        if HOSTNAME_LABEL in labels[:-1]:
+            raise ValueError(f"{HOSTNAME_LABEL} can only be the last (lowest) level of a topology (KAI's CRD)")
+        aliases = [level.alias for level in self.levels if level.alias]
+        if len(set(aliases)) != len(aliases):
+            raise ValueError("two levels have the same alias; KAI's admission webhook wants each alias once")
+        if clash := sorted(set(aliases) & set(labels)):
+            raise ValueError(
+                f"alias {clash[0]!r} is also a nodeLabel; KAI's admission webhook refuses an alias that equals "
+                "a nodeLabel (a level would then be ambiguous)"
+            )
+        return self
+
+    def level(self, name: str) -> int | None:
+        """The index of the level a constraint names by nodeLabel or alias; None if none has that name."""
+        return next((i for i, lv in enumerate(self.levels) if name in (lv.nodeLabel, lv.alias)), None)
+
+
+class WorkloadTopologyFile(FileModel):
+    """A workload's topology constraint: which Topology, the level its pods must share, the level they prefer."""
+
+    name: Name
+    required: LabelKey | None = None
+    preferred: LabelKey | None = None
+
+    @model_validator(mode="after")
+    def _a_level(self):
+        if self.required is None and self.preferred is None:
+            raise ValueError("a topology constraint needs required: LEVEL, preferred: LEVEL or both")
+        return self
+
+
 class TolerationFile(FileModel):
     """One toleration of a workload's pods (Kubernetes' fields)."""
 
@@ -262,6 +296,9 @@ OWN_KEYS = {
     POD_GROUP_ANNOTATION: "write kind: PodGroup instead",
     SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
     COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
+    TOPOLOGY_ANNOTATION: "write topology: {name: …} instead",
+    TOPOLOGY_REQUIRED_ANNOTATION: "write topology: {required: LEVEL} instead",
+    TOPOLOGY_PREFERRED_ANNOTATION: "write topology: {preferred: LEVEL} instead",
     PREEMPTION_DELAY_ANNOTATION: "write preemptionDelay: instead",
     STALENESS_ANNOTATION: "write stalenessGracePeriod: instead",
     NODEPOOL_LABEL: "write nodePool: instead",
@@ -296,6 +333,7 @@ class WorkloadFile(FileModel):
     node: Name | None = None  # pin the pods to this node (nodeSelector kubernetes.io/hostname)
     completeAfter: Seconds | None = None  # KWOK completes the pods after this long
     cpu: Quantity | None = None  # CPU request per pod; pods ask for no CPU unless set
+    topology: WorkloadTopologyFile | None = None  # KAI's topology annotations (a PodGroup: spec.topologyConstraint)
     labels: dict[LabelKey, LabelValue] = {}
     annotations: dict[LabelKey, StrictStr] = {}
     # Resources beyond GPUs and a CPU request, and KAI's policies of one workload (the policies lessons)
@@ -404,6 +442,21 @@ class RequiresFile(FileModel):
     gpusPerNode: WholeWant | None = None  # every GPU node
     homogeneous: StrictBool | None = None  # every GPU node has the same number of GPUs
     cpuOnlyNodes: WholeWant | None = None
+    nodeNames: list[Name] = []  # the fleet has nodes of these names
+    cpusPerNode: Want | None = None  # every node's allocatable CPUs
+    nodeLabels: list[LabelKey] = []  # every GPU node carries these labels (a Topology's levels)
+
+
+class DomainsFile(FileModel):
+    """How many values of a node label (racks, zones) a scope's bound pods are on: ``{label: rack-key, count: 1}``."""
+
+    label: LabelKey
+    count: WholeWant
+
+    def __str__(self) -> str:
+        c = self.count
+        count = f"{c.low:g}..{c.high:g}" if c.op == ".." else f"{'' if c.op == '==' else c.op}{c.low:g}"
+        return f"{self.label}={count}"
 
 
 class PodGroupFieldFile(FileModel):
@@ -481,6 +534,12 @@ MEASURES = (
         PodGroupFieldFile,
         lambda who, want: f"{who}: PodGroup {want.split('=')[0]}",
         about="workload",
+    ),
+    Measure(
+        "domains",
+        "domains",
+        DomainsFile,
+        lambda who, want: f"{who}: values of {want.partition('=')[0]} its pods are on",
     ),
     Measure(
         "schedulingCondition",
@@ -863,6 +922,7 @@ class ScenarioFile(FileModel):
     priorityClasses: list[PriorityClassFile] = []
     workloads: list[WorkloadFile] = []
     requires: RequiresFile | None = None
+    topologies: list[TopologyFile] = []  # KAI Topology objects the scenario's workloads name
     steps: Annotated[list[StepFile], Field(min_length=1)]
     verify: StrictStr = ""
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from golden_rows import rows  # tests/fleet/golden_rows.py
+from golden_rows import rows, same_rows  # tests/fleet/golden_rows.py
 from waits import until  # tests/fleet/waits.py
 
 from kailab.classroom import plan, shards
@@ -409,6 +409,8 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     import subprocess
     import sys
 
+    from kailab.labels import TOPOLOGY_API
+
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
     kai_lab.kube.apply(
@@ -439,6 +441,9 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     (placement,) = json.loads(run.stdout)["verdicts"]
     assert placement["outcome"] == "PASS", placement
     assert rows(placement, "ann") == rows(json.loads((GOLDEN / "placement" / "verdict.json").read_text()))
+    topology = json.loads(ann("demo", "topology", "--json").stdout)["verdicts"][0]
+    assert topology["outcome"] == "PASS", topology  # a Topology of their own: RBAC and the admission policy allow it
+    assert same_rows(rows(topology, "ann"), rows(json.loads((GOLDEN / "topology" / "verdict.json").read_text())))
 
     walk = subprocess.run(
         [sys.executable, "-m", "kailab", "lesson", "gang"],
@@ -459,6 +464,7 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     left = ann("down")
     assert left.returncode == 0, left.stderr
     assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=plan.owner("ann").selector()) == []
+    assert kai_lab.kube.list(TOPOLOGY_API, "Topology", label_selector=plan.owner("ann").selector()) == []
     assert kai_lab.kube.get(QUEUE_API, "Queue", "bob-team") is not None  # another learner's: left alone
 
     assert ann("join", str(out / "ann.kubeconfig")).returncode == 0

@@ -142,7 +142,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
         text=True,
     )
     try:
-        time.sleep(8)  # its first frame drawn (the watches of her namespaces started)
+        time.sleep(20)  # its first frame drawn: the watches of her ten namespaces started (slow on a loaded machine)
         assert watch.poll() is None, watch.communicate()
         ann_labels = {NODEPOOL_LABEL: "ann", **plan.owner("ann").labels}
         kube.apply(

@@ -14,7 +14,7 @@ from waits import until  # tests/fleet/waits.py
 
 from kailab.classroom import plan, shards, side_by_side
 from kailab.classroom.partitions import LocalClass
-from kailab.labels import NODEPOOL_LABEL, QUEUE_API, SHARD_API
+from kailab.labels import NODEPOOL_LABEL, QUEUE_API, SHARD_API, TOPOLOGY_API
 from kailab.lesson import lesson_names
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
@@ -55,6 +55,7 @@ def test_demo_all_side_by_side_gives_the_golden_verdicts_and_leaves_nothing(kai_
         assert kai_lab.runtime.kai_processes.pid(shards.scheduler_name(part)) is None
         selector = plan.owner(part).selector()
         assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=selector) == []
+        assert kai_lab.kube.list(TOPOLOGY_API, "Topology", label_selector=selector) == []
         # Its namespaces are deleted, not waited for (the next run waits): terminating, then gone.
         left = kai_lab.kube.core.list_namespace(label_selector=selector).items
         assert all(ns.status.phase == "Terminating" for ns in left), part

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import yaml
 from rich.console import Console
@@ -47,6 +48,22 @@ def test_queues_show_quota_limit_weight_and_a_later_change():
     assert later["resources"]["gpu"]["overQuotaWeight"] == 3
 
 
+def test_the_topology_and_the_constraints_on_the_jobs_are_shown():
+    r = rows("topology")
+    assert r[("Topology lab-topology", "spec")] == {
+        "levels": [
+            {"nodeLabel": "topology.kailab.io/zone", "alias": "zone"},
+            {"nodeLabel": "topology.kailab.io/rack", "alias": "rack"},
+        ]
+    }
+    assert r[("Job same-rack", "metadata")]["annotations"] == {
+        "kai.scheduler/batch-min-member": "3",
+        "kai.scheduler/topology": "lab-topology",
+        "kai.scheduler/topology-required-placement": "rack",
+    }
+    assert r[("Job near", "metadata")]["annotations"]["kai.scheduler/topology-preferred-placement"] == "rack"
+
+
 def test_fractions_and_many_jobs_name_their_copies():
     r = rows("fractions")
     assert r[("Pod halves-0 (×2)", "metadata")]["annotations"] == {"gpu-fraction": "0.5"}
@@ -63,7 +80,8 @@ def test_every_lesson_shows_every_workload_and_nothing_kai_does_not_read():
             assert f" {w.name}" in shown, (name, w.name)
             if w.queue:
                 assert f"kai.scheduler/queue: {w.queue}" in shown, (name, w.name)
-        assert "kailab.io" not in shown and "kwok" not in shown.replace("kwok-", ""), name
+        own = re.search(r"(?<![\w.-])kailab\.io/", shown)  # kailab's labels; topology.kailab.io/rack is a rack's
+        assert not own and "kwok" not in shown.replace("kwok-", ""), name
         for line in lines:
             assert isinstance(yaml.safe_load(line.what), dict), (name, line)
 

@@ -192,7 +192,8 @@ def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_anothers_sched
     for rule in _rules(objs):
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
         assert "secrets" not in rule["resources"]
-        if "kai.scheduler" in rule["apiGroups"]:  # KAI's Config never; of the SchedulingShards, ann's own only
+        if "kai.scheduler" in rule["apiGroups"] and rule["resources"] != ["topologies"]:  # Topologies: the lesson's
+            # KAI's Config never; of the SchedulingShards, ann's own only
             assert rule == {
                 "apiGroups": ["kai.scheduler"],
                 "resources": ["schedulingshards"],
@@ -212,7 +213,7 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     assert credentials.username("ann")[offset:] == "ann"
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
     assert kinds == {
-        *("queues", "priorityclasses", "namespaces", "schedulingshards"),
+        *("queues", "priorityclasses", "topologies", "namespaces", "schedulingshards"),
         *("pods", "jobs", "deployments", "replicasets"),
     }
     role = next(o for o in credentials.learner_objects("ann", ["ann-x"], Owner()) if o["kind"] == "Role")

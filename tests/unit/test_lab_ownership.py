@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kailab.checks import FleetNode
 from kailab.errors import KailabError
 from kailab.labels import LAB_ID_LABEL, MANAGED
 from kailab.ownership import Owner, foreign, refused, stamped
@@ -155,7 +156,7 @@ def test_what_each_lesson_needs_of_the_cluster():
 
 def test_lessons_that_need_the_lesson_fleet_say_so_on_another():
     cluster = Occupied(set())
-    cluster._node_gpus = [8, 8, 8, 8, 8]  # 40 GPUs: reclaim's borrower would not fill the fleet
+    cluster._nodes = [FleetNode(f"n{i}", 8) for i in range(5)]  # 40 GPUs: reclaim's borrower would not fill the fleet
     verdict = Engine(cluster, Progress(quiet=True)).run(load_scenario(EXERCISES / "reclaim.yaml"))
     assert (
         verdict.outcome == "NOT APPLICABLE"

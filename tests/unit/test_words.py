@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kailab.checks import Observation, evaluate, misfit
+from kailab.checks import FleetNode, Observation, evaluate, misfit
 from kailab.pods import PodGroupView, PodView
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.loader import load_scenario
@@ -150,7 +150,7 @@ def test_not_reason():
     ],
 )
 def test_misfit_says_why_a_fleet_does_not_fit(requires, nodes, words):
-    said = misfit(requires, nodes)
+    said = misfit(requires, [FleetNode(f"n{i}", g) for i, g in enumerate(nodes)])
     assert said == words if not words else words in said
 
 
