@@ -97,7 +97,7 @@ def down(
 
 @app.command("status")
 def status(as_json: bool = typer.Option(False, "--json", help="Print the class as JSON.")) -> None:
-    """Learners × lessons: each verdict and when, whose scheduler runs, and who is stuck (a pod Pending, KAI's reason)."""
+    """Learners × lessons: each verdict and when, predictions right or wrong, whose scheduler runs, and who is stuck."""
     import json
 
     from kailab.classroom.records import class_status
@@ -116,15 +116,30 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print the class a
     for name in learners:
         row = report[name]
         lessons = ", ".join(
-            f"{lesson} {r['outcome']} ({r['finished']})" for lesson, r in sorted(row["lessons"].items())
+            f"{lesson} {r['outcome']} ({r['finished']}{'; predictions ' + r['right'] if r.get('right') else ''})"
+            for lesson, r in sorted(row["lessons"].items())
         )
         render.stdout.print(
             f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}", markup=False, highlight=False
         )
+        for lesson, r in sorted(row["lessons"].items()):
+            if r.get("predictions"):
+                render.stdout.print(
+                    f"  {lesson} predictions: " + "; ".join(map(_graded_words, r["predictions"])),
+                    markup=False,
+                    highlight=False,
+                )
         for s in row["stuck"]:
             render.stdout.print(
                 f"  stuck: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}", markup=False, highlight=False
             )
+
+
+def _graded_words(g: dict) -> str:
+    """One graded prediction in words: ``ops-gpus wrong (said 32, KAI did 16)``."""
+    said = f"said {g.get('given')}" if g.get("given") else "not answered"
+    did = f"KAI did {g.get('answer')}" if g.get("answer") else "not measured"
+    return f"{g.get('key')} {g.get('mark')} ({said}, {did})"
 
 
 @app.command("evidence")

@@ -104,10 +104,14 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
             )
         return s
 
+    def on_node(e):
+        return dataclasses.replace(e, node=node(e.node))
+
     return dataclasses.replace(
         out,
         workloads=tuple(w.model_copy(update={"node": node(w.node)}) for w in out.workloads),
         steps=tuple(step(s) for s in out.steps),
+        predictions=tuple(p.renamed(on_node) for p in out.predictions),
     )
 
 

@@ -14,13 +14,16 @@ from kailab.checks import Verdict
 from kailab.classroom import plan
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL
+from kailab.predictions import tally
 
 NAME = "kailab-record"
 STUCK_SECONDS = 120  # a pod Pending this long in a learner's lesson is worth the instructor's look
 MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!")  # what makes markup inside a line (a cell never starts one)
 
 
-def record_object(learner: str, verdict: Verdict, prediction: str = "") -> dict:
+def record_object(learner: str, verdict: Verdict, prediction: str = "", graded: list[dict] | None = None) -> dict:
+    """A learner's lesson record: the verdict, their free-text prediction, and their graded predictions
+    (kailab/predictions.py's ``Graded.to_dict``: key, ask, given, answer, right)."""
     labels = {**plan.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: verdict.scenario}
     return {
         "apiVersion": "v1",
@@ -33,13 +36,16 @@ def record_object(learner: str, verdict: Verdict, prediction: str = "") -> dict:
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
             "seconds": f"{verdict.seconds:.1f}",
             "prediction": prediction,
+            "predictions": json.dumps(graded or []),
+            "right": tally(graded or []),
             "verdict": json.dumps(verdict.to_dict()),
         },
     }
 
 
 def class_status(kube: Kube, learners: list[str], now: datetime | None = None) -> dict:
-    """Learners × lessons (outcome, when, prediction) and who is stuck (a pod Pending for minutes, KAI's reason)."""
+    """Learners × lessons (outcome, when, predictions: free text and graded, right or wrong) and who is stuck (a pod
+    Pending for minutes, KAI's reason)."""
     now = now or datetime.now(UTC)
     out = {}
     for learner in learners:
@@ -48,7 +54,10 @@ def class_status(kube: Kube, learners: list[str], now: datetime | None = None) -
             label_selector=f"{LEARNER_LABEL}={learner},{RECORD_LABEL}"
         ).items:
             d = cm.data or {}
-            lessons[d.get("lesson", "?")] = {k: d.get(k, "") for k in ("outcome", "finished", "seconds", "prediction")}
+            lessons[d.get("lesson", "?")] = {
+                **{k: d.get(k, "") for k in ("outcome", "finished", "seconds", "prediction", "right")},
+                "predictions": _graded(d.get("predictions")),
+            }
         stuck = []
         for ns in kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items:
             for pod in kube.core.list_namespaced_pod(ns.metadata.name, field_selector="status.phase=Pending").items:
@@ -65,6 +74,15 @@ def class_status(kube: Kube, learners: list[str], now: datetime | None = None) -
                 )
         out[learner] = {"lessons": lessons, "stuck": stuck}
     return out
+
+
+def _graded(text: str | None) -> list[dict]:
+    """A record's graded predictions; [] for a record without them (or not kailab's JSON)."""
+    try:
+        graded = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [g for g in graded if isinstance(g, dict)] if isinstance(graded, list) else []
 
 
 def markdown(report: dict, lessons: list[str]) -> str:
@@ -107,6 +125,25 @@ def markdown(report: dict, lessons: list[str]) -> str:
         out += [
             f"| {cell(name)} | {cell(n)} | {cell(r['prediction'])} | {cell(r['outcome'])} |"
             for name, n, r in predictions
+        ]
+    graded = [
+        (name, n, g)
+        for name in learners
+        for n, r in sorted(report[name]["lessons"].items())
+        for g in r.get("predictions") or []
+    ]
+    if graded:
+        out += [
+            "",
+            "## Graded predictions",
+            "",
+            "| learner | lesson | question | said | KAI did | mark |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {cell(name)} | {cell(n)} | {cell(str(g.get('key', '')))} | {cell(str(g.get('given') or '–'))} "
+            f"| {cell(str(g.get('answer') or 'not measured'))} | {cell(str(g.get('mark', '')))} |"
+            for name, n, g in graded
         ]
     stuck = [(name, s) for name in learners for s in report[name]["stuck"]]
     out += ["", "## Stuck", ""]

@@ -105,5 +105,6 @@ def replay(scenario: Scenario, recording: Path) -> Verdict:
 
 
 def golden(verdict: Verdict) -> dict:
-    """What a golden file holds of a verdict: every check, the timings and the GPU timeline."""
-    return {**verdict.to_dict(), "timeline": verdict.timeline}
+    """What a golden file holds of a verdict: every check, the timings, the GPU timeline and the answers to the
+    lesson's graded predictions."""
+    return {**verdict.to_dict(), "timeline": verdict.timeline, "answers": verdict.answers}
