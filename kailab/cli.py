@@ -505,10 +505,8 @@ def lesson(
                 markup=False,
                 highlight=False,
             )
-        if not asking:
-            return given, "(not asked: no terminal)"
-        answers = {**given, **{p.key: v for p in left if (v := _ask_prediction(p)) is not None}}
-        return answers, _ask("Anything else you predict (optional)")
+        answers = {**given, **({p.key: v for p in left if (v := _ask_prediction(p)) is not None} if asking else {})}
+        return answers, _ask("Anything else you predict (optional)")  # piped text answers this one
 
     if not run_lesson(
         les,

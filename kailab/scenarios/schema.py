@@ -633,6 +633,15 @@ STEP_OF = {s.word: s for s in STEPS}
 ACTIONS = tuple(STEP_OF)
 
 
+def _exactly_one(model: Any, words: tuple[str, ...], what: str) -> None:
+    """``model`` (a step, a prediction) has exactly one of ``words``; else the error says which it has."""
+    given = [w for w in words if getattr(model, w) is not None]
+    if len(given) != 1:
+        raise ValueError(
+            f"{what} needs exactly one of {', '.join(words)}" + (f"; this one has {', '.join(given)}" if given else "")
+        )
+
+
 class _Step(FileModel):
     """One step: exactly one of the STEPS' keys, and what every step may have."""
 
@@ -641,12 +650,7 @@ class _Step(FileModel):
 
     @model_validator(mode="after")
     def _one_action(self):
-        given = [a for a in ACTIONS if getattr(self, a) is not None]
-        if len(given) != 1:
-            raise ValueError(
-                f"a step needs exactly one of {', '.join(ACTIONS)}"
-                + (f"; this one has {', '.join(given)}" if given else "")
-            )
+        _exactly_one(self, ACTIONS, "a step")
         return self
 
     @property
@@ -763,12 +767,7 @@ class _Prediction(FileModel):
 
     @model_validator(mode="after")
     def _one_kind(self):
-        given = [p.word for p in PREDICTIONS if getattr(self, p.word) is not None]
-        if len(given) != 1:
-            raise ValueError(
-                f"a prediction needs exactly one of {', '.join(PREDICTION_OF)}"
-                + (f"; this one has {', '.join(given)}" if given else "")
-            )
+        _exactly_one(self, tuple(PREDICTION_OF), "a prediction")
         return self
 
     @property

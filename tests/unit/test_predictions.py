@@ -197,3 +197,16 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     page = markdown({"ann": {"lessons": {"tiny": row}, "stuck": []}}, ["tiny"]).splitlines()
     assert "| ann | tiny | a-gpus | 9 | 4 | wrong |" in page
     assert "| ann | tiny | loser | low | not measured | not graded |" in page
+
+
+def test_kailab_lesson_refuses_a_prediction_it_does_not_ask_before_it_looks_for_a_lab(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from kailab.cli import app
+
+    monkeypatch.setenv("KAILAB_HOME", str(tmp_path))  # no lab here: the answer is refused first
+    result = CliRunner().invoke(app, ["lesson", "reclaim", "--predict", "nobody=3"], prog_name="kailab")
+    e = result.exception  # kailab's main prints it (message and hint) and exits 1
+    assert isinstance(e, PredictionError) and "has no prediction 'nobody'" in e.message and "prod-gpus" in e.hint
+    result = CliRunner().invoke(app, ["lesson", "reclaim", "--predict", "prod-gpus=many"], prog_name="kailab")
+    assert isinstance(result.exception, PredictionError) and "not a number" in result.exception.message
