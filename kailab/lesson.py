@@ -131,7 +131,7 @@ def run_lesson(
             Text("\n").join(
                 Text.assemble((p.key, "bold"), f"  {p.ask} ({how_to_answer(p)})") for p in scenario.predictions
             ),
-            "Graded predictions (kailab lesson NAME --predict KEY=VALUE answers without prompts)",
+            f"Graded predictions (kailab lesson {les.name} --predict KEY=VALUE answers one without a prompt)",
         )
     given, prediction = predict()
     verdict = engine.run(scenario)

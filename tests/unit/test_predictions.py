@@ -210,3 +210,15 @@ def test_kailab_lesson_refuses_a_prediction_it_does_not_ask_before_it_looks_for_
     assert isinstance(e, PredictionError) and "has no prediction 'nobody'" in e.message and "prod-gpus" in e.hint
     result = CliRunner().invoke(app, ["lesson", "reclaim", "--predict", "prod-gpus=many"], prog_name="kailab")
     assert isinstance(result.exception, PredictionError) and "not a number" in result.exception.message
+
+
+def test_a_prefixed_lab_measures_its_predictions_on_its_own_queues(tmp_path):
+    """A lab with a prefix (an existing cluster, a partition) renames the queues a prediction counts, as its steps."""
+    from kailab.scenarios.prefix import prefixed
+
+    p = by_key(prefixed(load(tmp_path), "demo-x"))["a-gpus"]
+    assert p.of.queue == "demo-x-team-a"
+    obs = Observation(pods=[PodView("a", "keeper", "demo-x-team-a", "Running", node="n1", gpus=1)])
+    assert measure(p, obs).right == (1,)
+    choice = by_key(prefixed(load(tmp_path), "demo-x"))["low-binds"]
+    assert choice.options == ("none", "some", "all")  # options keep their names; only what they count is renamed
