@@ -17,17 +17,23 @@ import time
 import psutil
 
 from kailab import lab
-from kailab.classroom import roster
+from kailab.classroom import roster, shards
 from kailab.classroom.lessons import run_lessons
 from kailab.classroom.partitions import LocalClass
 from kailab.fleet import load_fleet
 from kailab.kube import Kube
+from kailab.labels import SHARD_SUPERVISOR
 from kailab.progress import Progress
 
 
 def scheduler_usage(klass: LocalClass, learner: str) -> tuple[float, float]:
-    """(CPU seconds, RSS MiB) of the learner's scheduler process."""
-    ident = klass.rt.kai_processes.identity(klass.control(learner).name)
+    """(CPU seconds, RSS MiB) of the learner's scheduler process (what the supervisor runs for their shard)."""
+    return process_usage(klass, shards.scheduler_name(learner))
+
+
+def process_usage(klass: LocalClass, name: str) -> tuple[float, float]:
+    """(CPU seconds, RSS MiB) of one of the lab's processes; zeros when it does not run."""
+    ident = klass.rt.kai_processes.identity(name)
     if ident is None:
         return 0.0, 0.0
     proc = psutil.Process(ident.pid)
@@ -58,11 +64,13 @@ def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str]) -> N
     usage = {n: scheduler_usage(klass, n) for n in names.names}
     cpu = [usage[n][0] - before[n] for n in names.names]
     rss = [usage[n][1] for n in names.names]
+    sup_cpu, sup_rss = process_usage(klass, SHARD_SUPERVISOR)
     passed = sum(results.values())
     print(
         f"{count:>2} learners: class up {up_seconds:5.1f} s; {','.join(lessons)} side by side {wall:5.1f} s "
         f"({passed}/{count} all passed); lab memory {memory / 1024:4.2f} GiB; per scheduler "
-        f"CPU {sum(cpu) / count:4.1f} s (max {max(cpu):.1f}), RSS {sum(rss) / count:4.0f} MiB"
+        f"CPU {sum(cpu) / count:4.1f} s (max {max(cpu):.1f}), RSS {sum(rss) / count:4.0f} MiB; shard supervisor "
+        f"CPU {sup_cpu:4.1f} s in all, RSS {sup_rss:3.0f} MiB"
     )
     klass.down(kube, None, Progress(quiet=True))
 
@@ -72,9 +80,11 @@ def main() -> None:
     parser.add_argument("--learners", default="1,4,8")
     parser.add_argument("--lessons", default="quota,gang")
     args = parser.parse_args()
-    from kailab.classroom.cli import local_class
+    from kailab.classroom.cli import lab_class
 
-    klass = local_class()
+    klass = lab_class()
+    if not isinstance(klass, LocalClass):
+        raise SystemExit("bench/class.py measures the local runtime's processes: kailab up --runtime local first.")
     kube = lab.connect()
     if klass.learners():
         raise SystemExit(f"This lab already has a class ({', '.join(klass.learners())}); run kailab class down first.")

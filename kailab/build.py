@@ -72,8 +72,13 @@ def is_built(build: GoBuild, cache: Path | None = None) -> bool:
     return (bindir / STAMP).exists() and all((bindir / b).exists() for b in build.binaries)
 
 
-def ensure_built(builds: Iterable[GoBuild], progress: Progress, cache: Path | None = None) -> dict[str, Path]:
+def ensure_built(
+    builds: Iterable[GoBuild], progress: Progress, cache: Path | None = None, lock: str = ".lock"
+) -> dict[str, Path]:
     """Build what is missing; return {binary name: path} for every requested build.
+
+    ``lock``: the lock file (in the cache) held while building; a component group of its own has its own lock,
+    so its long first build does not hold up a lab that needs only the others.
 
     Before the first build starts (minutes), everything it needs is checked (seconds): see :func:`check_before_building`."""
     cache = cache or cache_home()
@@ -84,7 +89,7 @@ def ensure_built(builds: Iterable[GoBuild], progress: Progress, cache: Path | No
     if missing:
         with progress.step(f"Checking Go, free disk and the Go module proxy for {', '.join(b.name for b in missing)}"):
             check_before_building(missing, cache)
-    with _locked(cache):
+    with _locked(cache, lock):
         for b in builds:
             if not is_built(b, cache):
                 with progress.step(f"Building {b.name} {b.version} from Go modules (first time only)") as step:
@@ -180,7 +185,8 @@ def build_module(build: GoBuild, cache: Path) -> float:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     for name, pkg in build.binaries.items():
-        _go(["build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / name), pkg], src, env, build)
+        ldflags = " ".join(filter(None, ["-s -w", build.ldflags]))
+        _go(["build", "-trimpath", f"-ldflags={ldflags}", "-o", str(staging / name), pkg], src, env, build)
     (staging / STAMP).write_text(json.dumps({"module": build.module, "version": build.version}))
     shutil.rmtree(bindir, ignore_errors=True)
     staging.rename(bindir)
@@ -295,9 +301,9 @@ def _tail(text: str, lines: int = 15) -> str:
 
 
 @contextmanager
-def _locked(cache: Path) -> Iterator[None]:
-    """One build at a time per cache, so two ``kailab up`` never build over each other."""
-    with open(cache / ".lock", "w") as fh:
+def _locked(cache: Path, lock: str = ".lock") -> Iterator[None]:
+    """One build at a time per lock, so two ``kailab up`` never build over each other."""
+    with open(cache / lock, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

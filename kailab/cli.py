@@ -141,6 +141,12 @@ def up(
         help="Existing runtime: NAME- in front of every queue and namespace of this "
         "lab, so several labs share one cluster.",
     ),
+    offline: bool = typer.Option(
+        False,
+        "--offline",
+        help="Kind runtime: pull nothing; build the node image, KAI's and KWOK's images, kind and helm here "
+        "(automatic when no image registry answers). First time about 15 minutes; cached after.",
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
@@ -162,6 +168,7 @@ def up(
         context=context,
         kwok=kwok,
         prefix=prefix,
+        offline=offline,
     )
     running = lab.state()
     if running and runtime not in ("auto", running.runtime):

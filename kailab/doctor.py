@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from kailab import build, versions
 from kailab.errors import KailabError
-from kailab.runtimes.kind import TOOLS
+from kailab.runtimes.kind import TOOLS, host_facts, run_command
 
 
 @dataclass
@@ -39,6 +39,10 @@ def _older(version: str, minimum: tuple[int, int]) -> bool:
     return m is not None and (int(m.group(1)), int(m.group(2))) < minimum
 
 
+# What an offline kind lab builds from Go modules itself when it is not on PATH (kailab/runtimes/kind_offline.py).
+OFFLINE_BUILT = ("kind", "kubectl", "helm")
+
+
 def diagnose() -> list[Finding]:
     out = []
     for tool, argv in {
@@ -50,6 +54,9 @@ def diagnose() -> list[Finding]:
         v = _version(argv)
         if tool == "helm" and v and _older(v, (3, 8)):
             out.append(Finding(tool, False, f"{v} (OCI charts need 3.8 or newer)", "kind runtime", TOOLS[tool]))
+            continue
+        if v is None and tool in OFFLINE_BUILT and shutil.which("go"):
+            out.append(Finding(tool, True, "not found: kailab up --runtime kind --offline builds it", "kind runtime"))
             continue
         out.append(Finding(tool, v is not None, v or "not found", "kind runtime", "" if v else TOOLS[tool]))
     if shutil.which("docker"):
@@ -68,6 +75,9 @@ def diagnose() -> list[Finding]:
                 "" if engine.returncode == 0 else "Start the Docker engine (docker info must work).",
             )
         )
+        if engine.returncode == 0:
+            # What the kind config allows for here (cgroup v1, a capability the host cannot grant): said, not fixed.
+            out.append(Finding("docker host", True, "; ".join(host_facts(run_command).describe()), "kind runtime"))
     try:
         major, minor = build.check_go()
         out.append(Finding("go", True, f"{major}.{minor}", "local runtime"))

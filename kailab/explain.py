@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 
 from kailab.gpus import is_fraction
 from kailab.kube import Kube
-from kailab.labels import DEFAULT_SCHEDULER_NAME, QUEUE_API, QUEUE_LABEL
+from kailab.labels import (
+    DEFAULT_SCHEDULER_NAME,
+    NODEPOOL_LABEL,
+    OLD_QUEUE_LABEL,
+    POD_GROUP_ANNOTATION,
+    PODGROUP_API,
+    QUEUE_API,
+    QUEUE_LABEL,
+)
 from kailab.labels import KAI_SCHEDULER_NAME as KAI
 from kailab.pods import PodView, event_view, pod_view
 from kailab.status import nodes_and_gpus
@@ -20,8 +28,11 @@ from kailab.status import queues as queue_rows
 
 # KAI's words → (what it means, runbook). First match wins. Where KAI writes them (v0.17.0):
 # pkg/scheduler/cache/cluster_info/cluster_info.go (queue), pkg/scheduler/api/unschedule_info.go (over quota,
-# limit), pkg/scheduler/actions/common/allocate.go and cache/status_updater (gang), actions/utils/input_jobs.go
-# (preemption delay), k8s_internal/k8s_internal.go and kube-scheduler (no room).
+# limit), pkg/scheduler/actions/common/allocate.go and cache/status_updater (gang, stale gang),
+# actions/utils/input_jobs.go (preemption delay), k8s_internal/predicates/maxNodeResources.go (bigger than any
+# node), pkg/binder/binding/resourcereservation/resource_reservation.go and pkg/binder/controllers/
+# bindrequest_controller.go (GPU sharing), k8s_internal/predicates (Kubernetes' node filters, run inside KAI) and
+# kube-scheduler (node constraints, no room).
 KNOWN_REASONS = [
     (r"Queue '.*' does not exist", "the queue it names does not exist", "runbooks/pod-pending-forever.md"),
     (
@@ -46,12 +57,50 @@ KNOWN_REASONS = [
         "runbooks/reclaim-not-happening.md",
     ),
     (
+        r"available in a single node in the .* node-pool is topped at|No node in the .* node-pool has",
+        "it asks for more in one pod than any node has: no node can ever hold it",
+        "runbooks/too-big.md",
+    ),
+    (
+        r"Job is stale",
+        "its gang has fewer pods left than its minMember; KAI evicts the rest after the staleness grace period",
+        "runbooks/stale-gang.md",
+    ),
+    (
         r"required for gang scheduling|not ready for scheduling",
         "its gang cannot start whole yet",
         "runbooks/gang-not-binding.md",
     ),
+    (
+        r"GPU reservation pod|could not create reservation pod",
+        "KAI chose a GPU to share, but its binder could not reserve it: the GPU reservation pod got no GPU",
+        "runbooks/gpu-sharing-reservation.md",
+    ),
+    (
+        r"node affinity/selector|untolerated taint|node\(s\) had taint",
+        "no node both matches its node selector, affinity and tolerations and has room for it",
+        "runbooks/node-constraints.md",
+    ),
     (r"enough resources|Insufficient", "no node has room for it", "runbooks/pod-pending-forever.md"),
 ]
+
+# KAI's eviction words (Evict events on the PodGroup; pkg/scheduler/api/unschedule_info.go) → (what happened,
+# runbook). Read for pods that run again or wait again after KAI moved or evicted them.
+KNOWN_EVICTIONS = [
+    (
+        r"resource consolidation",
+        "KAI moved a pod of it to another node to make room for a bigger job (consolidation); the moved pod "
+        "restarted from the beginning",
+        "runbooks/consolidation.md",
+    ),
+    (
+        r"doesn't meet the minimum required number of pods",
+        "KAI evicted the rest of its gang: fewer pods than its minMember were left (a stale gang)",
+        "runbooks/stale-gang.md",
+    ),
+]
+PREEMPTED_BY = re.compile(r"was preempted by higher priority workload ([\w.-]+/[\w.-]+)")
+FORBIDDEN_PRIORITY = re.compile(r"no PriorityClass with name (\S+) was found")
 
 
 @dataclass
@@ -72,6 +121,8 @@ def explain_pod(
     is_leaf: bool,
     nodes: list[dict],
     standing: dict | None = None,
+    evictions: list[str] | None = None,
+    never_preemptors: frozenset[str] = frozenset(),
 ) -> Explanation:
     """Decide the explanation from plain data.
 
@@ -82,13 +133,52 @@ def explain_pod(
         queue_exists / is_leaf: facts about that queue.
         nodes: rows of ``status.nodes_and_gpus``.
         standing: the pod's queue's row of ``status.queues`` (quota, allocated, fair share), if known.
+        evictions: KAI's Evict messages on the pod's PodGroup, oldest first.
+        never_preemptors: workloads ("ns/name") whose priority class says ``preemptionPolicy: Never``.
     """
+    exp = _explain_now(pod, messages, queue_exists, is_leaf, nodes, standing)
+    if pod.scheduler == KAI and not pod.queue and pod.old_queue:
+        exp.details.append(
+            f"It has the old {OLD_QUEUE_LABEL} label ('{pod.old_queue}'), which KAI v0.17.0 does not read: "
+            f"KAI reads {QUEUE_LABEL} only, so it is in default-queue."
+        )
+        exp.runbook = "runbooks/old-queue-label.md"
+    elif pod.scheduler == KAI and not pod.queue and exp.state == "Pending":
+        exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
+    # An eviction is the story of a pod that is bound again, or waits only for room: it names the runbook then.
+    first = not exp.runbook or exp.summary.startswith("Pending because no node has room")
+    for detail, runbook in eviction_notes(evictions or [], never_preemptors):
+        exp.details.append(detail)
+        if first:
+            exp.runbook, first = runbook, False
+    return exp
+
+
+def _explain_now(
+    pod: PodView, messages: list[str], queue_exists: bool, is_leaf: bool, nodes: list[dict], standing: dict | None
+) -> Explanation:
+    """Why the pod is where it is now, from its scheduler's last words and its own fields."""
     name = f"{pod.namespace}/{pod.name}"
     scheduler = pod.scheduler
+    last = messages[-1] if messages else ""
     if pod.node:
         by = "KAI Scheduler" if scheduler == KAI else f"the {scheduler}"
-        return Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
-    last = messages[-1] if messages else ""
+        exp = Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
+        if re.search(r"Job is stale", last):
+            exp.reported, exp.runbook = last, "runbooks/stale-gang.md"
+            exp.details.append(
+                "KAI says its gang is stale: fewer pods than its minMember are left. Unless the missing pods "
+                "come back, KAI evicts the rest after the staleness grace period (60 s by default)."
+            )
+        return exp
+    if pod.gates:
+        return Explanation(
+            name,
+            "Pending",
+            f"It has scheduling gates ({', '.join(pod.gates)}): no scheduler places it until whatever added "
+            "them removes them all.",
+            runbook="runbooks/scheduling-gate.md",
+        )
     if scheduler not in (KAI, DEFAULT_SCHEDULER_NAME):
         return Explanation(
             name,
@@ -112,23 +202,65 @@ def explain_pod(
             "and says nothing. Submit to a leaf queue.",
             runbook="runbooks/pod-pending-forever.md",
         )
+    if scheduler == KAI and pod.node_pool and not last:
+        return Explanation(
+            name,
+            "Pending",
+            f"Its {NODEPOOL_LABEL} label is '{pod.node_pool}': only a KAI scheduler started for that node pool "
+            "looks at it, and none has said a word about it. If no scheduler serves that pool, none ever will.",
+            runbook="runbooks/node-pool-unserved.md",
+        )
     for pattern, meaning, runbook in KNOWN_REASONS:
         if re.search(pattern, last):
             exp = Explanation(
                 name, "Pending", f"Pending because {meaning} (queue '{q}').", reported=last, runbook=runbook
             )
-            if "room" in meaning:
+            if meaning.startswith("no node has room"):
                 exp.details.append(nearest_node(nodes, pod.gpus))
                 if standing:
                     exp.details.append(queue_standing(standing))
-            if not pod.queue and scheduler == KAI:
-                exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
             return exp
     if last:
         return Explanation(name, "Pending", f"Pending (queue '{q}'); the scheduler says:", reported=last)
     return Explanation(
         name, "Pending", "Pending, and no scheduler has reported on it yet; look again in a few seconds."
     )
+
+
+def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """(what happened, runbook) for each kind of eviction KAI reported on a pod's PodGroup, latest message of each."""
+    latest: dict[str, tuple[str, str]] = {}
+    for message in evictions:
+        for pattern, meaning, runbook in KNOWN_EVICTIONS:
+            if re.search(pattern, message):
+                latest[pattern] = (f"{meaning}: “{message}”", runbook)
+        m = PREEMPTED_BY.search(message)
+        if m and m.group(1) in never_preemptors:
+            latest["never"] = (
+                f"KAI preempted a pod of it for {m.group(1)}, whose priority class says preemptionPolicy: Never "
+                f"— KAI v0.17.0 does not read that field: “{message}”",
+                "runbooks/preemption-policy-never.md",
+            )
+    return list(latest.values())
+
+
+def explain_podless_job(job: str, namespace: str, messages: list[str]) -> Explanation:
+    """A Job with no pods: what its controller reported (FailedCreate events), oldest first."""
+    name = f"{namespace}/{job}"
+    last = messages[-1] if messages else ""
+    m = FORBIDDEN_PRIORITY.search(last)
+    if m:
+        return Explanation(
+            name,
+            "NoPods",
+            f"The Job has no pods: the API server refuses them, as no priority class '{m.group(1)}' exists "
+            "(a misspelt name?). KAI never sees them.",
+            reported=last,
+            runbook="runbooks/misspelt-priority-class.md",
+        )
+    if last:
+        return Explanation(name, "NoPods", "The Job has no pods; its controller says:", reported=last)
+    return Explanation(name, "NoPods", "The Job has no pods yet, and its controller has reported nothing.")
 
 
 def queue_standing(row: dict) -> str:
@@ -169,21 +301,29 @@ def gather(
     visible: list | None = None,
     node_selector: str = "",
 ) -> list[Explanation]:
-    """Explanations for a pod, or for every pod of a Job of that name; ``visible`` and ``node_selector``: the pods
-    and nodes a class learner may see (None and "": the cluster's)."""
+    """Explanations for a pod, or for every pod of a Job or PodGroup of that name (or for a Job that has none);
+    ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's)."""
 
     def owned_by(p) -> bool:
         refs = p.metadata.owner_references or []
         return any(r.kind == "ReplicaSet" and r.name.startswith(f"{name}-") for r in refs)
 
-    pods = [
-        p
-        for p in kube.core.list_namespaced_pod(namespace).items
-        if p.metadata.name == name or (p.metadata.labels or {}).get("job-name") == name or owned_by(p)
-    ]
-    if not pods:
-        return []
+    def named(p) -> bool:
+        meta = p.metadata
+        return (
+            meta.name == name
+            or (meta.labels or {}).get("job-name") == name
+            or (meta.annotations or {}).get(POD_GROUP_ANNOTATION) == name
+            or owned_by(p)
+        )
+
+    pods = [p for p in kube.core.list_namespaced_pod(namespace).items if named(p)]
     events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
+    if not pods:
+        if kube.get("batch/v1", "Job", name, namespace) is None:
+            return []
+        said = [e.message for e in events if e.kind == "Job" and e.name == name and e.says_why_waiting]
+        return [explain_podless_job(name, namespace, said)]
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
     nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes
@@ -193,6 +333,34 @@ def gather(
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
             messages.append(p.waiting)
+        evictions = [
+            e.message for e in events if e.reason == "Evict" and e.kind == "PodGroup" and e.name == p.pod_group
+        ]
         q = p.queue or "default-queue"
-        out.append(explain_pod(p, messages, queues.get(q), q in queues, q not in parents, nodes, standing.get(q)))
+        out.append(
+            explain_pod(
+                p,
+                messages,
+                queues.get(q),
+                q in queues,
+                q not in parents,
+                nodes,
+                standing.get(q),
+                evictions,
+                never_preempting(kube, evictions),
+            )
+        )
     return out
+
+
+def never_preempting(kube: Kube, evictions: list[str]) -> frozenset[str]:
+    """The preemptors named in these messages ("ns/podgroup") whose priority class says preemptionPolicy: Never."""
+    out = set()
+    for preemptor in {m.group(1) for m in map(PREEMPTED_BY.search, evictions) if m}:
+        ns, pg = preemptor.split("/", 1)
+        group = kube.get(PODGROUP_API, "PodGroup", pg, ns) or {}
+        pc = (group.get("spec") or {}).get("priorityClassName")
+        cls = kube.get("scheduling.k8s.io/v1", "PriorityClass", pc) if pc else None
+        if cls and cls.get("preemptionPolicy") == "Never":
+            out.add(preemptor)
+    return frozenset(out)

@@ -44,10 +44,30 @@ def remove(progress: Progress) -> None:
         progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
         rt = None
     if rt is not None:
+        remove_class(rt, progress)
         rt.down(progress)
         return
     for name in runtime_names():
         get_runtime(name)().forget(progress)
+
+
+def remove_class(rt: Runtime, progress: Progress) -> None:
+    """Before an adopted cluster is let go of (existing runtime), its class: every learner's SchedulingShard, nodes,
+    queues, namespaces and credential (``class down``). The local and kind runtimes delete the whole cluster, and
+    with it the shards; the local runtime's ``down`` stops the supervisor, then the schedulers it started."""
+    if rt.makes_cluster:
+        return
+    from kailab.classroom.partitions import class_of
+
+    klass = class_of(rt)
+    if not klass.learners():
+        return
+    try:
+        kube = connect()
+    except Exception as e:  # noqa: BLE001 (the runtime's down says what is left, and can be run again)
+        progress.info(f"The class is left on the cluster: {getattr(e, 'message', e)}", style="yellow")
+        return
+    klass.down(kube, None, progress)
 
 
 def kubeconfig() -> Path:
@@ -102,7 +122,12 @@ def fair_shares() -> dict[str, float] | None:
 
 
 def scheduler_metrics():
-    """A reader of the lab's KAI scheduler metrics, or None when this lab cannot read them."""
+    """A reader of the lab's KAI scheduler metrics (a joined learner's: their shard's scheduler's), or None when this
+    lab cannot read them."""
+    if j := joined():
+        from kailab.classroom.shards import ShardSchedulerControl
+
+        return ShardSchedulerControl(connect(), j.learner).metrics
     rt = current_runtime()
     return rt.scheduler_metrics() if rt is not None else None
 
@@ -130,10 +155,14 @@ def live_cluster(kube: Kube):
     from kailab.labels import NODEPOOL_LABEL
     from kailab.scenarios.live import LiveCluster
 
-    if j := joined():  # a learner: their nodes; their scheduler is not theirs to stop, nor its metrics to read
+    if j := joined():  # a learner: their nodes, and their scheduler through their SchedulingShard
         from kailab.classroom import plan
+        from kailab.classroom.shards import ShardSchedulerControl
 
-        return LiveCluster(kube, None, owner=owner(), node_selector=plan.node_selector(j.learner))
+        control = ShardSchedulerControl(kube, j.learner)
+        return LiveCluster(
+            kube, control, owner=owner(), metrics=control.metrics, node_selector=plan.node_selector(j.learner)
+        )
     rt = current_runtime()
     sharing = rt.gpu_sharing() if rt is not None else True
     # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.

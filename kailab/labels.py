@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # KAI Scheduler's (v0.17.0)
 QUEUE_LABEL = "kai.scheduler/queue"
+OLD_QUEUE_LABEL = "runai/queue"  # Run:ai's older key; KAI v0.17.0 does not read it (a common leftover)
 PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
 MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
 POD_GROUP_ANNOTATION = "pod-group-name"
@@ -14,6 +15,7 @@ GPU_GROUP_LABEL = "runai-gpu-group"  # the binder's: pods sharing one GPU carry 
 QUEUE_API = "scheduling.run.ai/v2"
 PODGROUP_API = "scheduling.run.ai/v2alpha2"
 BIND_REQUEST_API = "scheduling.run.ai/v1alpha2"
+SHARD_API = "kai.scheduler/v1"  # SchedulingShard: one scheduler per partition (KAI's operator; kailab's supervisor)
 # "kai-scheduler" means four things; one name for each meaning:
 KAI_SCHEDULER_NAME = (
     "kai-scheduler"  # the scheduler a pod asks for (spec.schedulerName, the components' --scheduler-name)
@@ -21,6 +23,9 @@ KAI_SCHEDULER_NAME = (
 KAI_NAMESPACE = "kai-scheduler"  # the namespace KAI's chart installs into (and the local runtime makes)
 KAI_HELM_RELEASE = "kai-scheduler"  # the Helm release of KAI's chart (kind runtime; preflight's advice)
 KAI_SCHEDULER_PROCESS = "kai-scheduler"  # the scheduler's binary and process on the local runtime (pids/, logs/)
+SHARD_SUPERVISOR = (
+    "kailab-shard-supervisor"  # the local runtime's process that runs SchedulingShards (runtimes/shard_supervisor.py)
+)
 KAI_SCHEDULER_DEPLOYMENT = (
     "kai-scheduler-default"  # what KAI's operator names the scheduler of the chart's default shard
 )
@@ -53,4 +58,5 @@ LAB_ID_LABEL = "kailab.io/lab-id"
 # A class on one cluster (kailab/classroom): each learner's partition is KAI's node pool of that name
 NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
+SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)

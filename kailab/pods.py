@@ -17,6 +17,8 @@ from kailab import gpus
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
     GPU_GROUP_LABEL,
+    NODEPOOL_LABEL,
+    OLD_QUEUE_LABEL,
     POD_GROUP_ANNOTATION,
     QUEUE_LABEL,
     SUBGROUP_LABEL,
@@ -28,7 +30,18 @@ EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
 EVICTION_WORDS = ("preempted", "evict", "reclaim")
 VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)")
 # Events in which a scheduler says why something waits.
-WAITING_REASONS = {"Unschedulable", "FailedScheduling", "NotReady", "FailedBinding", "StaleJob", "PodGrouperWarning"}
+# FailedCreate: the Job controller on its Job, when the API server refuses its pods (a misspelt priority class).
+# BindingError: KAI's binder on a pod it could not bind (pkg/binder/controllers/bindrequest_controller.go).
+WAITING_REASONS = {
+    "Unschedulable",
+    "FailedScheduling",
+    "NotReady",
+    "FailedBinding",
+    "BindingError",
+    "StaleJob",
+    "PodGrouperWarning",
+    "FailedCreate",
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,10 @@ class PodView:
     waiting: str = ""  # the PodScheduled=False message: why a scheduler says it waits
     subgroup: str = ""  # KAI's kai.scheduler/subgroup-name label
     gpu_group: str = ""  # the GPU a fraction pod shares (the binder's runai-gpu-group label)
+    node_pool: str = ""  # KAI's kai.scheduler/node-pool label: which KAI scheduler (shard) sees it
+    old_queue: str = ""  # the runai/queue label, which KAI v0.17.0 does not read
+    gates: tuple[str, ...] = ()  # spec.schedulingGates: no scheduler places it while any is left
+    priority_class: str = ""  # spec.priorityClassName
 
     @property
     def holds_gpus(self) -> bool:
@@ -57,7 +74,7 @@ class PodView:
         return gpus.holds(self)
 
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in ("", None, False, 0) or k == "name"}
+        return {k: v for k, v in asdict(self).items() if v not in ("", None, False, 0, ()) or k == "name"}
 
 
 @dataclass(frozen=True)
@@ -134,6 +151,10 @@ def pod_view(pod) -> PodView:
         waiting=waiting,
         subgroup=labels.get(SUBGROUP_LABEL, ""),
         gpu_group=labels.get(GPU_GROUP_LABEL, ""),
+        node_pool=labels.get(NODEPOOL_LABEL, ""),
+        old_queue=labels.get(OLD_QUEUE_LABEL, ""),
+        gates=tuple(g.name for g in spec.scheduling_gates or ()),
+        priority_class=spec.priority_class_name or "",
     )
 
 

@@ -25,6 +25,13 @@ FAKE_GPU_OPERATOR_VERSION = "0.2.0"
 FAKE_GPU_OPERATOR_CHART = "oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator"
 
 KIND_VERSION = "v0.31.0"
+HELM_VERSION = "v3.19.0"
+# CoreDNS: the version kubeadm v1.35.4 deploys (cmd/kubeadm/app/constants: CoreDNSVersion).
+COREDNS_VERSION = "v1.13.1"
+# pause: the version kubeadm v1.35.4 asks for (PauseVersion); built from build/pause/linux/pause.c in the module.
+PAUSE_VERSION = "3.10.1"
+# The offline node image's Debian release (debootstrap) and the packages it takes from Debian.
+NODE_DEBIAN_SUITE = "bookworm"
 # kind v0.31.0's default node image (pkg/apis/config/defaults/image.go at v0.31.0): the newest
 # Kubernetes 1.35 image whose digest we have read from kind's own source. Same minor as
 # KUBERNETES_VERSION; kind publishes node images per patch only with its releases.
@@ -53,6 +60,7 @@ class GoBuild:
     binaries: dict[str, str]
     sums: tuple[str, str]
     sibling_version: str | None = None
+    ldflags: str = ""  # added to -s -w (e.g. -X version stamps)
 
     def go_sum_lines(self) -> str:
         """The two go.sum lines that pin this module."""
@@ -118,9 +126,87 @@ BUILDS: tuple[GoBuild, ...] = (
 )
 
 
+def _version_ldflags(version: str) -> str:
+    """Kubernetes' version stamps (k8s.io/component-base/version): kubeadm refuses to run without a real version."""
+    major, minor = version.lstrip("v").split(".")[:2]
+    pkg = "k8s.io/component-base/version"
+    return (
+        f"-X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor} "
+        f"-X {pkg}.gitTreeState=clean -X {pkg}.buildDate=1970-01-01T00:00:00Z"
+    )
+
+
+# What the offline kind runtime builds besides BUILDS (kailab/runtimes/kind_offline.py): kind and helm themselves,
+# the node's Kubernetes binaries with version stamps, CoreDNS, and KAI's images' binaries.
+OFFLINE_BUILDS: tuple[GoBuild, ...] = (
+    GoBuild(
+        name="kind",
+        module="sigs.k8s.io/kind",
+        version=KIND_VERSION,
+        binaries={"kind": "sigs.k8s.io/kind"},
+        sums=("h1:UcT4nzm+YM7YEbqiAKECk+b6dsvc/HRZZu9U0FolL1g=", "h1:FSqriGaoTPruiXWfRnUXNykF8r2t+fHtK0P0m1AbGF8="),
+    ),
+    GoBuild(
+        name="helm",
+        module="helm.sh/helm/v3",
+        version=HELM_VERSION,
+        binaries={"helm": "helm.sh/helm/v3/cmd/helm"},
+        sums=("h1:krVyCGa8fa/wzTZgqw0DUiXuRT5BPdeqE/sQXujQ22k=", "h1:Lk/SfzN0w3a3C3o+TdAKrLwJ0wcZ//t1/SDXAvfgDdc="),
+    ),
+    GoBuild(
+        name="coredns",
+        module="github.com/coredns/coredns",
+        version=COREDNS_VERSION,
+        binaries={"coredns": "github.com/coredns/coredns"},
+        sums=("h1:yhYvf/QVwHNjBK65RkC8d9VW91dP9XKem3BOon4eokg=", "h1:UHmBXdGEn/WQ1jdyMYgOxFh/VklkE//arIAxptwVAZI="),
+    ),
+    GoBuild(
+        name="kubernetes-node",
+        module="k8s.io/kubernetes",
+        version=KUBERNETES_VERSION,
+        binaries={
+            name: f"k8s.io/kubernetes/cmd/{name}"
+            for name in (
+                "kubelet",
+                "kubeadm",
+                "kube-proxy",
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "kubectl",
+            )
+        },
+        sums=("h1:o/8dBC/pHVpYoGV4OAIytAlNPZbdYVTXJHoYvXC4qzM=", "h1:fPfnQs8GtfrLQ+KuOcpvwQ+mV17jVcgdvPL6ZHxKp10="),
+        sibling_version=_staging(KUBERNETES_VERSION),
+        ldflags=_version_ldflags(KUBERNETES_VERSION),
+    ),
+    GoBuild(
+        name="kai-images",
+        module=KAI_MODULE,
+        version=KAI_VERSION,
+        # One binary per image of KAI's chart (deployments/kai-scheduler/values.yaml: image.name) that runs on the
+        # kind node. Not resourcereservation: its pods go to the fake GPU nodes, which KWOK runs without images
+        # (and it needs cgo for NVML).
+        binaries={
+            name: f"{KAI_MODULE}/cmd/{name}"
+            for name in (
+                "operator",
+                "admission",
+                "binder",
+                "scheduler",
+                "podgrouper",
+                "podgroupcontroller",
+                "queuecontroller",
+            )
+        },
+        sums=("h1:UtfrbI2aMZm6LGPx1DWPGhOGhxNXHtgfzKpEtlZ3ZiU=", "h1:+Ixd+cMJWhBiLAbYxWwiNQRTa4oABokpTvXc9SBlufo="),
+    ),
+)
+
+
 def build(name: str) -> GoBuild:
     """The pinned build called ``name``."""
-    return next(b for b in BUILDS if b.name == name)
+    return next(b for b in BUILDS + OFFLINE_BUILDS if b.name == name)
 
 
 def as_dict() -> dict[str, str]:

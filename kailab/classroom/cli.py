@@ -44,21 +44,21 @@ def roster_of(count: int | None, names: list[str], roster: Path | None):
     return r.from_file(roster)
 
 
-def local_class():
-    """The running local lab's class; a clear error on another runtime or without a lab."""
-    from kailab.classroom.partitions import LocalClass
+def lab_class():
+    """The running lab's class (every runtime: classroom/partitions.py); a clear error without a lab, or for a
+    learner who joined a class (the class is the instructor's to change)."""
+    from kailab.classroom.partitions import class_of
     from kailab.errors import NotRunning
-    from kailab.runtimes.local import LocalRuntime
 
+    if j := lab.joined():
+        raise KailabError(
+            f"This folder joined a class as learner {j.learner}: the class's commands are the instructor's.",
+            hint="Your own slice: kailab demo NAME, kailab lesson NAME, kailab watch, kailab down.",
+        )
     rt = lab.current_runtime()
     if rt is None:
-        raise NotRunning("No lab is running.", hint="Start one: kailab up --runtime local")
-    if not isinstance(rt, LocalRuntime):
-        raise KailabError(
-            f"A class runs on the local runtime for now; this lab is on the {rt.name} runtime.",
-            hint="kailab down && kailab up --runtime local, then kailab class up",
-        )
-    return LocalClass(rt)
+        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+    return class_of(rt)
 
 
 @app.command("up")
@@ -69,11 +69,11 @@ def up(
     out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
     quiet: bool = QuietOpt,
 ) -> None:
-    """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI scheduler of their own."""
+    """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI partition (a SchedulingShard) of their own."""
     from kailab.fleet import load_fleet
 
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
-    klass = local_class()
+    klass = lab_class()
     progress = Progress(quiet)
     added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
     render.stdout.print(
@@ -90,7 +90,7 @@ def down(
     quiet: bool = QuietOpt,
 ) -> None:
     """Remove every learner (or the ones named): their scheduler, namespaces, queues and nodes."""
-    klass = local_class()
+    klass = lab_class()
     removed = klass.down(lab.connect(), learner or None, Progress(quiet))
     render.stdout.print(f"Removed: {', '.join(removed) or 'no learner'}.", markup=False, highlight=False)
 
@@ -102,11 +102,14 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print the class a
 
     from kailab.classroom.records import class_status
 
-    klass = local_class()
+    klass = lab_class()
     learners = klass.learners()
-    report = class_status(lab.connect(), learners)
+    report = class_status(kube := lab.connect(), learners)
     for name in learners:
-        report[name]["scheduler"] = "running" if klass.control(name).running() else "stopped"
+        try:
+            report[name]["scheduler"] = "running" if klass.control(name, kube).running() else "stopped"
+        except KailabError:  # their shard is gone
+            report[name]["scheduler"] = "missing"
     if as_json:
         print(json.dumps(report, indent=2))
         return
@@ -148,7 +151,7 @@ def evidence(out: Path = typer.Option(Path("class-report.md"), "--out", help="Wh
     from kailab.classroom.records import class_status, markdown
     from kailab.lesson import lesson_names
 
-    klass = local_class()
+    klass = lab_class()
     out.write_text(markdown(class_status(lab.connect(), klass.learners()), lesson_names()))
     render.stdout.print(f"Wrote {out}", markup=False, highlight=False)
 
@@ -167,7 +170,7 @@ def demo(
     names = lesson_names() if name == "all" else [name]
     if any(n not in lesson_names() for n in names):
         raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(lesson_names())}, all.")
-    klass = local_class()
+    klass = lab_class()
     klass.known(learner)  # an unknown learner is refused before anything is applied
     stderr.print(slice_line(learner), markup=False, highlight=False)
     verdicts = run_lessons(klass, lab.connect(), learner, names, Progress(quiet or as_json))

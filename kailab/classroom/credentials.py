@@ -8,18 +8,26 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
 - cluster-wide: read nodes, namespaces, queues and priority classes (a lesson lists them by label);
   create, change and delete Queues and PriorityClasses — which RBAC cannot limit by name on create, so one
   ValidatingAdmissionPolicy (CEL, built into the API server) refuses any learner's request whose object (or,
-  on update and delete, old object) is not named ``<learner>-…`` and labelled with their node pool.
+  on update and delete, old object) is not named ``<learner>-…`` and labelled with their node pool;
+- their own SchedulingShard (``<learner>-shard``): get and patch (RBAC ``resourceNames``) — their scheduler's
+  settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
+  classroom/shards.py) and its ``args`` to the flags kailab's settings set (no ``--partition-label-value`` of
+  another's); and their scheduler's metrics through the API server's proxy to its Service (kind, existing).
 
-Nothing lets a learner read or change another learner's pods or namespaces, any node, or a scheduler's
-settings (KAI's Config and SchedulingShards are not granted at all).
+Nothing lets a learner read or change another learner's pods, namespaces or SchedulingShard, any node, or KAI's
+Config.
 """
 
 from __future__ import annotations
 
 import base64
 
-from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API
+from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
+from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API, SHARD_API
 from kailab.ownership import Owner
+from kailab.scheduler_settings import SchedulerSettings
+
+SHARD_GROUP = SHARD_API.split("/")[0]
 
 CLASS_NAMESPACE = "kailab-class"  # the learners' ServiceAccounts
 SA_PREFIX = "learner-"
@@ -100,6 +108,12 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
                         "resources": ["namespaces"],
                         "operations": ["CREATE", "UPDATE", "DELETE"],
                     },
+                    {
+                        "apiGroups": [SHARD_GROUP],
+                        "apiVersions": ["*"],
+                        "resources": ["schedulingshards"],
+                        "operations": ["CREATE", "UPDATE", "DELETE"],
+                    },
                 ]
             },
             "matchConditions": [
@@ -117,6 +131,15 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
                     "expression": f"request.operation == 'CREATE' || ({theirs.format(o='oldObject')})",
                     "messageExpression": "'this ' + request.resource.resource + ' is not ' + variables.learner + "
                     "'\\'s: a learner may only change or delete their own'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": "request.resource.resource != 'schedulingshards' || request.operation == 'DELETE' "
+                    "|| (has(object.spec.partitionLabelValue) && object.spec.partitionLabelValue in "
+                    f"[variables.learner, variables.learner + '{STOPPED_SUFFIX}'] && (!has(object.spec.args) || "
+                    f"object.spec.args.all(k, k in {list(SchedulerSettings.ARGS)!r})))",
+                    "messageExpression": "'a learner\\'s SchedulingShard keeps partitionLabelValue ' + variables.learner "
+                    f"+ ' and only the args {', '.join(SchedulerSettings.ARGS)}'",
                     "reason": "Forbidden",
                 },
             ],
@@ -150,6 +173,18 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     "resources": ["namespaces"],
                     "resourceNames": list(namespaces),
                     "verbs": ["get", "patch", "update"],
+                },
+                {
+                    "apiGroups": [SHARD_GROUP],
+                    "resources": ["schedulingshards"],
+                    "resourceNames": [shard_name(learner)],
+                    "verbs": ["get", "patch"],
+                },
+                {  # their scheduler's metrics, through the API server's proxy to the operator's Service
+                    "apiGroups": [""],
+                    "resources": ["services/proxy"],
+                    "resourceNames": [scheduler_name(learner), f"{scheduler_name(learner)}:http-metrics"],
+                    "verbs": ["get"],
                 },
             ],
         },

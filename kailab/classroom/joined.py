@@ -5,10 +5,11 @@ token is (SelfSubjectReview) and remembers the learner and the file in the lab f
 From then on kailab's commands act on that learner's slice: their queues and namespaces (``<learner>-…``), their
 nodes, their owner labels (``lab.py`` asks :func:`current`). No Go, no Docker, no build.
 
-What a joined learner cannot do: stop, start or reconfigure a scheduler, or read its metrics — the partition's
-scheduler is a process on the instructor's machine (see ``partitions.py``) — so the placement, consolidation
-and fair-share lessons say "not applicable on this cluster" there; the instructor runs them with
-``kailab class demo NAME --learner LEARNER``.
+Their partition's scheduler is their SchedulingShard (``shards.py``), which their credential may read and patch:
+the placement, consolidation and fair-share lessons stop, start and reconfigure it through the API server, and
+wait until the supervisor (local runtime) or KAI's operator (kind, existing) runs it; its metrics (fair shares)
+come from the address the supervisor writes on the shard, or through the API server's proxy to the operator's
+Service. Nobody else's shard is theirs to read or change.
 """
 
 from __future__ import annotations

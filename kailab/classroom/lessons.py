@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kailab.checks import Verdict
 from kailab.classroom import plan, records
-from kailab.classroom.partitions import LocalClass
+from kailab.classroom.partitions import ShardClass
 from kailab.kube import Kube
 from kailab.labels import NODEPOOL_LABEL
 from kailab.paths import EXERCISES
@@ -13,7 +13,7 @@ from kailab.scenarios.engine import Engine
 from kailab.scenarios.loader import load_scenario
 
 
-def run_lessons(klass: LocalClass, kube: Kube, learner: str, names: list[str], progress: Progress) -> list[Verdict]:
+def run_lessons(klass: ShardClass, kube: Kube, learner: str, names: list[str], progress: Progress) -> list[Verdict]:
     """Play these exercises, one after another, as ``learner``: their names, nodes and scheduler."""
     scenarios = [plan.for_learner(load_scenario(EXERCISES / f"{n}.yaml"), learner) for n in names]
     engine = Engine(klass.cluster(learner, kube), progress)

@@ -1,14 +1,14 @@
-"""A class on the local runtime: per learner a lesson fleet and a KAI scheduler process of their own.
+"""A class on one cluster: per learner a lesson fleet and a KAI partition of their own, on every runtime.
 
-Why processes the lab starts, and not SchedulingShard objects watched by a supervisor: on the local runtime
-every KAI component is a process the lab started and knows by pid and start time (kai/pids/), and ``kailab
-down`` stops them all; a learner's scheduler is one more of them (``kai-scheduler-<learner>``, started with
-``--partition-label-value=<learner>``), so stopping, starting and reconfiguring it — what the placement,
-consolidation and fair-share lessons do — is the lab's own scheduler control pointed at that process, with
-no second way to run a scheduler. The price: only the machine that holds the lab folder can change a
-learner's scheduler. A learner who has only a kubeconfig needs the settings in the cluster instead — a
-SchedulingShard per learner (``kai.scheduler/v1``, which KAI's operator turns into a scheduler on kind and
-existing clusters) and a supervisor here that turns shards into these processes. That is not built yet.
+Each learner's partition is KAI's own object, a SchedulingShard (``classroom/shards.py``): ``class up`` makes their
+KWOK nodes (labelled with their node pool) and their shard, then waits until a scheduler runs it. On kind and
+existing clusters KAI's operator turns the shard into a scheduler Deployment; on the local runtime, which runs
+KAI's components as processes and no operator, kailab's supervisor (``runtimes/shard_supervisor.py``, a process the lab
+starts and ``kailab down`` stops) turns it into a ``kai-scheduler`` process started with
+``--partition-label-value=<learner>``. Either way a learner's scheduler settings — what the placement,
+consolidation and fair-share lessons change — live in their shard, so the engine changes them through the API
+server (:class:`~kailab.classroom.shards.ShardSchedulerControl`), from the instructor's machine or, with only
+their kubeconfig, from the learner's.
 """
 
 from __future__ import annotations
@@ -20,26 +20,39 @@ from pathlib import Path
 
 import psutil
 
-from kailab.classroom import access, plan
+from kailab.classroom import access, plan, shards
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
+from kailab.classroom.shards import ShardSchedulerControl
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
-from kailab.labels import KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API
+from kailab.labels import (
+    KAI_SCHEDULER_PROCESS,
+    LEARNER_LABEL,
+    NODEPOOL_LABEL,
+    QUEUE_API,
+    SHARD_API,
+    SHARD_SUPERVISOR,
+)
 from kailab.progress import Progress
+from kailab.runtimes import shard_supervisor
+from kailab.runtimes.base import Runtime
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
+from kailab.runtimes.local_kai import wait_healthy
 from kailab.scenarios.live import LiveCluster
 
-STATE = "class.json"  # in the lab's KAI folder, which `kailab down` removes with the processes
+STATE = "class.json"  # local: in the lab's KAI folder, which `kailab down` removes; else in the lab folder
 
 
-class LocalClass:
-    """The class of a running local lab: its learners, their partitions, their clusters as the engine sees them."""
+class ShardClass:
+    """The class of a running lab: its learners, their partitions (SchedulingShards), their clusters as the engine
+    sees them. The runtime's part: where the class's state file is and what must run before a shard is served
+    (:meth:`ready`)."""
 
-    def __init__(self, runtime: LocalRuntime, state: str = STATE):
+    def __init__(self, runtime: Runtime, folder: Path, state: str = STATE):
         self.rt = runtime
-        self.folder = runtime.home / "kai"
-        self.state_file = self.folder / state  # the partitions this lab made (a class's; demo all's own in another)
+        self.folder = folder
+        self.state_file = folder / state  # the partitions this lab made (a class's; demo all's own in another)
 
     def learners(self) -> list[str]:
         try:
@@ -53,19 +66,14 @@ class LocalClass:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps({"learners": learners}, indent=1))
 
-    def control(self, learner: str) -> LocalSchedulerControl:
-        """The learner's scheduler: the lab's scheduler control, for their process and partition."""
-        return LocalSchedulerControl(
-            self.rt,
-            name=plan.scheduler_process(learner),
-            partition=learner,
-            workdir=self.folder / "partitions" / learner,
-        )
+    def control(self, learner: str, kube: Kube) -> ShardSchedulerControl:
+        """The learner's scheduler: their SchedulingShard."""
+        return ShardSchedulerControl(kube, learner)
 
     def cluster(self, learner: str, kube: Kube) -> LiveCluster:
         """The engine's view of the learner's slice: their owner labels, nodes and scheduler."""
         self.known(learner)
-        control = self.control(learner)
+        control = self.control(learner, kube)
         return LiveCluster(
             kube, control, owner=plan.owner(learner), metrics=control.metrics, node_selector=plan.node_selector(learner)
         )
@@ -79,12 +87,26 @@ class LocalClass:
                 hint="Add them: kailab class up --learner NAME",
             )
 
+    # -- the runtime's part ----------------------------------------------------------------------
+
+    def check_runtime(self, kube: Kube, adding: int, available: int | None) -> None:
+        """Refuse, before anything is applied, a cluster that cannot hold ``adding`` more partitions."""
+        raise NotImplementedError
+
+    def ready(self, kube: Kube) -> None:
+        """Make sure something runs the shards (the local runtime's supervisor; KAI's operator elsewhere)."""
+
+    def stop_scheduler(self, kube: Kube, learner: str) -> None:
+        """The learner's scheduler gone at once: their shard deleted (what ran it stops it)."""
+        kube.delete(SHARD_API, shards.KIND, shards.shard_name(learner))
+
     # -- up and down -------------------------------------------------------------------------
 
     def check(self, kube: Kube, roster: Roster, available: int | None = None) -> list[str]:
         """The learners to add (those not in the class yet); refuses, before anything is applied, a class too
-        big for one lab or for this machine's available memory (bytes; None: psutil's figure now), or a
-        partition whose label value is on nodes this class did not make."""
+        big for one lab, a cluster without what runs SchedulingShards (or, on the local runtime, a machine without
+        the memory: ``available`` bytes, None psutil's figure now), or a partition whose label value is on nodes
+        this class did not make."""
         have = self.learners()
         new = [n for n in roster.names if n not in have]
         if len(have) + len(new) > MAX_LEARNERS:
@@ -92,25 +114,7 @@ class LocalClass:
                 f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
                 hint="Remove some first: kailab class down --learner NAME",
             )
-        if available is None:
-            available = psutil.virtual_memory().available
-        if short := plan.memory_shortfall(len(new), available):
-            fit = plan.partitions_that_fit(available)
-            raise RosterError(
-                f"This machine cannot hold the class: {short}. Nothing was applied.",
-                hint=(
-                    f"Add at most {fit} learner{'s' if fit != 1 else ''} now"
-                    if fit
-                    else "Free memory first (stop other programs or labs)"
-                )
-                + ", or hold the class on a machine with more memory.",
-            )
-        state = self.rt.state()
-        if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
-            raise KailabError(
-                "A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
-                hint="kailab down && kailab up, then kailab class up",
-            )
+        self.check_runtime(kube, len(new), available)
         if new:
             selector = f"{NODEPOOL_LABEL} in ({','.join(new)})"
             taken = sorted(
@@ -126,6 +130,18 @@ class LocalClass:
                     f"{', '.join(taken)}. Nothing was applied.",
                     hint="Give those learners other names.",
                 )
+            theirs = [
+                shards.shard_name(n)
+                for n in new
+                if (got := kube.get(SHARD_API, shards.KIND, shards.shard_name(n))) is not None
+                and not plan.owner(n).owns(got["metadata"].get("labels"))
+            ]
+            if theirs:
+                raise RosterError(
+                    f"SchedulingShards kailab did not make for this class already exist: {', '.join(theirs)}. "
+                    "Nothing was applied.",
+                    hint="Give those learners other names.",
+                )
         return new
 
     def up(
@@ -137,14 +153,14 @@ class LocalClass:
         out: Path | None = None,
         available: int | None = None,
     ) -> list[str]:
-        """Add the roster's new learners: their fleet, then their scheduler; with ``out``, write every learner's
-        kubeconfig there (classroom.access). Returns the learners added."""
+        """Add the roster's new learners: their fleet, then their SchedulingShard; with ``out``, write every
+        learner's kubeconfig there (classroom.access). Returns the learners added."""
         new = self.check(kube, roster, available)
         done = self.learners()
         for learner in new:
             with progress.step(
-                f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a scheduler "
-                f"for partition {NODEPOOL_LABEL}={learner}"
+                f"Learner {learner}: {fleet.node_count} nodes ({fleet.total_gpus} GPUs) and a SchedulingShard "
+                f"{shards.shard_name(learner)} for partition {NODEPOOL_LABEL}={learner}"
             ):
                 self._write(done + [learner])  # first: a failure half-way is still removed by class down
                 self.make(kube, fleet, learner)
@@ -155,7 +171,7 @@ class LocalClass:
         return new
 
     def make(self, kube: Kube, fleet: Fleet, learner: str) -> None:
-        """A partition: the learner's fleet (labelled with their node pool), then their scheduler."""
+        """A partition: the learner's fleet (labelled with their node pool), then their shard, until it runs."""
         create_fleet(
             kube,
             fleet,
@@ -163,14 +179,15 @@ class LocalClass:
             nodes=plan.nodes(fleet, learner),
             logs_hint="Is the KWOK controller running? See: kailab status",
         )
-        self.control(learner).start()
+        self.ready(kube)
+        kube.apply(shards.shard_object(learner, plan.owner(learner).labels))
+        self.control(learner, kube).start()
 
     def remove(self, kube: Kube, learner: str, wait: bool = True) -> None:
-        """A partition gone: the learner's objects and nodes, their scheduler and its folder; ``wait=False``
+        """A partition gone: the learner's objects and nodes, and their shard (so their scheduler); ``wait=False``
         leaves their namespaces terminating."""
+        self.stop_scheduler(kube, learner)
         remove_learner(kube, learner, wait=wait)
-        self.control(learner).stop()
-        shutil.rmtree(self.folder / "partitions" / learner, ignore_errors=True)
 
     def down(self, kube: Kube, learners: list[str] | None, progress: Progress) -> list[str]:
         """Remove these learners (None: all): their scheduler, namespaces, queues, priority classes and nodes."""
@@ -191,6 +208,85 @@ class LocalClass:
         if not self.learners():
             access.revoke_class(kube)
         return learners
+
+
+class LocalClass(ShardClass):
+    """A class on the local runtime: kailab's supervisor runs the shards as scheduler processes."""
+
+    def __init__(self, runtime: LocalRuntime, state: str = STATE):
+        super().__init__(runtime, runtime.home / "kai", state)  # the lab's KAI folder: `kailab down` removes it
+        self.rt: LocalRuntime = runtime
+
+    def check_runtime(self, kube: Kube, adding: int, available: int | None) -> None:
+        if available is None:
+            available = psutil.virtual_memory().available
+        if short := plan.memory_shortfall(adding, available):
+            fit = plan.partitions_that_fit(available)
+            raise RosterError(
+                f"This machine cannot hold the class: {short}. Nothing was applied.",
+                hint=(
+                    f"Add at most {fit} learner{'s' if fit != 1 else ''} now"
+                    if fit
+                    else "Free memory first (stop other programs or labs)"
+                )
+                + ", or hold the class on a machine with more memory.",
+            )
+        state = self.rt.state()
+        if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
+            raise KailabError(
+                "A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
+                hint="kailab down && kailab up, then kailab class up",
+            )
+
+    def ready(self, kube: Kube) -> None:
+        """The supervisor running (started once, by pid and start time like KAI's processes)."""
+        group = self.rt.kai_processes
+        if group.identity(SHARD_SUPERVISOR) is None:
+            spec = shard_supervisor.process_spec(self.rt.home)
+            group.start(spec)
+            wait_healthy([spec], group, timeout=30)
+
+    def stop_scheduler(self, kube: Kube, learner: str) -> None:
+        """The shard deleted, and its process stopped now (the supervisor would, a moment later)."""
+        super().stop_scheduler(kube, learner)
+        LocalSchedulerControl(self.rt, name=shards.scheduler_name(learner)).stop()
+        shutil.rmtree(self.folder / "partitions" / shards.shard_name(learner), ignore_errors=True)
+
+
+class OperatorClass(ShardClass):
+    """A class on kind or an existing cluster: KAI's operator runs the shards as scheduler Deployments, and KWOK's
+    controller (which kind's lab and ``--kwok`` install) runs the learners' nodes."""
+
+    def __init__(self, runtime: Runtime, state: str = STATE):
+        super().__init__(runtime, runtime.home, state)
+
+    def check_runtime(self, kube: Kube, adding: int, available: int | None) -> None:
+        if missing := operator_missing(kube):
+            raise KailabError(
+                f"A class on the {self.rt.name} runtime needs {missing}. Nothing was applied.",
+                hint="Install KAI Scheduler v0.17.0 with its Helm chart (its operator runs SchedulingShards), "
+                "and KWOK (kailab up --runtime existing --kwok), then kailab class up again.",
+            )
+
+
+def operator_missing(kube: Kube) -> str:
+    """What a class on a cluster kailab does not run KAI on needs and the cluster lacks, in words ("" nothing): the
+    SchedulingShard CRD, KAI's operator (a Deployment ``kai-operator``, as KAI's chart names it) and KWOK's
+    controller (``kube-system/kwok-controller``) for the learners' nodes."""
+    if not shards.serves_shards(kube):
+        return f"KAI's SchedulingShard CRD ({shards.CRD}), which this cluster does not serve"
+    operators = kube.apps.list_deployment_for_all_namespaces(field_selector="metadata.name=kai-operator").items
+    if not any((d.status.ready_replicas or 0) > 0 for d in operators):
+        return "KAI's operator (a Deployment kai-operator, Ready), which turns SchedulingShards into schedulers"
+    kwok = kube.apps.list_namespaced_deployment("kube-system", field_selector="metadata.name=kwok-controller").items
+    if not kwok:
+        return "KWOK's controller (kube-system/kwok-controller), which runs the learners' nodes"
+    return ""
+
+
+def class_of(runtime: Runtime, state: str = STATE) -> ShardClass:
+    """The class of the lab this runtime runs."""
+    return LocalClass(runtime, state) if isinstance(runtime, LocalRuntime) else OperatorClass(runtime, state)
 
 
 def remove_learner(kube: Kube, learner: str, timeout: float = 120, wait: bool = True) -> None:

@@ -3,7 +3,8 @@
 Each learner is a KAI partition (docs/operator/scheduling-shards.md in KAI v0.17.0): their nodes, queues,
 workloads and PodGroups carry ``kai.scheduler/node-pool=<learner>``, and a scheduler of their own started
 with ``--partition-label-value=<learner>`` sees only those (its lister selects by the label; the lab's own
-scheduler, started with an empty value, selects what has no such label). The pod-grouper copies the label
+scheduler, started with an empty value, selects what has no such label). Each learner's scheduler is their
+SchedulingShard's (``classroom/shards.py``: its name, what runs it, its settings). The pod-grouper copies the label
 from the workload's top owner, or else the pod, onto the PodGroup; the scheduler labels a pod it binds.
 Everything a learner's lesson applies carries the label because it carries the learner's owner labels.
 """
@@ -14,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
-from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LEARNER_LABEL, NODEPOOL_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.prefix import prefixed
@@ -67,11 +68,6 @@ class LearnerOwner(Owner):
 
 def owner(learner: str) -> LearnerOwner:
     return LearnerOwner(lab_id=LAB_ID_PREFIX + learner, node_pool=learner)
-
-
-def scheduler_process(learner: str) -> str:
-    """The learner's scheduler's process name (pids/ and logs/ of the lab's KAI folder)."""
-    return f"{KAI_SCHEDULER_PROCESS}-{learner}"
 
 
 def node_labels(learner: str) -> dict[str, str]:

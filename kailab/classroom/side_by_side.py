@@ -2,7 +2,8 @@
 
 On the local runtime kailab starts KAI's scheduler processes itself, so each lesson gets what a class's learner
 gets (classroom/partitions.py): the lesson fleet's nodes labelled ``kai.scheduler/node-pool=demo-<lesson>`` and
-a scheduler started with ``--partition-label-value=demo-<lesson>``; the lesson's names carry that prefix
+a SchedulingShard ``demo-<lesson>-shard``, which the lab's supervisor runs as a scheduler started with
+``--partition-label-value=demo-<lesson>``; the lesson's names carry that prefix
 (plan.for_learner). The partitions are made for the run and removed after it, on a failure, Ctrl-C or SIGTERM
 too (cli.main turns SIGTERM into Ctrl-C). Their names are written to ``kai/demo-partitions.json`` before any is
 made, so what a run killed outright left is removed by the next run, or with the lab by ``kailab down``.
@@ -214,7 +215,7 @@ class SideBySide:
             return
         with self.progress.step(f"Removing this run's partitions: {', '.join(left)}"):
             for p in left:
-                self.parts.control(p).stop()
+                self.parts.stop_scheduler(kube, p)
             for p in left:
                 with self.locks.get(p) or threading.Lock():
                     self.parts.remove(kube, p, wait=False)

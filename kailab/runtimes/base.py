@@ -30,6 +30,7 @@ class UpOptions:
     context: str | None = None  # existing runtime: a context of that kubeconfig
     kwok: bool = False  # existing runtime: add KWOK and kailab's fleet of fake GPUs
     prefix: str | None = None  # existing runtime: put NAME- in front of the lab's queues and namespaces
+    offline: bool = False  # kind runtime: build every image here, pull nothing
 
     # option → how the command line spells it, for "… is for the local runtime"
     FLAGS = {
@@ -40,6 +41,7 @@ class UpOptions:
         "kwok": "--kwok",
         "prefix": "--prefix",
         "retain": "--retain",
+        "offline": "--offline",
     }
 
     def given(self) -> set[str]:
@@ -49,7 +51,7 @@ class UpOptions:
         }
         if not self.with_kai:
             out.add("with_kai")
-        for flag in ("kwok", "retain"):
+        for flag in ("kwok", "retain", "offline"):
             if getattr(self, flag):
                 out.add(flag)
         return out

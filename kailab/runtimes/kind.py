@@ -1,5 +1,9 @@
 """The kind runtime: kind + KWOK + fake-gpu-operator + KAI's Helm chart, for machines with Docker.
 
+Offline (``--offline``, or when no image registry answers) every image is made here instead
+(:mod:`kailab.runtimes.kind_offline`): a node image of our own, KAI's and KWOK's images from their modules,
+and kailab's GPU ledger in place of fake-gpu-operator (which is published only as images and a chart).
+
 ``plan()`` is the whole bring-up as data — a list of steps, each a list of commands —
 so it is tested by reading it, and run by a :class:`Runner` that can be swapped for a
 recording fake. Every step is idempotent: a second ``up`` changes nothing, and an ``up``
@@ -22,11 +26,21 @@ from kailab.errors import KailabError, ToolMissing
 from kailab.fleet import Fleet, create_fleet
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 from kailab.kube import Kube
-from kailab.labels import KAI_HELM_RELEASE, KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYMENT, RESERVATION_NAMESPACE
+from kailab.labels import (
+    KAI_HELM_RELEASE,
+    KAI_NAMESPACE,
+    KAI_SCHEDULER_DEPLOYMENT,
+    NODEPOOL_LABEL,
+    RESERVATION_NAMESPACE,
+)
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
+from kailab.runtimes import gpu_ledger
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
+from kailab.runtimes.kind_offline import OfflineKit
+from kailab.runtimes.local_kai import gpu_ledger_spec, wait_healthy
+from kailab.runtimes.processes import ProcessGroup
 from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, SchedulerSettings
 from kailab.waiting import Pending, seen, until
 
@@ -40,8 +54,14 @@ OWN_ENTRIES = (
     "fake-gpu-operator-values.yaml",
     "kai-values.yaml",
     "reservation-rbac.yaml",
+    "offline.json",
+    "runtimeclass.yaml",
+    "offline",
 )
 LAB_LABEL = "kailab.io/lab"
+# kind's own nodes are in a KAI node pool of their own, so the lab's KAI scheduler (node pool "") sees only the fleet's
+# nodes, as on the local runtime: the same places for CPU-only pods and the same "5 node(s)" in KAI's reasons.
+KIND_NODE_POOL = "kind-nodes"
 KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 # The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
@@ -68,6 +88,25 @@ TOOLS = {
     "kubectl": "Install kubectl (your package manager, or the Kubernetes release binaries).",
     "helm": "Install Helm 3.8 or newer (OCI charts need it).",
 }
+
+
+# Where the online kind runtime pulls from: the node image (Docker Hub), KAI's and fake-gpu-operator's charts (ghcr.io).
+REGISTRIES = ("https://registry-1.docker.io/v2/", "https://ghcr.io/v2/")
+
+
+def registries_unreachable(timeout: float = 5) -> str | None:
+    """None when the image registries answer (any HTTP answer, 401 included), else why not."""
+    import urllib.error
+    import urllib.request
+
+    for url in REGISTRIES:
+        try:
+            urllib.request.urlopen(url, timeout=timeout).close()
+        except urllib.error.HTTPError:
+            continue  # it answered
+        except OSError as e:
+            return f"no image registry answers ({url}: {getattr(e, 'reason', e)})"
+    return None
 
 
 @dataclass
@@ -101,17 +140,96 @@ class Step:
     wait_for: tuple[str, ...] = ()  # Deployments in kai-scheduler that must exist and be Available
     wait_gone: tuple[str, ...] = ()  # Deployments in kai-scheduler whose pods (label app=<name>) must all be gone
     create_fleet: bool = False  # create the fleet's nodes through the client, as the local runtime does
+    start_ledger: bool = False  # offline: start kailab's GPU ledger (the local runtime's) against the cluster
 
 
-def kind_config() -> dict:
-    """One control-plane node and one worker for KAI's own pods; the lab label marks the cluster as ours."""
+@dataclass(frozen=True)
+class HostFacts:
+    """What the kind config must allow for on this host."""
+
+    cgroup_version: str = "2"  # the Docker engine's ("1" or "2")
+    sys_resource: bool = True  # CAP_SYS_RESOURCE in this host's capability bounding set
+
+    def describe(self) -> list[str]:
+        """One line per finding, with what kailab does about it (for doctor and up)."""
+        out = [f"cgroup v{self.cgroup_version} (Docker's)"]
+        if self.cgroup_version == "1":
+            out.append("cgroup v1: kubelet is told failCgroupV1: false (Kubernetes 1.35 refuses v1 otherwise)")
+        if not self.sys_resource:
+            out.append(
+                "no CAP_SYS_RESOURCE in the capability bounding set: containerd in the node gets "
+                "restrict_oom_score_adj = true (it cannot lower oom_score_adj)"
+            )
+        return out
+
+
+def capability_bounding_set() -> int:
+    """This process's capability bounding set (/proc/self/status CapBnd), or every bit set when unknown."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapBnd:"):
+                return int(line.split()[1], 16)
+    except OSError:
+        pass
+    return -1
+
+
+CAP_SYS_RESOURCE = 24
+
+
+def host_facts(runner: Runner) -> HostFacts:
+    """The Docker engine's cgroup version and this host's capability bounding set."""
+    out = runner(["docker", "info", "--format", "{{.CgroupVersion}}"])
+    version = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() in ("1", "2") else "2"
+    return HostFacts(version, bool((capability_bounding_set() >> CAP_SYS_RESOURCE) & 1))
+
+
+def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = None) -> dict:
+    """One control-plane node and one worker for KAI's own pods; the lab label marks the cluster as ours.
+
+    Offline: one node only (it runs KAI's pods; kind untaints a lone control plane), which imports the images
+    kailab made from ``offline_images`` (mounted) before kubelet starts, and runs etcd and pause as made here.
+    """
+    config: dict = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
+    labels = {LAB_LABEL: "true", NODEPOOL_LABEL: KIND_NODE_POOL}
+    node: dict = {"role": "control-plane", "labels": dict(labels)}
+    if offline_images is None:
+        config["nodes"] = [node, {"role": "worker", "labels": dict(labels)}]
+    else:
+        from kailab.runtimes import kind_offline
+
+        node["extraMounts"] = [
+            {"hostPath": str(offline_images), "containerPath": kind_offline.NODE_IMAGES_PATH, "readOnly": True}
+        ]
+        config["nodes"] = [node]
+        config["networking"] = {"podSubnet": kind_offline.POD_SUBNET}
+    kubeadm: list[str] = []
+    containerd: list[str] = []
+    if host.cgroup_version == "1":
+        kubeadm.append("kind: KubeletConfiguration\nfailCgroupV1: false\n")
+    if offline_images is not None:
+        kubeadm.append(f"kind: ClusterConfiguration\netcd:\n  local:\n    imageTag: {kind_offline.ETCD_TAG}\n")
+    cri = []
+    if not host.sys_resource:
+        cri.append("restrict_oom_score_adj = true")
+    if offline_images is not None:
+        cri.append(f'sandbox_image = "registry.k8s.io/pause:{versions.PAUSE_VERSION}"')
+    if cri:
+        containerd.append('[plugins."io.containerd.grpc.v1.cri"]\n' + "".join(f"  {c}\n" for c in cri))
+    if kubeadm:
+        config["kubeadmConfigPatches"] = kubeadm
+    if containerd:
+        config["containerdConfigPatches"] = containerd
+    return config
+
+
+def runtime_class() -> dict:
+    """What fake-gpu-operator would install and KAI's admission names on GPU pods (offline: made by kailab)."""
     return {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        "nodes": [
-            {"role": "control-plane", "labels": {LAB_LABEL: "true"}},
-            {"role": "worker", "labels": {LAB_LABEL: "true"}},
-        ],
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "nvidia", "labels": {LAB_LABEL: "true"}},
+        "handler": "runc",
     }
 
 
@@ -156,15 +274,18 @@ def reservation_rbac() -> list[dict]:
     ]
 
 
-def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
-    """Everything ``kailab up --runtime kind`` runs, in order."""
+def plan(
+    home: Path, fleet: Fleet, cluster_exists: bool, host: HostFacts = HostFacts(), kit: OfflineKit | None = None
+) -> list[Step]:
+    """Everything ``kailab up --runtime kind`` runs, in order (``kit``: offline, with what kailab made)."""
     kc = str(home / "kubeconfig.yaml")
     kubectl = ["kubectl", "--kubeconfig", kc]
+    node_image = kit.node_image if kit else versions.KIND_NODE_IMAGE
     steps = []
     if not cluster_exists:
         steps.append(
             Step(
-                f"Creating kind cluster {CLUSTER} (Kubernetes node image {versions.KIND_NODE_IMAGE})",
+                f"Creating kind cluster {CLUSTER} (Kubernetes node image {node_image})",
                 [
                     [
                         "kind",
@@ -173,14 +294,17 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
                         "--name",
                         CLUSTER,
                         "--image",
-                        versions.KIND_NODE_IMAGE,
+                        node_image,
                         "--config",
                         str(home / "kind.yaml"),
                         "--wait",
-                        "120s",
+                        "300s",
+                        # the lab's own file, not the user's ~/.kube/config
+                        "--kubeconfig",
+                        kc,
                     ]
                 ],
-                files={"kind.yaml": yaml.safe_dump(kind_config(), sort_keys=False)},
+                files={"kind.yaml": yaml.safe_dump(kind_config(host, kit.images if kit else None), sort_keys=False)},
             )
         )
     steps += [
@@ -188,12 +312,55 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
         Step(
             f"Installing KWOK {versions.KWOK_VERSION} with kailab's stages (no instant pod-complete)",
             [
-                [*kubectl, "apply", "--server-side", "-f", f"{KWOK_RELEASE}/kwok.yaml"],
+                [
+                    *kubectl,
+                    "apply",
+                    "--server-side",
+                    "-f",
+                    str(kit.kwok_manifest) if kit else f"{KWOK_RELEASE}/kwok.yaml",
+                ],
                 [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd/stages.kwok.x-k8s.io"],
                 [*kubectl, "apply", "--server-side", "-f", str(MANIFESTS / "kwok-stages.yaml")],
                 [*kubectl, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"],
             ],
         ),
+    ]
+    steps += gpu_steps(home, fleet, kit) + kai_steps(home, kit)
+    steps += [
+        # KAI's operator creates the component Deployments after Helm returns, so wait for them to exist too.
+        Step("Waiting until every KAI component is Ready", [], wait_for=KAI_DEPLOYMENTS),
+    ]
+    if kit is not None:
+        steps.append(
+            Step(
+                "Starting kailab's GPU ledger (fake-gpu-operator's part: which pod holds which GPU)",
+                [],
+                start_ledger=True,
+            )
+        )
+    steps += [
+        # The same nodes, status and Ready wait as the local runtime (kailab.fleet.create_fleet).
+        Step(
+            f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}",
+            [],
+            create_fleet=True,
+        ),
+    ]
+    return steps
+
+
+def gpu_steps(home: Path, fleet: Fleet, kit: OfflineKit | None) -> list[Step]:
+    """fake-gpu-operator's chart; offline, the RuntimeClass it would make (kailab's GPU ledger starts after KAI)."""
+    kc = str(home / "kubeconfig.yaml")
+    if kit is not None:
+        return [
+            Step(
+                "Adding RuntimeClass nvidia (fake-gpu-operator's, which is not to be had offline)",
+                [["kubectl", "--kubeconfig", kc, "apply", "--server-side", "-f", str(home / "runtimeclass.yaml")]],
+                files={"runtimeclass.yaml": yaml.safe_dump(runtime_class(), sort_keys=False)},
+            )
+        ]
+    return [
         Step(
             f"Installing fake-gpu-operator {versions.FAKE_GPU_OPERATOR_VERSION}",
             [
@@ -219,18 +386,39 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
             ],
             files={"fake-gpu-operator-values.yaml": yaml.safe_dump(fake_gpu_operator_values(fleet), sort_keys=False)},
         ),
+    ]
+
+
+def kai_steps(home: Path, kit: OfflineKit | None) -> list[Step]:
+    """KAI's Helm chart: published (OCI), or offline from the module with kailab's images (global.registry)."""
+    kc = str(home / "kubeconfig.yaml")
+    kubectl = ["kubectl", "--kubeconfig", kc]
+    if kit is None:
+        chart = [versions.KAI_CHART, "--version", versions.KAI_VERSION]
+        rbac = [[*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")]]
+        files = {"reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False)}
+    else:
+        from kailab.runtimes import kind_offline
+
+        chart = [
+            str(kit.kai_chart),
+            "--set",
+            f"global.registry={kind_offline.KAI_REGISTRY}",
+            "--set",
+            f"global.tag={versions.KAI_VERSION}",
+        ]
+        rbac, files = [], {}
+    return [
         # The chart creates the reservation namespace; the RBAC into it follows, as in KAI's e2e setup.
         Step(
-            f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart)",
+            f"Installing KAI Scheduler {versions.KAI_VERSION} (Helm chart{', images made here' if kit else ''})",
             [
                 [
                     "helm",
                     "upgrade",
                     "-i",
                     KAI_HELM_RELEASE,
-                    versions.KAI_CHART,
-                    "--version",
-                    versions.KAI_VERSION,
+                    *chart,
                     "--kubeconfig",
                     kc,
                     "-n",
@@ -242,48 +430,28 @@ def plan(home: Path, fleet: Fleet, cluster_exists: bool) -> list[Step]:
                     "--timeout",
                     "10m",
                 ],
-                [*kubectl, "apply", "--server-side", "-f", str(home / "reservation-rbac.yaml")],
+                *rbac,
                 # the lab's one change to KAI's CRDs, as on the local runtime (kailab/kai_patches.py)
                 [*kubectl, "patch", "crd", PODGROUP_CRD, "--type=json", "-p", json.dumps(PODGROUP_CRD_PATCH)],
             ],
-            files={
-                "kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False),
-                "reservation-rbac.yaml": yaml.safe_dump_all(reservation_rbac(), sort_keys=False),
-            },
-        ),
-        # KAI's operator creates the component Deployments after Helm returns, so wait for them to exist too.
-        Step("Waiting until every KAI component is Ready", [], wait_for=KAI_DEPLOYMENTS),
-        # The same nodes, status and Ready wait as the local runtime (kailab.fleet.create_fleet).
-        Step(
-            f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs — {fleet.describe()}",
-            [],
-            create_fleet=True,
-        ),
+            files={"kai-values.yaml": yaml.safe_dump(kai_values(), sort_keys=False), **files},
+        )
     ]
-    return steps
 
 
 def shard_patch(settings: SchedulerSettings) -> dict:
-    """The merge patch that gives the default SchedulingShard these settings (an arg set to None is removed).
+    """The merge patch that gives a SchedulingShard these settings (a field or arg set to None is removed).
 
     ``spec.placementStrategy.{gpu,cpu}`` is what the operator turns into the config file's plugins and actions
     (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
     (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
     """
-    return {
-        "spec": {
-            "placementStrategy": {"gpu": settings.gpu_placement, "cpu": settings.cpu_placement},
-            "args": {**{a: None for a in SchedulerSettings.ARGS}, **settings.args()},
-        }
-    }
+    return {"spec": settings.shard_patch()}
 
 
 def settings_from_shard(shard: dict) -> SchedulerSettings:
     """The settings a SchedulingShard gives (KAI's defaults for what it leaves out)."""
-    spec = shard.get("spec") or {}
-    placement = spec.get("placementStrategy") or {}
-    fairness = str((spec.get("args") or {}).get("full-hierarchy-fairness", "true")).lower() != "false"
-    return SchedulerSettings(placement.get("gpu") or "binpack", placement.get("cpu") or "binpack", fairness)
+    return SchedulerSettings.from_shard(shard.get("spec") or {})
 
 
 def _scheduler_enabled(enabled: bool) -> str:
@@ -346,6 +514,7 @@ class KindRuntime(Runtime):
     preference = 10  # first choice where a Docker engine answers
     after_failed_up = "always keeps what a failed up made: the next kailab up completes it, kailab down removes it"
     own_entries = OWN_ENTRIES
+    takes = frozenset({"offline"})
 
     def __init__(
         self,
@@ -353,12 +522,32 @@ class KindRuntime(Runtime):
         runner: Runner = run_command,
         connect: Callable[[Path], Kube] = Kube,
         timeout: float = 300,
+        registry_unreachable: Callable[[], str | None] | None = None,
     ):
         super().__init__(home)
-        self.runner = runner
+        self._runner = runner
         self.connect = connect
         self.timeout = timeout
         self._client: Kube | None = None
+        self.registry_unreachable = registry_unreachable or registries_unreachable
+        self.tools: dict[str, str] = {}  # tool name → the path to run (offline: the ones kailab built)
+        if self.offline_record().get("tools"):
+            self.tools = dict(self.offline_record()["tools"])
+
+    def runner(self, argv: list[str]) -> Result:
+        """Run a command; kind, helm and kubectl are the ones kailab built when the lab is offline."""
+        return self._runner([self.tools.get(argv[0], argv[0]), *argv[1:]])
+
+    def offline_record(self) -> dict:
+        """What an offline up wrote (offline.json): the tools it built, whether it made Docker's kind network."""
+        try:
+            return json.loads((self.home / "offline.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def ledger(self) -> ProcessGroup:
+        """kailab's GPU ledger process of an offline lab (pids and logs in the lab folder)."""
+        return ProcessGroup(self.home / "offline")
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -385,13 +574,21 @@ class KindRuntime(Runtime):
         return self._client
 
     def check_tools(self) -> None:
-        """Every tool present and the Docker engine answering, or one error saying what to install."""
+        """Every tool present, or one error saying what to install."""
         missing = [t for t in TOOLS if self.runner(["which", t]).returncode != 0]
         if missing:
             raise ToolMissing(
                 f"The kind runtime needs {', '.join(missing)}, not found on PATH.",
                 hint=" ".join(TOOLS[t] for t in missing)
                 + " Or use the local runtime (needs Go): kailab up --runtime local",
+            )
+
+    def check_docker(self) -> None:
+        """The Docker engine answering, or one error saying so."""
+        if self.runner(["which", "docker"]).returncode != 0:
+            raise ToolMissing(
+                "The kind runtime needs docker, not found on PATH.",
+                hint=TOOLS["docker"] + " Or use the local runtime (needs Go): kailab up --runtime local",
             )
         info = self.runner(["docker", "info", "--format", "{{.ServerVersion}}"])
         if info.returncode != 0:
@@ -426,15 +623,38 @@ class KindRuntime(Runtime):
         )
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
-        self.check_tools()
-        labdir.claim(self.home)
+        offline = options.offline or bool(self.offline_record())
+        if not offline:
+            why = self.registry_unreachable()
+            if why:
+                progress.info(f"Offline: {why}; kailab builds every image itself (as kailab up --offline).")
+                offline = True
+        self.check_docker()
+        kit = None
+        if offline:
+            from kailab.runtimes import kind_offline
+
+            labdir.claim(self.home)
+            kit = kind_offline.ensure_kit(progress)
+            self.tools = {"kind": str(kit.kind), "helm": str(kit.helm), "kubectl": str(kit.kubectl)}
+        else:
+            self.check_tools()
+            labdir.claim(self.home)
         exists = self.cluster_exists()
         state = self.state()
         if exists and state and state.complete and (info := self.running(progress)):
             return info
+        host = host_facts(self.runner)
+        for finding in host.describe()[1:]:
+            progress.info(finding)
+        if kit is not None and not exists:
+            record = self.offline_record()
+            network = self.runner(["docker", "network", "inspect", "kind"]).returncode == 0
+            made = record.get("network_made", not network)
+            (self.home / "offline.json").write_text(json.dumps({"tools": self.tools, "network_made": made}))
         # Written first, so that `kailab down` finds (and deletes) a cluster whose `up` was interrupted.
         self._write_state(options.fleet, complete=False)
-        for step in plan(self.home, options.fleet, exists):
+        for step in plan(self.home, options.fleet, exists, host, kit):
             self.execute(step, options.fleet, progress)
         self._write_state(options.fleet, complete=True)
         return self.info() or LabInfo(self.name, self.kubeconfig())
@@ -467,6 +687,8 @@ class KindRuntime(Runtime):
                 self.wait_deployments(step)
             if step.wait_gone:
                 self.wait_pods_gone(step)
+            if step.start_ledger:
+                self.start_ledger()
             if step.create_fleet:
                 assert fleet is not None  # only `kailab up` runs a create_fleet step, and it gives the fleet
                 hint = (
@@ -522,14 +744,43 @@ class KindRuntime(Runtime):
     def scheduler_control(self) -> KindSchedulerControl:
         return KindSchedulerControl(self)
 
+    def start_ledger(self) -> None:
+        """kailab's GPU ledger (as the local runtime runs it), on this host against the cluster, until down."""
+        spec = gpu_ledger_spec(self.kubeconfig())
+        group = self.ledger()
+        group.start(spec)
+        wait_healthy([spec], group)
+
     def down(self, progress: Progress) -> None:
         labdir.refuse_unless_ours(self.home)
+        record = self.offline_record()
+        if record:
+            with progress.step("Stopping kailab's GPU ledger"):
+                self.ledger().stop_all()
         with progress.step(f"Deleting kind cluster {CLUSTER}"):
             result = self.runner(["kind", "delete", "cluster", "--name", CLUSTER])
             if result.returncode != 0:
                 raise KailabError("kind delete cluster failed.", details=result.stderr.strip())
+        if record:
+            self.remove_offline_leftovers(record, progress)
+        with progress.step("Removing the lab's files"):
             left = labdir.remove(self.home, list(OWN_ENTRIES))
         labdir.report_left(self.home, left, progress)
+
+    def remove_offline_leftovers(self, record: dict, progress: Progress) -> None:
+        """What an offline up made in Docker: the node image (it is cached, so the next up reloads it) and Docker's
+        kind network when it was made for this lab and nothing else uses it."""
+        from kailab.runtimes import kind_offline
+
+        with progress.step(f"Removing the node image {kind_offline.NODE_IMAGE} (kept in kailab's cache)"):
+            kind_offline.remove_node_image(self.runner)
+        if record.get("network_made"):
+            with progress.step("Removing Docker's kind network (made for this lab)") as step:
+                users = self.runner(["docker", "network", "inspect", "kind", "--format", "{{len .Containers}}"])
+                if users.returncode == 0 and users.stdout.strip() == "0":
+                    self.runner(["docker", "network", "rm", "kind"])
+                elif users.returncode == 0:
+                    step.note(f"kept: {users.stdout.strip()} other containers use it")
 
     def forget(self, progress: Progress) -> None:
         if (self.home / "kind.yaml").exists():
@@ -559,6 +810,14 @@ class KindRuntime(Runtime):
             want = d.spec.replicas if d.spec.replicas is not None else 1
             ready = (d.status.ready_replicas if d.status else 0) or 0
             comps.append(ComponentHealth(d.metadata.name, ready >= want, f"{ready}/{want} ready"))
+        if self.offline_record():
+            comps.append(
+                ComponentHealth(
+                    gpu_ledger.PROCESS_NAME,
+                    self.ledger().pid(gpu_ledger.PROCESS_NAME) is not None,
+                    "offline: kailab's GPU ledger stands in for fake-gpu-operator (not to be had without a registry)",
+                )
+            )
         return comps
 
 

@@ -28,7 +28,7 @@ from kailab import build, labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
-from kailab.labels import KAI_SCHEDULER_PROCESS
+from kailab.labels import KAI_SCHEDULER_PROCESS, SHARD_SUPERVISOR
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
@@ -330,7 +330,7 @@ class LocalRuntime(Runtime):
 
     def _teardown(self) -> list[str]:
         """Stop every process this lab started and remove what it wrote; return what is left in its folder."""
-        self.kai_processes.stop_all()
+        self.kai_processes.stop_all(first=(SHARD_SUPERVISOR,))  # it starts schedulers: stopped before them
         kwokctl = build.binary_dir(versions.build("kwok"), self.cache) / "kwokctl"
         if kwokctl.exists() and self.cluster_dir.exists():
             env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir)}
@@ -363,12 +363,16 @@ class LocalSchedulerControl(SchedulerControl):
         name: str = KAI_SCHEDULER_PROCESS,
         partition: str = "",
         workdir: Path | None = None,
+        args: dict[str, str] | None = None,
     ):
         self.rt = runtime
         self.timeout = timeout
         self.name = name  # its process name; a class's partition scheduler has its own (kailab/classroom)
         self.partition = partition  # the node-pool label value it schedules; "" the lab's own scheduler
         self.workdir = workdir or runtime.home / "kai"
+        self.args = (
+            args  # a SchedulingShard's spec.args (kailab/runtimes/shard_supervisor.py); None: the settings' flags
+        )
 
     def _record(self) -> dict:
         try:
@@ -422,7 +426,9 @@ class LocalSchedulerControl(SchedulerControl):
         else:
             bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
         self.stop()
-        spec = kai.scheduler_spec(bins, self.rt.kubeconfig(), self.workdir, settings, self.partition, self.name)
+        spec = kai.scheduler_spec(
+            bins, self.rt.kubeconfig(), self.workdir, settings, self.partition, self.name, self.args
+        )
         self.rt.kai_processes.start(spec)
         self.record(spec, settings)
         kai.wait_healthy([spec], self.rt.kai_processes, timeout=self.timeout)

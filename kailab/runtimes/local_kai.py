@@ -133,30 +133,60 @@ CLIENT_LIMITS = ("--qps=5000", "--burst=10000")
 def scheduler_config(settings: SchedulerSettings = SchedulerSettings()) -> str:
     """The scheduler's ``--scheduler-conf`` file: what KAI's operator renders for a SchedulingShard with these settings.
 
-    The defaults give ``manifests/kai-scheduler-config.yaml`` as it is. Placement follows the operator
-    (pkg/apis/kai/v1/schedulingshard_types.go, setDefaultPlugins and setDefaultActions): GPU spread
-    enables gpuspread in gpupack's place (both priority 300) and disables gpupack and gpusharingorder;
-    nodeplacement takes both strategies as its arguments; spread for either resource disables the
-    consolidation action.
+    The defaults give ``manifests/kai-scheduler-config.yaml`` as it is. The rest follows the operator
+    (pkg/apis/kai/v1/schedulingshard_types.go, setDefaultPlugins and setDefaultActions; the file itself:
+    pkg/operator/operands/scheduler/resources_for_shard.go, configMapForShard): GPU spread enables gpuspread in
+    gpupack's place (both priority 300) and disables gpupack and gpusharingorder; nodeplacement takes both
+    strategies as its arguments; spread for either resource disables the consolidation action; kValue is the
+    proportion plugin's argument, the minimum runtimes the minruntime plugin's; queueDepthPerAction is copied
+    as it is, each of its actions one the file runs (else a :class:`KailabError`, as the operator refuses it).
     """
     text = SCHEDULER_CONFIG.read_text()
-    if settings.gpu_placement == "binpack" and settings.cpu_placement == "binpack":
+    if (
+        settings.shard_spec()
+        == SchedulerSettings(full_hierarchy_fairness=settings.full_hierarchy_fairness).shard_spec()
+    ):
         return text
     conf = yaml.safe_load(text)
+    arguments = {
+        "nodeplacement": {"cpu": settings.cpu_placement, "gpu": settings.gpu_placement},
+        "proportion": {}
+        if settings.k_value is None
+        else {"kValue": f"{float(settings.k_value):f}".rstrip("0").rstrip(".")},
+        "minruntime": {
+            key: value
+            for key, value in (
+                ("defaultPreemptMinRuntime", settings.preempt_min_runtime),
+                ("defaultReclaimMinRuntime", settings.reclaim_min_runtime),
+            )
+            if value is not None
+        },
+    }
     plugins = []
     for p in conf["tiers"][0]["plugins"]:
         if settings.gpu_placement == "spread" and p["name"] == "gpusharingorder":
             continue
         if settings.gpu_placement == "spread" and p["name"] == "gpupack":
             p = {"name": "gpuspread"}
-        if p["name"] == "nodeplacement":
-            p = {**p, "arguments": {"cpu": settings.cpu_placement, "gpu": settings.gpu_placement}}
+        if arguments.get(p["name"]):
+            p = {**p, "arguments": arguments[p["name"]]}
         plugins.append(p)
     conf["tiers"][0]["plugins"] = plugins
-    conf["actions"] = ", ".join(a.strip() for a in conf["actions"].split(",") if a.strip() != "consolidation")
+    actions = [a.strip() for a in conf["actions"].split(",")]
+    if "spread" in (settings.gpu_placement, settings.cpu_placement):
+        actions.remove("consolidation")
+    conf["actions"] = ", ".join(actions)
+    if settings.queue_depth_per_action:
+        unknown = sorted(set(settings.queue_depth_per_action) - set(actions))
+        if unknown:
+            raise KailabError(
+                f"queueDepthPerAction names {', '.join(unknown)}, which the scheduler does not run "
+                f"(its actions: {conf['actions']})."
+            )
+        conf["queueDepthPerAction"] = dict(settings.queue_depth_per_action)
     return (
-        f"# Written by kailab: what KAI {versions.KAI_VERSION}'s operator renders for placementStrategy "
-        f"gpu: {settings.gpu_placement}, cpu: {settings.cpu_placement}\n" + yaml.safe_dump(conf, sort_keys=False)
+        f"# Written by kailab: what KAI {versions.KAI_VERSION}'s operator renders for {settings.describe()}\n"
+        + yaml.safe_dump(conf, sort_keys=False)
     )
 
 
@@ -172,11 +202,14 @@ def scheduler_spec(
     settings: SchedulerSettings = SchedulerSettings(),
     partition: str = "",
     name: str = KAI_SCHEDULER_PROCESS,
+    args: dict[str, str] | None = None,
 ) -> ProcessSpec:
     """KAI's scheduler with these settings, on fresh loopback ports; writes its config file in ``workdir``.
 
     ``partition``: the node-pool label value it schedules (a class's learner, kailab/classroom); "" the lab's own
     scheduler, which sees only nodes, queues and PodGroups without the label. ``name``: its process name.
+    ``args``: a SchedulingShard's ``spec.args``, added after the other flags as the operator adds them (a flag
+    given twice: the last wins); None: the settings' own (:func:`scheduler_flags`).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     conf = workdir / "scheduler-config.yaml"
@@ -197,7 +230,7 @@ def scheduler_spec(
             f"--listen-address=127.0.0.1:{metrics}",
             f"--plugin-server-port={plugins}",
             *CLIENT_LIMITS,
-            *scheduler_flags(settings),
+            *(scheduler_flags(settings) if args is None else [f"--{k}={v}" for k, v in args.items()]),
         ],
         {"KUBECONFIG": str(kubeconfig)},
         health_url=f"http://127.0.0.1:{metrics}/metrics",
@@ -280,27 +313,25 @@ def gpu_ledger_spec(kubeconfig: Path) -> ProcessSpec:
     which pod holds which fake GPU. The kubeconfig is on its command line (not only in the environment), so
     the process names the lab folder like KAI's components do.
     """
+    health = free_port()
+    return python_process(
+        gpu_ledger.PROCESS_NAME,
+        gpu_ledger.__name__,
+        [f"--kubeconfig={kubeconfig}", f"--health-port={health}", f"--scheduler-name={KAI_SCHEDULER_NAME}"],
+        health_url=f"http://127.0.0.1:{health}/healthz",
+    )
+
+
+def python_process(name: str, module: str, args: list[str], health_url: str | None = None) -> ProcessSpec:
+    """A process of kailab's own (``python -m module args``), with kailab importable from the process's folder
+    (lab/kai) even when it runs from a source checkout."""
     import sys
 
     import kailab
 
-    health = free_port()
-    # kailab importable from the process's folder (lab/kai) even when it runs from a source checkout
     path = [str(Path(kailab.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in path if p), "PYTHONUNBUFFERED": "1"}
-    return ProcessSpec(
-        gpu_ledger.PROCESS_NAME,
-        [
-            sys.executable,
-            "-m",
-            gpu_ledger.__name__,
-            f"--kubeconfig={kubeconfig}",
-            f"--health-port={health}",
-            f"--scheduler-name={KAI_SCHEDULER_NAME}",
-        ],
-        env,
-        health_url=f"http://127.0.0.1:{health}/healthz",
-    )
+    return ProcessSpec(name, [sys.executable, "-m", module, *args], env, health_url=health_url)
 
 
 # KAI v0.17.0's podgroup-controller ignores --metrics-bind-address (cmd/podgroupcontroller/app/app.go

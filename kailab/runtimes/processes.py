@@ -143,8 +143,10 @@ class ProcessGroup:
         """Every process of this group that still runs."""
         return [i for i in map(self.identity, self.names()) if i]
 
-    def stop_all(self, timeout: float = 10) -> None:
-        """Stop each process this group started (and its process group), then forget it."""
+    def stop_all(self, timeout: float = 10, first: tuple[str, ...] = ()) -> None:
+        """Stop each process this group started (and its process group), then forget it; the ones named ``first``
+        before the others (a process that starts others: it starts no more while they stop)."""
+        stop([i for i in map(self.identity, first) if i], timeout, group=True)
         stop(self.running(), timeout, group=True)
         for name in self.names():
             (self.pids / f"{name}.pid").unlink(missing_ok=True)

@@ -95,7 +95,7 @@ def fold(state: RunState, change: Change) -> RunState:
         victim = ev.victim
         if victim:
             state.evicted.add(victim)
-        elif ev.says_why_waiting and ev.kind in ("Pod", "PodGroup"):
+        elif ev.says_why_waiting and ev.kind in ("Pod", "PodGroup", "Job"):
             said = state.waiting.setdefault((ev.kind, ev.name), {})
             said[ev.message] = max(said.get(ev.message, 0.0), ev.time)
     return state
@@ -119,7 +119,10 @@ def observe(state: RunState) -> Observation:
             obs.evicted_queue.setdefault(queue, set()).add(name)
     said: list[tuple[float, str, str]] = []  # (time, workload, message)
     for (kind, name), messages in state.waiting.items():
-        workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
+        if kind == "Job":  # a Job is named for its workload (<name>-<i> with jobs:)
+            workload = next((w for w in (name, name.rpartition("-")[0]) if w in state.sizes), "")
+        else:
+            workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
         if workload:
             said.extend((t, workload, m) for m, t in messages.items())
     for _, workload, message in sorted(said):

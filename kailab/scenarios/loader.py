@@ -147,7 +147,13 @@ class _Build:
                     f"priority class '{pc.name}' is declared twice, or is one KAI or Kubernetes already has",
                 )
             known.add(pc.name)
-        return known
+        for i, name in enumerate(doc.missingPriorityClasses):
+            if name in known:
+                raise self.fail(
+                    ("missingPriorityClasses", i),
+                    f"priority class '{name}' exists (KAI's, Kubernetes' or declared): it cannot also be missing",
+                )
+        return known | set(doc.missingPriorityClasses)
 
     def workloads(self, doc: schema.ScenarioFile, queues: set[str], known_pcs: set[str]) -> dict[str, WorkloadFile]:
         out: dict[str, WorkloadFile] = {}
@@ -186,7 +192,7 @@ class _Build:
                     ("workloads", i, pc_key),
                     f"workload '{w.name}' uses priority class "
                     f"'{w.priority_class}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
-                    "nor declared under priorityClasses",
+                    "nor declared under priorityClasses (list a name under missingPriorityClasses to show a misspelt one)",
                 )
             if w.kind == "Deployment" and w.fraction:
                 raise self.fail(

@@ -17,6 +17,7 @@ from kailab.labels import (
     KWOK_TOLERATION,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
+    NODEPOOL_LABEL,
     POD_GROUP_ANNOTATION,
     PODGROUP_API,
     PREEMPTIBILITY_LABEL,
@@ -27,7 +28,7 @@ from kailab.labels import (
     WORKLOAD_LABEL,
 )
 from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import PriorityClassFile, QueueFile, ResourceFile, WorkloadFile
+from kailab.scenarios.schema import HOSTNAME_LABEL, PriorityClassFile, QueueFile, ResourceFile, WorkloadFile
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -59,6 +60,8 @@ def priority_class_object(pc: PriorityClassFile) -> dict:
         "globalDefault": False,
         "description": "kailab scenario priority class",
     }
+    if pc.preemptionPolicy is not None:
+        obj["preemptionPolicy"] = pc.preemptionPolicy
     if pc.preemptible is not None:
         obj["metadata"]["labels"][PREEMPTIBILITY_LABEL] = "preemptible" if pc.preemptible else "non-preemptible"
     return obj
@@ -71,6 +74,8 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
         labels[PREEMPTIBILITY_LABEL] = w.preemptibility
+    if w.nodePool:
+        labels[NODEPOOL_LABEL] = w.nodePool
     if w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priorityClassName:
         labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
     annotations = dict(w.annotations)
@@ -100,7 +105,9 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
-        "tolerations": [dict(KWOK_TOLERATION)],
+        "tolerations": [dict(KWOK_TOLERATION)]
+        if w.tolerations is None
+        else [t.model_dump(exclude_none=True) for t in w.tolerations],
         "containers": [
             {
                 "name": "main",
@@ -111,8 +118,10 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
     }
     if w.scheduler != DEFAULT_SCHEDULER_NAME:
         spec["schedulerName"] = w.scheduler
-    if w.node:
-        spec["nodeSelector"] = {"kubernetes.io/hostname": w.node}
+    if w.node or w.nodeSelector:
+        spec["nodeSelector"] = {**w.nodeSelector, **({HOSTNAME_LABEL: w.node} if w.node else {})}
+    if w.schedulingGates:
+        spec["schedulingGates"] = [{"name": gate} for gate in w.schedulingGates]
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     return {

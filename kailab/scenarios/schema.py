@@ -41,6 +41,7 @@ from kailab.labels import (
     KAI_SCHEDULER_NAME,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
+    NODEPOOL_LABEL,
     POD_GROUP_ANNOTATION,
     PREEMPTIBILITY_LABEL,
     QUEUE_API,
@@ -69,6 +70,7 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 MAX_PODS = 1000  # per workload: the lab's fleets hold dozens; `kailab bench` is for thousands
 MAX_SECONDS = 3600  # a sleep, timeout, hold or completeAfter: a lesson takes seconds, an hour is a mistake
 MAX_NAME = 63  # a Kubernetes name that is also a label value or a DNS label
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # the node label node: pins pods with
 
 Name = Annotated[StrictStr, Field(pattern=DNS_LABEL, max_length=MAX_NAME)]
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
@@ -189,6 +191,7 @@ class PriorityClassFile(FileModel):
     name: Name
     value: Annotated[StrictInt, Field(ge=-(2**31), le=1_000_000_000)]
     preemptible: StrictBool | None = None
+    preemptionPolicy: Literal["PreemptLowerPriority", "Never"] | None = None  # Kubernetes' field; KAI does not read it
 
 
 def _gpus(value: float) -> float:
@@ -212,6 +215,23 @@ class SubGroupFile(FileModel):
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
+class TolerationFile(FileModel):
+    """One toleration of a workload's pods (Kubernetes' fields)."""
+
+    key: LabelKey | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+    @model_validator(mode="after")
+    def _kubernetes_rules(self):
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("a toleration with operator: Exists matches any value: leave value out")
+        if self.key is None and self.operator == "Equal":
+            raise ValueError("a toleration without a key needs operator: Exists (it then tolerates every taint)")
+        return self
+
+
 # Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
 # ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
 OWN_KEYS = {
@@ -225,6 +245,7 @@ OWN_KEYS = {
     POD_GROUP_ANNOTATION: "write kind: PodGroup instead",
     SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
     COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
+    NODEPOOL_LABEL: "write nodePool: instead",
 }
 OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
 
@@ -258,6 +279,10 @@ class WorkloadFile(FileModel):
     cpu: Quantity | None = None  # CPU request per pod; pods ask for no CPU unless set
     labels: dict[LabelKey, LabelValue] = {}
     annotations: dict[LabelKey, StrictStr] = {}
+    nodePool: Name | None = None  # the kai.scheduler/node-pool label: only the KAI scheduler of that pool sees it
+    nodeSelector: dict[LabelKey, LabelValue] = {}  # the pods' spec.nodeSelector, beside node:
+    tolerations: tuple[TolerationFile, ...] | None = None  # unset: KWOK's fake-node taint, which every lab node has
+    schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
 
     @model_validator(mode="after")
     def _kind_words(self):
@@ -267,6 +292,10 @@ class WorkloadFile(FileModel):
             raise ValueError("subGroups and podGroupAfterPods are for a hand-made PodGroup (kind: PodGroup)")
         if self.priorityClass and self.priorityClassName:
             raise ValueError("give priorityClass (label and spec) or priorityClassName (spec only), not both")
+        if self.node and HOSTNAME_LABEL in self.nodeSelector:
+            raise ValueError(f"give node: or nodeSelector {HOSTNAME_LABEL}, not both")
+        if len(set(self.schedulingGates)) != len(self.schedulingGates):
+            raise ValueError("schedulingGates names a gate twice (Kubernetes refuses such a pod)")
         if self.subGroups and sum(g.pods for g in self.subGroups) != self.pods:
             raise ValueError(
                 f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
@@ -813,6 +842,7 @@ class ScenarioFile(FileModel):
     queues: Queues = []
     missingQueues: list[Name] = []
     missingSchedulers: list[Name] = []  # scheduler names no scheduler answers to (a typo, on purpose)
+    missingPriorityClasses: list[Name] = []  # priority class names nobody made (a typo, on purpose)
     onParentQueue: list[Name] = []  # workloads on a parent queue on purpose (KAI leaves them Pending, silently)
     priorityClasses: list[PriorityClassFile] = []
     workloads: list[WorkloadFile] = []

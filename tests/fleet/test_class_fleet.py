@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,16 +20,26 @@ import pytest
 from golden_rows import rows  # tests/fleet/golden_rows.py
 from waits import until  # tests/fleet/waits.py
 
-from kailab.classroom import plan
+from kailab.classroom import plan, shards
 from kailab.classroom.lessons import run_lessons
 from kailab.classroom.partitions import LocalClass
 from kailab.classroom.records import class_status
 from kailab.kube import Kube
-from kailab.labels import GPU, KWOK_TOLERATION, LEARNER_LABEL, NODEPOOL_LABEL, PODGROUP_API, QUEUE_LABEL
+from kailab.labels import (
+    GPU,
+    KWOK_TOLERATION,
+    LEARNER_LABEL,
+    NODEPOOL_LABEL,
+    PODGROUP_API,
+    QUEUE_API,
+    QUEUE_LABEL,
+    SHARD_API,
+)
 from kailab.ownership import stamped
 from kailab.paths import EXERCISES
 from kailab.progress import Progress
 from kailab.scenarios.loader import load_scenario
+from kailab.scheduler_settings import SchedulerSettings
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
@@ -57,7 +68,8 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         assert sorted(n.metadata.name for n in nodes) == sorted(
             f"{learner}-kwok-{p}" for p in ("a100-0", "a100-1", "h100-0", "l40s-0", "l40s-1")
         )
-        assert klass.control(learner).running()
+        assert klass.control(learner, kai_lab.kube).running()
+        assert kai_lab.runtime.kai_processes.pid(shards.scheduler_name(learner)) is not None
 
     verdicts: dict[str, list] = {}
     errors: list[BaseException] = []
@@ -107,9 +119,65 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     header, cai = table[0], next(r for r in table if r[0] == "cai")
     assert cai[header.index("fairshare")].startswith("PASS ") and cai[header.index("reclaim")].startswith("PASS ")
     assert cai[header.index("quota")] == "–"
-    # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
     ns = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
     queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
+
+    # A partition is only what a shard serves: a pod whose node-pool label no shard has stays Pending — no scheduler
+    # even looks at it — while the same pod in ann's partition is bound, on ann's nodes. (In a queue of ann's with
+    # room: the placement lesson's own is at its limit.)
+    open_queue = {
+        "apiVersion": QUEUE_API,
+        "kind": "Queue",
+        "metadata": {"name": "ann-open", "labels": dict(plan.owner("ann").labels)},
+        "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}},
+    }
+    kai_lab.kube.apply(open_queue)
+
+    def one_gpu_pod(name: str, pool: str) -> dict:
+        pod = stamped(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: "ann-open"}},
+                "spec": {
+                    "schedulerName": "kai-scheduler",
+                    "tolerations": [dict(KWOK_TOLERATION)],
+                    "containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: "1"}}}],
+                },
+            },
+            plan.owner("ann"),
+        )
+        pod["metadata"]["labels"][NODEPOOL_LABEL] = pool
+        return pod
+
+    kai_lab.kube.apply(one_gpu_pod("nowhere", "nobody"))
+    kai_lab.kube.apply(one_gpu_pod("in-ann", "ann"))
+    until(
+        "KAI's pod-grouper puts the unserved pod in a PodGroup of partition nobody",
+        lambda: [
+            g
+            for g in kai_lab.kube.list(PODGROUP_API, "PodGroup", namespace=ns)
+            if g["metadata"]["labels"].get(NODEPOOL_LABEL) == "nobody"
+        ],
+    )
+    bound = until(
+        "ann's scheduler binds the pod in ann's partition",
+        lambda: kai_lab.kube.core.read_namespaced_pod("in-ann", ns).spec.node_name,
+    )
+    assert bound.startswith("ann-kwok-")
+    time.sleep(3)  # a dozen more scheduling cycles of every scheduler (250 ms each)
+    nowhere = kai_lab.kube.core.read_namespaced_pod("nowhere", ns)
+    assert nowhere.status.phase == "Pending" and nowhere.spec.node_name is None
+    assert [c.type for c in nowhere.status.conditions or [] if c.type == "PodScheduled"] == [], nowhere.status
+    for name in ("nowhere", "in-ann"):
+        kai_lab.kube.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+    until(
+        "the two pods are gone",
+        lambda: not kai_lab.kube.core.list_namespaced_pod(ns, label_selector=f"{QUEUE_LABEL}=ann-open").items,
+    )
+    kai_lab.kube.delete(QUEUE_API, "Queue", "ann-open")
+
+    # Who is stuck: a pod no node of ann's can hold is Pending with the reason ann's scheduler gave.
     kai_lab.kube.apply(
         stamped(
             {
@@ -141,7 +209,8 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     assert klass.learners() == []
     assert kai_lab.kube.core.list_node(label_selector=LEARNER_LABEL).items == []
     for learner in LESSONS:
-        assert not klass.control(learner).running()
+        assert kai_lab.kube.get(SHARD_API, "SchedulingShard", shards.shard_name(learner)) is None
+        assert kai_lab.runtime.kai_processes.pid(shards.scheduler_name(learner)) is None
         assert kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items == [] or all(
             ns.status.phase == "Terminating"
             for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
@@ -165,7 +234,6 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
     from kubernetes import client
 
     from kailab.classroom import credentials
-    from kailab.labels import QUEUE_API
 
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
@@ -193,6 +261,13 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
         "spec": {"containers": [{"name": "c", "image": "x"}]},
     }
     label = {"metadata": {"labels": {"touched": "by-ann"}}}
+    shard_api = ann.resource(SHARD_API, "SchedulingShard")
+    spread = {"spec": {"placementStrategy": {"gpu": "spread"}}}
+
+    def patch_shard(name: str, body: dict):
+        return ann.dyn.patch(shard_api, body=body, name=name, content_type="application/merge-patch+json")
+
+    bob_scheduler = kai_lab.runtime.kai_processes.identity(shards.scheduler_name("bob"))
     attempts = {
         "read B's pods": lambda: ann.core.list_namespaced_pod(bob_ns),
         "create a pod in B's namespace": lambda: ann.core.create_namespaced_pod(bob_ns, pod),
@@ -205,20 +280,48 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
         "change B's node": lambda: ann.core.patch_node(bob_node, label),
         "delete B's node": lambda: ann.core.delete_node(bob_node),
         "change A's own node": lambda: ann.core.patch_node("ann-kwok-a100-0", label),
-        "change a partition's scheduler (SchedulingShard)": lambda: ann.apply(
+        "create a SchedulingShard": lambda: ann.apply(
             {
-                "apiVersion": "kai.scheduler/v1",
+                "apiVersion": SHARD_API,
                 "kind": "SchedulingShard",
-                "metadata": {"name": "bob"},
-                "spec": {"partitionLabelValue": "bob", "placementStrategy": {"gpu": "spread"}},
+                "metadata": {"name": "ann-second", "labels": plan.owner("ann").labels},
+                "spec": {"partitionLabelValue": "bob"},
             }
         ),
+        "read B's shard": lambda: ann.dyn.get(shard_api, name=shards.shard_name("bob")),
+        "change B's scheduler (patch B's shard)": lambda: patch_shard(shards.shard_name("bob"), spread),
+        "stop B's scheduler (point B's shard elsewhere)": lambda: patch_shard(
+            shards.shard_name("bob"), {"spec": {"partitionLabelValue": shards.stopped("bob")}}
+        ),
+        "delete B's shard": lambda: ann.dyn.delete(shard_api, name=shards.shard_name("bob")),
+        "point A's own shard at B's partition": lambda: patch_shard(
+            shards.shard_name("ann"), {"spec": {"partitionLabelValue": "bob"}}
+        ),
+        "give A's own scheduler B's partition as a flag": lambda: patch_shard(
+            shards.shard_name("ann"), {"spec": {"args": {"partition-label-value": "bob"}}}
+        ),
+        "delete A's own shard": lambda: ann.dyn.delete(shard_api, name=shards.shard_name("ann")),
         "read the ServiceAccounts' tokens": lambda: ann.core.list_namespaced_secret(credentials.CLASS_NAMESPACE),
     }
     statuses = {what: refused(call) for what, call in attempts.items()}
     assert statuses == {what: 403 for what in attempts}, statuses
     assert admin.get(QUEUE_API, "Queue", "bob-team")["spec"].get("priority") is None
     assert admin.get(QUEUE_API, "Queue", "zed-team") is None
+    bob_shard = admin.get(SHARD_API, "SchedulingShard", shards.shard_name("bob"))
+    assert bob_shard["spec"]["partitionLabelValue"] == "bob" and bob_shard["metadata"]["generation"] == 1
+    assert admin.get(SHARD_API, "SchedulingShard", shards.shard_name("ann"))["spec"]["partitionLabelValue"] == "ann"
+    assert admin.get(SHARD_API, "SchedulingShard", "ann-second") is None
+
+    # What A may do with their shard: change their own scheduler's settings, which the supervisor puts in effect
+    # (a new scheduler process with gpuspread), while B's scheduler runs on untouched.
+    ann_control = klass.control("ann", ann)
+    ann_control.start(SchedulerSettings(gpu_placement="spread"))
+    assert ann_control.running() and ann_control.settings.gpu_placement == "spread"
+    conf = kai_lab.home / "kai" / "partitions" / shards.shard_name("ann") / "scheduler-config.yaml"
+    assert "gpuspread" in conf.read_text()
+    ann_control.start(SchedulerSettings())
+    assert "gpuspread" not in conf.read_text()
+    assert kai_lab.runtime.kai_processes.identity(shards.scheduler_name("bob")) == bob_scheduler
 
     # What A may do: a queue of their own, and their lesson, through their kubeconfig alone.
     ann.apply(queue("ann-mine", "ann"))
@@ -247,8 +350,6 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     import subprocess
     import sys
 
-    from kailab.labels import QUEUE_API
-
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
     kai_lab.kube.apply(
@@ -273,8 +374,12 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     (verdict,) = json.loads(run.stdout)["verdicts"]
     assert verdict["outcome"] == "PASS", verdict
     assert rows(verdict, "ann") == rows(json.loads((GOLDEN / "quota" / "verdict.json").read_text()))
-    placement = json.loads(ann("demo", "placement", "--json").stdout)["verdicts"][0]
-    assert placement["outcome"] == "NOT APPLICABLE"  # the partition's scheduler is the instructor's machine's
+    # Their scheduler is their SchedulingShard: a lesson that reconfigures it runs with the kubeconfig alone.
+    run = ann("demo", "placement", "--json")
+    assert run.returncode == 0, run.stderr
+    (placement,) = json.loads(run.stdout)["verdicts"]
+    assert placement["outcome"] == "PASS", placement
+    assert rows(placement, "ann") == rows(json.loads((GOLDEN / "placement" / "verdict.json").read_text()))
 
     walk = subprocess.run(
         [sys.executable, "-m", "kailab", "lesson", "gang", "--predict", "gang-bound=some"],

@@ -12,9 +12,9 @@ import pytest
 from golden_rows import rows, same_rows  # tests/fleet/golden_rows.py
 from waits import until  # tests/fleet/waits.py
 
-from kailab.classroom import plan, side_by_side
+from kailab.classroom import plan, shards, side_by_side
 from kailab.classroom.partitions import LocalClass
-from kailab.labels import NODEPOOL_LABEL, QUEUE_API
+from kailab.labels import NODEPOOL_LABEL, QUEUE_API, SHARD_API
 from kailab.lesson import lesson_names
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
@@ -51,8 +51,8 @@ def test_demo_all_side_by_side_gives_the_golden_verdicts_and_leaves_nothing(kai_
     demo = LocalClass(kai_lab.runtime, state=side_by_side.STATE)
     assert demo.learners() == []
     for part in parts:
-        assert not demo.control(part).running(), part
-        assert kai_lab.runtime.kai_processes.pid(plan.scheduler_process(part)) is None
+        assert kai_lab.kube.get(SHARD_API, "SchedulingShard", shards.shard_name(part)) is None, part
+        assert kai_lab.runtime.kai_processes.pid(shards.scheduler_name(part)) is None
         selector = plan.owner(part).selector()
         assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=selector) == []
         # Its namespaces are deleted, not waited for (the next run waits): terminating, then gone.
@@ -96,6 +96,6 @@ def test_demo_all_stopped_by_sigterm_removes_its_partitions(kai_lab):
     demo = LocalClass(kai_lab.runtime, state=side_by_side.STATE)
     assert demo.learners() == []
     for part in parts:
-        assert not demo.control(part).running(), part
+        assert kai_lab.kube.get(SHARD_API, "SchedulingShard", shards.shard_name(part)) is None, part
         assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=plan.owner(part).selector()) == []
     assert kai_lab.runtime.scheduler_control().running()

@@ -35,3 +35,14 @@ def test_explain_names_each_pending_reason_on_kai(kai_lab):
         )
         assert words in e["summary"], (workload, e)
         assert e["runbook"].startswith("runbooks/")
+
+
+def test_explain_names_consolidation_for_the_jobs_kai_moved(kai_lab):
+    assert kai_lab.cli("demo", "consolidation", "-q").returncode == 0
+    runbooks = set()
+    for i in range(12):  # the exercise's small-0 … small-11; KAI chooses which it moves
+        found = json.loads(
+            kai_lab.cli("explain", f"small-{i}", "-n", "kailab-consolidation", "--json", check=True).stdout
+        )
+        runbooks |= {e["runbook"] for e in found if e["state"] == "Bound"}
+    assert "runbooks/consolidation.md" in runbooks, runbooks

@@ -34,7 +34,7 @@ def test_a_proxy_that_does_not_serve_kai_stops_the_build_before_it_starts(tmp_pa
     start = time.monotonic()
     with pytest.raises(ModuleUnavailable) as err:
         build.ensure_built(LOCAL_BUILDS, Progress(quiet=True), cache)
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 60  # refused up front, not after minutes of building
     assert err.value.message == f"The Go module proxy does not serve {kai.module}@{kai.version} (needed for kai)."
     assert "GOPROXY=file:///path/to/mirror" in err.value.hint
     assert str(empty_proxy) in err.value.details  # the proxy's own answer

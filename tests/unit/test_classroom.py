@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kailab.classroom import plan, roster
+from kailab.classroom import plan, roster, shards
 from kailab.classroom.cli import roster_of
 from kailab.classroom.roster import RosterError
 from kailab.cli import app
@@ -132,9 +132,9 @@ def test_a_partition_scheduler_has_its_own_label_value_name_and_folder(tmp_path)
         tmp_path / "kubeconfig",
         tmp_path / "ann",
         partition="ann",
-        name=plan.scheduler_process("ann"),
+        name=shards.scheduler_name("ann"),
     )
-    assert spec.name == "kai-scheduler-ann"
+    assert spec.name == "kai-scheduler-ann-shard"  # what KAI's operator names the Deployment of shard ann-shard
     assert "--partition-label-value=ann" in spec.argv
     assert f"--nodepool-label-key={NODEPOOL_LABEL}" in spec.argv
     assert (tmp_path / "ann" / "scheduler-config.yaml").is_file()
@@ -164,7 +164,19 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
             "resources": ["namespaces"],
             "resourceNames": namespaces,
             "verbs": ["get", "patch", "update"],
-        }
+        },
+        {  # their scheduler's settings: their own SchedulingShard, by name
+            "apiGroups": ["kai.scheduler"],
+            "resources": ["schedulingshards"],
+            "resourceNames": ["ann-shard"],
+            "verbs": ["get", "patch"],
+        },
+        {
+            "apiGroups": [""],
+            "resources": ["services/proxy"],
+            "resourceNames": ["kai-scheduler-ann-shard", "kai-scheduler-ann-shard:http-metrics"],
+            "verbs": ["get"],
+        },
     ]
     for obj in objs:
         if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
@@ -173,12 +185,18 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
             ]
 
 
-def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_scheduler_settings():
+def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_anothers_scheduler_settings():
     objs = credentials.learner_objects("ann", plan.lesson_namespaces("ann"), Owner()) + credentials.class_objects()
     for rule in _rules(objs):
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
         assert "secrets" not in rule["resources"]
-        assert not {"kai.scheduler"} & set(rule["apiGroups"]), rule  # KAI's Config and SchedulingShards: nobody's
+        if "kai.scheduler" in rule["apiGroups"]:  # KAI's Config never; of the SchedulingShards, ann's own only
+            assert rule == {
+                "apiGroups": ["kai.scheduler"],
+                "resources": ["schedulingshards"],
+                "resourceNames": [shards.shard_name("ann")],
+                "verbs": ["get", "patch"],
+            }
         if "nodes" in rule["resources"]:
             assert set(rule["verbs"]) <= {"get", "list", "watch"}
 
@@ -191,7 +209,7 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     offset = int(spec["variables"][0]["expression"].split("substring(")[1].rstrip(")"))
     assert credentials.username("ann")[offset:] == "ann"
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
-    assert kinds == {"queues", "priorityclasses", "namespaces"}
+    assert kinds == {"queues", "priorityclasses", "namespaces", "schedulingshards"}
     assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
     assert spec["failurePolicy"] == "Fail"
 

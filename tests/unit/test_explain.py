@@ -1,7 +1,7 @@
 """explain_pod: from what the schedulers wrote to plain words and a runbook."""
 
-from kailab.explain import explain_pod
-from kailab.pods import PodView
+from kailab.explain import explain_pod, explain_podless_job
+from kailab.pods import PodView, pod_view
 
 NODES = [
     {"name": "kwok-a100-0", "pool": "a100", "gpus": 8, "free": 2},
@@ -88,3 +88,120 @@ def test_below_its_fair_share_but_past_its_quota_a_queue_is_still_owed_a_reclaim
     )
     assert "below its fair share 16" in e.details[-1] and "reclaimMinRuntime" in e.details[-1]
     assert "preemptMinRuntime" not in e.details[-1]  # a window of preemption inside a queue, not of reclaim
+
+
+# The causes of runbooks/why-pending.md, each on a pod built as the API returns it (through pod_view) and with
+# the words KAI v0.17.0 writes (its source file named beside each).
+
+
+def api_pod(labels=None, gates=(), node="", priority_class=None, pod_group="pg-p"):
+    from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSchedulingGate, V1PodSpec
+
+    meta = V1ObjectMeta(
+        name="p", namespace="ns", labels=labels or {}, annotations={"pod-group-name": pod_group} if pod_group else {}
+    )
+    spec = V1PodSpec(
+        containers=[V1Container(name="main")],
+        scheduler_name="kai-scheduler",
+        node_name=node or None,
+        scheduling_gates=[V1PodSchedulingGate(name=g) for g in gates] or None,
+        priority_class_name=priority_class,
+    )
+    return pod_view(V1Pod(metadata=meta, spec=spec))
+
+
+def test_the_old_runai_queue_label_is_named_as_the_cause():
+    p = api_pod(labels={"runai/queue": "team-a"})
+    assert p.queue == "" and p.old_queue == "team-a"
+    e = explain_pod(p, ["NonPreemptibleOverQuota: Non-preemptible workload is over quota."], None, True, True, NODES)
+    assert e.runbook == "runbooks/old-queue-label.md"
+    assert any("runai/queue label ('team-a')" in d and "default-queue" in d for d in e.details)
+    # a pod with both labels is in the queue kai.scheduler/queue names: nothing to say about the old one
+    both = api_pod(labels={"runai/queue": "x", "kai.scheduler/queue": "team-a"})
+    assert "old-queue-label" not in explain_pod(both, [], None, True, True, NODES).runbook
+
+
+def test_a_node_pool_no_scheduler_reports_on_is_named():
+    p = api_pod(labels={"kai.scheduler/queue": "team-a", "kai.scheduler/node-pool": "pool-x"})
+    e = explain_pod(p, [], None, True, True, NODES)
+    assert e.runbook == "runbooks/node-pool-unserved.md" and "'pool-x'" in e.summary
+    # once a scheduler of that pool has spoken, its words decide
+    said = explain_pod(p, ["Queue 'team-a' does not exist"], None, True, True, NODES)
+    assert "does not exist" in said.summary
+
+
+def test_scheduling_gates_come_before_everything_else():
+    p = api_pod(gates=("example.com/wait-for-data",), pod_group="")
+    assert p.gates == ("example.com/wait-for-data",)
+    e = explain_pod(p, [], None, True, True, NODES)
+    assert e.runbook == "runbooks/scheduling-gate.md" and "example.com/wait-for-data" in e.summary
+
+
+def test_node_constraints_and_too_big_and_gpu_sharing_reasons():
+    cases = {
+        # Kubernetes' NodeAffinity and TaintToleration filters, run by KAI (pkg/scheduler/k8s_internal/predicates)
+        "0/5 nodes are available: 5 node(s) didn't match Pod's node affinity/selector.": "node-constraints",
+        "0/5 nodes are available: 5 node(s) had untolerated taint {kwok.x-k8s.io/node: fake}.": "node-constraints",
+        # recorded from KAI on the local runtime (runbooks/scenarios/too-big.yaml)
+        "Unable to schedule podgroup: 3 Resources were not found for pod ns/sixteen-q2479 due to: The pod "
+        "ns/sixteen-q2479 requires GPU: 16, CPU: 0 (cores), memory: 0 (GB). Max GPU resources available in a single "
+        "node in the default node-pool is topped at 8": "too-big",
+        # pkg/binder/controllers/bindrequest_controller.go around resource_reservation.go's error
+        "Failed to bind pod ns/p to node kwok-a100-0: failed waiting for GPU reservation pod to allocate: "
+        "kai-resource-reservation/gpu-reservation-kwok-a100-0-abcde": "gpu-sharing-reservation",
+        # pkg/scheduler/cache/status_updater/default_status_updater.go (recordStaleJobEvent)
+        "Job is stale. 1 pods are active, minMember is 2": "stale-gang",
+    }
+    for message, runbook in cases.items():
+        e = explain_pod(pod(), [message], None, True, True, NODES)
+        assert e.runbook == f"runbooks/{runbook}.md" and e.reported == message, (message, e)
+
+
+def test_a_bound_pod_of_a_stale_gang_is_warned():
+    e = explain_pod(
+        pod(node="kwok-a100-1"), ["Job is stale. 1 pods are active, minMember is 2"], None, True, True, NODES
+    )
+    assert e.state == "Bound" and e.runbook == "runbooks/stale-gang.md" and "grace period" in e.details[0]
+
+
+def test_evictions_say_consolidation_stale_gang_and_an_ignored_preemption_policy():
+    moved = "Pod ns/small-3-abc was preempted and rescheduled due to bin packing (resource consolidation) procedure"
+    stale = "Workload doesn't meet the minimum required number of pods (2), evicting remaining pod: ns/gang-1"
+    preempted = "Pod ns/filler-xyz was preempted by higher priority workload ns/pg-polite"
+    e = explain_pod(pod(node="kwok-a100-0"), [], None, True, True, NODES, evictions=[moved])
+    assert e.runbook == "runbooks/consolidation.md" and "consolidation" in e.details[0]
+    e = explain_pod(pod(), [], None, True, True, NODES, evictions=[stale])
+    assert e.runbook == "runbooks/stale-gang.md"
+    never = explain_pod(
+        pod(), [], None, True, True, NODES, evictions=[preempted], never_preemptors=frozenset({"ns/pg-polite"})
+    )
+    assert never.runbook == "runbooks/preemption-policy-never.md" and "preemptionPolicy: Never" in never.details[0]
+    ordinary = explain_pod(pod(), [], None, True, True, NODES, evictions=[preempted])
+    assert ordinary.runbook == "" and ordinary.details == []
+
+
+def test_a_job_the_api_server_gives_no_pods():
+    said = 'Error creating: pods "typo-8x2kq" is forbidden: no PriorityClass with name trian was found'
+    e = explain_podless_job("typo", "ns", [said])
+    assert e.state == "NoPods" and "'trian'" in e.summary and e.runbook == "runbooks/misspelt-priority-class.md"
+    other = explain_podless_job("typo", "ns", ["Error creating: pods is forbidden: exceeded quota"])
+    assert other.runbook == "" and other.reported.endswith("exceeded quota")
+
+
+def test_an_eviction_names_the_runbook_only_when_the_pod_waits_for_room():
+    moved = "Pod ns/small-3-abc was preempted and rescheduled due to bin packing (resource consolidation) procedure"
+    room = "0/5 nodes are available: 5 node(s) didn't have enough resources: GPUs."
+    e = explain_pod(pod(), [room], None, True, True, NODES, evictions=[moved])
+    assert e.runbook == "runbooks/consolidation.md" and e.details[0].startswith("Nearest node")
+    quota = "NonPreemptibleOverQuota: Non-preemptible workload is over quota."
+    e = explain_pod(pod(), [quota], None, True, True, NODES, evictions=[moved])
+    assert e.runbook == "runbooks/borrowing-not-happening.md" and "consolidation" in e.details[-1]
+
+
+def test_the_binders_and_the_job_controllers_words_are_reasons_to_wait():
+    from kailab.pods import EventView
+
+    bind = "Failed to bind pod ns/p to node n: failed waiting for GPU reservation pod to allocate: x/y"
+    assert EventView("Pod", "p", "BindingError", bind).says_why_waiting
+    assert EventView("Job", "j", "FailedCreate", "Error creating: forbidden").says_why_waiting
+    assert not EventView("Pod", "p", "Bound", "Pod bound successfully to node n").says_why_waiting

@@ -126,3 +126,16 @@ def test_the_recorder_writes_every_kind_of_change_with_its_time_into_the_run(tmp
     again = read_changes(tmp_path / "s" / "changes.jsonl")
     assert [c.t for c in again] == [0.25, 0.75, 1.75]
     assert again[1].group == PodGroupView("pg-a", "a") and again[2].share == FairShare("q", gpu=8.5)
+
+
+def test_a_job_controllers_words_are_its_workloads_and_no_one_elses():
+    """A Job whose pods the API server refuses has no pod: its controller's FailedCreate is the only reason."""
+    refused = 'Error creating: pods "typo-x" is forbidden: no PriorityClass with name trian was found'
+    state = run(
+        Change("ADDED", event=EventView("Job", "typo", "FailedCreate", refused, 1.0)),
+        Change("ADDED", event=EventView("Job", "many-2", "FailedCreate", "for many", 2.0)),
+        Change("ADDED", event=EventView("Job", "stranger-1", "FailedCreate", "not a workload of the run", 3.0)),
+        Change("ADDED", event=EventView("Job", "typo", "SuccessfulCreate", "not a reason", 4.0)),
+    )
+    state.sizes.update({"typo": 1, "many": 3})
+    assert observe(state).reasons == {"typo": [refused], "many": ["for many"]}

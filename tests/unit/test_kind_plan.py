@@ -69,7 +69,7 @@ def fleets_made(monkeypatch):
 
 def runtime(tmp_path, runner, **kube) -> KindRuntime:
     fake = FakeKube(**kube)
-    return KindRuntime(home=tmp_path, runner=runner, connect=lambda kubeconfig: fake)
+    return KindRuntime(home=tmp_path, runner=runner, connect=lambda kubeconfig: fake, registry_unreachable=lambda: None)
 
 
 def commands(steps):

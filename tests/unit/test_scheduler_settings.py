@@ -214,6 +214,9 @@ def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_pat
         "spec": {
             "placementStrategy": {"gpu": "spread", "cpu": "binpack"},
             "args": {"full-hierarchy-fairness": "false", "schedule-period": "250ms"},
+            "kValue": None,  # settings left at KAI's default are removed from the shard
+            "minRuntime": None,
+            "queueDepthPerAction": None,
         }
     }
     [cmd] = enable.commands
@@ -237,11 +240,15 @@ def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_pat
 
 
 def test_kind_defaults_are_the_charts_shard_and_remove_the_flag(tmp_path):
-    """The chart's default shard: placementStrategy binpack for both, no args; null removes an arg in a merge patch."""
+    """The chart's default shard: placementStrategy binpack for both, no args; null removes an arg or a field in a
+    merge patch (kValue, minRuntime and queueDepthPerAction left at KAI's defaults)."""
     assert shard_patch(SchedulerSettings()) == {
         "spec": {
             "placementStrategy": {"gpu": "binpack", "cpu": "binpack"},
             "args": {"full-hierarchy-fairness": None, "schedule-period": "250ms"},
+            "kValue": None,
+            "minRuntime": None,
+            "queueDepthPerAction": None,
         }
     }
     assert (

@@ -45,11 +45,11 @@ def test_until_stops_when_the_condition_raises():
     start = time.monotonic()
     with pytest.raises(KailabError, match="exited"):
         until(exited, timeout=30)
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 15  # not the 30 s timeout
 
 
 def test_until_does_not_sleep_past_its_deadline():
     start = time.monotonic()
     with pytest.raises(TimedOut):
         until(lambda: False, timeout=0.1, interval=10)
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 5  # not the 10 s interval

@@ -184,3 +184,41 @@ def test_the_engine_does_not_run_a_scenario_the_fleet_cannot_hold(tmp_path):
         ("start", "kai-scheduler"),
         ("start", "kai-scheduler"),
     ]
+
+
+def test_node_words_gates_and_node_pool_go_where_kubernetes_and_kai_read_them(tmp_path):
+    s = load_scenario(
+        write(
+            tmp_path,
+            "[{name: w, kind: Pod, node: kwok-a100-0, nodeSelector: {nvidia.com/gpu.product: NVIDIA-B200}, "
+            "tolerations: [{key: example.com/gpu, operator: Exists, effect: NoSchedule}], "
+            "schedulingGates: [example.com/wait], nodePool: pool-b}, {name: v}, {name: u, tolerations: []}]",
+        )
+    )
+    (pod,) = workload_objects(s.workload("w"), s)
+    spec = pod["spec"]
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-B200", "kubernetes.io/hostname": "kwok-a100-0"}
+    assert spec["tolerations"] == [{"key": "example.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert spec["schedulingGates"] == [{"name": "example.com/wait"}]
+    assert pod["metadata"]["labels"]["kai.scheduler/node-pool"] == "pool-b"
+    (job,) = workload_objects(s.workload("v"), s)
+    plain = job["spec"]["template"]["spec"]
+    assert "nodeSelector" not in plain and "schedulingGates" not in plain
+    assert plain["tolerations"] == [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
+    (none,) = workload_objects(s.workload("u"), s)
+    assert none["spec"]["template"]["spec"]["tolerations"] == []
+
+
+def test_a_priority_class_carries_its_preemption_policy_only_when_given(tmp_path):
+    from kailab.scenarios.manifests import priority_class_object
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\nmissingPriorityClasses: [trian]\npriorityClasses: [{name: polite, value: 200, preemptionPolicy: Never},"
+        " {name: plain, value: 10}]\nworkloads: [{name: w, priorityClass: trian}]\nsteps: [{apply: w}]\n"
+    )
+    s = load_scenario(path)
+    polite, plain = (priority_class_object(pc) for pc in s.priority_classes)
+    assert polite["preemptionPolicy"] == "Never" and "preemptionPolicy" not in plain
+    (job,) = workload_objects(s.workload("w"), s)
+    assert job["spec"]["template"]["spec"]["priorityClassName"] == "trian"  # the typo goes out as written

@@ -1,0 +1,166 @@
+"""A learner's partition as KAI's own object: one SchedulingShard (``kai.scheduler/v1``) per learner.
+
+KAI v0.17.0 partitions a cluster with SchedulingShards (docs/operator/scheduling-shards.md): each shard names a
+partition (``spec.partitionLabelValue``, here the learner's name) and the settings of the scheduler that serves it
+(placementStrategy, args, minRuntime, queueDepthPerAction, kValue — pkg/apis/kai/v1/schedulingshard_types.go).
+On kind and existing clusters KAI's operator turns each shard into a scheduler Deployment
+(pkg/operator/controller/schedulingshard_controller.go); on the local runtime kailab's supervisor
+(``runtimes/shard_supervisor.py``) turns it into a scheduler process. Both report in the shard's status the conditions
+KAI's operator writes (pkg/operator/controller/status_reconciler): ``Available`` with the ``observedGeneration``
+it has put into effect.
+
+So a learner's scheduler settings live in the cluster, and a learner with only their kubeconfig changes them:
+:class:`ShardSchedulerControl` patches their shard and waits until it is in effect. KAI has no switch for one
+shard's scheduler (the Config's ``scheduler.service.enabled`` stops every shard's), so stopping a learner's
+scheduler points their shard at a partition nothing carries, ``<learner>.stopped`` (learner names have no dots, so
+no learner's partition is ever that); starting it points the shard back at theirs.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+from kailab.errors import KailabError
+from kailab.kube import Kube
+from kailab.labels import (
+    KAI_NAMESPACE,
+    KAI_SCHEDULER_NAME,
+    LEARNER_LABEL,
+    SHARD_API,
+    SHARD_METRICS_ANNOTATION,
+)
+from kailab.runtimes.base import SchedulerControl
+from kailab.scheduler_settings import SchedulerSettings
+from kailab.waiting import Pending, until
+
+KIND = "SchedulingShard"
+CRD = "schedulingshards.kai.scheduler"
+# A learner's shard points here while their scheduler is stopped: a partition no learner has (names have no dots).
+STOPPED_SUFFIX = ".stopped"
+
+
+def shard_name(learner: str) -> str:
+    """The learner's SchedulingShard (cluster-scoped): ``<learner>-shard``, theirs by name like their queues, and
+    never the chart's ``default``."""
+    return f"{learner}-shard"
+
+
+def scheduler_name(learner: str) -> str:
+    """What runs the learner's shard: KAI's operator names its Deployment and Service ``<scheduler name>-<shard>``
+    (resources_for_shard.go, DeploymentName); the local runtime's supervisor names the process the same (pids/ and
+    logs/ of the lab's KAI folder)."""
+    return f"{KAI_SCHEDULER_NAME}-{shard_name(learner)}"
+
+
+def stopped(learner: str) -> str:
+    """The partition a stopped learner's shard points at."""
+    return learner + STOPPED_SUFFIX
+
+
+def shard_object(learner: str, labels: dict[str, str], settings: SchedulerSettings = SchedulerSettings()) -> dict:
+    """The learner's shard with these settings, labelled as the class's (``labels``: their owner labels)."""
+    return {
+        "apiVersion": SHARD_API,
+        "kind": KIND,
+        "metadata": {"name": shard_name(learner), "labels": {**labels, LEARNER_LABEL: learner}},
+        "spec": {"partitionLabelValue": learner, **settings.shard_spec()},
+    }
+
+
+def serves_shards(kube: Kube) -> bool:
+    """True when the cluster serves SchedulingShards (KAI's CRD is installed)."""
+    try:
+        kube.resource(SHARD_API, KIND)
+        return True
+    except (ResourceNotFoundError, NotFoundError):
+        return False
+
+
+def in_effect(shard: dict | None) -> bool | Pending:
+    """True when what runs the shard reports its current spec in effect: ``Available`` True for the shard's
+    generation (KAI's operator's condition, which the supervisor writes too)."""
+    if shard is None:
+        return Pending("no such shard")
+    generation = shard["metadata"].get("generation")
+    for c in (shard.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Available":
+            if c.get("observedGeneration") != generation:
+                return Pending(f"generation {generation} not observed yet (at {c.get('observedGeneration')})")
+            return c.get("status") == "True" or Pending(c.get("message") or "not available")
+    return Pending("no status yet: is anything running the shard?")
+
+
+class ShardSchedulerControl(SchedulerControl):
+    """A learner's scheduler, through their SchedulingShard: patched with the learner's or the lab's client, then
+    waited for until the supervisor (local) or KAI's operator (kind, existing) has put it in effect."""
+
+    def __init__(self, kube: Kube, learner: str, timeout: float = 120):
+        self.kube = kube
+        self.learner = learner
+        self.name = shard_name(learner)
+        self.timeout = timeout
+
+    def shard(self) -> dict:
+        got = self.kube.get(SHARD_API, KIND, self.name)
+        if got is None:
+            raise KailabError(
+                f"{self.learner}'s SchedulingShard {self.name} does not exist: their partition has no scheduler.",
+                hint=f"Ask the instructor to add them again: kailab class up --learner {self.learner}",
+            )
+        return got
+
+    @property
+    def settings(self) -> SchedulerSettings:
+        return SchedulerSettings.from_shard(self.shard().get("spec") or {})
+
+    def running(self) -> bool:
+        shard = self.shard()
+        return (shard.get("spec") or {}).get("partitionLabelValue") == self.learner and bool(in_effect(shard))
+
+    def stop(self) -> None:
+        self._patch({"partitionLabelValue": stopped(self.learner)}, "to stop")
+
+    def start(self, settings: SchedulerSettings | None = None) -> None:
+        settings = SchedulerSettings.of(settings)
+        if self.running() and settings == self.settings:
+            return
+        self._patch(
+            {"partitionLabelValue": self.learner, **settings.shard_patch()}, f"to run with {settings.describe()}"
+        )
+
+    def _patch(self, spec: dict, what: str) -> None:
+        self.kube.dyn.patch(
+            self.kube.resource(SHARD_API, KIND),
+            body={"spec": spec},
+            name=self.name,
+            content_type="application/merge-patch+json",
+        )
+        until(
+            lambda: in_effect(self.kube.get(SHARD_API, KIND, self.name)),
+            self.timeout,
+            0.2,
+            what=f"{self.learner}'s scheduler {what} (SchedulingShard {self.name})",
+            hint=f"See its status: kubectl get schedulingshard {self.name} -o yaml",
+        )
+
+    def metrics(self) -> str | None:
+        """The scheduler's metrics: from the address the supervisor wrote on the shard (local runtime), else
+        through the API server's proxy to the operator's Service ``kai-scheduler-<shard>`` (port http-metrics)."""
+        try:
+            shard = self.shard()
+        except Exception:
+            return None
+        url = (shard["metadata"].get("annotations") or {}).get(SHARD_METRICS_ANNOTATION)
+        try:
+            if url:
+                if not url.startswith("http://127.0.0.1:"):  # the supervisor's, on this machine's loopback
+                    return None
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    return r.read().decode(errors="replace")
+            return self.kube.core.connect_get_namespaced_service_proxy_with_path(
+                f"{scheduler_name(self.learner)}:http-metrics", KAI_NAMESPACE, "metrics", _request_timeout=5
+            )
+        except Exception:  # a scheduler being restarted, or a Service not there yet
+            return None

@@ -1,0 +1,230 @@
+"""The local runtime's stand-in for KAI's operator, for SchedulingShards only: each shard kailab made becomes a
+``kai-scheduler`` process, started again whenever the shard's spec changes.
+
+KAI's operator (pkg/operator/controller/schedulingshard_controller.go) reconciles every SchedulingShard into a
+scheduler Deployment with a config file and flags made from the shard (pkg/operator/operands/scheduler/
+resources_for_shard.go: ``configMapForShard``, ``buildArgsList``). The local runtime runs KAI without its operator,
+so this process does the same for the shards labelled as kailab's (``app.kubernetes.io/managed-by: kailab`` and a
+learner, :mod:`kailab.classroom.shards`): the shard's settings (:class:`~kailab.scheduler_settings.SchedulerSettings`,
+read from placementStrategy, minRuntime, queueDepthPerAction, kValue and args) become the config file
+(:func:`kailab.runtimes.local_kai.scheduler_config`), ``partitionLabelValue`` the ``--partition-label-value`` flag,
+and ``args`` flags after the others — only flags KAI's scheduler defines (read from the pinned module's
+cmd/scheduler/app/options/options.go, as buildArgsList skips the rest), and not the process's loopback ports.
+It reports as the operator does, in the shard's status: ``Available`` (and ``Ready``) with the generation now in
+effect; the scheduler's metrics address goes in the annotation ``kailab.io/scheduler-metrics``.
+
+The lab starts it like its other processes (``kai/pids/``, pid and start time) when a class or a side-by-side run
+first needs a partition; ``kailab down`` stops it first, then the schedulers it started (their pid files are in
+the same folder). A deleted shard's scheduler is stopped and its folder removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import signal
+import sys
+import threading
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+from kubernetes import client
+
+from kailab.errors import KailabError
+from kailab.kube import Kube, Watched
+from kailab.labels import (
+    KAI_SCHEDULER_NAME,
+    LEARNER_LABEL,
+    MANAGED,
+    SHARD_API,
+    SHARD_METRICS_ANNOTATION,
+    SHARD_SUPERVISOR,
+)
+from kailab.runtimes.processes import ProcessSpec
+from kailab.scheduler_settings import SchedulerSettings
+
+PROCESS_NAME = SHARD_SUPERVISOR
+SELECTOR = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), LEARNER_LABEL])
+OWN_FLAGS = frozenset({"listen-address", "plugin-server-port"})  # the process's loopback ports: the supervisor's
+RECHECK = 2.0  # seconds between looks at a shard's process (one that exited is started again, as a Deployment would)
+
+
+def process_spec(home: Path) -> ProcessSpec:
+    """The supervisor as a process of the lab in ``home`` (its kubeconfig and KAI folder)."""
+    from kailab.runtimes.local_kai import python_process
+
+    return python_process(PROCESS_NAME, __name__, [f"--home={home}"])
+
+
+def scheduler_flags_known() -> frozenset[str] | None:
+    """The flags KAI's scheduler defines, read from the pinned module's options.go; None when it cannot be read."""
+    from kailab.runtimes.local_kai import module_dir
+
+    try:
+        text = (module_dir() / "cmd/scheduler/app/options/options.go").read_text()
+    except (OSError, KailabError):
+        return None
+    return frozenset(re.findall(r'\bfs\.\w+Var\(&s\.\w+, "([a-z0-9-]+)"', text)) or None
+
+
+def shard_args(spec: dict, known: frozenset[str] | None) -> dict[str, str]:
+    """The shard's ``args`` the scheduler gets: flags it defines (all, when ``known`` is None), not its ports."""
+    args = spec.get("args") or {}
+    return {
+        str(k): str(v)
+        for k, v in sorted(args.items())
+        if k not in OWN_FLAGS and (known is None or k in known) and v is not None
+    }
+
+
+def condition(kind: str, ok: bool, generation: int, message: str) -> dict:
+    """One status condition as KAI's operator writes it (metav1.Condition)."""
+    return {
+        "type": kind,
+        "status": "True" if ok else "False",
+        "reason": kind if ok else "Not" + kind,
+        "message": message[:1000],
+        "observedGeneration": generation,
+        "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+class Supervisor:
+    """Watches kailab's SchedulingShards and keeps one scheduler process per shard running its spec."""
+
+    def __init__(self, home: Path):
+        from kailab.runtimes.local import LocalRuntime
+
+        self.rt = LocalRuntime(home)
+        self.kube = Kube(self.rt.kubeconfig())
+        self.known = scheduler_flags_known()
+        self.latest: dict[str, dict | None] = {}
+        self.wake: dict[str, threading.Event] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def workdir(self, name: str) -> Path:
+        return self.rt.home / "kai" / "partitions" / name
+
+    def control(self, name: str, spec: dict):
+        from kailab.runtimes.local import LocalSchedulerControl
+
+        return LocalSchedulerControl(
+            self.rt,
+            name=f"{KAI_SCHEDULER_NAME}-{name}",
+            partition=str(spec.get("partitionLabelValue") or ""),
+            workdir=self.workdir(name),
+            args=shard_args(spec, self.known),
+        )
+
+    # -- one shard -------------------------------------------------------------------------------
+
+    def reconcile(self, shard: dict) -> None:
+        """Make the shard's process run its spec (started again when the spec differs from what runs), then report."""
+        name, generation = shard["metadata"]["name"], shard["metadata"].get("generation", 0)
+        spec = shard.get("spec") or {}
+        control = self.control(name, spec)
+        record = self.workdir(name) / "shard.json"
+        try:
+            ran = json.loads(record.read_text())
+        except (OSError, ValueError):
+            ran = {}
+        try:
+            if not (control.running() and ran.get("spec") == spec):
+                settings = SchedulerSettings.from_shard(spec)
+                control.stop()
+                control.start(settings)
+                record.write_text(json.dumps({"spec": spec, "generation": generation}))
+            pid = self.rt.kai_processes.pid(control.name)
+            self.report(shard, True, f"{control.name} runs it (pid {pid}), partition {control.partition!r}")
+            self.annotate(shard, control._record().get("metrics") or "")
+        except Exception as e:  # noqa: BLE001 (said in the shard's status, as the operator says its errors)
+            control.stop()
+            record.unlink(missing_ok=True)
+            self.report(shard, False, getattr(e, "message", None) or f"{type(e).__name__}: {e}")
+
+    def report(self, shard: dict, ok: bool, message: str) -> None:
+        generation = shard["metadata"].get("generation", 0)
+        now = {c.get("type"): c for c in (shard.get("status") or {}).get("conditions") or []}
+        wanted = [condition(kind, ok, generation, message) for kind in ("Available", "Ready")]
+        if all(
+            (now.get(c["type"]) or {}).get(k) == c[k]
+            for c in wanted
+            for k in ("status", "observedGeneration", "message")
+        ):
+            return
+        self.kube.dyn.patch(
+            self.kube.resource(SHARD_API, "SchedulingShard").subresources["status"],
+            body={"status": {"conditions": wanted}},
+            name=shard["metadata"]["name"],
+            content_type="application/merge-patch+json",
+        )
+
+    def annotate(self, shard: dict, url: str) -> None:
+        if (shard["metadata"].get("annotations") or {}).get(SHARD_METRICS_ANNOTATION) == url:
+            return
+        self.kube.dyn.patch(
+            self.kube.resource(SHARD_API, "SchedulingShard"),
+            body={"metadata": {"annotations": {SHARD_METRICS_ANNOTATION: url or None}}},
+            name=shard["metadata"]["name"],
+            content_type="application/merge-patch+json",
+        )
+
+    def forget(self, name: str) -> None:
+        """A deleted shard: its scheduler stopped, its folder removed."""
+        self.control(name, {}).stop()
+        shutil.rmtree(self.workdir(name), ignore_errors=True)
+
+    # -- every shard -----------------------------------------------------------------------------
+
+    def changed(self, kind: str, shard: dict) -> None:
+        name = shard["metadata"]["name"]
+        with self.lock:
+            self.latest[name] = None if kind == "DELETED" else shard
+            if name not in self.wake:
+                self.wake[name] = threading.Event()
+                threading.Thread(target=self.work, args=(name,), daemon=True).start()
+            self.wake[name].set()
+
+    def work(self, name: str) -> None:
+        """One shard's worker: reconciles its latest version on every change, and every RECHECK seconds."""
+        while not self.stopping.is_set():
+            self.wake[name].wait(RECHECK)
+            self.wake[name].clear()
+            with self.lock:
+                shard = self.latest.get(name)
+                if shard is None:
+                    del self.wake[name]
+            if shard is None:
+                self.forget(name)
+                return
+            try:
+                self.reconcile(shard)
+            except Exception as e:  # noqa: BLE001 (the API server away for a moment: try again)
+                print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+    def run(self) -> None:
+        group, version = SHARD_API.split("/")
+        listing = partial(client.CustomObjectsApi(self.kube.api).list_cluster_custom_object, group, version)
+        watched = Watched(partial(listing, "schedulingshards"), label_selector=SELECTOR)
+        watched.on_change(self.changed)
+        watched.start()
+        self.stopping.wait()
+        watched.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--home", required=True, type=Path, help="the lab's folder")
+    args = parser.parse_args(argv)
+    supervisor = Supervisor(args.home)
+    signal.signal(signal.SIGTERM, lambda *_: supervisor.stopping.set())
+    print(f"supervising kailab's SchedulingShards ({SELECTOR})", flush=True)
+    supervisor.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""A learner's partition as a SchedulingShard: the object's shape, its settings both ways, the local config file it
+gives, the scheduler control that patches it, and the refusals of a cluster that cannot run shards (kind and
+existing runtimes: no KAI operator, no CRD, no KWOK). The fleet tests run shards on the real KAI (local runtime)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+from kailab.classroom import plan, shards
+from kailab.classroom.partitions import LocalClass, OperatorClass, class_of, operator_missing
+from kailab.classroom.roster import from_names
+from kailab.errors import KailabError
+from kailab.fleet import load_fleet
+from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
+from kailab.runtimes import shard_supervisor as supervisor
+from kailab.runtimes.local_kai import scheduler_config
+from kailab.scheduler_settings import SchedulerSettings
+
+EVERYTHING = SchedulerSettings(
+    gpu_placement="spread",
+    cpu_placement="spread",
+    full_hierarchy_fairness=False,
+    k_value=1.5,
+    preempt_min_runtime="10m",
+    reclaim_min_runtime="30s",
+    queue_depth_per_action={"reclaim": 8, "allocate": 25},
+)
+
+
+def test_a_learners_shard_is_kais_object_named_and_labelled_as_theirs():
+    shard = shards.shard_object("ann", plan.owner("ann").labels)
+    assert shard["apiVersion"] == SHARD_API == "kai.scheduler/v1" and shard["kind"] == "SchedulingShard"
+    assert shard["metadata"]["name"] == "ann-shard" == shards.shard_name("ann")
+    labels = shard["metadata"]["labels"]
+    assert labels[NODEPOOL_LABEL] == "ann" and labels[LEARNER_LABEL] == "ann"
+    assert plan.owner("ann").owns(labels) and not plan.owner("bob").owns(labels)
+    assert shard["spec"] == {
+        "partitionLabelValue": "ann",
+        "placementStrategy": {"gpu": "binpack", "cpu": "binpack"},
+        "args": {"schedule-period": "250ms"},
+    }
+    assert shards.scheduler_name("ann") == "kai-scheduler-ann-shard"  # the operator's Deployment name for it
+
+
+def test_settings_go_into_a_shard_and_come_back_the_same():
+    spec = EVERYTHING.shard_spec()
+    assert spec == {
+        "placementStrategy": {"gpu": "spread", "cpu": "spread"},
+        "args": {"schedule-period": "250ms", "full-hierarchy-fairness": "false"},
+        "kValue": 1.5,
+        "minRuntime": {"preemptMinRuntime": "10m", "reclaimMinRuntime": "30s"},
+        "queueDepthPerAction": {"reclaim": 8, "allocate": 25},
+    }
+    assert SchedulerSettings.from_shard(spec) == EVERYTHING
+    assert SchedulerSettings.from_shard({}) == SchedulerSettings(full_hierarchy_fairness=True)
+    patch = SchedulerSettings().shard_patch()
+    assert patch["kValue"] is None and patch["minRuntime"] is None and patch["queueDepthPerAction"] is None
+    assert patch["args"] == {"full-hierarchy-fairness": None, "schedule-period": "250ms"}
+
+
+@pytest.mark.parametrize(
+    "spec, says",
+    [
+        ({"placementStrategy": {"gpu": "scatter"}}, "binpack or spread"),
+        ({"kValue": "lots"}, "k_value must be a number"),
+        ({"minRuntime": {"reclaimMinRuntime": "soon"}}, "a duration"),
+        ({"queueDepthPerAction": {"reclaim": "deep"}}, "queue_depth_per_action"),
+        ({"args": ["x"]}, "mapping"),
+    ],
+)
+def test_a_shard_with_a_bad_setting_is_refused_saying_which(spec, says):
+    with pytest.raises(KailabError) as e:
+        SchedulerSettings.from_shard(spec)
+    assert says in e.value.message
+
+
+def test_the_local_config_file_carries_every_shard_setting_as_the_operator_renders_it():
+    conf = yaml.safe_load(scheduler_config(EVERYTHING))
+    plugins = {p["name"]: p.get("arguments") for p in conf["tiers"][0]["plugins"]}
+    assert plugins["proportion"] == {"kValue": "1.5"}
+    assert plugins["minruntime"] == {"defaultPreemptMinRuntime": "10m", "defaultReclaimMinRuntime": "30s"}
+    assert plugins["nodeplacement"] == {"cpu": "spread", "gpu": "spread"}
+    assert "gpuspread" in plugins and "gpupack" not in plugins and "gpusharingorder" not in plugins
+    assert "consolidation" not in conf["actions"]
+    assert conf["queueDepthPerAction"] == {"reclaim": 8, "allocate": 25}
+    default = yaml.safe_load(scheduler_config(SchedulerSettings()))
+    assert "queueDepthPerAction" not in default and "arguments" not in next(
+        p for p in default["tiers"][0]["plugins"] if p["name"] == "proportion"
+    )
+
+
+def test_a_queue_depth_for_an_action_the_scheduler_does_not_run_is_refused():
+    with pytest.raises(KailabError) as e:
+        scheduler_config(SchedulerSettings(gpu_placement="spread", queue_depth_per_action={"consolidation": 3}))
+    assert "consolidation" in e.value.message and "does not run" in e.value.message
+
+
+def _shard(generation: int, observed: int | None, status: str = "True", partition: str = "ann") -> dict:
+    conditions = (
+        []
+        if observed is None
+        else [{"type": "Available", "status": status, "observedGeneration": observed, "message": "m"}]
+    )
+    return {
+        "metadata": {"name": "ann-shard", "generation": generation},
+        "spec": {"partitionLabelValue": partition, **SchedulerSettings().shard_spec()},
+        "status": {"conditions": conditions},
+    }
+
+
+def test_a_shard_is_in_effect_only_when_its_current_generation_is_available():
+    assert shards.in_effect(_shard(3, 3)) is True
+    assert not shards.in_effect(_shard(3, 2)) and "generation 3 not observed" in shards.in_effect(_shard(3, 2)).seen
+    assert not shards.in_effect(_shard(3, 3, "False"))
+    assert not shards.in_effect(_shard(1, None)) and "no status" in shards.in_effect(_shard(1, None)).seen
+    assert not shards.in_effect(None)
+
+
+class _ShardKube:
+    """A cluster holding one shard, whose runner (supervisor or operator) puts every patch in effect at once."""
+
+    def __init__(self, shard: dict | None):
+        self.shard = shard
+        self.patches: list[dict] = []
+        self.dyn = SimpleNamespace(patch=self._patch)
+
+    def resource(self, api_version, kind):
+        return (api_version, kind)
+
+    def get(self, api_version, kind, name, namespace=None):
+        return self.shard if self.shard and name == self.shard["metadata"]["name"] else None
+
+    def _patch(self, resource, body, name, content_type):
+        assert content_type == "application/merge-patch+json" and name == "ann-shard"
+        self.patches.append(body)
+        spec = self.shard["spec"]
+        for key, value in body["spec"].items():
+            if value is None:
+                spec.pop(key, None)
+            elif isinstance(value, dict):
+                spec[key] = {k: v for k, v in {**spec.get(key, {}), **value}.items() if v is not None}
+            else:
+                spec[key] = value
+        generation = self.shard["metadata"]["generation"] + 1
+        self.shard = {**_shard(generation, generation), "spec": spec}
+
+
+def test_stopping_a_learners_scheduler_points_their_shard_at_a_partition_nobody_has():
+    kube = _ShardKube(_shard(1, 1))
+    control = shards.ShardSchedulerControl(kube, "ann", timeout=1)
+    assert control.running()
+    control.stop()
+    assert kube.patches == [{"spec": {"partitionLabelValue": "ann.stopped"}}]
+    assert not control.running()  # in effect, but not in ann's partition
+    assert from_names(["ann"]).names and "." not in "".join(from_names(["ann", "bob"]).names)
+
+
+def test_starting_it_patches_the_settings_into_their_shard_and_waits_until_in_effect():
+    kube = _ShardKube(_shard(1, 1, partition="ann.stopped"))
+    control = shards.ShardSchedulerControl(kube, "ann", timeout=1)
+    control.start(SchedulerSettings(gpu_placement="spread", reclaim_min_runtime="1m"))
+    assert kube.patches[-1]["spec"]["partitionLabelValue"] == "ann"
+    assert control.running() and control.settings == SchedulerSettings(gpu_placement="spread", reclaim_min_runtime="1m")
+    control.start(SchedulerSettings(gpu_placement="spread", reclaim_min_runtime="1m"))
+    assert len(kube.patches) == 1  # running with these settings already: nothing to do
+
+
+def test_a_patch_never_put_in_effect_times_out_saying_what_was_seen():
+    kube = _ShardKube(_shard(1, 1))
+    kube._patch = lambda *a, **k: None  # nothing runs the shard: its status stays at generation 1
+    kube.dyn = SimpleNamespace(patch=kube._patch)
+    kube.shard["metadata"]["generation"] = 2
+    with pytest.raises(KailabError) as e:
+        shards.ShardSchedulerControl(kube, "ann", timeout=0.3).stop()
+    assert "ann's scheduler to stop" in e.value.message and "generation 2 not observed" in e.value.message
+
+
+def test_a_learner_without_a_shard_is_told_to_ask_for_one():
+    with pytest.raises(KailabError) as e:
+        _ = shards.ShardSchedulerControl(_ShardKube(None), "ann").settings
+    assert "ann-shard does not exist" in e.value.message and "class up --learner ann" in e.value.hint
+
+
+# -- the local supervisor: what of a shard's args the scheduler gets ---------------------------------------------
+
+
+def test_the_supervisor_passes_only_flags_the_scheduler_defines_and_keeps_its_own_ports(monkeypatch, tmp_path):
+    options = tmp_path / "cmd/scheduler/app/options/options.go"
+    options.parent.mkdir(parents=True)
+    options.write_text(
+        'fs.DurationVar(&s.SchedulePeriod, "schedule-period", d, "x")\n'
+        'fs.StringVar(&s.ListenAddress, "listen-address", a, "x")\n'
+        'fs.BoolVar(&s.FullHierarchyFairness, "full-hierarchy-fairness", true, "x")\n'
+    )
+    monkeypatch.setenv("KAILAB_KAI_MODULE_DIR", str(tmp_path))
+    known = supervisor.scheduler_flags_known()
+    assert known == {"schedule-period", "listen-address", "full-hierarchy-fairness"}
+    args = {"schedule-period": "1s", "listen-address": ":9", "no-such-flag": "1", "full-hierarchy-fairness": False}
+    assert supervisor.shard_args({"args": args}, known) == {
+        "full-hierarchy-fairness": "False",
+        "schedule-period": "1s",
+    }
+    assert supervisor.shard_args({}, known) == {}
+
+
+def test_the_supervisor_reports_as_kais_operator_does():
+    ok = supervisor.condition("Available", True, 4, "runs")
+    assert ok["status"] == "True" and ok["observedGeneration"] == 4 and ok["reason"] == "Available"
+    assert shards.in_effect({"metadata": {"generation": 4}, "status": {"conditions": [ok]}}) is True
+    bad = supervisor.condition("Available", False, 4, "x" * 5000)
+    assert bad["status"] == "False" and bad["reason"] == "NotAvailable" and len(bad["message"]) == 1000
+    spec = supervisor.process_spec(Path("/lab"))
+    assert spec.name == "kailab-shard-supervisor" and "--home=/lab" in spec.argv
+
+
+# -- kind and existing: the class's objects, and the refusals ----------------------------------------------------
+
+
+class _Cluster:
+    """A cluster that serves SchedulingShards or not, with or without KAI's operator and KWOK's controller."""
+
+    def __init__(self, crd=True, operator_ready=1, kwok=True):
+        self.crd, self.applied = crd, []
+        ready = SimpleNamespace(status=SimpleNamespace(ready_replicas=operator_ready))
+        self.apps = SimpleNamespace(
+            list_deployment_for_all_namespaces=lambda field_selector: SimpleNamespace(
+                items=[ready] if operator_ready is not None else []
+            ),
+            list_namespaced_deployment=lambda ns, field_selector: SimpleNamespace(items=[object()] if kwok else []),
+        )
+        self.core = SimpleNamespace(list_node=lambda label_selector: SimpleNamespace(items=[]))
+
+    def resource(self, api_version, kind):
+        if not self.crd:
+            raise ResourceNotFoundError(f"{api_version} {kind}")
+        return (api_version, kind)
+
+    def get(self, *a, **k):
+        return None
+
+    def apply(self, obj):
+        self.applied.append(obj)
+
+
+@pytest.mark.parametrize(
+    "cluster, says",
+    [
+        (_Cluster(crd=False), "SchedulingShard CRD (schedulingshards.kai.scheduler)"),
+        (_Cluster(operator_ready=None), "KAI's operator"),
+        (_Cluster(operator_ready=0), "KAI's operator"),
+        (_Cluster(kwok=False), "KWOK's controller"),
+    ],
+)
+def test_a_class_on_kind_or_an_existing_cluster_is_refused_without_what_runs_it(tmp_path, cluster, says):
+    klass = OperatorClass(SimpleNamespace(name="existing", home=tmp_path))
+    with pytest.raises(KailabError) as e:
+        klass.up(cluster, from_names(["ann"]), load_fleet(), None)
+    assert says in e.value.message and "Nothing was applied" in e.value.message
+    assert "Helm chart" in e.value.hint
+    assert cluster.applied == [] and not (tmp_path / "class.json").exists()
+
+
+def test_a_cluster_with_the_operator_crd_and_kwok_can_hold_a_class(tmp_path):
+    assert operator_missing(_Cluster()) == ""
+    klass = OperatorClass(SimpleNamespace(name="kind", home=tmp_path))
+    assert klass.check(_Cluster(), from_names(["ann", "bob"])) == ["ann", "bob"]
+
+
+def test_each_runtime_gets_its_class(tmp_path):
+    from kailab.runtimes.kind import KindRuntime
+    from kailab.runtimes.local import LocalRuntime
+
+    assert isinstance(class_of(LocalRuntime(home=tmp_path)), LocalClass)
+    kind = class_of(KindRuntime(home=tmp_path))
+    assert isinstance(kind, OperatorClass) and kind.state_file == tmp_path / "class.json"
+
+
+# -- kailab down on an adopted cluster: the class first ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "makes_cluster, learners, taken_down", [(False, ["ann"], True), (True, ["ann"], False), (False, [], False)]
+)
+def test_down_on_an_adopted_cluster_takes_its_class_down_first(
+    monkeypatch, tmp_path, makes_cluster, learners, taken_down
+):
+    from kailab import lab
+    from kailab.classroom.partitions import ShardClass
+
+    rt = SimpleNamespace(name="existing", home=tmp_path, makes_cluster=makes_cluster)
+    (tmp_path / "class.json").write_text('{"learners": %s}' % str(learners).replace("'", '"'))
+    calls = []
+    monkeypatch.setattr(lab, "connect", lambda: "kube")
+    monkeypatch.setattr(ShardClass, "down", lambda self, kube, names, progress: calls.append((kube, names)))
+    lab.remove_class(rt, None)
+    assert calls == ([("kube", None)] if taken_down else [])
