@@ -6,8 +6,9 @@
 default on the local runtime); ``--parallel 1`` one after another, as on kind or an existing cluster.
 
 Targets (issue "Fast at lesson size and at fleet size"): the reclaim lesson's verdict within 3 s of its step;
-`demo all` (12 lessons) within 1 minute (issue "One lab for a whole class": side by side). Each verdict within
-10 s of its step, but the protection lesson's, which waits out a 15 s window on purpose.
+`demo all` (15 lessons) within 1 minute (issue "One lab for a whole class": side by side). Each verdict within
+10 s of its step, but those of the lessons that wait out a window on purpose (WAITING). Each policy lesson's own
+verdict within 3 minutes (issue 26).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import json
 import subprocess
 import sys
 import time
+
+WAITING = ("protection", "preempt-delay", "staleness")  # a 15 s protection, a 20 s delay, a 20 s grace period
 
 
 def main() -> None:
@@ -38,12 +41,15 @@ def main() -> None:
     for v in result["verdicts"]:
         print(f"{v['scenario']:<10} {'PASS' if v['passed'] else 'FAIL'}  {v['seconds']:6.1f} s in all")
         for label, seconds in v["timings"].items():
-            if v["scenario"] != "protection":
+            if v["scenario"] not in WAITING:
                 slowest = max(slowest, seconds)
             if v["scenario"] == "reclaim" and "quota of 8 back" in label:
                 reclaim = seconds
             print(f"    {seconds:5.1f} s  {label[:100]}")
-    print(f"slowest verdict after its step (protection aside): {slowest:.1f} s (target ≤ 10 s)")
+    print(f"slowest verdict after its step ({', '.join(WAITING)} aside): {slowest:.1f} s (target ≤ 10 s)")
+    policies = [v for v in result["verdicts"] if v["scenario"] in ("preempt-delay", "elastic", "staleness")]
+    for v in policies:
+        print(f"{v['scenario']} verdict: {v['seconds']:.1f} s (target ≤ 180 s)")
     print(f"reclaim of 8 GPUs: {reclaim:.1f} s (target ≤ 3 s)" if reclaim is not None else "reclaim: no verdict")
     how = proc.stderr.splitlines()[0] if proc.stderr.strip() else ""
     print(

@@ -7,11 +7,12 @@ engine builds the Observation from watches of the real cluster.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from kailab import gpus
-from kailab.pods import PodGroupView, PodView
+from kailab.pods import PodGroupView, PodView, QueueView
 from kailab.scenarios.model import ABILITIES, Expectation
 from kailab.scenarios.schema import RequiresFile
 
@@ -28,6 +29,7 @@ class Observation:
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for
     groups: dict[str, list[PodGroupView]] = field(default_factory=dict)  # workload → its PodGroups
     fair_share: dict[str, float] = field(default_factory=dict)  # queue → GPUs of fair share (the scheduler's)
+    queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
 
 
 @dataclass
@@ -152,12 +154,78 @@ def _scheduling_condition(exp: Expectation, obs: Observation, present: bool) -> 
     return f"{exp.want} on none", observed, bool(groups) and having == 0
 
 
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")  # RFC 3339, as KAI writes times
+
+
+def _pod_group_reason(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    """A reason (and words of its message) in one of the workload's PodGroups' scheduling conditions."""
+    reason, _, words = exp.want.partition(": ")
+    groups = obs.groups.get(exp.workload or "", [])
+    given = [(r, m) for g in groups for r, m in g.reasons]
+    hit = next((m for r, m in given if r == reason and words.lower() in m.lower()), None)
+    if hit is not None:  # a time in the message (the end of a window) would make each run's row differ
+        observed = f"{reason}: {TIMESTAMP.sub('<time>', hit)}"
+    elif given:
+        observed = "; ".join(dict.fromkeys(r for r, _ in given))
+    else:
+        observed = "no reason on its PodGroup" if groups else "no PodGroup yet"
+    return exp.want, _short(observed), hit is not None
+
+
+def _pod_group_annotation(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    groups = obs.groups.get(exp.workload or "", [])
+    having = [g.annotations[exp.want] for g in groups if exp.want in g.annotations]
+    observed = f"on {len(having)} of {len(groups)} PodGroups" if groups else "no PodGroup yet"
+    return f"{exp.want} on a PodGroup", observed, bool(having)
+
+
 def _fair_share(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     share = obs.fair_share.get(exp.queue or "")
     assert exp.bound is not None  # a count: the loader gives it a bound
     if share is None:
         return str(exp.bound), "not published yet", False
     return str(exp.bound), f"{share:g}", exp.bound.holds(share)
+
+
+def _queue_exists(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    exists = (exp.queue or "") in obs.queues
+    return exp.want, str(exists).lower(), exists == (exp.want == "true")
+
+
+def _queue_allocated(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    q = obs.queues.get(exp.queue or "")
+    assert exp.bound is not None  # a count: the loader gives it a bound
+    if q is None:
+        return str(exp.bound), "no such Queue", False
+    return str(exp.bound), f"{q.allocated:g}", exp.bound.holds(q.allocated)
+
+
+def _on_node_with(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    """Some node holds bound pods of both workloads."""
+
+    def nodes(workload: str) -> set[str]:
+        return {p.node for p in obs.pods if p.workload == workload and p.node}
+
+    mine, theirs = nodes(exp.workload or ""), nodes(exp.want)
+    shared = sorted(mine & theirs)
+    if shared:
+        observed = f"both on {', '.join(shared)}"
+    elif not mine or not theirs:
+        observed = f"{exp.workload if not mine else exp.want} has no bound pod"
+    else:
+        observed = f"no node in common ({exp.workload} on {', '.join(sorted(mine))}; {exp.want} on {', '.join(sorted(theirs))})"
+    return f"a node with {exp.want}", _short(observed), bool(shared)
+
+
+def _any_of(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
+    """An either-or claim: one alternative's expectations all hold."""
+    seen = [[evaluate(e, obs) for e in group] for group in exp.either]
+    held = [all(c.passed for c in group) for group in seen]
+    observed = " | ".join(
+        ("✓ " if ok else "✗ ") + ", ".join(f"{c.title}: {c.observed}" for c in group)
+        for ok, group in zip(held, seen, strict=True)
+    )
+    return exp.want, _short(observed, 240), any(held)
 
 
 def _text(value) -> str:
@@ -175,12 +243,19 @@ PROPERTIES: dict[str, Callable[[Expectation, Observation], tuple[str, str, bool]
     "fair_share": _fair_share,
     "scheduling_condition": lambda e, o: _scheduling_condition(e, o, True),
     "no_scheduling_condition": lambda e, o: _scheduling_condition(e, o, False),
+    "pod_group_reason": _pod_group_reason,
+    "pod_group_annotation": _pod_group_annotation,
+    "queue_exists": _queue_exists,
+    "queue_allocated": _queue_allocated,
+    "on_node_with": _on_node_with,
 }
 
 
 def evaluate(exp: Expectation, obs: Observation) -> Check:
     """Decide one expectation. The observed text says what was seen, in the expectation's terms."""
-    if exp.measure in PROPERTIES:
+    if exp.either:  # an either-or claim, made of expectations: no measure of its own
+        expected, observed, passed = _any_of(exp, obs)
+    elif exp.measure in PROPERTIES:
         expected, observed, passed = PROPERTIES[exp.measure](exp, obs)
     else:
         assert exp.bound is not None  # a count: the loader gives it a bound
@@ -189,6 +264,37 @@ def evaluate(exp: Expectation, obs: Observation) -> Check:
     return Check(
         title=exp.title, expected=expected, observed=observed, passed=passed, scope=exp.scope, measure=exp.measure
     )
+
+
+def timed(exp: Expectation, first_held: float | None) -> list[Check]:
+    """The rows of an expectation's time bounds: it first held ``first_held`` seconds after the last step that
+    changed the cluster (None: it never held). The observed text names the bound, not the exact second, so a
+    recording replays to the same row; the seconds are in the row's detail."""
+    rows = []
+    for bound, limit, early in (("notBefore", exp.not_before, True), ("within", exp.within, False)):
+        if limit is None:
+            continue
+        words = f"no earlier than {limit:g}s after" if early else f"within {limit:g}s after"
+        if first_held is None:
+            observed, passed = "never held", False
+        elif early:
+            passed = first_held >= limit
+            observed = f"not before {limit:g}s" if passed else f"already after {first_held:.1f}s"
+        else:
+            passed = first_held <= limit
+            observed = f"by {limit:g}s" if passed else f"only after {first_held:.1f}s"
+        rows.append(
+            Check(
+                title=f"{exp.title}, {words} the last step",
+                expected=f"{'≥' if early else '≤'} {limit:g}s after the last step that changed the cluster",
+                observed=observed,
+                passed=passed,
+                scope=exp.scope,
+                measure=bound,
+                detail=[] if first_held is None else [f"first held {first_held:.2f}s after that step"],
+            )
+        )
+    return rows
 
 
 def _short(text: str, limit: int = 160) -> str:

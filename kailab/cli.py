@@ -392,12 +392,11 @@ for _name in EXERCISE_NAMES:  # kailab demo-quota, demo-borrow …: one per exer
 def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = False, record: Path | None = None) -> None:
     from kailab import evidence as ev
     from kailab.paths import lab_home
-    from kailab.scenarios.engine import Engine
 
     kube = lab.connect()
     ev.check_recordable(lab_home())  # before the run: a verdict is never lost for want of a place to keep it
     progress = Progress(quiet or as_json)
-    engine = Engine(lab.live_cluster(kube), progress, record=record)
+    engine = lab.engine(kube, progress, record=record)
     engine.refuse_foreign(scenarios)  # another's queue or priority class of the same name: nothing is applied
     engine.refuse_unknown_nodes(scenarios)  # a node the fleet does not have: nothing is applied
     verdicts = []
@@ -408,7 +407,6 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
             stderr.rule(Text(f"{s.title} ({s.path})"))
         v = engine.run(s)
         ev.record_verdict(lab_home(), v.to_record())
-        lab.record_in_class(kube, v)
         verdicts.append(v)
     if evidence:
         _capture(kube, progress, "after the exercise")
@@ -459,7 +457,13 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
     if once:
         render.stdout.print(live.current_frame(kube, lab.pods(kube), lab.fair_shares(), *lab.slice_selectors()))
         return
-    live.run(kube, render.stdout, fair_shares=lab.fair_shares)
+    live.run(
+        kube,
+        render.stdout,
+        fair_shares=lab.fair_shares,
+        namespaces=lab.pod_namespaces(kube),
+        selectors=lab.slice_selectors(),
+    )
 
 
 @app.command()
@@ -476,7 +480,6 @@ def lesson(
     from kailab.lesson import lesson_names, load_lesson, run_lesson
     from kailab.paths import EXERCISES
     from kailab.predictions import given_options
-    from kailab.scenarios.engine import Engine
     from kailab.scenarios.loader import load_scenario
     from kailab.watch import current_frame
 
@@ -497,7 +500,7 @@ def lesson(
     from kailab.paths import lab_home
 
     evidence.check_recordable(lab_home())  # nor a lesson whose verdict could not be kept
-    engine = Engine(lab.live_cluster(kube), Progress())
+    engine = lab.engine(kube, Progress())
     engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
 
@@ -520,7 +523,7 @@ def lesson(
         scenario,
         engine,
         predictions,
-        frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares()),
+        frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares(), *lab.slice_selectors()),
         keep=lambda verdict, prediction, graded: lab.record_in_class(kube, verdict, prediction, graded),
     ):
         raise typer.Exit(1)

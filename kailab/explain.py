@@ -1,8 +1,9 @@
 """``kailab explain``: why a pod is where it is, in plain words, from what the schedulers wrote.
 
-It reads KAI's PodGroup events and conditions and the pod's own condition; it does not
-re-derive KAI's decision. :func:`explain_pod` is pure (objects in, explanation out);
-:func:`gather` fetches those objects.
+It reads KAI's PodGroup events (its reasons and its evictions) and conditions, the pod's own condition and
+fields, and, for a Job with no pods, its controller's events; it does not re-derive KAI's decision.
+:func:`explain_pod` and :func:`explain_podless_job` are pure (objects in, explanation out); :func:`gather`
+fetches those objects.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ FORBIDDEN_PRIORITY = re.compile(r"no PriorityClass with name (\S+) was found")
 @dataclass
 class Explanation:
     pod: str
-    state: str  # Bound | Pending
+    state: str  # Bound | Pending | NoPods (a Job the API server gave no pods)
     summary: str
     reported: str = ""  # the scheduler's own words
     runbook: str = ""
@@ -318,12 +319,32 @@ def gather(
         )
 
     pods = [p for p in kube.core.list_namespaced_pod(namespace).items if named(p)]
-    events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
+    if pods:
+        return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector)
+    if kube.get("batch/v1", "Job", name, namespace) is None:
+        return []
+    events = [event_view(e) for e in kube.core.list_namespaced_event(namespace).items]
+    said = [
+        e.message
+        for e in sorted(events, key=lambda e: e.time)
+        if e.kind == "Job" and e.name == name and e.says_why_waiting
+    ]
+    return [explain_podless_job(name, namespace, said)]
+
+
+def explain_pods(
+    kube: Kube,
+    pods: list,
+    namespace: str,
+    fair_shares: dict[str, float] | None = None,
+    visible: list | None = None,
+    node_selector: str = "",
+) -> list[Explanation]:
+    """Explanations for these pods of one namespace (the client's objects), from its events, the queues and the
+    nodes (``visible``, ``node_selector``: as :func:`gather`)."""
     if not pods:
-        if kube.get("batch/v1", "Job", name, namespace) is None:
-            return []
-        said = [e.message for e in events if e.kind == "Job" and e.name == name and e.says_why_waiting]
-        return [explain_podless_job(name, namespace, said)]
+        return []
+    events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
     nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes

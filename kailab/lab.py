@@ -195,6 +195,19 @@ def scheduler_control():
         return None
 
 
+def engine(kube: Kube, progress, record=None):
+    """The engine that plays this lab's scenarios; a class learner's keeps each lesson in the cluster as it goes
+    (started, then its verdict: see kailab/classroom/records.py)."""
+    from kailab.scenarios.engine import Engine
+
+    played = Engine(live_cluster(kube), progress, record=record)
+    if j := joined():
+        from kailab.classroom.records import Recording
+
+        return Recording(played, kube, j.learner)
+    return played
+
+
 def record_in_class(kube: Kube, verdict, prediction: str = "", graded: list | None = None) -> None:
     """A joined learner's verdict (and predictions: free text, and graded ones right or wrong), kept in their
     namespace for the instructor's ``class status``; else nothing."""
@@ -214,19 +227,23 @@ def slice_selectors() -> tuple[str, str]:
     return "", ""
 
 
-def pods(kube: Kube) -> list:
-    """Every pod the lab may see: the cluster's; a class's learner's, every pod in their lesson namespaces."""
-    from kailab.status import all_pods
-
+def pod_namespaces(kube: Kube) -> list[str] | None:
+    """The namespaces whose pods the lab may see: None, every one; a class's learner's, their lesson namespaces
+    (those that exist)."""
     if j := joined():
         from kailab.classroom.plan import lesson_namespaces
-        from kailab.pods import pod_view
 
         names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner().selector()).items}
-        return [
-            pod_view(p)
-            for n in lesson_namespaces(j.learner)
-            if n in names
-            for p in kube.core.list_namespaced_pod(n).items
-        ]
-    return all_pods(kube)
+        return [n for n in lesson_namespaces(j.learner) if n in names]
+    return None
+
+
+def pods(kube: Kube) -> list:
+    """Every pod the lab may see (:func:`pod_namespaces`)."""
+    from kailab.pods import pod_view
+    from kailab.status import all_pods
+
+    namespaces = pod_namespaces(kube)
+    if namespaces is None:
+        return all_pods(kube)
+    return [pod_view(p) for n in namespaces for p in kube.core.list_namespaced_pod(n).items]

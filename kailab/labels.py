@@ -11,6 +11,9 @@ POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
 SKIP_PODGROUPER_ANNOTATION = "kai.scheduler/skip-podgrouper"
+# Read by KAI's pod-grouper from a workload's owners, then its pods, into the PodGroup's spec (policies lessons)
+PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
+STALENESS_ANNOTATION = "kai.scheduler/staleness-grace-period"
 GPU_GROUP_LABEL = "runai-gpu-group"  # the binder's: pods sharing one GPU carry the same value
 QUEUE_API = "scheduling.run.ai/v2"
 PODGROUP_API = "scheduling.run.ai/v2alpha2"
@@ -60,3 +63,7 @@ NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its de
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
+# A learner's nodes carry this taint (value: the learner) and only their own pods tolerate it, so no one else's pod
+# lands there: not the default scheduler's (which knows no partitions), nor one of another partition (KAI's
+# predicates honour taints: PodToleratesNodeTaints)
+PARTITION_TAINT_KEY = "kailab.io/partition"

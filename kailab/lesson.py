@@ -33,6 +33,10 @@ EXERCISE_NAMES = (
     "consolidation",
     "fractions",
     "protection",
+    # KAI's per-workload policies (issue 26)
+    "preempt-delay",
+    "elastic",
+    "staleness",
     "baseline",
 )
 

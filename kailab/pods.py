@@ -16,6 +16,7 @@ from datetime import datetime
 from kailab import gpus
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
+    GPU,
     GPU_GROUP_LABEL,
     NODEPOOL_LABEL,
     OLD_QUEUE_LABEL,
@@ -158,6 +159,9 @@ def pod_view(pod) -> PodView:
     )
 
 
+ANNOTATION_KEPT = 200  # a PodGroup annotation's value longer than this (an owner's JSON) is not kept
+
+
 @dataclass(frozen=True)
 class PodGroupView:
     """A KAI PodGroup: its scalar fields by path (``spec.preemptibility``) and its scheduling conditions."""
@@ -166,18 +170,32 @@ class PodGroupView:
     workload: str = ""  # kailab's workload label, when the PodGroup carries it (hand-made ones do)
     fields: dict = field(default_factory=dict)
     conditions: tuple[str, ...] = ()  # status.schedulingConditions types
+    reasons: tuple[tuple[str, str], ...] = ()  # (reason, message) KAI gives in status.schedulingConditions
+    annotations: dict = field(default_factory=dict)  # metadata.annotations (KAI's stale and eviction timestamps …)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "name": self.name,
             "workload": self.workload,
             "fields": self.fields,
             "conditions": list(self.conditions),
         }
+        if self.reasons:
+            out["reasons"] = [list(r) for r in self.reasons]
+        if self.annotations:
+            out["annotations"] = self.annotations
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> PodGroupView:
-        return cls(d["name"], d.get("workload", ""), dict(d.get("fields") or {}), tuple(d.get("conditions") or ()))
+        return cls(
+            d["name"],
+            d.get("workload", ""),
+            dict(d.get("fields") or {}),
+            tuple(d.get("conditions") or ()),
+            tuple((r[0], r[1]) for r in d.get("reasons") or ()),
+            dict(d.get("annotations") or {}),
+        )
 
 
 def podgroup_view(obj: dict) -> PodGroupView:
@@ -194,8 +212,43 @@ def podgroup_view(obj: dict) -> PodGroupView:
 
     flatten("spec", obj.get("spec") or {})
     status = obj.get("status") or {}
-    conditions = tuple(sorted({c.get("type", "") for c in status.get("schedulingConditions") or []}))
-    return PodGroupView(meta.get("name", ""), (meta.get("labels") or {}).get(WORKLOAD_LABEL, ""), fields, conditions)
+    scheduling = status.get("schedulingConditions") or []
+    conditions = tuple(sorted({c.get("type", "") for c in scheduling}))
+    reasons: dict[tuple[str, str], None] = {}  # in order, once each
+    for c in scheduling:
+        for r in c.get("reasons") or []:
+            reasons[(r.get("reason") or "", " ".join((r.get("message") or "").split()))] = None
+        if c.get("reason"):
+            reasons[(c["reason"], " ".join((c.get("message") or "").split()))] = None
+    return PodGroupView(
+        meta.get("name", ""),
+        (meta.get("labels") or {}).get(WORKLOAD_LABEL, ""),
+        fields,
+        conditions,
+        tuple(reasons),
+        {k: v for k, v in (meta.get("annotations") or {}).items() if len(str(v)) <= ANNOTATION_KEPT},
+    )
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """A KAI Queue object as a scenario sees it: its name and the GPUs its status says are allocated."""
+
+    name: str
+    allocated: float = 0.0  # status.allocated's nvidia.com/gpu, as KAI's queue controller last wrote it
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "allocated": self.allocated}
+
+    @classmethod
+    def from_json(cls, d: dict) -> QueueView:
+        return cls(d["name"], float(d.get("allocated") or 0.0))
+
+
+def queue_view(obj: dict) -> QueueView:
+    allocated = str(((obj.get("status") or {}).get("allocated") or {}).get(GPU, 0))  # "3", or "1500m" with fractions
+    gpus_allocated = float(allocated[:-1]) / 1000 if allocated.endswith("m") else float(allocated)
+    return QueueView((obj.get("metadata") or {}).get("name", ""), gpus_allocated)
 
 
 def event_view(ev) -> EventView:

@@ -18,3 +18,25 @@ def quantity(text: Any) -> str:
 
 
 Quantity = Annotated[Any, AfterValidator(quantity)]
+
+
+_SUFFIX = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def amount(text: str) -> float:
+    """A quantity (as :func:`quantity` accepts it) as a number: ``"500m"`` → 0.5, ``"1Gi"`` → 1073741824."""
+    m = QUANTITY.match(text)
+    assert m, text  # checked by quantity() when the file was read
+    number = text[: len(text) - len(m.group(2) or "")]
+    return float(number) * _SUFFIX[m.group(2) or ""]

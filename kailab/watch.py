@@ -82,28 +82,46 @@ def run(
     console,
     stop: threading.Event | None = None,
     fair_shares: Callable[[], dict[str, float] | None] = lambda: None,
+    namespaces: list[str] | None = None,
+    selectors: tuple[str, str] = ("", ""),
 ) -> None:
-    """Redraw on every pod change (and every 2 s, for fair shares) until Ctrl-C (or ``stop``)."""
+    """Redraw on every pod change (and every 2 s, for fair shares) until Ctrl-C (or ``stop``).
+
+    ``namespaces``: watch the pods of these only (a class learner may not watch the cluster's); None: every pod.
+    ``selectors``: the (queues, nodes) a frame shows, as :func:`current_frame`."""
     from rich.live import Live
 
     cond = threading.Condition()
-    pods = watch_pods(kube, None, cond)
+    watches = []
+    try:
+        for ns in [None] if namespaces is None else namespaces:
+            watches.append(watch_pods(kube, ns, cond))
+    except BaseException:
+        for w in watches:
+            w.stop()
+        raise
     stop = stop or threading.Event()
-    seen = [pods.version]
+
+    def version() -> tuple[int, ...]:
+        return tuple(w.version for w in watches)
+
+    seen = [version()]
 
     def changed() -> bool:
-        return stop.is_set() or pods.version != seen[0]
+        return stop.is_set() or version() != seen[0]
 
     def now() -> Group:
-        return current_frame(kube, [pod_view(p) for p in pods.snapshot()], fair_shares())
+        pods = [pod_view(p) for w in watches for p in w.snapshot()]
+        return current_frame(kube, pods, fair_shares(), *selectors)
 
     try:
         with Live(now(), console=console, refresh_per_second=4) as live:
             while not stop.is_set():
                 wait_until(cond, changed, 2.0)
-                seen[0] = pods.version
+                seen[0] = version()
                 live.update(now())
     except KeyboardInterrupt:
         pass
     finally:
-        pods.stop()
+        for w in watches:
+            w.stop()

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from kailab import lab, render
+from kailab.classroom.records import STUCK_SECONDS
 from kailab.errors import KailabError
 from kailab.progress import Progress, stderr
 
@@ -95,16 +96,29 @@ def down(
     render.stdout.print(f"Removed: {', '.join(removed) or 'no learner'}.", markup=False, highlight=False)
 
 
+StuckOpt = typer.Option(
+    STUCK_SECONDS,
+    "--stuck-after",
+    min=0,
+    help="Seconds a lesson may run without a verdict, or a pod wait for a scheduler, before it counts as stuck.",
+)
+
+
 @app.command("status")
-def status(as_json: bool = typer.Option(False, "--json", help="Print the class as JSON.")) -> None:
-    """Learners × lessons: each verdict and when, predictions right or wrong, whose scheduler runs, and who is stuck."""
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print the class as JSON."),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """Learners × lessons: each verdict and when, predictions graded right or wrong, whose scheduler runs, and who is
+    stuck (a lesson running for minutes, a pod Pending with KAI's reason)."""
     import json
 
-    from kailab.classroom.records import class_status
+    from kailab.classroom.records import class_status, stuck_line
+    from kailab.classroom.report import when
 
     klass = lab_class()
     learners = klass.learners()
-    report = class_status(kube := lab.connect(), learners)
+    report = class_status(kube := lab.connect(), learners, stuck_after=stuck_after)
     for name in learners:
         try:
             report[name]["scheduler"] = "running" if klass.control(name, kube).running() else "stopped"
@@ -119,13 +133,18 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print the class a
     for name in learners:
         row = report[name]
         lessons = ", ".join(
-            f"{lesson} {r['outcome']} ({r['finished']}{'; predictions ' + r['right'] if r.get('right') else ''})"
+            f"{lesson} {when(r)}" + (f" (predictions {r['right']})" if r.get("right") else "")
             for lesson, r in sorted(row["lessons"].items())
         )
         render.stdout.print(
             f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}", markup=False, highlight=False
         )
         for lesson, r in sorted(row["lessons"].items()):
+            if r.get("prediction"):
+                said = " ".join(str(r["prediction"]).split())  # one line, as typed
+                render.stdout.print(
+                    f"  {lesson}: predicted “{said}”, outcome {r['outcome']}", markup=False, highlight=False
+                )
             if r.get("predictions"):
                 render.stdout.print(
                     f"  {lesson} predictions: " + "; ".join(map(_graded_words, r["predictions"])),
@@ -133,9 +152,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print the class a
                     highlight=False,
                 )
         for s in row["stuck"]:
-            render.stdout.print(
-                f"  stuck: {s['pod']} Pending {s['pending_seconds']} s — {s['reason']}", markup=False, highlight=False
-            )
+            render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
 
 
 def _graded_words(g: dict) -> str:
@@ -146,14 +163,22 @@ def _graded_words(g: dict) -> str:
 
 
 @app.command("evidence")
-def evidence(out: Path = typer.Option(Path("class-report.md"), "--out", help="Where to write the page.")) -> None:
-    """Write the class's status as a Markdown page to hand round: learners × lessons, predictions, who is stuck."""
-    from kailab.classroom.records import class_status, markdown
+def evidence(
+    out: Path = typer.Option(
+        Path("class-report.md"), "--out", help="The page: NAME.html (one file) or NAME.md (pictures beside it)."
+    ),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """Write the class's status as a page to hand round: learners × lessons, predictions, who is stuck, and each
+    learner's GPU timelines."""
+    from kailab.classroom import report
+    from kailab.classroom.records import class_status
     from kailab.lesson import lesson_names
 
     klass = lab_class()
-    out.write_text(markdown(class_status(lab.connect(), klass.learners()), lesson_names()))
-    render.stdout.print(f"Wrote {out}", markup=False, highlight=False)
+    status = class_status(lab.connect(), klass.learners(), stuck_after=stuck_after, timelines=True)
+    written = report.write(status, lesson_names(), out)
+    render.stdout.print(f"Wrote {', '.join(map(str, written))}", markup=False, highlight=False)
 
 
 @app.command("demo")

@@ -13,6 +13,10 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
   classroom/shards.py) and its ``args`` to the flags kailab's settings set (no ``--partition-label-value`` of
   another's); and their scheduler's metrics through the API server's proxy to its Service (kind, existing).
+- the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
+  Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
+  and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
+  (``kailab.io/partition``, see ``plan.taint``) nor every taint (a toleration without a key).
 
 Nothing lets a learner read or change another learner's pods, namespaces or SchedulingShard, any node, or KAI's
 Config.
@@ -23,7 +27,7 @@ from __future__ import annotations
 import base64
 
 from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
-from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API, SHARD_API
+from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY, QUEUE_API, QUEUE_LABEL, SHARD_API
 from kailab.ownership import Owner
 from kailab.scheduler_settings import SchedulerSettings
 
@@ -35,6 +39,8 @@ POLICY = "kailab-class-learners"
 READER = "kailab-class-reader"  # the cluster-wide part every learner shares
 RBAC = "rbac.authorization.k8s.io/v1"
 ADMISSION = "admissionregistration.k8s.io/v1"
+# What makes pods in a learner's namespaces (their Role grants them): the policy checks the pods they would make
+WORKLOADS = (("", "pods"), ("batch", "jobs"), ("apps", "deployments"), ("apps", "replicasets"))
 TOKEN_SECONDS = 12 * 3600  # a class day; `class down` revokes it sooner by deleting the ServiceAccount
 
 
@@ -114,25 +120,31 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
                         "resources": ["schedulingshards"],
                         "operations": ["CREATE", "UPDATE", "DELETE"],
                     },
+                    *(
+                        {
+                            "apiGroups": [group],
+                            "apiVersions": ["*"],
+                            "resources": [kind],
+                            "operations": ["CREATE", "UPDATE"],
+                        }
+                        for group, kind in WORKLOADS
+                    ),
                 ]
             },
             "matchConditions": [
                 {"name": "learners-only", "expression": f"request.userInfo.username.startsWith('{prefix}')"}
             ],
-            "variables": [{"name": "learner", "expression": f"request.userInfo.username.substring({len(prefix)})"}],
+            "variables": [
+                {"name": "learner", "expression": f"request.userInfo.username.substring({len(prefix)})"},
+                {"name": "workload", "expression": f"request.resource.resource in {[k for _, k in WORKLOADS]}"},
+                {"name": "bare", "expression": "request.resource.resource == 'pods'"},
+                # a Pod's spec, or the pod template's of a Job, Deployment or ReplicaSet (read for workloads only)
+                {"name": "pod", "expression": "variables.bare ? object.spec : object.spec.template.spec"},
+                {"name": "podMeta", "expression": "variables.bare ? object.metadata : object.spec.template.metadata"},
+            ],
             "validations": [
-                {
-                    "expression": f"request.operation == 'DELETE' || ({theirs.format(o='object')})",
-                    "messageExpression": "'a learner may only make ' + request.resource.resource + ' named ' + "
-                    f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner",
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": f"request.operation == 'CREATE' || ({theirs.format(o='oldObject')})",
-                    "messageExpression": "'this ' + request.resource.resource + ' is not ' + variables.learner + "
-                    "'\\'s: a learner may only change or delete their own'",
-                    "reason": "Forbidden",
-                },
+                *pod_rules(),
+                *named_rules(theirs),
                 {
                     "expression": "request.resource.resource != 'schedulingshards' || request.operation == 'DELETE' "
                     "|| (has(object.spec.partitionLabelValue) && object.spec.partitionLabelValue in "
@@ -152,6 +164,75 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
         "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
     }
     return [policy, binding]
+
+
+def _rule(expression: str, message: str) -> dict:
+    """One validation: refused (403 Forbidden) with ``message`` (a CEL string expression) when ``expression`` is false."""
+    return {"expression": expression, "messageExpression": message, "reason": "Forbidden"}
+
+
+def _entry_is(holder: str, field: str, key: str, test: str, *, required: bool) -> str:
+    """CEL: the entry ``key`` of the map ``holder.field`` (labels, a nodeSelector) passes ``test`` (CEL, its value
+    as ``{v}``); when it is missing, ``required`` says."""
+    present = f"has({holder}.{field}) && '{key}' in {holder}.{field}"
+    value = test.format(v=f"{holder}.{field}['{key}']")
+    return f"({present} ? {value} : {'false' if required else 'true'})"
+
+
+def pod_rules() -> list[dict]:
+    """The pod rule: what a learner's pod (or a workload's pod template) must be so it stays in their partition.
+
+    It carries their node-pool label (their scheduler, and no one else's, places it) and, if it names a queue, one
+    of theirs; it names in ``nodeName`` only a node of theirs; its nodeSelector asks for no other node pool; it
+    tolerates no other partition's taint (``plan.taint``) nor every taint (a toleration without a key)."""
+    pool = "{v} == variables.learner"
+    queue = "{v}.startsWith(variables.learner + '-')"
+    who = "' + variables.learner + '"
+    rules = [
+        (
+            f"{_entry_is('object.metadata', 'labels', NODEPOOL_LABEL, pool, required=True)} && "
+            f"{_entry_is('variables.podMeta', 'labels', NODEPOOL_LABEL, pool, required=True)}",
+            f"'a learner\\'s pods (and pod templates) must carry the label {NODEPOOL_LABEL}={who}: their partition'",
+        ),
+        (
+            f"{_entry_is('object.metadata', 'labels', QUEUE_LABEL, queue, required=False)} && "
+            f"{_entry_is('variables.podMeta', 'labels', QUEUE_LABEL, queue, required=False)}",
+            f"'a learner\\'s pod may name in {QUEUE_LABEL} only a queue of theirs ({who}-…)'",
+        ),
+        (
+            "!has(variables.pod.nodeName) || variables.pod.nodeName == '' "
+            "|| variables.pod.nodeName.startsWith(variables.learner + '-')",
+            f"'a learner\\'s pod may name only their own nodes ({who}-…) in nodeName'",
+        ),
+        (
+            _entry_is("variables.pod", "nodeSelector", NODEPOOL_LABEL, pool, required=False),
+            f"'a learner\\'s pod may select only their own node pool ({NODEPOOL_LABEL}={who})'",
+        ),
+        (
+            "!has(variables.pod.tolerations) || variables.pod.tolerations.all(t, has(t.key) && t.key != '' && "
+            f"(t.key != '{PARTITION_TAINT_KEY}' || (has(t.value) && t.value == variables.learner && "
+            "(!has(t.operator) || t.operator == 'Equal'))))",
+            "'a learner\\'s pod may tolerate no taint of another partition: each toleration names its key, and "
+            f"{PARTITION_TAINT_KEY} only with the value {who}'",
+        ),
+    ]
+    return [_rule(f"!variables.workload || ({e})", m) for e, m in rules]
+
+
+def named_rules(theirs: str) -> list[dict]:
+    """Queues, priority classes and namespaces: a learner makes, changes and deletes only their own."""
+    return [
+        _rule(
+            f"variables.workload || request.operation == 'DELETE' || ({theirs.format(o='object')})",
+            "'a learner may only make ' + request.resource.resource + ' named ' + "
+            f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner",
+        ),
+        _rule(
+            f"variables.workload || request.operation == 'CREATE' || ({theirs.format(o='oldObject')})",
+            "'this ' + request.resource.resource + ' is not ' + variables.learner + "
+            "'\\'s: a learner may only change or delete their own'",
+        ),
+    ]
 
 
 def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[dict]:

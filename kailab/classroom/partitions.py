@@ -13,6 +13,7 @@ their kubeconfig, from the learner's.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import time
@@ -239,12 +240,16 @@ class LocalClass(ShardClass):
             )
 
     def ready(self, kube: Kube) -> None:
-        """The supervisor running (started once, by pid and start time like KAI's processes)."""
+        """The supervisor running: started once per lab (by pid and start time like KAI's processes), under a file
+        lock, since partitions are made in several threads (demo all) or by two kailab commands at once."""
         group = self.rt.kai_processes
-        if group.identity(SHARD_SUPERVISOR) is None:
-            spec = shard_supervisor.process_spec(self.rt.home)
-            group.start(spec)
-            wait_healthy([spec], group, timeout=30)
+        group.pids.mkdir(parents=True, exist_ok=True)
+        with open(group.pids / f"{SHARD_SUPERVISOR}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if group.identity(SHARD_SUPERVISOR) is None:
+                spec = shard_supervisor.process_spec(self.rt.home)
+                group.start(spec)
+                wait_healthy([spec], group, timeout=30)
 
     def stop_scheduler(self, kube: Kube, learner: str) -> None:
         """The shard deleted, and its process stopped now (the supervisor would, a moment later)."""

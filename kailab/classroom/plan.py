@@ -15,11 +15,11 @@ import dataclasses
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
-from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.prefix import prefixed
-from kailab.scenarios.schema import NodeStep, Wait
+from kailab.scenarios.schema import DeletePods, NodeStep, Wait
 
 LAB_ID_PREFIX = "class-"
 
@@ -60,10 +60,24 @@ class LearnerOwner(Owner):
         return {**super().labels, NODEPOOL_LABEL: self.node_pool}
 
     def confine(self, pod_spec: dict) -> None:
-        """A pod for the default kube-scheduler (no schedulerName), which knows no partitions, may go only to the
-        partition's nodes; KAI's pods need nothing more: their scheduler sees no other nodes."""
+        """Every pod of the partition tolerates its nodes' taint (no one else's pod does: :func:`taint`); a pod for
+        the default kube-scheduler (no schedulerName), which knows no partitions, may go only to the partition's
+        nodes; KAI's pods need nothing more: their scheduler sees no other nodes."""
+        tolerations = pod_spec.setdefault("tolerations", [])
+        if toleration(self.node_pool) not in tolerations:
+            tolerations.append(toleration(self.node_pool))
         if pod_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) == DEFAULT_SCHEDULER_NAME:
             pod_spec.setdefault("nodeSelector", {})[NODEPOOL_LABEL] = self.node_pool
+
+
+def taint(partition: str) -> dict:
+    """On each node of a partition: pods that do not tolerate it are not placed there, by either scheduler."""
+    return {"key": PARTITION_TAINT_KEY, "value": partition, "effect": "NoSchedule"}
+
+
+def toleration(partition: str) -> dict:
+    """What every pod of a partition carries (:meth:`LearnerOwner.confine`): its own partition's taint, no other."""
+    return {"key": PARTITION_TAINT_KEY, "operator": "Equal", "value": partition, "effect": "NoSchedule"}
 
 
 def owner(learner: str) -> LearnerOwner:
@@ -75,8 +89,10 @@ def node_labels(learner: str) -> dict[str, str]:
 
 
 def nodes(fleet: Fleet, learner: str) -> list[dict]:
-    """The learner's fleet: the lesson fleet's nodes, named ``<learner>-kwok-…`` and in their partition."""
-    return node_objects(fleet, prefix=learner, labels=node_labels(learner))
+    """The learner's fleet: the lesson fleet's nodes, named ``<learner>-kwok-…``, in their partition and tainted
+    as theirs."""
+    tainted = dataclasses.replace(fleet, taints=(*fleet.taints, taint(learner)))
+    return node_objects(tainted, prefix=learner, labels=node_labels(learner))
 
 
 def node_selector(learner: str) -> str:
@@ -92,11 +108,14 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
         return f"{learner}-{name}" if name else name
 
     def step(s):
-        if isinstance(s, NodeStep):
+        if isinstance(s, (NodeStep, DeletePods)):
             return dataclasses.replace(s, node=node(s.node))
         if isinstance(s, Wait):
             return dataclasses.replace(
-                s, expectations=tuple(dataclasses.replace(e, node=node(e.node)) for e in s.expectations)
+                s,
+                expectations=tuple(
+                    e.mapped(lambda x: dataclasses.replace(x, node=node(x.node))) for e in s.expectations
+                ),
             )
         return s
 

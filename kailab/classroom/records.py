@@ -1,8 +1,9 @@
 """Lesson records in the cluster: each learner's verdicts, where the instructor's kubeconfig reads them.
 
 One ConfigMap per lesson a learner ran, in that lesson's namespace of theirs (``kailab-record``), labelled with
-their owner labels and ``kailab.io/lesson-record``; the verdict is kept whole (JSON) beside the few fields
-``class status`` shows. Nobody collects anything by hand: ``class status`` lists them by label.
+their owner labels and ``kailab.io/lesson-record``: written when the lesson starts (outcome ``RUNNING``) and
+replaced by its verdict, kept whole (JSON) with its GPU timeline beside the few fields ``class status`` shows.
+Nobody collects anything by hand: ``class status`` and ``class evidence`` list them by label.
 """
 
 from __future__ import annotations
@@ -10,27 +11,51 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from kubernetes.client.exceptions import ApiException
+
 from kailab.checks import Verdict
 from kailab.classroom import plan
+from kailab.explain import explain_pods
 from kailab.kube import Kube
-from kailab.labels import LEARNER_LABEL, RECORD_LABEL
+from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
+from kailab.pods import pod_view
 from kailab.predictions import tally
 
 NAME = "kailab-record"
-STUCK_SECONDS = 120  # a pod Pending this long in a learner's lesson is worth the instructor's look
-MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!")  # what makes markup inside a line (a cell never starts one)
+RUNNING = "RUNNING"  # a record's outcome from a lesson's start until its verdict
+STUCK_SECONDS = 120  # a lesson running, or a pod Pending, this long in a learner's slice is worth the instructor's look
 
 
-def record_object(learner: str, verdict: Verdict, prediction: str = "", graded: list[dict] | None = None) -> dict:
-    """A learner's lesson record: the verdict, their free-text prediction, and their graded predictions
-    (kailab/predictions.py's ``Graded.to_dict``: key, ask, given, answer, right)."""
-    labels = {**plan.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: verdict.scenario}
+def _labels(learner: str, lesson: str) -> dict:
+    return {**plan.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: lesson}
+
+
+def started_object(learner: str, lesson: str, title: str, namespace: str) -> dict:
+    """The record of a lesson that has started and has no verdict yet: ``class status`` counts the minutes."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": NAME, "namespace": verdict.namespace, "labels": labels},
+        "metadata": {"name": NAME, "namespace": namespace, "labels": _labels(learner, lesson)},
+        "data": {
+            "lesson": lesson,
+            "title": title,
+            "outcome": RUNNING,
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    }
+
+
+def record_object(learner: str, verdict: Verdict, prediction: str = "", graded: list[dict] | None = None) -> dict:
+    """The record of a lesson's verdict (it replaces the started one): outcome, when, the prediction, the graded
+    predictions (kailab/predictions.py's ``Graded.to_dict``: key, ask, given, answer, right, mark) and how many were
+    right, the verdict whole and its GPU timeline (the engine's, for ``class evidence``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": NAME, "namespace": verdict.namespace, "labels": _labels(learner, verdict.scenario)},
         "data": {
             "lesson": verdict.scenario,
+            "title": verdict.title,
             "outcome": verdict.outcome,
             "started": verdict.started,
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -39,39 +64,87 @@ def record_object(learner: str, verdict: Verdict, prediction: str = "", graded: 
             "predictions": json.dumps(graded or []),
             "right": tally(graded or []),
             "verdict": json.dumps(verdict.to_dict()),
+            "timeline": json.dumps(verdict.timeline),
         },
     }
 
 
-def class_status(kube: Kube, learners: list[str], now: datetime | None = None) -> dict:
-    """Learners × lessons (outcome, when, predictions: free text and graded, right or wrong) and who is stuck (a pod
-    Pending for minutes, KAI's reason)."""
+class Recording:
+    """An engine whose lessons a class's learner keeps in the cluster as they go: a record when one starts
+    (``RUNNING``), replaced by its verdict when it ends. Everything else is the engine's."""
+
+    def __init__(self, engine, kube: Kube, learner: str):
+        self.engine, self.kube, self.learner = engine, kube, learner
+
+    def __getattr__(self, name: str):
+        return getattr(self.engine, name)
+
+    def run(self, scenario) -> Verdict:
+        started = started_object(self.learner, scenario.name, scenario.title, scenario.namespace)
+        try:
+            self.kube.apply(started)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            # The instructor's first lesson of a learner who has no credential: their namespace is made here
+            self.engine.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
+            self.kube.apply(started)
+        verdict = self.engine.run(scenario)
+        self.kube.apply(record_object(self.learner, verdict))
+        return verdict
+
+
+def _time(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def class_status(
+    kube: Kube,
+    learners: list[str],
+    now: datetime | None = None,
+    stuck_after: float = STUCK_SECONDS,
+    timelines: bool = False,
+) -> dict:
+    """Learners × lessons (outcome, when, prediction, graded predictions right or wrong) and who is stuck: a lesson running ``stuck_after`` seconds
+    or more without a verdict, and a pod Pending as long, unbound, with KAI's reason (read as ``kailab explain``
+    reads it). A pod a finished lesson left Pending is that lesson's result, not a learner stuck: only pods made
+    after their namespace's lesson finished, or while it runs, count. ``timelines``: each lesson's GPU timeline
+    and title too (for ``class evidence``)."""
     now = now or datetime.now(UTC)
     out = {}
     for learner in learners:
-        lessons = {}
+        lessons, finished_at, stuck = {}, {}, []
         for cm in kube.core.list_config_map_for_all_namespaces(
             label_selector=f"{LEARNER_LABEL}={learner},{RECORD_LABEL}"
         ).items:
             d = cm.data or {}
-            lessons[d.get("lesson", "?")] = {
-                **{k: d.get(k, "") for k in ("outcome", "finished", "seconds", "prediction", "right")},
-                "predictions": _graded(d.get("predictions")),
-            }
-        stuck = []
-        for ns in kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items:
-            for pod in kube.core.list_namespaced_pod(ns.metadata.name, field_selector="status.phase=Pending").items:
-                age = (now - pod.metadata.creation_timestamp).total_seconds()
-                if age < STUCK_SECONDS:
-                    continue
-                cond = next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
-                stuck.append(
-                    {
-                        "pod": f"{ns.metadata.name}/{pod.metadata.name}",
-                        "pending_seconds": int(age),
-                        "reason": (cond.message or cond.reason or "") if cond else "not looked at by a scheduler yet",
-                    }
-                )
+            name = d.get("lesson", "?")
+            row = {k: d.get(k, "") for k in ("outcome", "started", "finished", "seconds", "prediction", "right")}
+            row["predictions"] = _graded(d.get("predictions"))
+            row["namespace"] = cm.metadata.namespace
+            if timelines:
+                row["title"] = d.get("title", name)
+                row["timeline"] = _timeline(d.get("timeline"))
+            lessons[name] = row
+            started = _time(row["started"])
+            if row["outcome"] == RUNNING:
+                running = (now - started).total_seconds() if started else 0
+                if running >= stuck_after:
+                    stuck.append(
+                        {
+                            "kind": "lesson",
+                            "lesson": name,
+                            "namespace": cm.metadata.namespace,
+                            "running_seconds": int(running),
+                            "reason": f"started {int(running)} s ago and has no verdict yet",
+                        }
+                    )
+            elif done := _time(row["finished"]):
+                finished_at[cm.metadata.namespace] = done
+        stuck += _pending(kube, learner, now, stuck_after, finished_at)
         out[learner] = {"lessons": lessons, "stuck": stuck}
     return out
 
@@ -85,69 +158,53 @@ def _graded(text: str | None) -> list[dict]:
     return [g for g in graded if isinstance(g, dict)] if isinstance(graded, list) else []
 
 
-def markdown(report: dict, lessons: list[str]) -> str:
-    """``class status`` as a page to hand round: learners × lessons (outcome and when), predictions, who is stuck.
+def _timeline(text: str | None) -> list:
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
-    Every name and text comes from the cluster and is data: Markdown's special characters are escaped and line
-    breaks folded, so a prediction is shown as typed, never read as markup.
-    """
 
-    def cell(text: str) -> str:
-        return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in " ".join(str(text).split()))
+def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finished_at: dict) -> list[dict]:
+    """The learner's pods waiting for a scheduler ``stuck_after`` seconds or more, each with KAI's reason."""
+    namespaces = [
+        ns.metadata.name for ns in kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
+    ]
+    pods = {ns: kube.core.list_namespaced_pod(ns).items for ns in namespaces}
+    visible = [pod_view(p) for items in pods.values() for p in items]  # what the learner's nodes hold
+    stuck = []
+    for ns, items in pods.items():
+        done = finished_at.get(ns)
+        waiting = [
+            p
+            for p in items
+            if p.status.phase == "Pending"
+            and not p.spec.node_name
+            and (now - p.metadata.creation_timestamp).total_seconds() >= stuck_after
+            and (done is None or p.metadata.creation_timestamp > done)
+        ]
+        for p, why in zip(
+            waiting,
+            explain_pods(kube, waiting, ns, visible=visible, node_selector=plan.node_selector(learner)),
+            strict=True,
+        ):
+            stuck.append(
+                {
+                    "kind": "pod",
+                    "pod": f"{ns}/{p.metadata.name}",
+                    "pending_seconds": int((now - p.metadata.creation_timestamp).total_seconds()),
+                    "reason": why.reported,  # KAI's (or kube-scheduler's) own words; "" before it reported
+                    "explanation": why.summary,
+                    "runbook": why.runbook,
+                }
+            )
+    return stuck
 
-    learners = sorted(report)
-    out = [
-        "# Class report",
-        "",
-        f"{len(learners)} learners, {len(lessons)} lessons.",
-        "",
-        "| learner | " + " | ".join(map(cell, lessons)) + " |",
-        "|---" * (len(lessons) + 1) + "|",
-    ]
-    for name in learners:
-        row = report[name]["lessons"]
-        out.append(
-            f"| {cell(name)} | "
-            + " | ".join(cell(f"{row[n]['outcome']} {row[n]['finished']}") if n in row else "–" for n in lessons)
-            + " |"
-        )
-    predictions = [
-        (name, n, r) for name in learners for n, r in sorted(report[name]["lessons"].items()) if r.get("prediction")
-    ]
-    if predictions:
-        out += [
-            "",
-            "## Predictions and outcomes",
-            "",
-            "| learner | lesson | prediction | outcome |",
-            "|---|---|---|---|",
-        ]
-        out += [
-            f"| {cell(name)} | {cell(n)} | {cell(r['prediction'])} | {cell(r['outcome'])} |"
-            for name, n, r in predictions
-        ]
-    graded = [
-        (name, n, g)
-        for name in learners
-        for n, r in sorted(report[name]["lessons"].items())
-        for g in r.get("predictions") or []
-    ]
-    if graded:
-        out += [
-            "",
-            "## Graded predictions",
-            "",
-            "| learner | lesson | question | said | KAI did | mark |",
-            "|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {cell(name)} | {cell(n)} | {cell(str(g.get('key', '')))} | {cell(str(g.get('given') or '–'))} "
-            f"| {cell(str(g.get('answer') or 'not measured'))} | {cell(str(g.get('mark', '')))} |"
-            for name, n, g in graded
-        ]
-    stuck = [(name, s) for name in learners for s in report[name]["stuck"]]
-    out += ["", "## Stuck", ""]
-    out += [
-        f"- {cell(name)}: {cell(s['pod'])} Pending {s['pending_seconds']} s — {cell(s['reason'])}" for name, s in stuck
-    ] or ["Nobody."]
-    return "\n".join(out) + "\n"
+
+def stuck_line(learner: str, s: dict) -> str:
+    """One stuck thing in words (plain text: a caller escapes it for its page)."""
+    if s.get("kind") == "lesson":
+        return f"{learner}: lesson {s['lesson']} ({s['namespace']}) {s['reason']}"
+    said = f"the scheduler says: {s['reason']}" if s.get("reason") else s.get("explanation", "")
+    return f"{learner}: {s['pod']} Pending {s['pending_seconds']} s — {said}"

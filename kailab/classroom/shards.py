@@ -47,11 +47,16 @@ def shard_name(learner: str) -> str:
     return f"{learner}-shard"
 
 
-def scheduler_name(learner: str) -> str:
-    """What runs the learner's shard: KAI's operator names its Deployment and Service ``<scheduler name>-<shard>``
+def shard_scheduler(shard: str) -> str:
+    """What runs a shard: KAI's operator names its Deployment and Service ``<scheduler name>-<shard>``
     (resources_for_shard.go, DeploymentName); the local runtime's supervisor names the process the same (pids/ and
     logs/ of the lab's KAI folder)."""
-    return f"{KAI_SCHEDULER_NAME}-{shard_name(learner)}"
+    return f"{KAI_SCHEDULER_NAME}-{shard}"
+
+
+def scheduler_name(learner: str) -> str:
+    """What runs the learner's shard (:func:`shard_scheduler`)."""
+    return shard_scheduler(shard_name(learner))
 
 
 def stopped(learner: str) -> str:

@@ -15,12 +15,15 @@ effect; the scheduler's metrics address goes in the annotation ``kailab.io/sched
 
 The lab starts it like its other processes (``kai/pids/``, pid and start time) when a class or a side-by-side run
 first needs a partition; ``kailab down`` stops it first, then the schedulers it started (their pid files are in
-the same folder). A deleted shard's scheduler is stopped and its folder removed.
+the same folder). A deleted shard's scheduler is stopped and its folder removed. A shard pointed at a stopped
+partition (``<learner>.stopped``, :func:`kailab.classroom.shards.stopped`) gets no process at all: a scheduler of a
+partition without nodes would only cost a restart and memory (KAI's operator runs one anyway).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import re
 import shutil
@@ -33,10 +36,10 @@ from pathlib import Path
 
 from kubernetes import client
 
+from kailab.classroom.shards import STOPPED_SUFFIX, shard_scheduler
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
 from kailab.labels import (
-    KAI_SCHEDULER_NAME,
     LEARNER_LABEL,
     MANAGED,
     SHARD_API,
@@ -114,7 +117,7 @@ class Supervisor:
 
         return LocalSchedulerControl(
             self.rt,
-            name=f"{KAI_SCHEDULER_NAME}-{name}",
+            name=shard_scheduler(name),
             partition=str(spec.get("partitionLabelValue") or ""),
             workdir=self.workdir(name),
             args=shard_args(spec, self.known),
@@ -133,6 +136,11 @@ class Supervisor:
         except (OSError, ValueError):
             ran = {}
         try:
+            if control.partition.endswith(STOPPED_SUFFIX):  # a stopped learner's: no scheduler (nothing to schedule)
+                control.stop()
+                self.report(shard, True, f"no scheduler runs: partition {control.partition!r} is a stopped one")
+                self.annotate(shard, "")
+                return
             if not (control.running() and ran.get("spec") == spec):
                 settings = SchedulerSettings.from_shard(spec)
                 control.stop()
@@ -221,6 +229,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--home", required=True, type=Path, help="the lab's folder")
     args = parser.parse_args(argv)
     supervisor = Supervisor(args.home)
+    # One supervisor per lab: two would each start a scheduler for every shard, and the second's pid files would
+    # hide the first's processes from `kailab down`. The lock is held until this process ends.
+    held = open(supervisor.rt.kai_processes.pids / f"{PROCESS_NAME}.running", "w")
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"Another {PROCESS_NAME} already runs the lab in {args.home}.") from None
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stopping.set())
     print(f"supervising kailab's SchedulingShards ({SELECTOR})", flush=True)
     supervisor.run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import singledispatchmethod
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Protocol
 from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership, predictions
-from kailab.checks import Verdict, evaluate, misfit, stragglers, unable
+from kailab.checks import Verdict, evaluate, misfit, stragglers, timed, unable
 from kailab.errors import KailabError, ScenarioError
 from kailab.gpus import per_queue
 from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, WORKLOAD_LABEL
@@ -64,7 +65,8 @@ class Cluster(Protocol):
     def delete_pods(self, namespace: str, workload: str) -> None:
         """Delete a workload's pods (and ReplicaSets) now, not when the garbage collector gets to them."""
 
-    def changes(self, namespace: str) -> Changes: ...
+    def changes(self, namespace: str, queues: Iterable[str] = ()) -> Changes:
+        """Changes in the namespace, and of the Queue objects of these names."""
 
     def node_gpus(self) -> list[float] | None:
         """GPUs of each node of the fleet (0 for a CPU-only node); None when unknown (a recording)."""
@@ -195,7 +197,9 @@ class Engine:
             self.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
 
     def _changes(self, scenario: Scenario) -> Changes:
-        changes = self.cluster.changes(scenario.namespace)
+        queues = {q.name for q in scenario.queues} | set(scenario.missing_queues)
+        queues |= {s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)}
+        changes = self.cluster.changes(scenario.namespace, queues)
         if self.record is None:
             return changes
         return Recorder(changes, self.record / scenario.name / CHANGES_FILE, self.cluster.clock())
@@ -234,8 +238,18 @@ class Engine:
 
     @play.register(schema.DeletePods)
     def _(self, step: schema.DeletePods, run: _Run) -> bool:
-        with self.progress.step(f"Delete the pods on {step.node}") as st:
-            names = sorted(p.name for p in run.state.pods.values() if p.node == step.node)
+        where = " ".join(filter(None, [step.workload and f"of {step.workload}", step.node and f"on {step.node}"]))
+        how_many = "the pods" if step.count is None else f"{step.count} pod{'s' if step.count != 1 else ''}"
+        with self.progress.step(f"Delete {how_many} {where}") as st:
+            chosen = [
+                p
+                for p in run.state.pods.values()
+                if (step.node is None or p.node == step.node)
+                and (step.workload is None or p.workload == step.workload)
+                and not p.deleting
+            ]
+            chosen.sort(key=lambda p: (not p.node, p.name))  # bound pods first, then by name
+            names = sorted(p.name for p in chosen[: step.count])
             run.state.removed.update(names)  # deleted by the lab: not evictions
             for name in names:
                 self.cluster.delete(
@@ -315,8 +329,13 @@ class Engine:
         label = step.note or "; ".join(f"{e.title} = {e.want}" for e in exps)
         hold = max(e.stable for e in exps)
 
+        first_held: dict[int, float] = {}  # expectation → seconds after the last changing step it first held
+
         def all_hold(obs) -> bool:
-            return all(evaluate(e, obs).passed for e in exps)
+            held = [evaluate(e, obs).passed for e in exps]
+            for i in (i for i, h in enumerate(held) if h):
+                first_held.setdefault(i, run.clock() - run.mark)
+            return all(held)
 
         broke_at = None
         with self.progress.step(f"{'Expect' if rows else 'Wait'}: {label}") as st:
@@ -348,6 +367,13 @@ class Engine:
                 if broke_at is not None:
                     check.observed += f" (changed within {hold:.0f}s)"
             run.verdict.checks.append(check)
+        for i, e in enumerate(exps):
+            for row in timed(e, first_held.get(i)):
+                if not row.passed:
+                    row.detail.append(f"expectation at {run.scenario.path}:{e.line}")
+                    ok = False
+                if rows or not row.passed:
+                    run.verdict.checks.append(row)
         return ok
 
 

@@ -1,6 +1,6 @@
 """The pure core of a scenario run: fold each change the cluster reports into a RunState, observe it.
 
-No I/O and no clock: ``fold(state, change)`` takes one change (of a pod, an event, a PodGroup, or a
+No I/O and no clock: ``fold(state, change)`` takes one change (of a pod, an event, a PodGroup, a Queue, or a
 queue's fair share) and returns the state; ``observe(state)`` gives the :class:`~kailab.checks.Observation` the
 checks decide on. The engine feeds it live changes; the golden tests feed it recorded ones.
 """
@@ -11,12 +11,12 @@ from dataclasses import asdict, dataclass, field
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
-from kailab.pods import EventView, PodGroupView, PodView
+from kailab.pods import EventView, PodGroupView, PodView, QueueView
 
 
 @dataclass(frozen=True)
 class Change:
-    """One change the cluster reported, ``t`` seconds in: a pod, an event or a PodGroup ADDED, MODIFIED or DELETED,
+    """One change the cluster reported, ``t`` seconds in: a pod, an event, a PodGroup or a Queue ADDED, MODIFIED or DELETED,
     or a queue's fair share as the scheduler published it."""
 
     type: str
@@ -24,6 +24,7 @@ class Change:
     event: EventView | None = None
     group: PodGroupView | None = None
     share: FairShare | None = None  # a queue's fair share, as the scheduler last published it
+    queue: QueueView | None = None  # one of the scenario's KAI Queue objects
     t: float = 0.0
 
     def to_json(self) -> dict:
@@ -33,6 +34,8 @@ class Change:
             body = {"podGroup": self.group.to_json()}
         elif self.share:
             body = {"fairShare": asdict(self.share)}
+        elif self.queue:
+            body = {"queue": self.queue.to_json()}
         else:
             body = {"event": self.event.to_json() if self.event else {}}
         return {"t": round(self.t, 3), "type": self.type, **body}
@@ -43,9 +46,10 @@ class Change:
         event = EventView(**d["event"]) if "event" in d else None
         group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
         share = FairShare(**d["fairShare"]) if "fairShare" in d else None
-        if pod is None and event is None and group is None and share is None:
-            raise KeyError("a change holds a pod, an event, a podGroup or a fairShare")
-        return cls(d["type"], pod=pod, event=event, group=group, share=share, t=float(d.get("t", 0.0)))
+        queue = QueueView.from_json(d["queue"]) if "queue" in d else None
+        if pod is None and event is None and group is None and share is None and queue is None:
+            raise KeyError("a change holds a pod, an event, a podGroup, a fairShare or a queue")
+        return cls(d["type"], pod=pod, event=event, group=group, share=share, queue=queue, t=float(d.get("t", 0.0)))
 
 
 @dataclass
@@ -65,6 +69,7 @@ class RunState:
     sizes: dict[str, int] = field(default_factory=dict)  # workload → pods it asks for (set by the engine's steps)
     groups: dict[str, PodGroupView] = field(default_factory=dict)  # live PodGroups by name
     shares: dict[str, FairShare] = field(default_factory=dict)  # queue → its fair share
+    queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
 
 
 def fold(state: RunState, change: Change) -> RunState:
@@ -85,6 +90,11 @@ def fold(state: RunState, change: Change) -> RunState:
             state.evicted.add(pod.name)
     elif change.share is not None:
         state.shares[change.share.queue] = change.share
+    elif change.queue is not None:
+        if change.type == "DELETED":
+            state.queues.pop(change.queue.name, None)
+        else:
+            state.queues[change.queue.name] = change.queue
     elif change.group is not None:
         if change.type == "DELETED":
             state.groups.pop(change.group.name, None)
@@ -104,7 +114,10 @@ def fold(state: RunState, change: Change) -> RunState:
 def observe(state: RunState) -> Observation:
     """The snapshot the checks decide on."""
     obs = Observation(
-        pods=list(state.pods.values()), sizes=dict(state.sizes), fair_share={q: s.gpu for q, s in state.shares.items()}
+        pods=list(state.pods.values()),
+        sizes=dict(state.sizes),
+        fair_share={q: s.gpu for q, s in state.shares.items()},
+        queues=dict(state.queues),
     )
     for p in obs.pods:
         if p.bound_at is not None:

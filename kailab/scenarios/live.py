@@ -7,7 +7,7 @@ import dataclasses
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from kubernetes import client
@@ -18,19 +18,26 @@ from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
 from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
-from kailab.pods import event_view, pod_view, podgroup_view
+from kailab.pods import event_view, pod_view, podgroup_view, queue_view
 from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
 from kailab.scheduler_settings import SchedulerSettings
 
 
 class LiveChanges:
-    """Watches of one namespace's pods, events and PodGroups, and a poll of the scheduler's fair shares; their
-    threads only put changes on a queue."""
+    """Watches of one namespace's pods, events and PodGroups and of the scenario's Queue objects, and a poll of the
+    scheduler's fair shares; their threads only put changes on a queue."""
 
     POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default)
 
-    def __init__(self, kube: Kube, namespace: str, clock, metrics: Callable[[], str | None] | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        clock,
+        metrics: Callable[[], str | None] | None = None,
+        queues: Iterable[str] = (),
+    ):
         self._queue: queue.Queue[Change] = queue.Queue()
         self._clock = clock
         self._stop = threading.Event()
@@ -49,6 +56,17 @@ class LiveChanges:
                 client.CustomObjectsApi(kube.api).list_namespaced_custom_object, group, version, namespace, "podgroups"
             )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
+        wanted = frozenset(queues)
+        if wanted and _serves(kube, QUEUE_API, "Queue"):
+            group, version = QUEUE_API.split("/")
+            all_queues = partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
+            self._watches.append(
+                self._watch(
+                    Watched(all_queues),
+                    lambda kind, o: Change(kind, queue=queue_view(o)),
+                    keep=lambda o: (o.get("metadata") or {}).get("name") in wanted,  # the scenario's queues only
+                )
+            )
         try:
             for w in self._watches:
                 w.start()
@@ -73,9 +91,10 @@ class LiveChanges:
                     self._queue.put(Change("MODIFIED", share=share, t=self._clock()))
             self._stop.wait(self.POLL)
 
-    def _watch(self, watched: Watched, change) -> Watched:
+    def _watch(self, watched: Watched, change, keep: Callable[[dict], bool] = lambda o: True) -> Watched:
         def put(kind: str, obj) -> None:
-            self._queue.put(dataclasses.replace(change(kind, obj), t=self._clock()))  # stamped on arrival
+            if keep(obj):
+                self._queue.put(dataclasses.replace(change(kind, obj), t=self._clock()))  # stamped on arrival
 
         watched.on_change(put)
         return watched
@@ -176,8 +195,8 @@ class LiveCluster:
         )
         self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
 
-    def changes(self, namespace: str) -> LiveChanges:
-        return LiveChanges(self.kube, namespace, self.clock, self.metrics)
+    def changes(self, namespace: str, queues: Iterable[str] = ()) -> LiveChanges:
+        return LiveChanges(self.kube, namespace, self.clock, self.metrics, queues)
 
     def node_gpus(self) -> list[float]:
         nodes = self.kube.core.list_node(label_selector=self.node_selector or "").items

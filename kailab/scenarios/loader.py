@@ -75,6 +75,8 @@ class _Build:
     def scenario(self, doc: schema.ScenarioFile) -> Scenario:
         queues = self.queues(doc)
         self.queue_names = {q.name for q in queues}
+        self.missing_queues = set(doc.missingQueues)
+        self.declared_parents = {q.name: q.parent for q in queues if q.parent is not None}
         self.workloads_by_name = self.workloads(
             doc, self.queue_names | set(doc.missingQueues), self.priority_classes(doc)
         )
@@ -167,11 +169,12 @@ class _Build:
                     f"workload '{w.name}' uses queue '{w.queue}', which this "
                     f"scenario does not declare (declared: {', '.join(sorted(queues))})",
                 )
-            if w.minMember is not None and w.minMember > w.pods:
+            joining = sum(o.pods for o in doc.workloads if o.podGroup == w.name)  # pods that join its PodGroup
+            if w.minMember is not None and w.minMember > w.pods + joining:
                 raise self.fail(
                     ("workloads", i, "minMember"),
                     f"workload '{w.name}' has minMember {w.minMember} but "
-                    f"only {w.pods} pods: the gang could never start",
+                    f"only {w.pods + joining} pods: the gang could never start",
                 )
             if w.minMember is not None and w.kind == "Deployment":
                 raise self.fail(
@@ -200,6 +203,14 @@ class _Build:
                     f"workload '{w.name}': kailab makes fractional pods as "
                     "Jobs, Pods or PodGroups; use one of those kinds",
                 )
+            if w.podGroup is not None:
+                host = next((o for o in doc.workloads if o.name == w.podGroup), None)
+                if host is None or host.kind != "PodGroup":
+                    raise self.fail(
+                        ("workloads", i, "podGroup"),
+                        f"workload '{w.name}' joins PodGroup '{w.podGroup}', which is not a workload of kind: PodGroup "
+                        "in this scenario (declare one: its PodGroup is the one the pods join)",
+                    )
             groups: set[str] = set()
             for j, g in enumerate(w.subGroups):
                 if g.minMember is not None and g.minMember > g.pods:
@@ -225,6 +236,12 @@ class _Build:
         for step in steps:
             if isinstance(step, schema.Apply):
                 applied.add(step.workload)
+            elif isinstance(step, schema.DeletePods) and step.workload is not None and step.workload not in applied:
+                raise self.f.fail(
+                    step.line,
+                    f"this step deletes pods of workload '{step.workload}', which no earlier step applies (or a "
+                    f"step deleted), so it has none: add '- apply: {step.workload}' before it",
+                )
             elif isinstance(step, (schema.Delete, schema.Scale)) and step.workload not in applied:
                 verb = "deletes" if isinstance(step, schema.Delete) else "scales"
                 when = "after a step deleted it" if step.workload in deleted else "before any step applies it"
@@ -237,8 +254,8 @@ class _Build:
                 applied.discard(step.workload)
                 deleted.add(step.workload)
         ever = {s.workload for s in steps if isinstance(s, schema.Apply)}
-        for e in (e for s in steps for e in getattr(s, "expectations", ())):
-            for name in (e.workload, e.want if e.measure == "bound_before" else None):
+        for e in [p for s in steps for x in getattr(s, "expectations", ()) for p in x.parts()]:
+            for name in (e.workload, e.want if e.measure in ("bound_before", "on_node_with") else None):
                 if name and name not in ever:
                     raise self.f.fail(
                         e.line,
@@ -294,7 +311,8 @@ class _Build:
             raise self.fail(
                 at + ("workload",), f"a condition names workload '{c.workload}', which the scenario does not declare"
             )
-        if c.queue is not None and c.queue not in self.used_queues:
+        missing_on_purpose = getattr(c, "queueExists", None) is False and c.queue in self.missing_queues
+        if c.queue is not None and c.queue not in self.used_queues and not missing_on_purpose:
             raise self.fail(
                 at + ("queue",),
                 f"a condition is about queue '{c.queue}', which no queue or workload of this "
@@ -302,21 +320,37 @@ class _Build:
             )
 
     def expectations(self, c: Any, keys: dict, at: tuple) -> list[Expectation]:
-        """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure."""
+        """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure;
+        an either-or claim (``anyOf:``) → one Expectation that holds when one of its alternatives does."""
+        if isinstance(c, schema.EitherFile):
+            groups = tuple(
+                tuple(self.expectations(alt, keys["anyOf"][k], at + ("anyOf", k))) for k, alt in enumerate(c.anyOf)
+            )
+            said = [" and ".join(f"{e.title} = {e.want}" for e in g) for g in groups]
+            return [
+                Expectation(
+                    title=c.title or " or ".join(said),
+                    measure="any_of",
+                    want=" or ".join(said),
+                    stable=float(c.stable or 0.0),
+                    line=self.line(*at, "anyOf"),
+                    needs=next((e.needs for g in groups for e in g if e.needs), ""),
+                    either=groups,
+                )
+            ]
         workloads = self.workloads_by_name
         self.scope(c, at)
-        if c.boundBefore is not None and c.boundBefore not in workloads:
-            raise self.fail(
-                at + ("boundBefore",),
-                f"boundBefore names workload '{c.boundBefore}', which the scenario does not declare",
-            )
+        for word in ("boundBefore", "onNodeWith"):
+            other = getattr(c, word)
+            if other is not None and other not in workloads:
+                raise self.fail(at + (word,), f"{word} names workload '{other}', which the scenario does not declare")
         if c.subGroup is not None:
-            groups = {g.name for g in workloads[c.workload].subGroups}
-            if c.subGroup not in groups:
+            subgroups = {g.name for g in workloads[c.workload].subGroups}
+            if c.subGroup not in subgroups:
                 raise self.fail(
                     at + ("subGroup",),
                     f"workload '{c.workload}' has no subgroup '{c.subGroup}'"
-                    + (f" (its subgroups: {', '.join(sorted(groups))})" if groups else ""),
+                    + (f" (its subgroups: {', '.join(sorted(subgroups))})" if subgroups else ""),
                 )
         who = (
             " ".join(
@@ -343,6 +377,8 @@ class _Build:
                     node=c.node,
                     subgroup=c.subGroup,
                     stable=c.stable or 0.0,
+                    not_before=c.notBefore,
+                    within=c.within,
                     line=self.line(*at, key),
                     needs=m.needs,
                 )
@@ -378,6 +414,14 @@ class _At:
     def queue(self, q: QueueFile) -> QueueFile:
         if q.parent is not None and q.parent not in self.build.queue_names:
             raise self.fail(f"queue '{q.name}' names parent '{q.parent}', which this scenario does not declare")
+        declared = self.build.declared_parents.get(q.name)
+        if declared is not None and "parent" not in q.model_fields_set:
+            # A queue step writes the whole queue: without its parent, KAI would make it a top-level queue.
+            raise self.fail(
+                f"queue '{q.name}' is declared under parent '{declared}', and this step leaves the parent out, "
+                f"which would make it a top-level queue: write parent: {declared} (or parent: null to move it "
+                "to the top on purpose)"
+            )
         return q
 
     def conditions(self) -> tuple[Expectation, ...]:
@@ -439,7 +483,7 @@ class _PredictionAt:
         exps = []
         for j, (cond, keys) in enumerate(zip(conditions, raws, strict=True)):
             where = at + ((j,) if isinstance(body, list) else ())
-            for name in (cond.workload, cond.boundBefore):
+            for name in (getattr(cond, "workload", None), getattr(cond, "boundBefore", None)):
                 if name and name in self.build.workloads_by_name and name not in self._applied:
                     raise self.build.fail(where, f"option '{option}' is about workload '{name}', which no step applies")
             exps.extend(self.build.expectations(cond, keys, where))

@@ -21,9 +21,11 @@ from kailab.labels import (
     POD_GROUP_ANNOTATION,
     PODGROUP_API,
     PREEMPTIBILITY_LABEL,
+    PREEMPTION_DELAY_ANNOTATION,
     QUEUE_LABEL,
     SCENARIO_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
+    STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
     WORKLOAD_LABEL,
 )
@@ -81,7 +83,24 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
     annotations = dict(w.annotations)
     if w.minMember is not None and w.kind == "Job":
         annotations[MIN_MEMBER_ANNOTATION] = str(w.minMember)
+    annotations.update(_policy_annotations(w))
     return {"labels": labels, "annotations": annotations}
+
+
+def _policy_annotations(w: WorkloadFile) -> dict[str, str]:
+    """KAI's per-workload policies on the top owner, where its pod-grouper reads them into the PodGroup's spec
+    (pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go); a hand-made PodGroup has them in its
+    spec, and pods that join one (podGroup:) are left alone by the pod-grouper."""
+    if w.kind == "PodGroup":
+        return {}
+    out = {}
+    if w.preemptionDelay:
+        out[PREEMPTION_DELAY_ANNOTATION] = w.preemptionDelay
+    if w.stalenessGracePeriod is not None:
+        out[STALENESS_ANNOTATION] = w.stalenessGracePeriod
+    if w.podGroup is not None:
+        out[SKIP_PODGROUPER_ANNOTATION] = "true"
+    return out
 
 
 def _resources(w: WorkloadFile) -> dict:
@@ -89,8 +108,12 @@ def _resources(w: WorkloadFile) -> dict:
     limits, _ = gpus.request(w.gpus)  # a fraction is KAI's gpu-fraction annotation, not a limit
     if limits:
         res["limits"] = limits
-    if w.cpu:
-        res["requests"] = {"cpu": w.cpu}
+    requests = {k: v for k, v in (("cpu", w.cpu), ("memory", w.memory)) if v}
+    more_limits = {k: v for k, v in (("cpu", w.cpuLimit), ("memory", w.memoryLimit)) if v}
+    if requests:
+        res["requests"] = requests
+    if more_limits:
+        res["limits"] = {**res.get("limits", {}), **more_limits}
     return res
 
 
@@ -99,8 +122,8 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
     annotations = {}
     if w.completeAfter is not None:
         annotations[COMPLETE_DELAY_ANNOTATION] = f"{w.completeAfter:g}s"
-    if w.kind == "PodGroup":
-        annotations[POD_GROUP_ANNOTATION] = w.name
+    if w.kind == "PodGroup" or w.podGroup is not None:
+        annotations[POD_GROUP_ANNOTATION] = w.podGroup or w.name
     annotations.update(gpus.request(w.gpus)[1])
     spec: dict = {
         "restartPolicy": restart,
@@ -122,6 +145,11 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         spec["nodeSelector"] = {**w.nodeSelector, **({HOSTNAME_LABEL: w.node} if w.node else {})}
     if w.schedulingGates:
         spec["schedulingGates"] = [{"name": gate} for gate in w.schedulingGates]
+    if w.nodeAffinity:
+        terms = [{"matchExpressions": [r.model_dump(mode="json", exclude_defaults=True) for r in w.nodeAffinity]}]
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     return {
@@ -175,6 +203,10 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
             spec["priorityClassName"] = w.priority_class
         if w.preemptibility:
             spec["preemptibility"] = w.preemptibility
+        if w.preemptionDelay:
+            spec["preemptionDelay"] = w.preemptionDelay
+        if w.stalenessGracePeriod is not None:
+            spec["stalenessGracePeriod"] = w.stalenessGracePeriod
         if w.subGroups:
             spec["subGroups"] = [
                 {"name": g.name, **({"minMember": g.minMember} if g.minMember else {})} for g in w.subGroups
@@ -183,7 +215,12 @@ def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = Non
             {
                 "apiVersion": PODGROUP_API,
                 "kind": "PodGroup",
-                "metadata": {"name": w.name, "namespace": ns, "labels": meta["labels"]},
+                "metadata": {
+                    "name": w.name,
+                    "namespace": ns,
+                    "labels": meta["labels"],
+                    **({"annotations": dict(w.podGroupAnnotations)} if w.podGroupAnnotations else {}),
+                },
                 "spec": spec,
             }
         )

@@ -83,8 +83,22 @@ class Expectation:
     node: str | None = None
     subgroup: str | None = None
     stable: float = 0.0  # the expectation must keep holding this long (seconds)
+    not_before: float | None = None  # it may first hold no earlier than this long after the last changing step
+    within: float | None = None  # it must first hold within this long after the last changing step
     line: int = 0
     needs: str = ""  # what its measure needs of a cluster (see ABILITIES), "" for nothing
+    # measure "any_of": it holds when every expectation of one of these alternatives holds (an either-or claim)
+    either: tuple[tuple[Expectation, ...], ...] = ()
+
+    def parts(self) -> list[Expectation]:
+        """This expectation, or the expectations of its alternatives (an either-or claim)."""
+        return [p for group in self.either for e in group for p in e.parts()] if self.either else [self]
+
+    def mapped(self, change: Callable[[Expectation], Expectation]) -> Expectation:
+        """``change`` applied to this expectation, or to each of its alternatives' expectations."""
+        if not self.either:
+            return change(self)
+        return dataclasses.replace(self, either=tuple(tuple(e.mapped(change) for e in g) for g in self.either))
 
     @property
     def scope(self) -> str:
@@ -210,8 +224,8 @@ class Scenario:
 
     @property
     def expectations(self) -> list[Expectation]:
-        """Every expectation of every wait and expect step, in order."""
-        return [e for step in self.steps for e in getattr(step, "expectations", ())]
+        """Every expectation of every wait and expect step, in order (an either-or claim's alternatives' ones)."""
+        return [p for step in self.steps for e in getattr(step, "expectations", ()) for p in e.parts()]
 
     @property
     def nodes(self) -> dict[str, int]:

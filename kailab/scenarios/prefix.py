@@ -20,7 +20,7 @@ MAX_PREFIX = 20  # leaves room for the lessons' names: namespaces and queues are
 MAX_NAME = 63
 _PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Conditions whose text may name a queue (KAI's messages and PodGroup fields say the queue's name).
-_TEXT_MEASURES = ("reason", "not_reason", "pod_group_field")
+_TEXT_MEASURES = ("reason", "not_reason", "pod_group_field", "pod_group_reason")
 
 
 def check_prefix(text: str) -> str:
@@ -108,5 +108,5 @@ class _Renamer:
         if isinstance(step, SetQueue):
             return dataclasses.replace(step, queue=self.queue(step.queue))
         if isinstance(step, Wait):
-            return dataclasses.replace(step, expectations=tuple(self.expectation(e) for e in step.expectations))
+            return dataclasses.replace(step, expectations=tuple(e.mapped(self.expectation) for e in step.expectations))
         return step

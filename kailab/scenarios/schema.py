@@ -44,12 +44,14 @@ from kailab.labels import (
     NODEPOOL_LABEL,
     POD_GROUP_ANNOTATION,
     PREEMPTIBILITY_LABEL,
+    PREEMPTION_DELAY_ANNOTATION,
     QUEUE_API,
     QUEUE_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
+    STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
 )
-from kailab.quantity import Quantity
+from kailab.quantity import Quantity, amount
 from kailab.scenarios.model import (
     Bound,
     ChoicePrediction,
@@ -96,6 +98,13 @@ def _go_duration(text: Any) -> str:
     return text
 
 
+def _signed_go_duration(text: Any) -> str:
+    """A Go duration that may be negative (KAI reads a negative staleness grace period as "never evict")."""
+    if not isinstance(text, str) or not GO_DURATION.match(text.removeprefix("-")):
+        raise ValueError(f"{text!r} is not a duration KAI reads; want one such as 30s, 5m, 1h30m (or -1s: never)")
+    return text
+
+
 def _label_key(key: str) -> str:
     prefix, _, name = key.rpartition("/")
     if (prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix))) or not LABEL_NAME.match(name):
@@ -132,6 +141,7 @@ def _whole_bound(value: Any) -> Bound:
 
 Seconds = Annotated[StrictInt | StrictFloat | StrictStr, AfterValidator(seconds)]
 GoDuration = Annotated[Any, AfterValidator(_go_duration)]
+SignedGoDuration = Annotated[Any, AfterValidator(_signed_go_duration)]
 LabelKey = Annotated[StrictStr, AfterValidator(_label_key)]
 LabelValue = Annotated[StrictStr, AfterValidator(_label_value)]
 Want = Annotated[Any, AfterValidator(_bound)]  # a count that may have decimals (GPUs)
@@ -232,6 +242,22 @@ class TolerationFile(FileModel):
         return self
 
 
+class NodeRequirementFile(FileModel):
+    """One requirement of a workload's required node affinity (Kubernetes' matchExpressions)."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[LabelValue, ...] = ()
+
+    @model_validator(mode="after")
+    def _kubernetes_rules(self):
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator: {self.operator} needs values")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator: {self.operator} takes no values: leave them out")
+        return self
+
+
 # Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
 # ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
 OWN_KEYS = {
@@ -245,6 +271,8 @@ OWN_KEYS = {
     POD_GROUP_ANNOTATION: "write kind: PodGroup instead",
     SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
     COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
+    PREEMPTION_DELAY_ANNOTATION: "write preemptionDelay: instead",
+    STALENESS_ANNOTATION: "write stalenessGracePeriod: instead",
     NODEPOOL_LABEL: "write nodePool: instead",
 }
 OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
@@ -279,10 +307,46 @@ class WorkloadFile(FileModel):
     cpu: Quantity | None = None  # CPU request per pod; pods ask for no CPU unless set
     labels: dict[LabelKey, LabelValue] = {}
     annotations: dict[LabelKey, StrictStr] = {}
+    # Resources beyond GPUs and a CPU request, and KAI's policies of one workload (the policies lessons)
+    cpuLimit: Quantity | None = None  # CPU limit per pod
+    memory: Quantity | None = None  # memory request per pod ("512Mi")
+    memoryLimit: Quantity | None = None  # memory limit per pod
+    preemptionDelay: GoDuration | None = None  # it may not evict anyone until it has waited this long
+    stalenessGracePeriod: SignedGoDuration | None = None  # a gang short of pods is evicted after this long
+    podGroupAnnotations: dict[LabelKey, StrictStr] = {}  # on a hand-made PodGroup (kind: PodGroup)
+    podGroup: Name | None = None  # this Job's (or Pod's) pods join another workload's hand-made PodGroup
     nodePool: Name | None = None  # the kai.scheduler/node-pool label: only the KAI scheduler of that pool sees it
     nodeSelector: dict[LabelKey, LabelValue] = {}  # the pods' spec.nodeSelector, beside node:
     tolerations: tuple[TolerationFile, ...] | None = None  # unset: KWOK's fake-node taint, which every lab node has
+    nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
     schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self):
+        for request, limit, word in ((self.cpu, self.cpuLimit, "cpu"), (self.memory, self.memoryLimit, "memory")):
+            if request and limit and amount(request) > amount(limit):
+                raise ValueError(
+                    f"{word}: {request} is more than {word}Limit: {limit}; Kubernetes refuses a pod whose request "
+                    "is above its limit: raise the limit or lower the request"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _policy_words(self):
+        if self.podGroupAnnotations and self.kind != "PodGroup":
+            raise ValueError("podGroupAnnotations are for a hand-made PodGroup (kind: PodGroup)")
+        for key in self.podGroupAnnotations:
+            if key in MANAGED or key.startswith("kailab.io/"):
+                raise ValueError(f"podGroupAnnotations: '{key}' is kailab's own (it finds its objects by it)")
+        if self.podGroup is not None:
+            if self.kind not in ("Job", "Pod") or self.jobs is not None:
+                raise ValueError("podGroup: joins another workload's PodGroup; it needs kind: Job (one Job) or Pod")
+            if self.minMember is not None or self.preemptionDelay or self.stalenessGracePeriod is not None:
+                raise ValueError(
+                    "a workload that joins another's PodGroup (podGroup:) takes that PodGroup's minMember, "
+                    "preemptionDelay and stalenessGracePeriod: set them on the PodGroup's workload"
+                )
+        return self
 
     @model_validator(mode="after")
     def _kind_words(self):
@@ -361,6 +425,16 @@ class PodGroupFieldFile(FileModel):
         return f"{self.path}={str(self.equals).lower() if isinstance(self.equals, bool) else self.equals}"
 
 
+class PodGroupReasonFile(FileModel):
+    """A reason KAI gives in a PodGroup's ``status.schedulingConditions`` (and words its message holds)."""
+
+    reason: Annotated[StrictStr, Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$")]
+    message: StrictStr | None = None
+
+    def __str__(self) -> str:
+        return self.reason + (f": {self.message}" if self.message else "")
+
+
 # -- measures ------------------------------------------------------------------------------------
 
 
@@ -383,7 +457,7 @@ class Measure:
 
     def want(self, value: Any, raw: Any) -> str:
         """The wanted value as text: a count as the file wrote it, ``true``, or the property's text."""
-        return str(raw) if self.counted else "true" if value is True else str(value)
+        return str(raw) if self.counted else str(value).lower() if isinstance(value, bool) else str(value)
 
     def titled(self, who: str, want: str) -> str:
         return self.title(who, want) if callable(self.title) else self.title.format(who=who, want=want)
@@ -431,6 +505,25 @@ MEASURES = (
         "{who}: PodGroup has no scheduling condition",
         about="workload",
     ),
+    Measure(
+        "podGroupReason",
+        "pod_group_reason",
+        PodGroupReasonFile,
+        lambda who, want: f"{who}: PodGroup says {want.split(':')[0]}",
+        about="workload",
+    ),
+    Measure(
+        "podGroupAnnotation", "pod_group_annotation", LabelKey, "{who}: PodGroup annotated {want}", about="workload"
+    ),
+    Measure("onNodeWith", "on_node_with", Name, "{who} on a node with {want}", about="workload"),
+    Measure(
+        "queueExists",
+        "queue_exists",
+        StrictBool,
+        lambda who, want: f"{who}: Queue object {'exists' if want == 'true' else 'does not exist'}",
+        about="queue",
+    ),
+    Measure("queueAllocated", "queue_allocated", Want, "{who}: GPUs allocated (Queue status)", about="queue"),
 )
 MEASURE_OF_KEY = {key: m for m in MEASURES for key in (m.word, m.short) if key}  # file key → measure
 MEASURE_NAMED = {m.name: m for m in MEASURES}  # verdict name → measure
@@ -449,6 +542,8 @@ class _Condition(FileModel):
     subGroup: Name | None = None
     title: StrictStr | None = None
     stable: Seconds | None = None
+    notBefore: Seconds | None = None  # it may first hold no earlier than this long after the last changing step
+    within: Seconds | None = None  # it must first hold within this long after the last changing step
 
     @model_validator(mode="before")
     @classmethod
@@ -471,6 +566,10 @@ class _Condition(FileModel):
                 raise ValueError(_NEEDS_SCOPE[m.about].format(word=m.word))
         if self.subGroup is not None and not self.workload:
             raise ValueError("subGroup names a subgroup of one workload: add 'workload: NAME'")
+        if self.notBefore is not None and self.within is not None and self.notBefore > self.within:
+            raise ValueError(
+                f"notBefore ({self.notBefore:g}s) is after within ({self.within:g}s): nothing could hold in between"
+            )
         return self
 
 
@@ -483,12 +582,36 @@ else:
     ConditionFile = create_model("ConditionFile", __base__=_Condition, **_measure_fields)
 
 
+class EitherFile(FileModel):
+    """An either-or claim: it holds when every measure of one of its conditions holds."""
+
+    anyOf: list[ConditionFile]
+    title: StrictStr | None = None
+    stable: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _two_or_more(self):
+        if len(self.anyOf) < 2:
+            raise ValueError("anyOf needs two or more conditions (for one, write the condition itself)")
+        return self
+
+
+def _either_or_not(value: Any) -> str:
+    return "either" if isinstance(value, dict) and "anyOf" in value else "condition"
+
+
+OneCondition = Annotated[
+    Annotated[ConditionFile, Tag("condition")] | Annotated[EitherFile, Tag("either")],
+    Discriminator(_either_or_not),
+]
+
+
 def _one_or_many(value: Any) -> str:
     return "many" if isinstance(value, list) else "one"
 
 
 Conditions = Annotated[
-    Annotated[ConditionFile, Tag("one")] | Annotated[list[ConditionFile], Tag("many")],
+    Annotated[OneCondition, Tag("one")] | Annotated[list[OneCondition], Tag("many")],
     Discriminator(_one_or_many),
 ]
 
@@ -539,8 +662,14 @@ class NodeStep(Step):
     node: str
 
 
-class DeletePods(NodeStep):
-    """Delete the scenario's pods on one node (their owners may make new ones)."""
+@dataclass(frozen=True, kw_only=True)
+class DeletePods(Step):
+    """Delete the scenario's pods on one node, of one workload, or both; ``count`` of them (bound ones first, by
+    name) or all. Their owners may make new ones; a hand-made PodGroup's bare pods stay gone."""
+
+    node: str | None = None
+    workload: str | None = None
+    count: int | None = None
 
 
 class DeleteWorkloads(NodeStep):
@@ -610,6 +739,23 @@ class OnNodeFile(FileModel):
     node: Name
 
 
+class DeletePodsFile(FileModel):
+    node: Name | None = None
+    workload: Name | None = None
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # how many (all when left out)
+
+    @model_validator(mode="after")
+    def _some_scope(self):
+        if self.node is None and self.workload is None:
+            raise ValueError("deletePods needs a node, a workload or both: {node: NAME} or {workload: NAME, count: 1}")
+        return self
+
+
+def _delete_pods(v: DeletePodsFile, at: Where) -> DeletePods:
+    workload = at.workload(v.workload, "workload").name if v.workload is not None else None
+    return DeletePods(node=v.node, workload=workload, count=v.count, **at.common)
+
+
 def _settings(given: BaseModel) -> SchedulerSettings:
     """A ``schedulerConfig:`` value → the scheduler's settings; a key left out keeps the lab's default."""
     return SchedulerSettings(
@@ -644,7 +790,7 @@ STEPS = (
     StepWord("wait", Conditions, lambda v, at: Wait(expectations=at.conditions(), **at.common)),
     StepWord("expect", Conditions, lambda v, at: Expect(expectations=at.conditions(), **at.common)),
     StepWord("sleep", Seconds, lambda v, at: Sleep(seconds=v, **at.common)),
-    StepWord("deletePods", OnNodeFile, lambda v, at: DeletePods(node=v.node, **at.common)),  # the scenario's pods there
+    StepWord("deletePods", DeletePodsFile, _delete_pods),  # the scenario's pods on a node, or N pods of a workload
     StepWord(
         "deleteWorkloads",
         OnNodeFile,  # every workload with a pod on that node
@@ -852,10 +998,31 @@ class ScenarioFile(FileModel):
     verify: StrictStr = ""
 
 
+class KaiResource(ResourceFile):
+    """One resource of a Queue object as KAI reads it: a field left out is 0 (pkg/apis/scheduling/v2/resources.go has
+    no defaults, and the CRD none), so an unset limit allows nothing and an unset weight gets no spare GPUs."""
+
+    quota: Amount = 0
+    limit: Amount = 0
+    overQuotaWeight: Amount = 0
+
+    @model_validator(mode="after")
+    def _quota_within_limit(self):
+        if "limit" not in self.model_fields_set and self.quota != 0:
+            raise ValueError(
+                "the limit is left out, and KAI reads an unset limit as 0 (no GPUs at all, whatever the quota): "
+                "write limit: -1 for unlimited, or a number"
+            )
+        return ResourceFile._quota_within_limit(self)
+
+
+_KAI_UNSET = KaiResource()
+
+
 class QueueResources(FileModel):
-    gpu: ResourceFile | None = None
-    cpu: ResourceFile | None = None
-    memory: ResourceFile | None = None
+    gpu: KaiResource = _KAI_UNSET
+    cpu: KaiResource = _KAI_UNSET
+    memory: KaiResource = _KAI_UNSET
 
 
 class QueueObjectSpec(FileModel):

@@ -199,7 +199,7 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         lambda: [
             s
             for s in class_status(kai_lab.kube, ["ann"], now=later)["ann"]["stuck"]
-            if s["pod"] == f"{ns}/too-big" and s["reason"] != "not looked at by a scheduler yet"
+            if s.get("pod") == f"{ns}/too-big" and s["reason"]  # KAI's words, once it reported
         ],
     )
     assert "16" in stuck[0]["reason"] or "GPU" in stuck[0]["reason"], stuck
@@ -220,13 +220,20 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
 
 def refused(call) -> int:
     """The API server's status for a call that must be refused (403 from RBAC or the admission policy)."""
+    return refusal(call)[0]
+
+
+def refusal(call) -> tuple[int, str]:
+    """The API server's status and words for a call that must be refused."""
     from kubernetes.client.exceptions import ApiException
     from kubernetes.dynamic.exceptions import DynamicApiError
 
     try:
         call()
-    except (ApiException, DynamicApiError) as e:
-        return e.status
+    except ApiException as e:
+        return e.status, str(e.body)
+    except DynamicApiError as e:
+        return e.status, str(e.body)
     raise AssertionError("the API server allowed it")
 
 
@@ -303,8 +310,60 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
         "delete A's own shard": lambda: ann.dyn.delete(shard_api, name=shards.shard_name("ann")),
         "read the ServiceAccounts' tokens": lambda: ann.core.list_namespaced_secret(credentials.CLASS_NAMESPACE),
     }
+    # The pod rule: in A's own namespace, a pod (or a workload's pod template) aimed at B's partition
+    ann_ns = "ann-kailab-quota"
+
+    def ann_pod(name: str, *, labels=None, **spec) -> dict:
+        """A pod as kailab makes it for ann (her labels, her toleration), with ``labels`` and ``spec`` on top."""
+        made = stamped(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": ann_ns},
+                "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c", "image": "x"}]},
+            },
+            plan.owner("ann"),
+        )
+        made["metadata"]["labels"].update(labels or {})
+        made["spec"].update(spec)
+        return made
+
+    def job(template: dict) -> dict:
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "aimed", "namespace": ann_ns, "labels": dict(plan.owner("ann").labels)},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": template["metadata"]["labels"]},
+                    "spec": {**template["spec"], "restartPolicy": "Never"},
+                }
+            },
+        }
+
+    unlabelled = ann_pod("unlabelled")
+    del unlabelled["metadata"]["labels"][NODEPOOL_LABEL]
+    everything = [{"operator": "Exists"}]
+    aimed = {
+        "a pod in A's namespace labelled with B's node pool": ann_pod("p1", labels={NODEPOOL_LABEL: "bob"}),
+        "a pod in A's namespace with no node pool": unlabelled,
+        "a pod in A's namespace in B's queue": ann_pod("p2", labels={QUEUE_LABEL: "bob-team"}),
+        "a pod in A's namespace on B's node (nodeName)": ann_pod("p3", nodeName=bob_node),
+        "a pod in A's namespace selecting B's node pool": ann_pod("p4", nodeSelector={NODEPOOL_LABEL: "bob"}),
+        "a pod in A's namespace tolerating B's taint": ann_pod("p5", tolerations=[plan.toleration("bob")]),
+        "a pod in A's namespace tolerating every taint": ann_pod("p6", tolerations=everything),
+        "a Job in A's namespace whose pods are B's partition's": job(ann_pod("t", labels={NODEPOOL_LABEL: "bob"})),
+        "a Job in A's namespace whose pods tolerate B's taint": job(ann_pod("t", tolerations=[plan.toleration("bob")])),
+    }
     statuses = {what: refused(call) for what, call in attempts.items()}
     assert statuses == {what: 403 for what in attempts}, statuses
+    # RBAC lets ann make pods and Jobs in her namespace: the pod rule of the admission policy refuses these
+    said = {what: refusal(lambda body=body: ann.apply(body)) for what, body in aimed.items()}
+    for what, (status, words) in said.items():
+        assert status == 403 and credentials.POLICY in words and "a learner's pod" in words, (what, words)
+    assert admin.core.list_namespaced_pod(ann_ns).items == []
+    ann.apply(ann_pod("hers", nodeName="ann-kwok-a100-0"))  # as kailab makes it: allowed, and on her node
+    admin.core.delete_namespaced_pod("hers", ann_ns, grace_period_seconds=0)
     assert admin.get(QUEUE_API, "Queue", "bob-team")["spec"].get("priority") is None
     assert admin.get(QUEUE_API, "Queue", "zed-team") is None
     bob_shard = admin.get(SHARD_API, "SchedulingShard", shards.shard_name("bob"))

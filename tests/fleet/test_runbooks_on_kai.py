@@ -18,7 +18,11 @@ from kailab.scenarios.loader import load_scenario
 EXPLAINED = {
     "old-queue-label": [("old-label-serve", "old-queue-label"), ("old-label-train", "old-queue-label")],
     "node-pool-unserved": [("unserved", "node-pool-unserved")],
-    "node-constraints": [("wants-b200", "node-constraints"), ("no-toleration", "node-constraints")],
+    "node-constraints": [
+        ("wants-b200", "node-constraints"),
+        ("wants-b200-pool", "node-constraints"),
+        ("no-toleration", "node-constraints"),
+    ],
     "scheduling-gate": [("gated", "scheduling-gate")],
     "too-big": [("sixteen", "too-big")],
     "misspelt-priority-class": [("typo", "misspelt-priority-class")],

@@ -14,6 +14,7 @@ from kailab.classroom.roster import RosterError
 from kailab.cli import app
 from kailab.fleet import load_fleet
 from kailab.labels import NODEPOOL_LABEL
+from kailab.lesson import EXERCISE_NAMES
 from kailab.ownership import Owner, stamped
 from kailab.paths import EXERCISES
 from kailab.runtimes.local_kai import scheduler_spec
@@ -93,6 +94,7 @@ def test_a_learners_nodes_are_the_lesson_fleet_named_and_labelled_for_them():
         "ann-kwok-l40s-1",
     ]
     assert {n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes} == {"ann"}
+    assert all(plan.taint("ann") in n["spec"]["taints"] for n in nodes)  # no one else's pod lands there
     assert sum(int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes) == 32
     assert all(n["metadata"]["labels"]["kubernetes.io/hostname"] == n["metadata"]["name"] for n in nodes)
 
@@ -153,7 +155,7 @@ def _rules(objs):
 
 def test_a_learners_roles_are_bound_in_their_namespaces_only():
     namespaces = plan.lesson_namespaces("ann")
-    assert len(namespaces) == 12 and all(n.startswith("ann-") for n in namespaces)
+    assert len(namespaces) == len(EXERCISE_NAMES) and all(n.startswith("ann-") for n in namespaces)
     objs = credentials.learner_objects("ann", namespaces, Owner())
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
     assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
@@ -209,7 +211,14 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     offset = int(spec["variables"][0]["expression"].split("substring(")[1].rstrip(")"))
     assert credentials.username("ann")[offset:] == "ann"
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
-    assert kinds == {"queues", "priorityclasses", "namespaces", "schedulingshards"}
+    assert kinds == {
+        *("queues", "priorityclasses", "namespaces", "schedulingshards"),
+        *("pods", "jobs", "deployments", "replicasets"),
+    }
+    role = next(o for o in credentials.learner_objects("ann", ["ann-x"], Owner()) if o["kind"] == "Role")
+    may_make = {res for rule in role["rules"] if "create" in rule["verbs"] for res in rule["resources"]}
+    pod_makers = {"pods", "jobs", "cronjobs", "deployments", "replicasets", "statefulsets", "daemonsets"}
+    assert may_make & pod_makers == {k for _, k in credentials.WORKLOADS}  # each kind that makes pods: under the rule
     assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
     assert spec["failurePolicy"] == "Fail"
 
@@ -266,6 +275,21 @@ def test_a_lesson_record_lives_in_the_learners_namespace_labelled_as_theirs():
     assert json.loads(obj["data"]["verdict"])["error"] == "the API server said no"
 
 
+def test_a_lesson_is_recorded_when_it_starts_and_its_verdict_replaces_it_with_the_timeline():
+    from kailab.checks import Verdict
+    from kailab.classroom import records
+
+    started = records.started_object("ann", "quota", "Quota", "ann-kailab-quota")
+    assert started["data"]["outcome"] == records.RUNNING and started["data"]["started"]
+    verdict = Verdict(scenario="quota", title="Quota", namespace="ann-kailab-quota", timeline=[[0.0, {"a": 2}]])
+    done = records.record_object("ann", verdict)
+    assert (done["metadata"]["name"], done["metadata"]["namespace"]) == (
+        started["metadata"]["name"],
+        started["metadata"]["namespace"],
+    )  # one object: the verdict replaces the started record
+    assert json.loads(done["data"]["timeline"]) == [[0.0, {"a": 2}]]
+
+
 # -- joining a class (the learner's side) --------------------------------------------------------------------------
 
 from kailab.classroom import joined  # noqa: E402
@@ -305,12 +329,15 @@ def test_join_refuses_a_credential_for_a_cluster_that_does_not_answer_and_rememb
 
 
 def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_as_data():
-    from kailab.classroom.records import markdown
+    from kailab.classroom.report import markdown, sections
 
     report = {
         "bob": {
-            "lessons": {},
-            "stuck": [{"pod": "bob-kailab-gang/w-0", "pending_seconds": 300, "reason": "0/5 nodes | not enough GPUs"}],
+            "lessons": {"gang": {"outcome": "RUNNING", "started": "2026-11-24T09:01:00+00:00"}},
+            "stuck": [
+                {"kind": "pod", "pod": "bob-kailab-gang/w-0", "pending_seconds": 300, "reason": "0/5 nodes | no GPUs"},
+                {"kind": "lesson", "lesson": "gang", "namespace": "bob-kailab-gang", "reason": "started 300 s ago"},
+            ],
         },
         "ann": {
             "lessons": {
@@ -324,14 +351,116 @@ def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_a
             "stuck": [],
         },
     }
-    page = markdown(report, ["gang", "quota"])
-    lines = page.splitlines()
+    lines = markdown(sections(report, ["gang", "quota"])).splitlines()
+    assert lines[:3] == ["# Class report", "", "## 2 learners, 2 lessons"]
     assert lines[4] == "| learner | gang | quota |"
     assert lines[6] == "| ann | – | PASS 2026-11-24T09:00:00+00:00 |"
-    assert lines[7] == "| bob | – | – |"
+    assert lines[7] == "| bob | RUNNING since 2026-11-24T09:01:00+00:00 | – |"
     assert "| ann | quota | team-a \\*wins\\* \\| \\[x\\]\\(y\\) second line | PASS |" in lines
-    assert "- bob: bob-kailab-gang/w-0 Pending 300 s — 0/5 nodes \\| not enough GPUs" in lines
-    assert markdown({"ann": {"lessons": {}, "stuck": []}}, ["quota"]).endswith("## Stuck\n\nNobody.\n")
+    assert "- bob: bob-kailab-gang/w-0 Pending 300 s — the scheduler says: 0/5 nodes \\| no GPUs" in lines
+    assert "- bob: lesson gang \\(bob-kailab-gang\\) started 300 s ago" in lines
+    nobody = markdown(sections({"ann": {"lessons": {}, "stuck": []}}, ["quota"]))
+    assert nobody.endswith("## Stuck\n\nNobody.\n")
+
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    "a | b",
+    "[link](http://x)",
+    "{{x}}",
+    "[bold]red[/bold]",
+    "**strong**",
+    "&amp; &lt;i&gt;",
+]
+
+
+def _hostile_report() -> dict:
+    """A class whose every user text (learner name, prediction, pod name, KAI's words) is one of HOSTILE."""
+    report = {}
+    for i, text in enumerate(HOSTILE):
+        report[text] = {
+            "lessons": {
+                "quota": {
+                    "outcome": "PASS",
+                    "finished": "t",
+                    "prediction": text,
+                    "title": text,
+                    "timeline": [[0, {text: 1}], [1, {text: 2}]],
+                }
+            },
+            "stuck": [{"kind": "pod", "pod": f"ns-{i}/{text}", "pending_seconds": 1, "reason": text}],
+        }
+    return report
+
+
+class _Page(__import__("html.parser").parser.HTMLParser):
+    """The elements and the text a browser would show."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text, self.alts = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.alts += [v for k, v in attrs if k == "alt"]
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _shown(page: str) -> _Page:
+    parsed = _Page()
+    parsed.feed(page)
+    return parsed
+
+
+def test_hostile_names_and_notes_stay_literal_on_the_html_page():
+    from kailab.classroom.report import html_page, sections, timelines
+
+    report = _hostile_report()
+    pictures = timelines(report)  # kailab evidence's renderer draws each learner's timeline, titles as text
+    assert set(pictures) == set(HOSTILE) and all(p.startswith(b"\x89PNG") for p in pictures.values())
+    page = _shown(html_page(sections(report, ["quota"], pictures)))
+    allowed = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "table", "tr", "th", "td", "ul", "li"}
+    assert set(page.tags) <= allowed | {"img", "p"}, set(page.tags) - allowed  # no script, no link
+    shown = "\n".join(page.text)
+    for text in HOSTILE:
+        assert text in shown, text  # a cell, a stuck line, a heading: as typed
+        assert f"GPU timelines of {text}" in page.alts
+
+
+def test_hostile_names_and_notes_stay_literal_on_the_markdown_page(tmp_path):
+    from markdown_it import MarkdownIt
+
+    from kailab.classroom import report as page
+
+    out = tmp_path / "class.md"
+    written = page.write(_hostile_report(), ["quota"], out)
+    assert len(written) == 1 + len(HOSTILE) and all(p.exists() for p in written)  # the page, a picture each
+    rendered = _shown(MarkdownIt("commonmark").enable("table").render(out.read_text()))
+    assert not {"script", "a", "strong", "em"} & set(rendered.tags), rendered.tags
+    shown = "".join(rendered.text)
+    for text in HOSTILE:
+        assert text in shown, text
+    for name in HOSTILE:  # each picture is named in the page by the file written beside it
+        assert f"class-timelines/{page.picture_file(name)}" in out.read_text()
+
+
+def test_hostile_text_in_class_status_is_printed_as_typed():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from kailab.classroom.records import stuck_line
+
+    console = Console(file=StringIO(), width=300)
+    for text in HOSTILE:
+        console.print(
+            stuck_line(text, {"kind": "pod", "pod": text, "pending_seconds": 1, "reason": text}), markup=False
+        )
+    printed = console.file.getvalue()
+    for text in HOSTILE:
+        assert f"{text}: {text} Pending 1 s — the scheduler says: {text}" in printed
 
 
 # --- memory: said before anything is built ------------------------------------------------------------------------
@@ -449,3 +578,26 @@ def test_a_partitions_default_scheduler_pods_stay_on_its_nodes_and_kai_pods_are_
     assert "nodeSelector" not in kai_job["spec"]["template"]["spec"]
     own = stamped(workload_objects(scenario.workloads[0], scenario)[0], Owner())  # a lab of one's own: every node
     assert "nodeSelector" not in own["spec"]["template"]["spec"]
+
+
+def test_a_partitions_pods_tolerate_its_taint_and_no_other_partitions():
+    from kailab.ownership import Owner
+
+    for name in ("baseline", "quota"):  # the default scheduler's and KAI's
+        scenario = plan.for_learner(load_scenario(EXERCISES / f"{name}.yaml"), "ann")
+        spec = stamped(workload_objects(scenario.workloads[0], scenario)[0], plan.owner("ann"))["spec"]["template"]
+        tolerations = spec["spec"]["tolerations"]
+        assert plan.toleration("ann") in tolerations and plan.toleration("bob") not in tolerations
+        assert tolerations.count(plan.toleration("ann")) == 1
+    pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"schedulerName": "kai-scheduler"}}, plan.owner("ann"))
+    assert pod["spec"]["tolerations"] == [plan.toleration("ann")]
+    twice = stamped(pod, plan.owner("ann"))  # stamped again (an object re-applied): one toleration still
+    assert twice["spec"]["tolerations"] == [plan.toleration("ann")]
+    own = stamped(workload_objects(scenario.workloads[0], scenario)[0], Owner())  # the lab's own: no learner's
+    keys = {t["key"] for t in own["spec"]["template"]["spec"]["tolerations"]}
+    assert plan.taint("ann")["key"] not in keys
+    # a toleration matches a taint of the same key, value and effect (Kubernetes' rule for operator Equal)
+    t, tol = plan.taint("ann"), plan.toleration("ann")
+    assert (t["key"], t["value"], t["effect"]) == (tol["key"], tol["value"], tol["effect"]) and tol[
+        "operator"
+    ] == "Equal"

@@ -24,8 +24,8 @@ def test_the_exercise_list_is_the_exercises_folder():
 def test_the_readmes_list_the_exercises_in_teaching_order():
     demo_row = next(line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("| `kailab demo"))
     listed = demo_row.partition("run a built-in exercise:")[2].partition(";")[0]
-    assert re.findall(r"`([a-z]+)`", listed) == list(EXERCISE_NAMES)
-    table = re.findall(r"^\| \[([a-z]+)\]\(\1\.md\) \|", (EXERCISES / "README.md").read_text(), re.MULTILINE)
+    assert re.findall(r"`([a-z-]+)`", listed) == list(EXERCISE_NAMES)
+    table = re.findall(r"^\| \[([a-z-]+)\]\(\1\.md\) \|", (EXERCISES / "README.md").read_text(), re.MULTILINE)
     assert table == list(EXERCISE_NAMES)
 
 

@@ -84,3 +84,27 @@ def test_stop_all_stops_what_it_started(tmp_path):
     assert ident and ident.alive()
     group.stop_all(timeout=5)
     assert not ident.alive() and group.names() == []
+
+
+def test_stop_all_stops_the_process_that_starts_others_first(tmp_path, monkeypatch):
+    """The local runtime's shard supervisor starts schedulers: ``kailab down`` stops it before them, so it starts no
+    scheduler while they stop."""
+    from kailab.runtimes import processes
+
+    group = ProcessGroup(tmp_path)
+    for name in ("a-scheduler", "supervisor"):
+        group.start(ProcessSpec(name, [sys.executable, "-c", "import time; time.sleep(60)"]))
+    supervisor, scheduler = group.identity("supervisor"), group.identity("a-scheduler")
+    rounds: list[tuple[list[int], bool]] = []  # each stop: the pids it was given, and whether the supervisor ran
+    real_stop = processes.stop
+
+    def recorded(identities, timeout=10, group=False):
+        rounds.append((sorted(i.pid for i in identities), supervisor.alive()))
+        real_stop(identities, timeout, group)
+
+    monkeypatch.setattr(processes, "stop", recorded)
+    group.stop_all(timeout=5, first=("supervisor",))
+    assert rounds[0] == ([supervisor.pid], True)  # alone, first
+    assert rounds[1] == ([scheduler.pid], False)  # the scheduler after the supervisor had stopped
+    assert not scheduler.alive()
+    assert group.names() == []

@@ -4,6 +4,7 @@ existing runtimes: no KAI operator, no CRD, no KWOK). The fleet tests run shards
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -293,9 +294,70 @@ def test_down_on_an_adopted_cluster_takes_its_class_down_first(
     from kailab.classroom.partitions import ShardClass
 
     rt = SimpleNamespace(name="existing", home=tmp_path, makes_cluster=makes_cluster)
-    (tmp_path / "class.json").write_text('{"learners": %s}' % str(learners).replace("'", '"'))
+    (tmp_path / "class.json").write_text(json.dumps({"learners": learners}))
     calls = []
     monkeypatch.setattr(lab, "connect", lambda: "kube")
     monkeypatch.setattr(ShardClass, "down", lambda self, kube, names, progress: calls.append((kube, names)))
     lab.remove_class(rt, None)
     assert calls == ([("kube", None)] if taken_down else [])
+
+
+def test_partitions_made_at_once_start_one_supervisor(monkeypatch, tmp_path):
+    """demo all makes its partitions in threads: each asks for the supervisor, and exactly one is started (two would
+    each run every shard, and the second's pid file would hide the first from kailab down)."""
+    import sys
+    import threading
+
+    from kailab.labels import SHARD_SUPERVISOR
+    from kailab.runtimes import shard_supervisor
+    from kailab.runtimes.local import LocalRuntime
+    from kailab.runtimes.processes import ProcessSpec
+
+    rt = LocalRuntime(home=tmp_path)
+    sleeper = ProcessSpec(SHARD_SUPERVISOR, [sys.executable, "-c", "import time; time.sleep(60)"])
+    monkeypatch.setattr(shard_supervisor, "process_spec", lambda home: sleeper)
+    started = []
+    start = rt.kai_processes.start
+
+    def counted(spec):
+        started.append(spec.name)
+        return start(spec)
+
+    monkeypatch.setattr(rt.kai_processes, "start", counted)
+    klass = LocalClass(rt)
+    threads = [threading.Thread(target=klass.ready, args=(None,)) for _ in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert started == [SHARD_SUPERVISOR]
+        assert rt.kai_processes.identity(SHARD_SUPERVISOR) is not None
+    finally:
+        rt.kai_processes.stop_all(timeout=5)
+
+
+def test_the_supervisor_runs_no_scheduler_for_a_stopped_partition_and_says_the_shard_is_in_effect(
+    monkeypatch, tmp_path
+):
+    from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
+
+    patches: list[tuple[str, dict]] = []
+    status = SimpleNamespace(name="status")
+    kube = SimpleNamespace(
+        resource=lambda api, kind: SimpleNamespace(name="shards", subresources={"status": status}),
+        dyn=SimpleNamespace(patch=lambda resource, body, name, content_type: patches.append((resource.name, body))),
+    )
+    sup = object.__new__(supervisor.Supervisor)
+    sup.rt, sup.kube, sup.known = LocalRuntime(home=tmp_path), kube, None
+    stopped_calls = []
+    monkeypatch.setattr(LocalSchedulerControl, "stop", lambda self: stopped_calls.append(self.name))
+    monkeypatch.setattr(LocalSchedulerControl, "start", lambda self, s=None: pytest.fail("started a scheduler"))
+    shard = shards.shard_object("ann", plan.owner("ann").labels)
+    shard["spec"]["partitionLabelValue"] = shards.stopped("ann")
+    shard["metadata"]["generation"] = 3
+    sup.reconcile(shard)
+    assert stopped_calls == ["kai-scheduler-ann-shard"]
+    [(_, body)] = [p for p in patches if p[0] == "status"]
+    reported = {**shard, "status": body["status"]}
+    assert shards.in_effect(reported) is True  # what ShardSchedulerControl.stop waits for

@@ -32,7 +32,8 @@ def documented() -> dict[str, set[str]]:
             steps |= set(step) - STEP_EXTRAS
             for word in ("wait", "expect"):
                 for cond in step.get(word) if isinstance(step.get(word), list) else [step.get(word)]:
-                    measures |= set(cond or {}) - SCOPES
+                    for alternative in (cond or {}).get("anyOf", [cond]):  # an either-or claim: its conditions'
+                        measures |= set(alternative or {}) - SCOPES
     table = README.split("| measure | meaning |", 1)[1].split("\n\n", 1)[0]
     for row in table.splitlines()[2:]:
         measures |= set(re.findall(r"`(\w+)(?::[^`]*)?`", row.split(" | ")[0]))
@@ -118,7 +119,7 @@ def _sample(word: str):
         "scale": schema.ScaleFile(workload="w", pods=1),
         "queue": schema.QueueFile(name="q"),
         "sleep": 1.0,
-        "deletePods": schema.OnNodeFile(node="n"),
+        "deletePods": schema.DeletePodsFile(node="n"),
         "deleteWorkloads": schema.OnNodeFile(node="n"),
         "schedulerConfig": schema.SchedulerSettings(),
     }

@@ -222,3 +222,25 @@ def test_a_priority_class_carries_its_preemption_policy_only_when_given(tmp_path
     assert polite["preemptionPolicy"] == "Never" and "preemptionPolicy" not in plain
     (job,) = workload_objects(s.workload("w"), s)
     assert job["spec"]["template"]["spec"]["priorityClassName"] == "trian"  # the typo goes out as written
+
+
+def test_node_affinity_is_one_required_term_of_every_requirement(tmp_path):
+    s = load_scenario(
+        write(
+            tmp_path,
+            "[{name: w, kind: Pod, nodeAffinity: [{key: pool, operator: In, values: [a, b]}, "
+            "{key: spare, operator: DoesNotExist}]}]",
+        )
+    )
+    (pod,) = workload_objects(s.workload("w"), s)
+    required = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required == {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "pool", "operator": "In", "values": ["a", "b"]},
+                    {"key": "spare", "operator": "DoesNotExist"},
+                ]
+            }
+        ]
+    }

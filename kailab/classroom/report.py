@@ -1,0 +1,180 @@
+"""``kailab class evidence``: the class's status as a page to hand round, in Markdown or HTML.
+
+Learners × lessons (outcome and when), predictions against outcomes, who is stuck, and each learner's GPU
+timelines — drawn by ``kailab evidence``'s one renderer (:func:`kailab.evidence.timeline_png`), from the timeline
+the engine keeps on each verdict. Both pages are made from one list of sections (:func:`sections`).
+
+Every name and text comes from the cluster and is data: in Markdown its special characters are escaped and its
+line breaks folded; in HTML it is escaped as HTML. A note that says ``<script>``, ``[x](y)``, ``{{x}}`` or
+``[bold]`` is shown as typed, never read as markup or a template.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kailab.classroom.records import RUNNING, stuck_line
+
+MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!{}&")  # what makes markup inside a line (& an entity); a cell starts none
+
+
+@dataclass
+class Section:
+    """A heading and what is under it: a table (header, rows), lines, or a learner's timeline picture."""
+
+    heading: str
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    none: str = ""  # said when there are no lines
+    picture: tuple[str, bytes] | None = None  # (whose, PNG)
+
+
+def when(row: dict) -> str:
+    """A lesson's cell: its outcome and when it finished (a running one: since when)."""
+    if row.get("outcome") == RUNNING:
+        return f"{RUNNING} since {row.get('started', '')}"
+    return f"{row.get('outcome', '')} {row.get('finished', '')}".strip()
+
+
+def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None = None) -> list[Section]:
+    """What the page says, format aside. ``pictures``: learner → their GPU timelines as a PNG."""
+    learners = sorted(report)
+    grid = Section(
+        f"{len(learners)} learners, {len(lessons)} lessons",
+        ["learner", *lessons],
+        [
+            [name, *(when(report[name]["lessons"][n]) if n in report[name]["lessons"] else "–" for n in lessons)]
+            for name in learners
+        ],
+    )
+    out = [grid]
+    predictions = [
+        [name, n, r["prediction"], r["outcome"]]
+        for name in learners
+        for n, r in sorted(report[name]["lessons"].items())
+        if r.get("prediction")
+    ]
+    if predictions:
+        out.append(Section("Predictions and outcomes", ["learner", "lesson", "prediction", "outcome"], predictions))
+    graded = [
+        [name, n, str(g.get("key", "")), str(g.get("given") or "–"), str(g.get("answer") or "not measured"), g["mark"]]
+        for name in learners
+        for n, r in sorted(report[name]["lessons"].items())
+        for g in r.get("predictions") or []
+        if isinstance(g.get("mark"), str)
+    ]
+    if graded:
+        out.append(Section("Graded predictions", ["learner", "lesson", "question", "said", "KAI did", "mark"], graded))
+    stuck = [stuck_line(name, s) for name in learners for s in report[name]["stuck"]]
+    out.append(Section("Stuck", lines=stuck, none="Nobody."))
+    for name in learners:
+        if pictures and name in pictures:
+            out.append(Section(f"GPU timelines: {name}", picture=(name, pictures[name])))
+    return out
+
+
+def timelines(report: dict) -> dict[str, bytes]:
+    """learner → a PNG of their lessons' GPU timelines (one panel a lesson, as ``kailab evidence`` draws them);
+    learners without a timeline are left out."""
+    from kailab.evidence import timeline_png
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(sorted(report)):
+            verdicts = [
+                {"title": r.get("title") or lesson, "passed": r.get("outcome") == "PASS", "timeline": r["timeline"]}
+                for lesson, r in sorted(report[name]["lessons"].items())
+                if r.get("timeline")
+            ]
+            if verdicts:
+                path = Path(tmp) / f"{i}.png"
+                timeline_png(verdicts, path)
+                out[name] = path.read_bytes()
+    return out
+
+
+# -- Markdown ------------------------------------------------------------------------------------------------------
+
+
+def md_text(text) -> str:
+    """User text as one Markdown line that shows as typed."""
+    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in " ".join(str(text).split()))
+
+
+def picture_file(learner: str) -> str:
+    """A file name for a learner's picture: their name's letters, digits and dashes (names are DNS labels)."""
+    return re.sub(r"[^A-Za-z0-9-]", "_", learner)[:60] + ".png"
+
+
+def markdown(parts: list[Section], pictures_dir: str = "") -> str:
+    """The page in Markdown; a learner's timelines are pictures in ``pictures_dir`` (beside the page)."""
+    out = ["# Class report"]
+    for s in parts:
+        out += ["", f"## {md_text(s.heading)}", ""]
+        if s.header:
+            out.append("| " + " | ".join(map(md_text, s.header)) + " |")
+            out.append("|---" * len(s.header) + "|")
+            out += ["| " + " | ".join(map(md_text, row)) + " |" for row in s.rows]
+        out += [f"- {md_text(line)}" for line in s.lines] or ([md_text(s.none)] if s.none else [])
+        if s.picture:
+            out.append(f"![GPU timelines of {md_text(s.picture[0])}]({pictures_dir}/{picture_file(s.picture[0])})")
+    return "\n".join(out) + "\n"
+
+
+# -- HTML ----------------------------------------------------------------------------------------------------------
+
+STYLE = (
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}img{max-width:100%}"
+)
+
+
+def html_page(parts: list[Section]) -> str:
+    """The page in HTML, one file: the pictures are in it (data: URLs)."""
+    e = html.escape
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>Class report</title>',
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>Class report</h1>",
+    ]
+    for s in parts:
+        out.append(f"<h2>{e(s.heading)}</h2>")
+        if s.header:
+            out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in s.header) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in s.rows]
+            out.append("</table>")
+        if s.lines:
+            out.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in s.lines) + "</ul>")
+        elif s.none:
+            out.append(f"<p>{e(s.none)}</p>")
+        if s.picture:
+            data = base64.b64encode(s.picture[1]).decode()
+            out.append(f'<img alt="GPU timelines of {e(s.picture[0])}" src="data:image/png;base64,{data}">')
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def write(report: dict, lessons: list[str], out: Path) -> list[Path]:
+    """Write the page to ``out``: HTML for ``.html``/``.htm`` (one file), else Markdown with the pictures in
+    ``<out's stem>-timelines/`` beside it. Returns the files written."""
+    pictures = timelines(report)
+    parts = sections(report, lessons, pictures)
+    if out.suffix.lower() in (".html", ".htm"):
+        out.write_text(html_page(parts))
+        return [out]
+    folder = out.with_name(f"{out.stem}-timelines")
+    written = [out]
+    if pictures:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, png in pictures.items():
+            (folder / picture_file(name)).write_bytes(png)
+            written.append(folder / picture_file(name))
+    out.write_text(markdown(parts, folder.name))
+    return written
