@@ -176,7 +176,8 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     from types import SimpleNamespace
 
     from kailab.checks import Verdict
-    from kailab.classroom.records import class_status, markdown, record_object
+    from kailab.classroom import report
+    from kailab.classroom.records import class_status, record_object
 
     s = load(tmp_path)
     p = by_key(s)["a-gpus"]
@@ -186,7 +187,7 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     ]
     obj = record_object("ann", Verdict(scenario="tiny", title="t", namespace="ann-kailab-tiny"), "x", marks)
     assert obj["data"]["right"] == "0 of 1 right"  # a-gpus wrong (4, not 9); loser not measured; low-binds unanswered
-    configmaps = SimpleNamespace(items=[SimpleNamespace(data=obj["data"])])
+    configmaps = SimpleNamespace(items=[SimpleNamespace(data=obj["data"], metadata=SimpleNamespace(namespace="ns"))])
     kube = SimpleNamespace(
         core=SimpleNamespace(
             list_config_map_for_all_namespaces=lambda label_selector: configmaps,
@@ -200,31 +201,6 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
         ("low-binds", "", "", "not graded"),
         ("loser", "low", "", "not graded"),
     ]
-    page = markdown({"ann": {"lessons": {"tiny": row}, "stuck": []}}, ["tiny"]).splitlines()
-    assert "| ann | tiny | a-gpus | 9 | 4 | wrong |" in page
+    page = report.markdown(report.sections({"ann": {"lessons": {"tiny": row}, "stuck": []}}, ["tiny"])).splitlines()
+    assert "| ann | tiny | a-gpus | 9 | 4 | wrong |" in page, page
     assert "| ann | tiny | loser | low | not measured | not graded |" in page
-
-
-def test_kailab_lesson_refuses_a_prediction_it_does_not_ask_before_it_looks_for_a_lab(tmp_path, monkeypatch):
-    from typer.testing import CliRunner
-
-    from kailab.cli import app
-
-    monkeypatch.setenv("KAILAB_HOME", str(tmp_path))  # no lab here: the answer is refused first
-    result = CliRunner().invoke(app, ["lesson", "reclaim", "--predict", "nobody=3"], prog_name="kailab")
-    e = result.exception  # kailab's main prints it (message and hint) and exits 1
-    assert isinstance(e, PredictionError) and "has no prediction 'nobody'" in e.message and "prod-gpus" in e.hint
-    result = CliRunner().invoke(app, ["lesson", "reclaim", "--predict", "prod-gpus=many"], prog_name="kailab")
-    assert isinstance(result.exception, PredictionError) and "not a number" in result.exception.message
-
-
-def test_a_prefixed_lab_measures_its_predictions_on_its_own_queues(tmp_path):
-    """A lab with a prefix (an existing cluster, a partition) renames the queues a prediction counts, as its steps."""
-    from kailab.scenarios.prefix import prefixed
-
-    p = by_key(prefixed(load(tmp_path), "demo-x"))["a-gpus"]
-    assert p.of.queue == "demo-x-team-a"
-    obs = Observation(pods=[PodView("a", "keeper", "demo-x-team-a", "Running", node="n1", gpus=1)])
-    assert measure(p, obs).right == (1,)
-    choice = by_key(prefixed(load(tmp_path), "demo-x"))["low-binds"]
-    assert choice.options == ("none", "some", "all")  # options keep their names; only what they count is renamed
