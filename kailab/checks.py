@@ -357,6 +357,7 @@ class Verdict:
     timeline: list = field(default_factory=list)  # [[seconds since start, {queue: GPUs allocated}], …]
     applied: list = field(default_factory=list)  # the objects kailab applied, in order
     not_applicable: str = ""  # why the scenario does not fit this fleet (then it did not run)
+    answers: dict = field(default_factory=dict)  # prediction key → its answer, measured (kailab/predictions.py)
 
     @property
     def passed(self) -> bool:
@@ -394,6 +395,7 @@ class Verdict:
             "started": self.started,
             "timeline": self.timeline,
             "applied": self.applied,
+            "answers": self.answers,
         }
 
     @classmethod
@@ -413,6 +415,7 @@ class Verdict:
                 "timeline",
                 "applied",
                 "not_applicable",
+                "answers",
             )
             if k in d
         }

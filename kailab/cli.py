@@ -480,7 +480,12 @@ TaskFileOpt = typer.Option(
 @app.command()
 def lesson(
     name: str | None = typer.Argument(None, help="An exercise; none lists them.", autocompletion=_complete_lessons),
-    yes: bool = typer.Option(False, "--yes", "-y", help="No prompts (for CI and projectors)."),
+    predict: list[str] = typer.Option(
+        [], "--predict", metavar="KEY=VALUE", help="Answer a graded prediction without a prompt (repeat for each)."
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="No prompts (for CI and projectors): skip what --predict leaves."
+    ),
     task: int | None = typer.Option(
         None,
         "--task",
@@ -491,15 +496,18 @@ def lesson(
     ),
     file: Path | None = TaskFileOpt,
 ) -> None:
-    """Walk through one exercise: the concept, your prediction, the run, the result, and why KAI did it."""
+    """Walk through one exercise: the concept, your predictions, the run, the result graded, and why KAI did it."""
     from kailab.lesson import lesson_names, load_lesson, run_lesson
     from kailab.paths import EXERCISES
+    from kailab.predictions import given_options
     from kailab.scenarios.loader import load_scenario
     from kailab.watch import current_frame
 
     if name is None:  # in teaching order (the exercise list), then any an instructor added
-        for n in lesson_names():
-            render.stdout.print(Text.assemble((f"{n:<10}", "bold"), f" {load_lesson(n).one_line}"))
+        names = lesson_names()
+        width = max(map(len, names))
+        for n in names:
+            render.stdout.print(Text.assemble((f"{n:<{width}}", "bold"), f"  {load_lesson(n).one_line}"))
         render.stdout.print("Start one: kailab lesson NAME — its task: kailab lesson NAME --task 1")
         return
     if name not in lesson_names():
@@ -511,7 +519,9 @@ def lesson(
 
         _set_or_check(lesson_task(name, task), file)
         return
-    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(EXERCISES / f"{name}.yaml"))
+    path = EXERCISES / f"{name}.yaml"
+    les, scenario = load_lesson(name), lab.for_this_lab(load_scenario(path))
+    given = given_options(scenario.predictions, name, str(path), predict)  # a wrong answer: nothing runs
     kube = lab.connect()  # before asking for a prediction: no lab, no lesson
     from kailab import evidence
     from kailab.paths import lab_home
@@ -520,14 +530,28 @@ def lesson(
     engine = lab.engine(kube, Progress())
     engine.refuse_foreign([scenario])  # nor a lesson that would change another's queue
     engine.refuse_unknown_nodes([scenario])  # a node the fleet does not have: nothing is applied
-    ask = (lambda: "(skipped: --yes)") if yes else (lambda: _ask("Your prediction"))
+
+    def predictions() -> tuple[dict, str]:
+        if yes:
+            return given, "(skipped: --yes)"
+        asking = sys.stdin is not None and sys.stdin.isatty()
+        left = [p for p in scenario.predictions if p.key not in given]
+        if left and not asking:
+            stderr.print(
+                "Not asked (no terminal): " + ", ".join(p.key for p in left) + " — give them with --predict KEY=VALUE",
+                markup=False,
+                highlight=False,
+            )
+        answers = {**given, **({p.key: v for p in left if (v := _ask_prediction(p)) is not None} if asking else {})}
+        return answers, _ask("Anything else you predict (optional)")  # piped text answers this one
+
     if not run_lesson(
         les,
         scenario,
         engine,
-        ask,
+        predictions,
         frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares(), *lab.slice_selectors()),
-        keep=lambda verdict, prediction: lab.record_in_class(kube, verdict, prediction),
+        keep=lambda verdict, prediction, graded: lab.record_in_class(kube, verdict, prediction, graded),
     ):
         raise typer.Exit(1)
 
@@ -737,6 +761,20 @@ def _ask(question: str) -> str:
         line = sys.stdin.readline() if sys.stdin else ""
         return line.strip() or "(no prediction given)"
     return typer.prompt(question, default="(no prediction given)", show_default=False)
+
+
+def _ask_prediction(p):
+    """A graded prediction's answer from the terminal, asked again until it is one; None if left empty."""
+    from kailab.predictions import how_to_answer, parse
+
+    while True:
+        text = typer.prompt(f"{p.ask} ({how_to_answer(p)}; Enter skips)", default="", show_default=False)
+        if not text.strip():
+            return None
+        try:
+            return parse(p, text)
+        except ValueError as e:
+            stderr.print(Text.assemble(("✗", "red"), f" {e}"))
 
 
 @app.command()

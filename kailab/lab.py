@@ -208,13 +208,13 @@ def engine(kube: Kube, progress, record=None):
     return played
 
 
-def record_in_class(kube: Kube, verdict, prediction: str = "") -> None:
-    """A joined learner's verdict (and prediction), kept in their namespace for the instructor's ``class status``;
-    else nothing."""
+def record_in_class(kube: Kube, verdict, prediction: str = "", graded: list | None = None) -> None:
+    """A joined learner's verdict (and predictions: free text, and graded ones right or wrong), kept in their
+    namespace for the instructor's ``class status``; else nothing."""
     if j := joined():
         from kailab.classroom.records import record_object
 
-        kube.apply(record_object(j.learner, verdict, prediction))
+        kube.apply(record_object(j.learner, verdict, prediction, graded or []))
 
 
 def slice_selectors() -> tuple[str, str]:

@@ -1,7 +1,9 @@
-"""``kailab lesson``: one exercise as a classroom walk-through — concept, prediction, run, result, why.
+"""``kailab lesson``: one exercise as a classroom walk-through — concept, predictions, run, result, why.
 
 The words come from the exercise's lesson file (``exercises/NAME.md``), whose paragraphs start
-with **Concept.**, **Predict.**, **Run.**, **What you should see.** and **Why.**
+with **Concept.**, **Predict.**, **Run.**, **What you should see.** and **Why.**, and may end with
+**What a fake fleet cannot show.** The graded questions are the scenario's ``predictions:``
+(kailab/predictions.py grades them); the one-line summary is the exercise's row in exercises/README.md.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 
 from kailab.paths import EXERCISES
 
-SECTIONS = ("Concept", "Predict", "Run", "What you should see", "Why")
+SECTIONS = ("Concept", "Predict", "Run", "What you should see", "Why")  # every lesson has them
+CLOSING = "What a fake fleet cannot show"  # where it applies: what KWOK's fake GPUs cannot teach
 
 # Every exercise, in teaching order — the one list: ``kailab demo all`` runs them in this order, ``kailab lesson``
 # lists them so. Each is a scenario (exercises/NAME.yaml) beside its lesson (exercises/NAME.md); a test holds the
@@ -44,25 +47,46 @@ class Lesson:
     name: str
     title: str
     sections: dict[str, str]
+    summary: str = ""  # the exercise's row in exercises/README.md, if it has one
 
     @property
     def one_line(self) -> str:
-        """The concept's first sentence, as plain text (no Markdown emphasis): the lesson's summary in listings."""
+        """The lesson in a line, as plain text: its exercises/README.md row, else its concept's first sentence."""
+        if self.summary:
+            return self.summary
         concept = self.sections.get("Concept", "")
-        first = concept.split(". ")[0].rstrip(".") + "." if concept else ""
-        return first.replace("*", "").replace("`", "")
+        first = re.split(r"(?<=[.!?])\s+(?=[A-Z])", concept, maxsplit=1)[0].rstrip(".") + "." if concept else ""
+        return _plain(first)
+
+
+def _plain(text: str) -> str:
+    return text.replace("*", "").replace("`", "")
+
+
+def summaries(root: Path = EXERCISES) -> dict[str, str]:
+    """Exercise → what it shows, in one line: the table of exercises/README.md, as plain text."""
+    readme = root / "README.md"
+    if not readme.exists():
+        return {}
+    rows = re.findall(r"^\| \[([a-z0-9-]+)\]\(\1\.md\) \| (.+?) \|$", readme.read_text(), re.MULTILINE)
+    return {name: _sentence(_plain(text.strip())) for name, text in rows}
+
+
+def _sentence(text: str) -> str:
+    """A table cell as a line that reads whole: it ends with a full stop."""
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
     text = (root / f"{name}.md").read_text()
     title = text.splitlines()[0].lstrip("# ").strip()
-    pattern = r"\*\*(" + "|".join(map(re.escape, SECTIONS)) + r")\.\*\*"
+    pattern = r"\*\*(" + "|".join(map(re.escape, (*SECTIONS, CLOSING))) + r")\.\*\*"
     parts = re.split(pattern, text)
     sections = {
         parts[i]: " ".join(parts[i + 1].split()) if parts[i] != "Predict" else parts[i + 1].strip()
         for i in range(1, len(parts) - 1, 2)
     }
-    return Lesson(name, title, sections)
+    return Lesson(name, title, sections, summaries(root).get(name, ""))
 
 
 def lesson_names(root: Path = EXERCISES) -> list[str]:
@@ -79,14 +103,16 @@ def run_lesson(
     les: Lesson,
     scenario,
     engine,
-    ask: Callable[[], str],
+    predict: Callable[[], tuple[dict, str]],
     frame: Callable[[], object],
-    keep: Callable[[object, str], None] | None = None,
+    keep: Callable[[object, str, list], None] | None = None,
 ) -> bool:
-    """The walk-through of ``les``: concept, prediction (``ask``), ``scenario`` run by ``engine``, what the cluster
-    looks like then (``frame``), the result and why; recorded for evidence. True if KAI did what the lesson teaches
-    (or the lesson does not apply to this cluster). The caller binds it to a lab (``kailab lesson`` in cli.py);
-    ``keep(verdict, prediction)`` keeps them somewhere more (a class's learner: in the cluster)."""
+    """The walk-through of ``les``: concept, the scenario's graded questions and a free-text prediction
+    (``predict`` gives both: answers by key, and the text), the ``scenario`` run by ``engine``, what the cluster
+    looks like then (``frame``), the result, the predictions graded against what KAI did, and why; recorded for
+    evidence. True if KAI did what the lesson teaches (or the lesson does not apply to this cluster). The caller binds
+    it to a lab (``kailab lesson`` in cli.py); ``keep(verdict, prediction, graded)`` keeps them somewhere more (a
+    class's learner: in the cluster)."""
     from rich.markdown import Markdown
     from rich.panel import Panel
     from rich.text import Text
@@ -94,6 +120,7 @@ def run_lesson(
     from kailab import evidence, render
     from kailab.applied import kai_lines
     from kailab.paths import lab_home
+    from kailab.predictions import graded, how_to_answer, tally
 
     out = render.stdout
 
@@ -104,20 +131,39 @@ def run_lesson(
     panel(les.sections.get("Concept", ""), les.title)
     out.print(render.applied_table(kai_lines(scenario)))
     panel(Markdown(les.sections.get("Predict", "")), "Predict")
-    prediction = ask()
+    if scenario.predictions:
+        panel(
+            Text("\n").join(
+                Text.assemble((p.key, "bold"), f"  {p.ask} ({how_to_answer(p)})") for p in scenario.predictions
+            ),
+            f"Graded predictions (kailab lesson {les.name} --predict KEY=VALUE answers one without a prompt)",
+        )
+    given, prediction = predict()
     verdict = engine.run(scenario)
+    grades = graded(scenario.predictions, given, verdict.answers)
     out.print(frame())  # queues, and who holds each GPU
     out.print(render.verdict_table(verdict))
+    if grades:
+        out.print(render.predictions_table(grades))
     panel(
         f"You predicted: {prediction}\nThe lesson expects: {expected}\nKAI did: {_what_kai_did(verdict)}",
         "Prediction and result",
     )
     panel(les.sections.get("Why", ""), "Why")
+    if les.sections.get(CLOSING):
+        panel(les.sections[CLOSING], CLOSING)
     record = verdict.to_record()
-    record["lesson"] = {"prediction": prediction, "expected": expected, "passed": verdict.passed}
+    marks = [g.to_dict() for g in grades]
+    record["lesson"] = {
+        "prediction": prediction,
+        "expected": expected,
+        "passed": verdict.passed,
+        "predictions": marks,
+        "right": tally(marks),
+    }
     evidence.record_verdict(lab_home(), record)
     if keep is not None:
-        keep(verdict, prediction)
+        keep(verdict, prediction, marks)
     out.print("Recorded for your evidence: kailab evidence")
     return verdict.ok
 

@@ -34,6 +34,24 @@ def verdict_table(v: Verdict) -> Table:
     return table
 
 
+def predictions_table(grades) -> Table:
+    """The lesson's graded predictions: the question, the learner's answer, KAI's, right or wrong."""
+    table = Table(title="Your predictions against what KAI did", title_justify="left")
+    table.add_column("prediction")
+    table.add_column("you said", justify="right")
+    table.add_column("KAI did", justify="right")
+    table.add_column("")
+    styles = {True: "green", False: "red", None: "dim"}
+    for g in grades:
+        table.add_row(
+            Text(f"{g.key}: {g.ask}"),
+            Text(g.given or "–"),
+            Text(g.answer or "not measured (the run ended before it)"),
+            Text(g.mark, style=styles[g.right]),
+        )
+    return table
+
+
 def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
     if as_json:
         print(

@@ -109,8 +109,8 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print the class as JSON."),
     stuck_after: float = StuckOpt,
 ) -> None:
-    """Learners × lessons: each verdict and when, whose scheduler runs, and who is stuck (a lesson running for
-    minutes, a pod Pending with KAI's reason)."""
+    """Learners × lessons: each verdict and when, predictions graded right or wrong, whose scheduler runs, and who is
+    stuck (a lesson running for minutes, a pod Pending with KAI's reason)."""
     import json
 
     from kailab.classroom.records import class_status, stuck_line
@@ -132,7 +132,10 @@ def status(
         return
     for name in learners:
         row = report[name]
-        lessons = ", ".join(f"{lesson} {when(r)}" for lesson, r in sorted(row["lessons"].items()))
+        lessons = ", ".join(
+            f"{lesson} {when(r)}" + (f" (predictions {r['right']})" if r.get("right") else "")
+            for lesson, r in sorted(row["lessons"].items())
+        )
         render.stdout.print(
             f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}", markup=False, highlight=False
         )
@@ -142,8 +145,21 @@ def status(
                 render.stdout.print(
                     f"  {lesson}: predicted “{said}”, outcome {r['outcome']}", markup=False, highlight=False
                 )
+            if r.get("predictions"):
+                render.stdout.print(
+                    f"  {lesson} predictions: " + "; ".join(map(_graded_words, r["predictions"])),
+                    markup=False,
+                    highlight=False,
+                )
         for s in row["stuck"]:
             render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
+
+
+def _graded_words(g: dict) -> str:
+    """One graded prediction in words: ``ops-gpus wrong (said 32, KAI did 16)``."""
+    said = f"said {g.get('given')}" if g.get("given") else "not answered"
+    did = f"KAI did {g.get('answer')}" if g.get("answer") else "not measured"
+    return f"{g.get('key')} {g.get('mark')} ({said}, {did})"
 
 
 @app.command("evidence")

@@ -122,11 +122,16 @@ def for_learner(scenario: Scenario, learner: str) -> Scenario:
     requires = out.requires
     if requires is not None and requires.nodeNames:
         requires = requires.model_copy(update={"nodeNames": [f"{learner}-{n}" for n in requires.nodeNames]})
+
+    def on_node(e):
+        return dataclasses.replace(e, node=node(e.node))
+
     return dataclasses.replace(
         out,
         workloads=tuple(w.model_copy(update={"node": node(w.node)}) for w in out.workloads),
         steps=tuple(step(s) for s in out.steps),
         requires=requires,
+        predictions=tuple(p.renamed(on_node) for p in out.predictions),
     )
 
 

@@ -20,6 +20,7 @@ from kailab.explain import explain_pods
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.pods import pod_view
+from kailab.predictions import tally
 
 NAME = "kailab-record"
 RUNNING = "RUNNING"  # a record's outcome from a lesson's start until its verdict
@@ -53,9 +54,10 @@ def started_object(learner: str, lesson: str, title: str, namespace: str) -> dic
     }
 
 
-def record_object(learner: str, verdict: Verdict, prediction: str = "") -> dict:
-    """The record of a lesson's verdict (it replaces the started one): outcome, when, the prediction, the verdict
-    whole and its GPU timeline (the engine's, for ``class evidence``)."""
+def record_object(learner: str, verdict: Verdict, prediction: str = "", graded: list[dict] | None = None) -> dict:
+    """The record of a lesson's verdict (it replaces the started one): outcome, when, the prediction, the graded
+    predictions (kailab/predictions.py's ``Graded.to_dict``: key, ask, given, answer, right, mark) and how many were
+    right, the verdict whole and its GPU timeline (the engine's, for ``class evidence``)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -72,6 +74,8 @@ def record_object(learner: str, verdict: Verdict, prediction: str = "") -> dict:
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
             "seconds": f"{verdict.seconds:.1f}",
             "prediction": prediction,
+            "predictions": json.dumps(graded or []),
+            "right": tally(graded or []),
             "verdict": json.dumps(verdict.to_dict()),
             "timeline": json.dumps(verdict.timeline),
         },
@@ -117,7 +121,7 @@ def class_status(
     stuck_after: float = STUCK_SECONDS,
     timelines: bool = False,
 ) -> dict:
-    """Learners × lessons (outcome, when, prediction) and who is stuck: a lesson running ``stuck_after`` seconds
+    """Learners × lessons (outcome, when, prediction, graded predictions right or wrong) and who is stuck: a lesson running ``stuck_after`` seconds
     or more without a verdict, and a pod Pending as long, unbound, with KAI's reason (read as ``kailab explain``
     reads it). A pod a finished lesson left Pending is that lesson's result, not a learner stuck: only pods made
     after their namespace's lesson finished, or while it runs, count. ``timelines``: each lesson's GPU timeline
@@ -131,7 +135,8 @@ def class_status(
         ).items:
             d = cm.data or {}
             name = d.get("lesson", "?")
-            row = {k: d.get(k, "") for k in ("outcome", "started", "finished", "seconds", "prediction")}
+            row = {k: d.get(k, "") for k in ("outcome", "started", "finished", "seconds", "prediction", "right")}
+            row["predictions"] = _graded(d.get("predictions"))
             row["namespace"] = cm.metadata.namespace
             if timelines:
                 row["title"] = d.get("title", name)
@@ -155,6 +160,15 @@ def class_status(
         stuck += _pending(kube, learner, now, stuck_after, finished_at)
         out[learner] = {"lessons": lessons, "stuck": stuck}
     return out
+
+
+def _graded(text: str | None) -> list[dict]:
+    """A record's graded predictions; [] for a record without them (or not kailab's JSON)."""
+    try:
+        graded = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [g for g in graded if isinstance(g, dict)] if isinstance(graded, list) else []
 
 
 def _timeline(text: str | None) -> list:

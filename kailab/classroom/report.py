@@ -67,6 +67,15 @@ def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None
     ]
     if predictions:
         out.append(Section("Predictions and outcomes", ["learner", "lesson", "prediction", "outcome"], predictions))
+    graded = [
+        [name, n, str(g.get("key", "")), str(g.get("given") or "–"), str(g.get("answer") or "not measured"), g["mark"]]
+        for name in learners
+        for n, r in sorted(report[name]["lessons"].items())
+        for g in r.get("predictions") or []
+        if isinstance(g.get("mark"), str)
+    ]
+    if graded:
+        out.append(Section("Graded predictions", ["learner", "lesson", "question", "said", "KAI did", "mark"], graded))
     stuck = [stuck_line(name, s) for name in learners for s in report[name]["stuck"]]
     out.append(Section("Stuck", lines=stuck, none="Nobody."))
     for name in learners:

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from kailab import ownership
+from kailab import ownership, predictions
 from kailab.checks import FleetNode, Verdict, evaluate, misfit, stragglers, timed, unable
 from kailab.errors import KailabError, ScenarioError
 from kailab.gpus import per_queue
@@ -363,6 +363,8 @@ class Engine:
                     (f"not reached within {step.timeout:.0f}s" if not reached else f"did not hold for {hold:.0f}s")
                     + (f" — seen {seen}" if seen else "")
                 )
+        if rows:
+            run.measure_predictions(obs)
         for e in exps:
             check = evaluate(e, obs)
             if not rows and check.passed:
@@ -392,7 +394,15 @@ class _Run:
         self.cluster, self.scenario, self.verdict, self.changes = cluster, scenario, verdict, changes
         self.state = RunState()
         self.start = self.mark = start
+        self.expects = 0  # expect steps decided so far
         self.sample()
+
+    def measure_predictions(self, obs) -> None:
+        """An expect step was decided on ``obs``: measure the answers of the predictions made for it."""
+        self.expects += 1
+        for p in self.scenario.predictions:
+            if p.at == self.expects and (answer := predictions.measure(p, obs)) is not None:
+                self.verdict.answers[p.key] = answer.to_dict()
 
     def clock(self) -> float:
         return self.cluster.clock()

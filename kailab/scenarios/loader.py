@@ -15,7 +15,7 @@ from kailab.errors import ScenarioError
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 from kailab.paths import MANIFESTS
 from kailab.scenarios import schema
-from kailab.scenarios.model import Expectation, Scenario, Step
+from kailab.scenarios.model import Expectation, Prediction, Scenario, Step
 from kailab.scenarios.schema import QueueFile, WorkloadFile
 from kailab.yamlfile import YamlFile
 
@@ -98,6 +98,7 @@ class _Build:
         steps = tuple(self.step(i, s) for i, s in enumerate(doc.steps))
         self.order(steps)
         self.leaf_queues(doc, queues, steps)
+        predictions = self.predictions(doc, steps)
         return Scenario(
             name=doc.name,
             title=doc.title or doc.name,
@@ -113,6 +114,7 @@ class _Build:
             requires=doc.requires,
             workload_lines={w.name: self.line("workloads", i) for i, w in enumerate(doc.workloads)},
             topologies=tuple(doc.topologies),
+            predictions=predictions,
         )
 
     def queues(self, doc: schema.ScenarioFile) -> tuple[QueueFile, ...]:
@@ -316,6 +318,30 @@ class _Build:
                         f"could only count nothing: add '- apply: {name}' to the steps",
                     )
 
+    def predictions(self, doc: schema.ScenarioFile, steps: tuple[Step, ...]) -> tuple[Prediction, ...]:
+        """Each prediction built by its kind (schema.PREDICTIONS), measured at an expect step the file has."""
+        expects = sum(isinstance(s, schema.Expect) for s in steps)
+        applied = tuple(dict.fromkeys(s.workload for s in steps if isinstance(s, schema.Apply)))
+        seen: set[str] = set()
+        out = []
+        for i, p in enumerate(doc.predictions):
+            if p.key in seen:
+                raise self.fail(("predictions", i, "key"), f"two predictions are named '{p.key}'")
+            seen.add(p.key)
+            if not expects:
+                raise self.fail(
+                    ("predictions", i),
+                    "a prediction is measured when an expect step is decided, and this scenario has none",
+                )
+            if p.at is not None and p.at > expects:
+                raise self.fail(
+                    ("predictions", i, "at"),
+                    f"at: {p.at} names the scenario's expect step number {p.at}, but it has {expects} "
+                    f"(at: 1 is the first; leave at: out for the last)",
+                )
+            out.append(p.kind.build(getattr(p, p.kind.word), _PredictionAt(self, i, p, expects, applied)))
+        return tuple(out)
+
     def leaf_queues(self, doc: schema.ScenarioFile, queues: tuple[QueueFile, ...], steps: tuple[Step, ...]) -> None:
         """KAI schedules pods only from leaf queues: a workload on a parent queue waits forever, unless the file says
         it means that (``onParentQueue``)."""
@@ -333,6 +359,20 @@ class _Build:
                     f"'{children[w.queue]}' or another queue without children (or list '{w.name}' under onParentQueue "
                     "to show just that)",
                 )
+
+    def scope(self, c: Any, at: tuple) -> None:
+        """A condition's (or a prediction's) workload and queue are the scenario's."""
+        if c.workload is not None and c.workload not in self.workloads_by_name:
+            raise self.fail(
+                at + ("workload",), f"a condition names workload '{c.workload}', which the scenario does not declare"
+            )
+        missing_on_purpose = getattr(c, "queueExists", None) is False and c.queue in self.missing_queues
+        if c.queue is not None and c.queue not in self.used_queues and not missing_on_purpose:
+            raise self.fail(
+                at + ("queue",),
+                f"a condition is about queue '{c.queue}', which no queue or workload of this "
+                "scenario declares, so it could only count nothing",
+            )
 
     def expectations(self, c: Any, keys: dict, at: tuple) -> list[Expectation]:
         """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure;
@@ -354,17 +394,7 @@ class _Build:
                 )
             ]
         workloads = self.workloads_by_name
-        if c.workload is not None and c.workload not in workloads:
-            raise self.fail(
-                at + ("workload",), f"a condition names workload '{c.workload}', which the scenario does not declare"
-            )
-        missing_on_purpose = c.queueExists is False and c.queue in self.missing_queues
-        if c.queue is not None and c.queue not in self.used_queues and not missing_on_purpose:
-            raise self.fail(
-                at + ("queue",),
-                f"a condition is about queue '{c.queue}', which no queue or workload of this "
-                "scenario declares, so it could only count nothing",
-            )
+        self.scope(c, at)
         for word in ("boundBefore", "onNodeWith"):
             other = getattr(c, word)
             if other is not None and other not in workloads:
@@ -459,4 +489,57 @@ class _At:
             exps.extend(self.build.expectations(cond, keys, self.loc + ((j,) if isinstance(body, list) else ())))
         if not exps:
             raise self.fail(f"a '{self.s.action}' step needs at least one condition")
+        return tuple(exps)
+
+
+class _PredictionAt:
+    """One prediction being built: what its declaration (schema.PredictionWhere) may ask of the loader."""
+
+    def __init__(self, build: _Build, i: int, p: Any, expects: int, applied: tuple[str, ...]):
+        self.build, self.i, self.p, self._applied = build, i, p, applied
+        self.loc = ("predictions", i, p.kind.word)
+        self.common = {
+            "key": p.key,
+            "ask": " ".join(p.ask.split()),
+            "at": p.at or expects,
+            "line": build.line("predictions", i),
+        }
+
+    def fail(self, message: str, *loc: Any) -> ScenarioError:
+        return self.build.fail(self.loc + loc, message)
+
+    def applied(self) -> tuple[str, ...]:
+        return self._applied
+
+    def scope(self, v: Any) -> Expectation:
+        self.build.scope(v, self.loc)
+        if v.workload is not None and v.workload not in self._applied:
+            raise self.fail(
+                f"the prediction counts workload '{v.workload}', which no step applies: add '- apply: {v.workload}'",
+                "workload",
+            )
+        m = schema.MEASURE_OF_KEY[v.measure]
+        return Expectation(
+            title=self.common["ask"],
+            measure=m.name,
+            want="",
+            queue=v.queue,
+            workload=v.workload,
+            node=v.node,
+            line=self.build.line(*self.loc),
+            needs=m.needs,
+        )
+
+    def conditions(self, option: str) -> tuple[Expectation, ...]:
+        body = getattr(self.p, self.p.kind.word)[option]
+        raw = self.build.data["predictions"][self.i][self.p.kind.word][option]
+        conditions, raws = (body, raw) if isinstance(body, list) else ([body], [raw])
+        at = self.loc + (option,)
+        exps = []
+        for j, (cond, keys) in enumerate(zip(conditions, raws, strict=True)):
+            where = at + ((j,) if isinstance(body, list) else ())
+            for name in (getattr(cond, "workload", None), getattr(cond, "boundBefore", None)):
+                if name and name in self.build.workloads_by_name and name not in self._applied:
+                    raise self.build.fail(where, f"option '{option}' is about workload '{name}', which no step applies")
+            exps.extend(self.build.expectations(cond, keys, where))
         return tuple(exps)

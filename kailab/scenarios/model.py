@@ -122,6 +122,82 @@ class Step:
     line: int = 0
 
 
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """A question a lesson asks before its run. Its answer is measured from what KAI did, on the observation of the
+    ``at``-th expect step (1 = the first); kailab/predictions.py measures, reads and grades. schema.PREDICTIONS
+    declares the kinds."""
+
+    word: ClassVar[str]  # the kind's key in a scenario file
+    key: str  # what the learner names it by: --predict KEY=VALUE
+    ask: str
+    at: int
+    line: int = 0
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The answers a learner may give; () when any number is an answer."""
+        return ()
+
+    def expectations(self) -> tuple[Expectation, ...]:
+        """The conditions its answer is measured with (queue and node names that a lab's prefix renames)."""
+        return ()
+
+    def renamed(self, rename: Callable[[Expectation], Expectation]) -> Prediction:
+        """The same prediction with every condition renamed (a lab's prefix, a learner's nodes)."""
+        return self
+
+
+@dataclass(frozen=True, kw_only=True)
+class NumberPrediction(Prediction):
+    """A "how many …?" question: a count (``of``: its scope and measure) after the step; right within ``tolerance``."""
+
+    word: ClassVar[str] = "number"
+    of: Expectation
+    tolerance: float = 0
+
+    def expectations(self) -> tuple[Expectation, ...]:
+        return (self.of,)
+
+    def renamed(self, rename: Callable[[Expectation], Expectation]) -> Prediction:
+        return dataclasses.replace(self, of=rename(self.of))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChoicePrediction(Prediction):
+    """A "which of these happens?" question: named options, each a set of conditions; the right ones hold after the step."""
+
+    word: ClassVar[str] = "choice"
+    choices: tuple[tuple[str, tuple[Expectation, ...]], ...]
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.choices)
+
+    def expectations(self) -> tuple[Expectation, ...]:
+        return tuple(e for _, exps in self.choices for e in exps)
+
+    def renamed(self, rename: Callable[[Expectation], Expectation]) -> Prediction:
+        return dataclasses.replace(self, choices=tuple((name, tuple(map(rename, exps))) for name, exps in self.choices))
+
+
+NOTHING = "none"  # the answer to "which workload …?" when the measure is 0 for every one
+
+
+@dataclass(frozen=True, kw_only=True)
+class WhichPrediction(Prediction):
+    """A "which workload …?" question: of ``among``, the one with the largest ``measure`` (a count) after the step; ``none``
+    when it is 0 for every one."""
+
+    word: ClassVar[str] = "which"
+    measure: str  # a counting measure's name (checks.COUNTERS, evicted)
+    among: tuple[str, ...]
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return (*self.among, NOTHING)
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -138,6 +214,7 @@ class Scenario:
     requires: RequiresFile | None = None  # None: any fleet
     workload_lines: dict[str, int] = field(default_factory=dict)  # workload → its line in the file
     topologies: tuple[TopologyFile, ...] = ()  # KAI Topology objects (cluster-scoped), applied before the workloads
+    predictions: tuple[Prediction, ...] = ()  # what a lesson asks the learner before the run
 
     def workload(self, name: str) -> WorkloadFile:
         return self._workloads[name]
@@ -159,6 +236,7 @@ class Scenario:
             *((w.node, self.workload_lines.get(w.name, 0)) for w in self.workloads),
             *((getattr(s, "node", None), s.line) for s in self.steps),
             *((e.node, e.line) for e in self.expectations),
+            *((e.node, p.line) for p in self.predictions for e in p.expectations()),
         ]:
             if name and not out.get(name):
                 out[name] = line
@@ -172,7 +250,8 @@ class Scenario:
     @property
     def needs(self) -> frozenset[str]:
         """What the scenario needs of the cluster beyond its fleet (see ABILITIES)."""
-        out = {n for s in self.steps for n in s.needs} | {e.needs for e in self.expectations if e.needs}
+        measured = [*self.expectations, *(e for p in self.predictions for e in p.expectations())]
+        out = {n for s in self.steps for n in s.needs} | {e.needs for e in measured if e.needs}
         if any(w.fraction for w in self.workloads):
             out.add("gpu-sharing")
         return frozenset(out)

@@ -2,7 +2,7 @@
 
 Every queue, priority class, topology and namespace a scenario declares gets ``NAME-`` in front, and so does
 every reference to them (a queue's parent, a workload's queue, priority class and topology, a condition's
-queue, the queue names in the scheduler's words a condition looks for). Names the scenario does not
+(or a prediction's) queue, the queue names in the scheduler's words a condition looks for). Names the scenario does not
 declare — ``default-queue``, KAI's priority classes, a cluster's own queues — are left as they are.
 A pure transformation of the loaded scenario: the engine runs the result like any other.
 """
@@ -52,6 +52,7 @@ def prefixed(scenario: Scenario, prefix: str) -> Scenario:
         topologies=tuple(t.model_copy(update={"name": rename.name(t.name)}) for t in scenario.topologies),
         steps=tuple(rename.step(s) for s in scenario.steps),
         missing_queues=tuple(rename.name(q) for q in scenario.missing_queues),
+        predictions=tuple(p.renamed(rename.expectation) for p in scenario.predictions),
     )
     too_long = sorted(
         {

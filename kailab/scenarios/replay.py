@@ -109,5 +109,10 @@ def replay(scenario: Scenario, recording: Path) -> Verdict:
 
 
 def golden(verdict: Verdict) -> dict:
-    """What a golden file holds of a verdict: every check, the timings and the GPU timeline."""
-    return {**verdict.to_dict(), "timeline": verdict.timeline}
+    """What a golden file holds of a verdict: every check, the timings, the GPU timeline and the answers to the
+    lesson's graded predictions (if it asks any)."""
+    return {
+        **verdict.to_dict(),
+        "timeline": verdict.timeline,
+        **({"answers": verdict.answers} if verdict.answers else {}),
+    }

@@ -2,7 +2,8 @@
 
 A workload key is a field of :class:`WorkloadFile` (manifests.py writes it into objects). A measure
 is one line of :data:`MEASURES` (its check is in ``kailab/checks.py``). A step is one line of
-:data:`STEPS` — its key, what it holds and the step it becomes (its player is in ``engine.py``).
+:data:`STEPS` — its key, what it holds and the step it becomes (its player is in ``engine.py``). A kind of
+graded prediction is one line of :data:`PREDICTIONS` (its answer is measured in ``kailab/predictions.py``).
 The file's shape (``ConditionFile``, ``StepFile``), the loader's tables and the verdict titles
 are derived from these declarations; exercises/README.md is tested against them.
 
@@ -56,7 +57,15 @@ from kailab.labels import (
     TOPOLOGY_REQUIRED_ANNOTATION,
 )
 from kailab.quantity import Quantity, amount
-from kailab.scenarios.model import Bound, Expectation, Step
+from kailab.scenarios.model import (
+    Bound,
+    ChoicePrediction,
+    Expectation,
+    NumberPrediction,
+    Prediction,
+    Step,
+    WhichPrediction,
+)
 from kailab.scheduler_settings import SchedulerSettings
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -858,6 +867,15 @@ STEP_OF = {s.word: s for s in STEPS}
 ACTIONS = tuple(STEP_OF)
 
 
+def _exactly_one(model: Any, words: tuple[str, ...], what: str) -> None:
+    """``model`` (a step, a prediction) has exactly one of ``words``; else the error says which it has."""
+    given = [w for w in words if getattr(model, w) is not None]
+    if len(given) != 1:
+        raise ValueError(
+            f"{what} needs exactly one of {', '.join(words)}" + (f"; this one has {', '.join(given)}" if given else "")
+        )
+
+
 class _Step(FileModel):
     """One step: exactly one of the STEPS' keys, and what every step may have."""
 
@@ -866,12 +884,7 @@ class _Step(FileModel):
 
     @model_validator(mode="after")
     def _one_action(self):
-        given = [a for a in ACTIONS if getattr(self, a) is not None]
-        if len(given) != 1:
-            raise ValueError(
-                f"a step needs exactly one of {', '.join(ACTIONS)}"
-                + (f"; this one has {', '.join(given)}" if given else "")
-            )
+        _exactly_one(self, ACTIONS, "a step")
         return self
 
     @property
@@ -884,6 +897,123 @@ if TYPE_CHECKING:
     StepFile = _Step
 else:
     StepFile = create_model("StepFile", __base__=_Step, **_step_fields)
+
+
+# -- predictions ---------------------------------------------------------------------------------
+
+# The measures a prediction may count: the counting ones (fairShare, a queue's, only for a number).
+COUNT_WORDS = tuple(k for k, m in MEASURE_OF_KEY.items() if m.counted)
+WORKLOAD_COUNT_WORDS = tuple(k for k in COUNT_WORDS if not MEASURE_OF_KEY[k].about)
+
+
+class NumberFile(FileModel):
+    """``number: {queue: team-ops, measure: allocated, tolerance: 1}``: how many, in a scope, after the step."""
+
+    queue: Name | None = None
+    workload: Name | None = None
+    node: Name | None = None
+    measure: Literal[COUNT_WORDS]  # type: ignore[valid-type]
+    tolerance: Annotated[Number, Field(ge=0)] = 0
+
+    @model_validator(mode="after")
+    def _scope(self):
+        about = MEASURE_OF_KEY[self.measure].about
+        if about and getattr(self, about) is None:
+            raise ValueError(_NEEDS_SCOPE[about].format(word=self.measure))
+        return self
+
+
+class WhichFile(FileModel):
+    """``which: {measure: evicted, among: [keeper, low]}``: the workload with the most of a count after the step."""
+
+    measure: Literal[WORKLOAD_COUNT_WORDS]  # type: ignore[valid-type]
+    among: Annotated[list[Name], Field(min_length=2)] | None = None  # default: every workload a step applies
+
+
+Choices = Annotated[dict[Name, Conditions], Field(min_length=2)]  # option → the conditions that make it right
+
+
+class PredictionWhere(Protocol):
+    """What a prediction's declaration may ask of the loader while it builds it (every error names file:line)."""
+
+    common: dict  # key, ask, at and line: every prediction has them
+
+    def fail(self, message: str, *loc: Any) -> Exception: ...
+
+    def scope(self, value: Any, *loc: Any) -> Expectation:
+        """A scope (queue, workload, node) and a measure → an expectation to count with; its names checked."""
+
+    def conditions(self, option: str) -> tuple[Expectation, ...]:
+        """An option's conditions, one expectation per measure."""
+
+    def applied(self) -> tuple[str, ...]:
+        """The workloads some step applies, in the file's order."""
+
+
+def _which(v: WhichFile, at: PredictionWhere) -> WhichPrediction:
+    applied = at.applied()
+    among = tuple(v.among) if v.among is not None else applied
+    for i, name in enumerate(among):
+        if name not in applied:
+            raise at.fail(f"'{name}' is not a workload any step applies (applied: {', '.join(applied)})", "among", i)
+    if len(set(among)) != len(among):
+        raise at.fail("a workload is named twice", "among")
+    if len(among) < 2:
+        raise at.fail("'which' needs at least two workloads to choose from (list them under among:)")
+    return WhichPrediction(measure=MEASURE_OF_KEY[v.measure].name, among=among, **at.common)
+
+
+@dataclass(frozen=True)
+class PredictionWord:
+    """One kind of graded prediction: its key, what the key holds, the prediction it becomes, and how the learner
+    answers it."""
+
+    word: str
+    value: Any
+    build: Callable[[Any, PredictionWhere], Prediction]
+    answer: str  # how a learner answers, for prompts and errors
+
+
+PREDICTIONS = (
+    PredictionWord(
+        "number",
+        NumberFile,
+        lambda v, at: NumberPrediction(of=at.scope(v), tolerance=v.tolerance, **at.common),
+        "a number",
+    ),
+    PredictionWord(
+        "choice",
+        Choices,
+        lambda v, at: ChoicePrediction(choices=tuple((o, at.conditions(o)) for o in v), **at.common),
+        "one of the choices",
+    ),
+    PredictionWord("which", WhichFile, _which, "a workload's name, or none"),
+)
+PREDICTION_OF = {p.word: p for p in PREDICTIONS}
+
+
+class _Prediction(FileModel):
+    """One prediction: a key, a question, when it is measured, and exactly one of the PREDICTIONS' keys."""
+
+    key: Name
+    ask: Annotated[StrictStr, Field(min_length=1)]
+    at: Annotated[StrictInt, Field(ge=1)] | None = None  # the expect step it is measured at; default: the last
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        _exactly_one(self, tuple(PREDICTION_OF), "a prediction")
+        return self
+
+    @property
+    def kind(self) -> PredictionWord:
+        return next(p for p in PREDICTIONS if getattr(self, p.word) is not None)
+
+
+_prediction_fields: dict[str, Any] = {p.word: (p.value | None, None) for p in PREDICTIONS}
+if TYPE_CHECKING:
+    PredictionFile = _Prediction
+else:
+    PredictionFile = create_model("PredictionFile", __base__=_Prediction, **_prediction_fields)
 
 
 # -- the file ------------------------------------------------------------------------------------
@@ -924,6 +1054,7 @@ class ScenarioFile(FileModel):
     requires: RequiresFile | None = None
     topologies: list[TopologyFile] = []  # KAI Topology objects the scenario's workloads name
     steps: Annotated[list[StepFile], Field(min_length=1)]
+    predictions: list[PredictionFile] = []
     verify: StrictStr = ""
 
 

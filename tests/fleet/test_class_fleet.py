@@ -446,7 +446,7 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     assert same_rows(rows(topology, "ann"), rows(json.loads((GOLDEN / "topology" / "verdict.json").read_text())))
 
     walk = subprocess.run(
-        [sys.executable, "-m", "kailab", "lesson", "gang"],
+        [sys.executable, "-m", "kailab", "lesson", "gang", "--predict", "gang-bound=some"],
         input="all or nothing\n",
         capture_output=True,
         text=True,
@@ -460,6 +460,12 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     assert report["ann"]["lessons"]["quota"]["outcome"] == "PASS"
     assert report["ann"]["lessons"]["gang"]["outcome"] == "PASS"
     assert report["ann"]["lessons"]["gang"]["prediction"] == "all or nothing"
+    # The graded prediction, in the record the instructor reads: graded against what KAI did in ann's run.
+    graded = {g["key"]: g for g in report["ann"]["lessons"]["gang"]["predictions"]}
+    assert graded["gang-bound"]["given"] == "some" and graded["gang-bound"]["answer"] in ("none", "some", "all")
+    assert graded["gang-bound"]["mark"] == ("right" if graded["gang-bound"]["answer"] == "some" else "wrong")
+    assert graded["evicted"]["given"] == "" and graded["evicted"]["mark"] == "not graded"  # not answered
+    assert report["ann"]["lessons"]["gang"]["right"] == f"{int(graded['gang-bound']['mark'] == 'right')} of 1 right"
 
     left = ann("down")
     assert left.returncode == 0, left.stderr

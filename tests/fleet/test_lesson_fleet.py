@@ -48,3 +48,26 @@ def test_lesson_quota_shows_what_it_applies_and_passes_on_kai(kai_lab):
     out = " ".join(_lesson_recorded(kai_lab, "quota").stdout.split())
     assert "What kailab applies — the lines KAI reads" in out
     assert "kai.scheduler/queue: team-ops" in out and "priority: 200" in out and "schedulerName: kai-scheduler" in out
+
+
+def test_lesson_reclaim_grades_predictions_against_what_kai_did(kai_lab):
+    """``--predict`` answers without prompts; each answer is graded against the one measured in this run on the real
+    KAI — both reclaim strategies in one story, the claimant stopping at its fair share."""
+    before = len(pending_verdicts(kai_lab.home))
+    proc = kai_lab.cli(
+        "lesson", "reclaim", "--predict", "prod-gpus=1000", "--predict", "research-past-quota=fair-share-16", "--yes"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Your predictions against what KAI did" in proc.stdout and "What a fake fleet cannot show" in proc.stdout
+    rec = pending_verdicts(kai_lab.home)[before]
+    graded = {g["key"]: g for g in rec["lesson"]["predictions"]}
+    checks = {c["title"]: c["observed"] for c in rec["checks"]}
+    # Measured, not written down: team-prod's GPUs are what the verdict saw it run (1 GPU a pod) — never 1000.
+    assert graded["prod-gpus"]["answer"] == checks["team-prod reclaimed down to its fair share"]
+    assert graded["prod-gpus"]["mark"] == "wrong" and graded["prod-gpus"]["given"] == "1000"
+    assert (
+        graded["research-past-quota"]["answer"] == "fair-share-16" and graded["research-past-quota"]["mark"] == "right"
+    )
+    assert graded["prod-evicted"]["mark"] == "not graded"  # not answered
+    assert rec["lesson"]["right"] == "1 of 2 right"
+    assert rec["answers"]["prod-gpus"]["shown"] == graded["prod-gpus"]["answer"]

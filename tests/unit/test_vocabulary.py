@@ -11,20 +11,23 @@ from kailab import checks
 from kailab.paths import EXERCISES
 from kailab.scenarios import schema
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.model import Expectation, Step
+from kailab.scenarios.model import Expectation, Prediction, Step
 
 README = (EXERCISES / "README.md").read_text()
 STEP_EXTRAS = {"timeout", "note"}  # what every step may have beside its word
 SCOPES = set(schema._Condition.model_fields)  # what every condition may have beside its measures
+PREDICTION_EXTRAS = set(schema._Prediction.model_fields)  # what every prediction has beside its kind
 
 
 def documented() -> dict[str, set[str]]:
     """The words exercises/README.md shows: in its YAML examples, and in its table of measures."""
-    steps, workloads, measures = set(), set(), set()
+    steps, workloads, measures, predictions = set(), set(), set(), set()
     for block in re.findall(r"```yaml\n(.*?)```", README, re.S):
         data = yaml.safe_load(block)
         for w in data.get("workloads", []):
             workloads |= set(w)
+        for p in data.get("predictions", []):
+            predictions |= set(p) - PREDICTION_EXTRAS
         for step in data.get("steps", []):
             steps |= set(step) - STEP_EXTRAS
             for word in ("wait", "expect"):
@@ -34,7 +37,7 @@ def documented() -> dict[str, set[str]]:
     table = README.split("| measure | meaning |", 1)[1].split("\n\n", 1)[0]
     for row in table.splitlines()[2:]:
         measures |= set(re.findall(r"`(\w+)(?::[^`]*)?`", row.split(" | ")[0]))
-    return {"steps": steps, "workload keys": workloads, "measures": measures}
+    return {"steps": steps, "workload keys": workloads, "measures": measures, "prediction kinds": predictions}
 
 
 def declared() -> dict[str, set[str]]:
@@ -42,6 +45,7 @@ def declared() -> dict[str, set[str]]:
         "steps": {s.word for s in schema.STEPS},
         "workload keys": set(schema.WorkloadFile.model_fields),
         "measures": set(schema.MEASURE_OF_KEY),
+        "prediction kinds": set(schema.PREDICTION_OF),
     }
 
 
@@ -58,6 +62,23 @@ def test_the_readme_parser_sees_words_at_all():
     assert {"apply", "deletePods", "schedulerConfig"} <= docs["steps"]
     assert {"minMember", "subGroups", "labels"} <= docs["workload keys"]
     assert {"running", "fairShare", "noSchedulingCondition", "gpus"} <= docs["measures"]
+    assert {"number", "choice"} <= docs["prediction kinds"]
+
+
+def test_every_prediction_kind_is_measured():
+    from kailab.predictions import measure
+
+    for word in schema.PREDICTIONS:
+        kind = next(c for c in _prediction_kinds() if c.word == word.word)
+        assert measure.dispatch(kind) is not measure.dispatch(Prediction), f"no measure for {word.word}"
+
+
+def _prediction_kinds():
+    from kailab.scenarios import model
+
+    return [
+        c for c in vars(model).values() if isinstance(c, type) and issubclass(c, Prediction) and c is not Prediction
+    ]
 
 
 def test_every_measure_has_one_check():
