@@ -1,12 +1,12 @@
 """Tasks and challenges: a starting scenario the learner edits to reach a goal, checked by steps they do not see.
 
 A lesson's task (``exercises/tasks/LESSON-N.yaml``, ``kailab lesson LESSON --task N``) asks for a change of queues,
-priorities or sizes; a challenge (``runbooks/challenges/NAME.yaml``, ``kailab challenge NAME``) is a runbook's
-failure with its cause hidden: the learner diagnoses it with ``kailab explain`` and fixes the file. Each is one
-file: the goal, the starting scenario (copied once into the learner's ``kailab-tasks/`` folder to edit) and the
-hidden check — steps played after the learner's own, about workloads and queues the starting file declares — and
-what the learner must keep as the starting file has it (``keep:``, the limits the goal states in words).
-The instructor's solutions are in ``docs/instructor/solutions/``.
+priorities, sizes or a workload's policy; a challenge (``runbooks/challenges/NAME.yaml``, ``kailab challenge NAME``)
+is a runbook's failure with its cause hidden: the learner diagnoses it with ``kailab explain`` and fixes the file.
+Each is one file: the goal, the starting scenario (copied once into the learner's ``kailab-tasks/`` folder to
+edit) and the hidden check — steps played after the learner's own, about workloads and queues the starting file
+declares — and what the learner must keep as the starting file has it (``keep:``, the limits the goal states in
+words). The instructor's solutions are in ``docs/instructor/solutions/``.
 """
 
 from __future__ import annotations
