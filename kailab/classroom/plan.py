@@ -24,10 +24,10 @@ from kailab.scenarios.schema import DeletePods, NodeStep, Wait
 LAB_ID_PREFIX = "class-"
 
 # The memory a partition adds to a running lab: its scheduler process, five KWOK nodes and its lesson's objects
-# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.36 GiB
-# with 1 learner and 2.37 GiB with 8: about 0.15 GiB a learner on top of the lab, which runs already.
+# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.19 GiB
+# with 1 learner and 2.51 GiB with 8: about 0.19 GiB a learner on top of the lab, which runs already.
 GIB = 2**30
-MEMORY_PER_PARTITION = int(0.15 * GIB)
+MEMORY_PER_PARTITION = int(0.2 * GIB)
 MEMORY_RESERVE = int(0.5 * GIB)  # left to the machine and the lab's own lessons
 
 

@@ -472,7 +472,7 @@ GIB = 2**30
 def test_the_memory_a_class_needs_is_compared_with_what_is_available():
     assert plan.memory_shortfall(8, 24 * GIB) == ""
     short = plan.memory_shortfall(8, 1 * GIB)
-    assert "8 learners need about 1.7 GiB" in short and "1.0 GiB available" in short and "enough for 3" in short
+    assert "8 learners need about 2.1 GiB" in short and "1.0 GiB available" in short and "enough for 2" in short
     assert plan.partitions_that_fit(plan.MEMORY_RESERVE - 1) == 0
     assert plan.partitions_that_fit(plan.MEMORY_RESERVE + 2 * plan.MEMORY_PER_PARTITION) == 2
 
@@ -495,8 +495,8 @@ def test_class_up_refuses_a_class_the_machine_cannot_hold_with_nothing_applied(t
     klass = LocalClass(_Runtime(tmp_path))
     with pytest.raises(RosterError) as e:
         klass.up(_NoCluster(), roster.from_count(8), load_fleet(), None, available=GIB)
-    assert "cannot hold the class: 8 learners need about 1.7 GiB" in e.value.message
-    assert "Nothing was applied" in e.value.message and "at most 3 learners" in e.value.hint
+    assert "cannot hold the class: 8 learners need about 2.1 GiB" in e.value.message
+    assert "Nothing was applied" in e.value.message and "at most 2 learners" in e.value.hint
     assert not (tmp_path / "kai").exists()  # not even the class's state file
     with pytest.raises(RosterError) as e:
         klass.up(_NoCluster(), roster.from_count(1), load_fleet(), None, available=plan.MEMORY_RESERVE)
