@@ -31,6 +31,8 @@ EXPLAINED = {
     "too-big": [("sixteen", "too-big")],
     "misspelt-priority-class": [("typo", "misspelt-priority-class"), ("label-typo", "misspelt-priority-class")],
     "preemption-policy-never": [("filler", "preemption-policy-never")],
+    "gang-stuck": [("gang", "gang-not-binding")],
+    "borrow-blocked": [("service", "borrowing-not-happening")],
     # the Job's pod made again after KAI evicted its stale gang (the bare pods are gone for good)
     "stale-gang": [("job-gang", "stale-gang")],
 }
