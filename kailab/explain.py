@@ -32,6 +32,9 @@ from kailab.status import queues as queue_rows
 # resource_reservation.go, in the BindingError of pkg/binder/controllers/bindrequest_controller.go).
 RESERVATION_FAILED = r"GPU reservation pod|could not create reservation pod"
 
+# KAI's StaleJob event on a running gang short of pods (pkg/scheduler/cache/status_updater/default_status_updater.go).
+STALE = r"Job is stale"
+
 # KAI's words → (what it means, runbook). First match wins. Where KAI writes them (v0.17.0):
 # pkg/scheduler/cache/cluster_info/cluster_info.go (queue), pkg/scheduler/api/unschedule_info.go (over quota,
 # limit), pkg/scheduler/actions/common/allocate.go and cache/status_updater (gang, stale gang),
@@ -68,7 +71,7 @@ KNOWN_REASONS = [
         "runbooks/too-big.md",
     ),
     (
-        r"Job is stale",
+        STALE,
         "its gang has fewer pods left than its minMember; KAI evicts the rest after the staleness grace period",
         "runbooks/stale-gang.md",
     ),
@@ -169,6 +172,15 @@ def explain_pod(
         exp.details.append(detail)
         if first:
             exp.runbook, first = runbook, False
+    stale = [m for m in messages if re.search(STALE, m)]
+    if first and stale and exp.state == "Pending":
+        # Its Evict event may be missing: KAI reports StaleJob every cycle, and client-go drops an object's events
+        # past a burst of 25, so after a 60 s grace period the Evict that follows is often lost.
+        exp.details.append(
+            f"Its gang ran before with fewer pods than its minMember (KAI: “{stale[-1]}”); after the staleness "
+            "grace period KAI evicts such a gang's pods, and its Job makes them again: they wait for the whole gang."
+        )
+        exp.runbook = "runbooks/stale-gang.md"
     return exp
 
 
@@ -183,7 +195,7 @@ def _explain_now(
         by = "KAI Scheduler" if scheduler == KAI else f"the {scheduler}"
         exp = Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
         failed = [m for m in messages if re.search(RESERVATION_FAILED, m)]
-        if re.search(r"Job is stale", last):
+        if re.search(STALE, last):
             exp.reported, exp.runbook = last, "runbooks/stale-gang.md"
             exp.details.append(
                 "KAI says its gang is stale: fewer pods than its minMember are left. Unless the missing pods "
