@@ -307,6 +307,9 @@ class LocalRuntime(Runtime):
         return LocalSchedulerControl(self)
 
     def gpu_ledger_control(self) -> LocalGpuLedgerControl:
+        state = self.state()
+        if state is not None and gpu_ledger.PROCESS_NAME not in state.kai_components:
+            raise KailabError("This lab runs no GPU ledger (it was brought up without KAI).")
         return LocalGpuLedgerControl(self)
 
     def _create_fleet(self, kube: Kube, fleet: Fleet, progress: Progress) -> None:

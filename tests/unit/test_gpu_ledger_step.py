@@ -52,8 +52,14 @@ def test_only_the_local_runtime_controls_the_ledger(tmp_path):
             runtime(home=tmp_path).gpu_ledger_control()
 
 
-def test_starting_the_ledger_of_a_lab_without_kai_says_so(tmp_path):
+def test_a_local_lab_without_kai_has_no_ledger_to_control(tmp_path):
+    from kailab.labstate import LabState
     from kailab.runtimes.local import LocalRuntime
 
     with pytest.raises(KailabError, match="runs no GPU ledger"):
-        LocalRuntime(home=tmp_path).gpu_ledger_control().start()
+        LocalRuntime(home=tmp_path).gpu_ledger_control().start()  # no lab at all
+    LabState("local", str(tmp_path / "kubeconfig"), kai_components=[]).write(tmp_path)
+    with pytest.raises(KailabError, match="runs no GPU ledger"):
+        LocalRuntime(
+            home=tmp_path
+        ).gpu_ledger_control()  # a lab without KAI: a scenario that needs it is not applicable
