@@ -72,7 +72,8 @@ KNOWN_REASONS = [
     ),
     (
         STALE,
-        "its gang has fewer pods left than its minMember; KAI evicts the rest after the staleness grace period",
+        "its gang ran with fewer pods than its minMember (stale): KAI evicts a stale gang's pods after the "
+        "staleness grace period, and a Job makes them again — they wait for the whole gang",
         "runbooks/stale-gang.md",
     ),
     (
