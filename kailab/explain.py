@@ -94,7 +94,8 @@ KNOWN_REASONS = [
     (r"enough resources|Insufficient", "no node has room for it", "runbooks/pod-pending-forever.md"),
 ]
 
-# KAI's eviction words (Evict events on the PodGroup; pkg/scheduler/api/unschedule_info.go) → (what happened,
+# KAI's eviction words (Evict events on the PodGroup; pkg/scheduler/api/unschedule_info.go: consolidation,
+# reclaim, stale gang) → (what happened,
 # runbook). Read for pods that run again or wait again after KAI moved or evicted them.
 KNOWN_EVICTIONS = [
     (
@@ -102,6 +103,12 @@ KNOWN_EVICTIONS = [
         "KAI moved a pod of it to another node to make room for a bigger job (consolidation); the moved pod "
         "restarted from the beginning",
         "runbooks/consolidation.md",
+    ),
+    (
+        r"was preempted by workload ",
+        "KAI reclaimed a pod of it for another queue: its queue held more than its quota or fair share, and "
+        "the other queue less than its own",
+        "runbooks/reclaim-not-happening.md",
     ),
     (
         r"doesn't meet the minimum required number of pods",

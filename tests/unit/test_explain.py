@@ -178,6 +178,10 @@ def test_evictions_say_consolidation_stale_gang_and_an_ignored_preemption_policy
     assert never.runbook == "runbooks/preemption-policy-never.md" and "preemptionPolicy: Never" in never.details[0]
     ordinary = explain_pod(pod(), [], None, True, True, NODES, evictions=[preempted])
     assert ordinary.runbook == "" and ordinary.details == []
+    # another queue took it back: pkg/scheduler/api/unschedule_info.go (GetReclaimMessage)
+    reclaimed = "Pod ns/prod-train-x was preempted by workload ns/pg-research-train-1."
+    e = explain_pod(pod(), [], None, True, True, NODES, evictions=[reclaimed])
+    assert e.runbook == "runbooks/reclaim-not-happening.md" and "reclaimed" in e.details[0]
 
 
 def test_a_job_the_api_server_gives_no_pods():
