@@ -407,15 +407,7 @@ class LocalSchedulerControl(SchedulerControl):
         return self.rt.kai_processes.identity(self.name) is not None
 
     def stop(self) -> None:
-        ident = self.rt.kai_processes.identity(self.name)
-        if ident is not None:
-            stop([ident], timeout=10, group=True)
-            if ident.alive():
-                raise KailabError(
-                    f"KAI's scheduler (pid {ident.pid}) did not stop.",
-                    hint=f"Its log: {self.rt.kai_processes.log_path(self.name)}",
-                )
-        (self.rt.kai_processes.pids / f"{self.name}.pid").unlink(missing_ok=True)
+        self.rt.kai_processes.stop_one(self.name, "KAI's scheduler")
 
     def start(self, settings: SchedulerSettings | None = None) -> None:
         settings = SchedulerSettings.of(settings)
@@ -482,16 +474,7 @@ class LocalGpuLedgerControl(GpuLedgerControl):
         return self.rt.kai_processes.identity(gpu_ledger.PROCESS_NAME) is not None
 
     def stop(self) -> None:
-        processes = self.rt.kai_processes
-        ident = processes.identity(gpu_ledger.PROCESS_NAME)
-        if ident is not None:
-            stop([ident], timeout=10, group=True)
-            if ident.alive():
-                raise KailabError(
-                    f"kailab's GPU ledger (pid {ident.pid}) did not stop.",
-                    hint=f"Its log: {processes.log_path(gpu_ledger.PROCESS_NAME)}",
-                )
-        (processes.pids / f"{gpu_ledger.PROCESS_NAME}.pid").unlink(missing_ok=True)
+        self.rt.kai_processes.stop_one(gpu_ledger.PROCESS_NAME, "kailab's GPU ledger")
 
     def start(self) -> None:
         state = self.rt.state()
