@@ -19,6 +19,7 @@ from kailab.labels import (
     OLD_QUEUE_LABEL,
     POD_GROUP_ANNOTATION,
     PODGROUP_API,
+    PRIORITY_CLASS_LABEL,
     QUEUE_API,
     QUEUE_LABEL,
 )
@@ -26,6 +27,13 @@ from kailab.labels import KAI_SCHEDULER_NAME as KAI
 from kailab.pods import PodView, event_view, pod_view
 from kailab.status import nodes_and_gpus
 from kailab.status import queues as queue_rows
+
+# KAI's binder, when a GPU-sharing pod's reservation pod got no GPU (pkg/binder/binding/resourcereservation/
+# resource_reservation.go, in the BindingError of pkg/binder/controllers/bindrequest_controller.go).
+RESERVATION_FAILED = r"GPU reservation pod|could not create reservation pod"
+
+# KAI's StaleJob event on a running gang short of pods (pkg/scheduler/cache/status_updater/default_status_updater.go).
+STALE = r"Job is stale"
 
 # KAI's words → (what it means, runbook). First match wins. Where KAI writes them (v0.17.0):
 # pkg/scheduler/cache/cluster_info/cluster_info.go (queue), pkg/scheduler/api/unschedule_info.go (over quota,
@@ -63,8 +71,9 @@ KNOWN_REASONS = [
         "runbooks/too-big.md",
     ),
     (
-        r"Job is stale",
-        "its gang has fewer pods left than its minMember; KAI evicts the rest after the staleness grace period",
+        STALE,
+        "its gang ran with fewer pods than its minMember (stale): KAI evicts a stale gang's pods after the "
+        "staleness grace period, and a Job makes them again — they wait for the whole gang",
         "runbooks/stale-gang.md",
     ),
     (
@@ -73,7 +82,7 @@ KNOWN_REASONS = [
         "runbooks/gang-not-binding.md",
     ),
     (
-        r"GPU reservation pod|could not create reservation pod",
+        RESERVATION_FAILED,
         "KAI chose a GPU to share, but its binder could not reserve it: the GPU reservation pod got no GPU",
         "runbooks/gpu-sharing-reservation.md",
     ),
@@ -85,7 +94,8 @@ KNOWN_REASONS = [
     (r"enough resources|Insufficient", "no node has room for it", "runbooks/pod-pending-forever.md"),
 ]
 
-# KAI's eviction words (Evict events on the PodGroup; pkg/scheduler/api/unschedule_info.go) → (what happened,
+# KAI's eviction words (Evict events on the PodGroup; pkg/scheduler/api/unschedule_info.go: consolidation,
+# reclaim, stale gang) → (what happened,
 # runbook). Read for pods that run again or wait again after KAI moved or evicted them.
 KNOWN_EVICTIONS = [
     (
@@ -93,6 +103,12 @@ KNOWN_EVICTIONS = [
         "KAI moved a pod of it to another node to make room for a bigger job (consolidation); the moved pod "
         "restarted from the beginning",
         "runbooks/consolidation.md",
+    ),
+    (
+        r"was preempted by workload ",
+        "KAI reclaimed a pod of it for another queue: its queue held more than its quota or fair share, and "
+        "the other queue less than its own",
+        "runbooks/reclaim-not-happening.md",
     ),
     (
         r"doesn't meet the minimum required number of pods",
@@ -124,6 +140,7 @@ def explain_pod(
     standing: dict | None = None,
     evictions: list[str] | None = None,
     never_preemptors: frozenset[str] = frozenset(),
+    ignored_class: tuple[str, str] | None = None,
 ) -> Explanation:
     """Decide the explanation from plain data.
 
@@ -136,6 +153,8 @@ def explain_pod(
         standing: the pod's queue's row of ``status.queues`` (quota, allocated, fair share), if known.
         evictions: KAI's Evict messages on the pod's PodGroup, oldest first.
         never_preemptors: workloads ("ns/name") whose priority class says ``preemptionPolicy: Never``.
+        ignored_class: (the priorityClassName label on the pod or its owner, the class its PodGroup got) when
+            no PriorityClass has the label's name.
     """
     exp = _explain_now(pod, messages, queue_exists, is_leaf, nodes, standing)
     if pod.scheduler == KAI and not pod.queue and pod.old_queue:
@@ -146,12 +165,30 @@ def explain_pod(
         exp.runbook = "runbooks/old-queue-label.md"
     elif pod.scheduler == KAI and not pod.queue and exp.state == "Pending":
         exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
-    # An eviction is the story of a pod that is bound again, or waits only for room: it names the runbook then.
-    first = not exp.runbook or exp.summary.startswith("Pending because no node has room")
+    # An eviction, or a class KAI did not take, is the story of a pod that is bound, or waits only for room (on a
+    # node, or for its whole gang): it names the runbook then.
+    first = (
+        not exp.runbook
+        or exp.summary.startswith("Pending because no node has room")
+        or exp.runbook == "runbooks/gang-not-binding.md"
+    )
+    if ignored_class:
+        exp.details.append(class_note(*ignored_class, pod.priority_class))
+        if first:
+            exp.runbook, first = "runbooks/misspelt-priority-class.md", False
     for detail, runbook in eviction_notes(evictions or [], never_preemptors):
         exp.details.append(detail)
         if first:
             exp.runbook, first = runbook, False
+    stale = [m for m in messages if re.search(STALE, m)]
+    if first and stale and exp.state == "Pending":
+        # Its Evict event may be missing: KAI reports StaleJob every cycle, and client-go drops an object's events
+        # past a burst of 25, so after a 60 s grace period the Evict that follows is often lost.
+        exp.details.append(
+            f"Its gang ran before with fewer pods than its minMember (KAI: “{stale[-1]}”); after the staleness "
+            "grace period KAI evicts such a gang's pods, and its Job makes them again: they wait for the whole gang."
+        )
+        exp.runbook = "runbooks/stale-gang.md"
     return exp
 
 
@@ -165,11 +202,18 @@ def _explain_now(
     if pod.node:
         by = "KAI Scheduler" if scheduler == KAI else f"the {scheduler}"
         exp = Explanation(name, "Bound", f"Bound to {pod.node} by {by}; phase {pod.phase}.")
-        if re.search(r"Job is stale", last):
+        failed = [m for m in messages if re.search(RESERVATION_FAILED, m)]
+        if re.search(STALE, last):
             exp.reported, exp.runbook = last, "runbooks/stale-gang.md"
             exp.details.append(
                 "KAI says its gang is stale: fewer pods than its minMember are left. Unless the missing pods "
                 "come back, KAI evicts the rest after the staleness grace period (60 s by default)."
+            )
+        elif failed:
+            exp.reported, exp.runbook = failed[-1], "runbooks/gpu-sharing-reservation.md"
+            exp.details.append(
+                f"It bound late: KAI's binder failed {len(failed)} time(s) before, as the GPU reservation pod of "
+                "the GPU it shares got no GPU in time (from the GPU operator; kailab's GPU ledger on the lab)."
             )
         return exp
     if pod.gates:
@@ -243,6 +287,17 @@ def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = froz
                 "runbooks/preemption-policy-never.md",
             )
     return list(latest.values())
+
+
+def class_note(label: str, used: str, spec: str) -> str:
+    """What KAI's pod-grouper did with a priorityClassName label that names no PriorityClass (v0.17.0,
+    pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go, calcPriorityClassWithDefaults)."""
+    given = f"'{used}'" if used else "its default for the workload's kind"
+    unlike = f", not the '{spec}' of its spec" if spec and spec != used else ""
+    return (
+        f"Its {PRIORITY_CLASS_LABEL} label names '{label}', and no PriorityClass has that name (a misspelt one?): "
+        f"KAI's pod-grouper ignored the label, and its PodGroup got {given}{unlike}. Nobody reports this."
+    )
 
 
 def explain_podless_job(job: str, namespace: str, messages: list[str]) -> Explanation:
@@ -350,7 +405,8 @@ def explain_pods(
     nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes
     standing = {row["name"]: row for row in queue_rows(kube, visible, fair_shares)}
     out = []
-    for p in map(pod_view, pods):
+    classes = {c["metadata"]["name"] for c in kube.list("scheduling.k8s.io/v1", "PriorityClass")}
+    for raw, p in zip(pods, map(pod_view, pods), strict=True):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
             messages.append(p.waiting)
@@ -358,6 +414,11 @@ def explain_pods(
             e.message for e in events if e.reason == "Evict" and e.kind == "PodGroup" and e.name == p.pod_group
         ]
         q = p.queue or "default-queue"
+        label = priority_label(kube, raw)
+        ignored = None
+        if label and label not in classes:
+            group = kube.get(PODGROUP_API, "PodGroup", p.pod_group, namespace) if p.pod_group else None
+            ignored = (label, ((group or {}).get("spec") or {}).get("priorityClassName") or "")
         out.append(
             explain_pod(
                 p,
@@ -369,9 +430,26 @@ def explain_pods(
                 standing.get(q),
                 evictions,
                 never_preempting(kube, evictions),
+                ignored,
             )
         )
     return out
+
+
+def priority_label(kube: Kube, pod) -> str:
+    """The priorityClassName label KAI's pod-grouper reads first: on the pod's top owner (a Job, a Deployment
+    through its ReplicaSet), else on the pod; "" when neither has one."""
+    found = (pod.metadata.labels or {}).get(PRIORITY_CLASS_LABEL, "")
+    refs = [r.to_dict() for r in pod.metadata.owner_references or []]
+    for _ in range(2):  # a ReplicaSet's owner is the Deployment
+        ref = next((r for r in refs if r.get("controller")), None)
+        owner = kube.get(ref["api_version"], ref["kind"], ref["name"], pod.metadata.namespace) if ref else None
+        if owner is None:
+            break
+        meta = owner.get("metadata") or {}
+        found = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, found)
+        refs = [{"api_version": r.get("apiVersion"), **r} for r in meta.get("ownerReferences") or []]
+    return found
 
 
 def never_preempting(kube: Kube, evictions: list[str]) -> frozenset[str]:

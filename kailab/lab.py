@@ -168,7 +168,13 @@ def live_cluster(kube: Kube):
     # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.
     nodes = f"!{NODEPOOL_LABEL}" if rt is not None and rt.makes_cluster else None
     return LiveCluster(
-        kube, scheduler_control(), owner=owner(), metrics=scheduler_metrics(), gpu_sharing=sharing, node_selector=nodes
+        kube,
+        scheduler_control(),
+        owner=owner(),
+        metrics=scheduler_metrics(),
+        gpu_sharing=sharing,
+        node_selector=nodes,
+        gpu_ledger=gpu_ledger_control(),
     )
 
 
@@ -192,6 +198,17 @@ def scheduler_control():
     try:
         return rt.scheduler_control() if rt is not None else None
     except KailabError:  # a runtime without one: scenarios that stop or start the scheduler say so
+        return None
+
+
+def gpu_ledger_control():
+    """The running lab's control of what gives KAI's GPU reservation pods their GPU, or None."""
+    from kailab.errors import KailabError
+
+    rt = current_runtime()
+    try:
+        return rt.gpu_ledger_control() if rt is not None else None
+    except KailabError:  # a runtime without one: scenarios that stop it are not applicable there
         return None
 
 

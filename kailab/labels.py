@@ -6,6 +6,7 @@ from __future__ import annotations
 QUEUE_LABEL = "kai.scheduler/queue"
 OLD_QUEUE_LABEL = "runai/queue"  # Run:ai's older key; KAI v0.17.0 does not read it (a common leftover)
 PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+PRIORITY_CLASS_LABEL = "priorityClassName"  # KAI's pod-grouper reads it before the pods' spec.priorityClassName
 MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
 POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"

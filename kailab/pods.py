@@ -29,7 +29,11 @@ from kailab.labels import (
 # Events that report a pod losing its place: KAI on the victim's PodGroup, kube-scheduler on the pod.
 EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
 EVICTION_WORDS = ("preempted", "evict", "reclaim")
-VICTIM = re.compile(r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)")
+VICTIM = re.compile(
+    r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)"
+    # a stale gang's (pkg/scheduler/api/unschedule_info.go, getGangEvictionForDefaultSubgroupMessage)
+    r"|evicting remaining pod: ([\w.-]+)/([\w.-]+)"
+)
 # Events in which a scheduler says why something waits.
 # FailedCreate: the Job controller on its Job, when the API server refuses its pods (a misspelt priority class).
 # BindingError: KAI's binder on a pod it could not bind (pkg/binder/controllers/bindrequest_controller.go).
@@ -96,14 +100,15 @@ class EventView:
     def victim(self) -> str | None:
         """The pod this event reports evicted or preempted, or None.
 
-        KAI reports it on the victim's PodGroup: "Pod <ns>/<pod> was preempted by ...";
+        KAI reports it on the victim's PodGroup: "Pod <ns>/<pod> was preempted by ...", "… evicting remaining
+        pod: <ns>/<pod>" (a stale gang);
         kube-scheduler and the kubelet on the pod itself (reason Preempted, Killing …).
         """
         if self.reason not in EVICTION_REASONS:
             return None
         m = VICTIM.search(self.message)
         if m:
-            return m.group(2)
+            return m.group(2) or m.group(4)
         if self.kind == "Pod" and any(w in self.message.lower() for w in EVICTION_WORDS):
             return self.name
         return None

@@ -100,6 +100,23 @@ class SchedulerControl(ABC):
         return None
 
 
+class GpuLedgerControl(ABC):
+    """Stop and start what gives KAI's GPU reservation pods their GPU (the GPU operator's part; on the local runtime
+    kailab's GPU ledger), so a scenario can show a reservation that never gets one."""
+
+    @abstractmethod
+    def running(self) -> bool:
+        """True while it runs."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop it; return once it no longer runs. Stopping it when stopped does nothing."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start it; return once it is healthy. Starting it when it runs does nothing."""
+
+
 class Runtime(ABC):
     """Brings a lab cluster up and down, and says what it runs: ``up``, ``down``, ``info`` and ``kubeconfig`` each
     runtime must have; the rest (scheduler control, metrics, memory, preflight, ``forget``) has a default."""
@@ -170,6 +187,13 @@ class Runtime(ABC):
     def scheduler_control(self) -> SchedulerControl:
         """Stop, start and reconfigure KAI's scheduler of this lab."""
         raise KailabError(f"The {self.name} runtime cannot stop, start or reconfigure KAI's scheduler.")
+
+    def gpu_ledger_control(self) -> GpuLedgerControl:
+        """Stop and start what gives KAI's GPU reservation pods their GPU on this lab."""
+        raise KailabError(
+            f"The {self.name} runtime cannot stop or start what gives KAI's GPU reservation pods their GPU "
+            "(only a lab the local runtime made runs kailab's GPU ledger for it)."
+        )
 
     def scheduler_metrics(self) -> Callable[[], str | None] | None:
         """A reader of KAI's scheduler metrics (fair shares), or None when this lab cannot read them."""

@@ -32,8 +32,9 @@ from kailab.labels import KAI_SCHEDULER_PROCESS, SHARD_SUPERVISOR
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
+from kailab.runtimes import gpu_ledger
 from kailab.runtimes import local_kai as kai
-from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
+from kailab.runtimes.base import ComponentHealth, GpuLedgerControl, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import until
@@ -305,6 +306,12 @@ class LocalRuntime(Runtime):
     def scheduler_control(self) -> LocalSchedulerControl:
         return LocalSchedulerControl(self)
 
+    def gpu_ledger_control(self) -> LocalGpuLedgerControl:
+        state = self.state()
+        if state is not None and gpu_ledger.PROCESS_NAME not in state.kai_components:
+            raise KailabError("This lab runs no GPU ledger (it was brought up without KAI).")
+        return LocalGpuLedgerControl(self)
+
     def _create_fleet(self, kube: Kube, fleet: Fleet, progress: Progress) -> None:
         with progress.step(f"Creating the fleet: {fleet.node_count} KWOK nodes, {fleet.total_gpus} GPUs") as step:
             create_fleet(kube, fleet, timeout=60, logs_hint=f"See {self.cluster_dir / 'logs' / 'kwok-controller.log'}")
@@ -400,15 +407,7 @@ class LocalSchedulerControl(SchedulerControl):
         return self.rt.kai_processes.identity(self.name) is not None
 
     def stop(self) -> None:
-        ident = self.rt.kai_processes.identity(self.name)
-        if ident is not None:
-            stop([ident], timeout=10, group=True)
-            if ident.alive():
-                raise KailabError(
-                    f"KAI's scheduler (pid {ident.pid}) did not stop.",
-                    hint=f"Its log: {self.rt.kai_processes.log_path(self.name)}",
-                )
-        (self.rt.kai_processes.pids / f"{self.name}.pid").unlink(missing_ok=True)
+        self.rt.kai_processes.stop_one(self.name, "KAI's scheduler")
 
     def start(self, settings: SchedulerSettings | None = None) -> None:
         settings = SchedulerSettings.of(settings)
@@ -461,6 +460,34 @@ class LocalSchedulerControl(SchedulerControl):
                 return r.read().decode(errors="replace")
         except OSError:
             return None
+
+
+class LocalGpuLedgerControl(GpuLedgerControl):
+    """kailab's GPU ledger process of a local lab (it plays the GPU operator's part): stopped by its recorded
+    identity, started again as ``up`` starts it."""
+
+    def __init__(self, runtime: LocalRuntime, timeout: float = 30):
+        self.rt = runtime
+        self.timeout = timeout
+
+    def running(self) -> bool:
+        return self.rt.kai_processes.identity(gpu_ledger.PROCESS_NAME) is not None
+
+    def stop(self) -> None:
+        self.rt.kai_processes.stop_one(gpu_ledger.PROCESS_NAME, "kailab's GPU ledger")
+
+    def start(self) -> None:
+        state = self.rt.state()
+        if state is None or gpu_ledger.PROCESS_NAME not in state.kai_components:
+            raise KailabError(
+                "This lab runs no GPU ledger to start (it was brought up without KAI).",
+                hint="Bring it up with KAI: kailab down && kailab up",
+            )
+        if self.running():
+            return
+        spec = kai.gpu_ledger_spec(self.rt.kubeconfig())
+        self.rt.kai_processes.start(spec)
+        kai.wait_healthy([spec], self.rt.kai_processes, timeout=self.timeout)
 
 
 def _tail(path: Path, lines: int = 15) -> str:

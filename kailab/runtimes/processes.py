@@ -151,6 +151,16 @@ class ProcessGroup:
         for name in self.names():
             (self.pids / f"{name}.pid").unlink(missing_ok=True)
 
+    def stop_one(self, name: str, what: str) -> None:
+        """Stop the process started as ``name`` (and its process group), then forget it; ``what`` names it in the
+        error when it will not stop. Stopping one that does not run does nothing."""
+        ident = self.identity(name)
+        if ident is not None:
+            stop([ident], timeout=10, group=True)
+            if ident.alive():
+                raise KailabError(f"{what} (pid {ident.pid}) did not stop.", hint=f"Its log: {self.log_path(name)}")
+        (self.pids / f"{name}.pid").unlink(missing_ok=True)
+
     def log_tail(self, name: str, lines: int = 20) -> str:
         try:
             return "\n".join(self.log_path(name).read_text(errors="replace").splitlines()[-lines:])

@@ -90,6 +90,12 @@ class Cluster(Protocol):
     def start_scheduler(self, settings: SchedulerSettings) -> None:
         """Start KAI's scheduler with these settings (unset ones: the lab's defaults); return once it is healthy."""
 
+    def stop_gpu_ledger(self) -> None:
+        """Stop what gives KAI's GPU reservation pods their GPU; return once it no longer runs."""
+
+    def start_gpu_ledger(self) -> None:
+        """Start it again; return once it is healthy."""
+
 
 class Engine:
     """Plays scenarios on one cluster; each verdict carries a timeline of GPUs per queue and what was applied.
@@ -132,6 +138,10 @@ class Engine:
                     # The next scenario starts from the lab's scheduler as it was: running, default settings.
                     with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
                         self.cluster.start_scheduler(SchedulerSettings())
+                if any(isinstance(s, schema.GpuLedger) for s in scenario.steps):
+                    # …and with reservation pods given their GPU again.
+                    with self.progress.step("Restoring what gives GPU reservation pods their GPU (running)"):
+                        self.cluster.start_gpu_ledger()
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
             where = f"{scenario.path}:{step.line}: " if step is not None and step.line else ""  # 0: a hidden step
             verdict.error = where + failure_text(e)
@@ -297,6 +307,16 @@ class Engine:
             if step.restart:
                 self.cluster.stop_scheduler()
             self.cluster.start_scheduler(step.settings)
+            run.stepped()
+        return True
+
+    @play.register(schema.GpuLedger)
+    def _(self, step: schema.GpuLedger, run: _Run) -> bool:
+        with self.progress.step(f"{'Start' if step.running else 'Stop'} what gives GPU reservation pods their GPU"):
+            if step.running:
+                self.cluster.start_gpu_ledger()
+            else:
+                self.cluster.stop_gpu_ledger()
             run.stepped()
         return True
 

@@ -136,7 +136,8 @@ class LiveCluster:
     ``scheduler``: the runtime's control of KAI's scheduler, if it has one; ``metrics``: a reader of the scheduler's
     metrics (by default the control's); ``owner``: whose objects this lab's are — every object applied here carries
     its labels, and every cleanup selects by them; ``gpu_sharing``: whether KAI's GPU sharing is on;
-    ``node_selector``: the nodes that are this lab's fleet (its KAI partition's), None every node.
+    ``node_selector``: the nodes that are this lab's fleet (its KAI partition's), None every node; ``gpu_ledger``:
+    the runtime's control of what gives KAI's GPU reservation pods their GPU, if it has one.
     """
 
     def __init__(
@@ -147,8 +148,10 @@ class LiveCluster:
         metrics: Callable[[], str | None] | None = None,
         gpu_sharing: bool = True,
         node_selector: str | None = None,
+        gpu_ledger=None,
     ):
         self.kube = kube
+        self.gpu_ledger = gpu_ledger
         self.node_selector = node_selector
         self.scheduler = scheduler
         self.owner = owner
@@ -165,6 +168,7 @@ class LiveCluster:
                 ("scheduler-control", self.scheduler is not None),
                 ("fair-share", self.metrics is not None),
                 ("gpu-sharing", self.gpu_sharing),
+                ("gpu-ledger-control", self.gpu_ledger is not None),
             )
             if has
         )
@@ -258,6 +262,20 @@ class LiveCluster:
 
     def start_scheduler(self, settings: SchedulerSettings) -> None:
         self._control().start(settings)
+
+    def _ledger(self):
+        if self.gpu_ledger is None:
+            raise KailabError(
+                "This lab cannot stop or start what gives KAI's GPU reservation pods their GPU.",
+                hint="Run the scenario on a lab the local runtime made (kailab up --runtime local).",
+            )
+        return self.gpu_ledger
+
+    def stop_gpu_ledger(self) -> None:
+        self._ledger().stop()
+
+    def start_gpu_ledger(self) -> None:
+        self._ledger().start()
 
 
 def clear_scenarios(kube: Kube, owner: Owner = Owner(), also: tuple[str, ...] = ()) -> list[str]:

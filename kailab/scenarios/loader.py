@@ -204,14 +204,16 @@ class _Build:
                     f"the lab has {' and '.join(SCHEDULERS)} (list a name under missingSchedulers to "
                     "show a pod that no scheduler looks at)",
                 )
-            pc_key = "priorityClassName" if w.priorityClassName else "priorityClass"
-            if w.priority_class and w.priority_class not in known_pcs:
-                raise self.fail(
-                    ("workloads", i, pc_key),
-                    f"workload '{w.name}' uses priority class "
-                    f"'{w.priority_class}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
-                    "nor declared under priorityClasses (list a name under missingPriorityClasses to show a misspelt one)",
-                )
+            for pc_key in ("priorityClass", "priorityClassName", "priorityClassLabel"):
+                name = getattr(w, pc_key)
+                if name and name not in known_pcs:
+                    raise self.fail(
+                        ("workloads", i, pc_key),
+                        f"workload '{w.name}' uses priority class "
+                        f"'{name}', which is neither KAI's ({', '.join(sorted(KNOWN_PRIORITY_CLASSES))}) "
+                        "nor declared under priorityClasses (list a name under missingPriorityClasses to show a "
+                        "misspelt one)",
+                    )
             if w.kind == "Deployment" and w.fraction:
                 raise self.fail(
                     ("workloads", i, "gpus"),

@@ -22,6 +22,7 @@ from kailab.labels import (
     PODGROUP_API,
     PREEMPTIBILITY_LABEL,
     PREEMPTION_DELAY_ANNOTATION,
+    PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
     SCENARIO_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
@@ -113,7 +114,9 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
         labels[PREEMPTIBILITY_LABEL] = w.preemptibility
     if w.nodePool:
         labels[NODEPOOL_LABEL] = w.nodePool
-    if w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priorityClassName:
+    if w.priorityClassLabel:
+        labels[PRIORITY_CLASS_LABEL] = w.priorityClassLabel  # as given: nobody checks that the class exists
+    elif w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priorityClassName:
         labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
     annotations = dict(w.annotations)
     if w.minMember is not None and w.kind == "Job":

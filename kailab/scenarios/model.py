@@ -262,4 +262,6 @@ ABILITIES = {
     "scheduler-control": "it stops, starts or reconfigures KAI's scheduler, which kailab does only on a cluster it made",
     "fair-share": "it checks KAI's fair share, read from the scheduler's metrics, which kailab cannot read here",
     "gpu-sharing": "it runs GPU fractions, and KAI's GPU sharing is not known to be on here",
+    "gpu-ledger-control": "it stops what gives KAI's GPU reservation pods their GPU, which kailab does only on a "
+    "lab the local runtime made (its GPU ledger)",
 }

@@ -75,6 +75,12 @@ class ReplayCluster:
     def start_scheduler(self, settings) -> None:
         self.calls.append(("start", KAI_SCHEDULER_NAME))
 
+    def stop_gpu_ledger(self) -> None:
+        self.calls.append(("stop", "gpu-ledger"))
+
+    def start_gpu_ledger(self) -> None:
+        self.calls.append(("start", "gpu-ledger"))
+
     def next(self, timeout: float) -> Change | None:
         """The next recorded change if it happened within ``timeout`` of now (the clock moves to it); else None."""
         if self._at < len(self._changes) and self._changes[self._at].t <= self.now + timeout:

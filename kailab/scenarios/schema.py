@@ -335,6 +335,7 @@ class WorkloadFile(FileModel):
     scheduler: Name = KAI_SCHEDULER_NAME
     priorityClass: Name | None = None  # the priorityClassName label on the owner and the pods' spec
     priorityClassName: Name | None = None  # only the pods' spec.priorityClassName (no label)
+    priorityClassLabel: Name | None = None  # only the priorityClassName label: KAI reads it, nobody checks it
     preemptibility: Literal["preemptible", "non-preemptible"] | None = None
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None  # gang: batch-min-member (Job), minMember (PodGroup)
     subGroups: tuple[SubGroupFile, ...] = ()
@@ -394,6 +395,16 @@ class WorkloadFile(FileModel):
             raise ValueError("subGroups and podGroupAfterPods are for a hand-made PodGroup (kind: PodGroup)")
         if self.priorityClass and self.priorityClassName:
             raise ValueError("give priorityClass (label and spec) or priorityClassName (spec only), not both")
+        if self.priorityClassLabel and self.priorityClass:
+            raise ValueError(
+                "give priorityClass (label and spec) or priorityClassLabel (label only), not both; "
+                "priorityClassLabel with priorityClassName gives the label and the spec different names"
+            )
+        if self.priorityClassLabel and self.kind == "PodGroup":
+            raise ValueError(
+                "priorityClassLabel is read by KAI's pod-grouper, which leaves a hand-made PodGroup alone: "
+                "give its class with priorityClass"
+            )
         if self.node and HOSTNAME_LABEL in self.nodeSelector:
             raise ValueError(f"give node: or nodeSelector {HOSTNAME_LABEL}, not both")
         if len(set(self.schedulingGates)) != len(self.schedulingGates):
@@ -752,6 +763,15 @@ class StartScheduler(Step):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GpuLedger(Step):
+    """Stop or start what gives KAI's GPU reservation pods their GPU (the GPU operator's part; kailab's GPU
+    ledger on the local runtime): stopped, a GPU-sharing pod's reservation never gets one and KAI's binder gives up."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"gpu-ledger-control"})
+    running: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class Wait(Step):
     """Wait until every expectation holds; a row in the verdict only when it fails."""
 
@@ -857,6 +877,11 @@ STEPS = (
     ),
     StepWord("stopScheduler", Literal[True], lambda v, at: StopScheduler(**at.common)),
     StepWord("startScheduler", Literal[True], lambda v, at: StartScheduler(**at.common)),
+    StepWord(
+        "gpuLedger",
+        Literal["stop", "start"],  # what gives GPU reservation pods their GPU (local runtime only)
+        lambda v, at: GpuLedger(running=v == "start", **at.common),
+    ),
     StepWord(
         "schedulerConfig",
         SchedulerConfig,  # restart the scheduler with these settings

@@ -46,3 +46,11 @@ def test_explain_names_consolidation_for_the_jobs_kai_moved(kai_lab):
         )
         runbooks |= {e["runbook"] for e in found if e["state"] == "Bound"}
     assert "runbooks/consolidation.md" in runbooks, runbooks
+
+
+def test_explain_names_reclaim_for_the_pods_another_queue_took_back(kai_lab):
+    assert kai_lab.cli("demo", "reclaim", "-q").returncode == 0
+    found = json.loads(kai_lab.cli("explain", "prod-train", "-n", "kailab-reclaim", "--json", check=True).stdout)
+    # The Job makes its evicted pods again after a back-off; every pod of its PodGroup tells what KAI did to it.
+    told = [e for e in found if any("was preempted by workload" in d for d in e["details"])]
+    assert told and all(e["runbook"] == "runbooks/reclaim-not-happening.md" for e in told), found

@@ -178,6 +178,10 @@ def test_evictions_say_consolidation_stale_gang_and_an_ignored_preemption_policy
     assert never.runbook == "runbooks/preemption-policy-never.md" and "preemptionPolicy: Never" in never.details[0]
     ordinary = explain_pod(pod(), [], None, True, True, NODES, evictions=[preempted])
     assert ordinary.runbook == "" and ordinary.details == []
+    # another queue took it back: pkg/scheduler/api/unschedule_info.go (GetReclaimMessage)
+    reclaimed = "Pod ns/prod-train-x was preempted by workload ns/pg-research-train-1."
+    e = explain_pod(pod(), [], None, True, True, NODES, evictions=[reclaimed])
+    assert e.runbook == "runbooks/reclaim-not-happening.md" and "reclaimed" in e.details[0]
 
 
 def test_a_job_the_api_server_gives_no_pods():
@@ -205,3 +209,84 @@ def test_the_binders_and_the_job_controllers_words_are_reasons_to_wait():
     assert EventView("Pod", "p", "BindingError", bind).says_why_waiting
     assert EventView("Job", "j", "FailedCreate", "Error creating: forbidden").says_why_waiting
     assert not EventView("Pod", "p", "Bound", "Pod bound successfully to node n").says_why_waiting
+
+
+def test_a_stale_gang_evicted_and_made_again_names_the_eviction_over_the_gang_it_waits_for():
+    # a Job's pod made again after KAI evicted its stale gang waits for its gang to fit: the eviction is the story
+    stale = "Workload doesn't meet the minimum required number of pods (2), evicting remaining pod: ns/gang-1"
+    gang = "NotReady: Job is not ready for scheduling. Waiting for 2 pods, currently 1 exist"
+    e = explain_pod(pod(), [gang], None, True, True, NODES, evictions=[stale])
+    assert e.runbook == "runbooks/stale-gang.md" and e.reported == gang and "minMember" in e.details[-1]
+    assert explain_pod(pod(), [gang], None, True, True, NODES).runbook == "runbooks/gang-not-binding.md"
+    # its Evict event lost (client-go drops an object's events past a burst of 25): KAI's StaleJob before tells
+    was_stale = "Job is stale. 1 pods are active, minMember is 2"
+    e = explain_pod(pod(), [was_stale, gang], None, True, True, NODES)
+    assert e.runbook == "runbooks/stale-gang.md" and e.reported == gang and was_stale in e.details[-1]
+    quota = "NonPreemptibleOverQuota: Non-preemptible workload is over quota."
+    assert (
+        explain_pod(pod(), [was_stale, quota], None, True, True, NODES).runbook == "runbooks/borrowing-not-happening.md"
+    )
+
+
+def test_a_priority_class_label_that_names_no_class_is_named():
+    # KAI v0.17.0's pod-grouper ignores it and takes its default for a Job (default_grouper.go)
+    p = api_pod(node="kwok-a100-0", priority_class="inference")
+    e = explain_pod(p, [], None, True, True, NODES, ignored_class=("infernce", "train"))
+    assert e.runbook == "runbooks/misspelt-priority-class.md"
+    assert "'infernce'" in e.details[0] and "got 'train'" in e.details[0] and "'inference' of its spec" in e.details[0]
+    # waiting for a reason of its own, that reason keeps its runbook; the label is still said
+    quota = "NonPreemptibleOverQuota: Non-preemptible workload is over quota."
+    waiting = explain_pod(pod(), [quota], None, True, True, NODES, ignored_class=("infernce", ""))
+    assert waiting.runbook == "runbooks/borrowing-not-happening.md"
+    assert "its default for the workload's kind" in waiting.details[-1]
+    assert explain_pod(p, [], None, True, True, NODES).runbook == ""
+
+
+class FakeKube:
+    """Objects by (kind, name), as Kube.get returns them."""
+
+    def __init__(self, objects):
+        self.objects = objects
+
+    def get(self, api_version, kind, name, namespace=None):
+        return self.objects.get((kind, name))
+
+
+def test_the_priority_class_label_is_read_from_the_top_owner_first():
+    from kubernetes.client import V1ObjectMeta, V1OwnerReference, V1Pod
+
+    from kailab.explain import priority_label
+
+    def raw(labels, owner=None):
+        refs = None
+        if owner:
+            refs = [V1OwnerReference(api_version=owner[0], kind=owner[1], name=owner[2], uid="u", controller=True)]
+        return V1Pod(metadata=V1ObjectMeta(name="p", namespace="ns", labels=labels, owner_references=refs))
+
+    job = {("Job", "j"): {"metadata": {"labels": {"priorityClassName": "infernce"}}}}
+    assert priority_label(FakeKube(job), raw({}, ("batch/v1", "Job", "j"))) == "infernce"
+    assert priority_label(FakeKube({}), raw({"priorityClassName": "x"})) == "x"
+    deployment = {
+        ("ReplicaSet", "d-1"): {
+            "metadata": {
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "controller": True}]
+            }
+        },
+        ("Deployment", "d"): {"metadata": {"labels": {"priorityClassName": "inferense"}}},
+    }
+    assert priority_label(FakeKube(deployment), raw({}, ("apps/v1", "ReplicaSet", "d-1"))) == "inferense"
+    assert priority_label(FakeKube(job), raw({}, ("batch/v1", "Job", "gone"))) == ""
+
+
+def test_a_fraction_bound_after_failed_reservations_says_so():
+    # pkg/binder/controllers/bindrequest_controller.go around resource_reservation.go's error
+    failed = (
+        "Failed to bind pod ns/p to node kwok-a100-0: failed to reserve GPUs for pod <ns/p> in gpu group <g>: "
+        "failed waiting for GPU reservation pod to allocate: kai-resource-reservation/gpu-reservation-kwok-a100-0-x"
+    )
+    e = explain_pod(pod(node="kwok-a100-0", gpus=0.5), [failed, failed], None, True, True, NODES)
+    assert e.state == "Bound" and e.runbook == "runbooks/gpu-sharing-reservation.md" and e.reported == failed
+    assert "failed 2 time(s)" in e.details[0]
+    waiting = explain_pod(pod(gpus=0.5), [failed], None, True, True, NODES)
+    assert waiting.state == "Pending" and waiting.runbook == "runbooks/gpu-sharing-reservation.md"
+    assert explain_pod(pod(node="kwok-a100-0", gpus=0.5), [], None, True, True, NODES).runbook == ""

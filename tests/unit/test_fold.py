@@ -40,6 +40,20 @@ def test_a_deleted_pod_leaves_the_observation_but_its_eviction_keeps_its_workloa
     assert obs.pods == [] and obs.evicted == {"a": {"a-0"}} and obs.evicted_queue == {"team-prod": {"a-0"}}
 
 
+def test_a_stale_gangs_eviction_names_its_victim_even_in_a_workload_the_lab_scaled_down():
+    # KAI v0.17.0's words, pkg/scheduler/api/unschedule_info.go (getGangEvictionForDefaultSubgroupMessage)
+    said = "Workload doesn't meet the minimum required number of pods (2), evicting remaining pod: ns/job-gang-x1"
+    state = RunState(released={"job-gang"})  # deleted pods of a scaled-down workload are not evictions…
+    for c in (
+        Change("ADDED", pod=pod("job-gang-x1", workload="job-gang", node="n1", phase="Running", pod_group="pg-j")),
+        Change("DELETED", pod=pod("job-gang-x1", workload="job-gang", node="n1", phase="Running")),
+    ):
+        fold(state, c)
+    assert observe(state).evicted == {}
+    fold(state, Change("ADDED", event=EventView("PodGroup", "pg-j", "Evict", said, 5.0)))  # …KAI's word is
+    assert observe(state).evicted == {"job-gang": {"job-gang-x1"}}
+
+
 def test_a_bound_pod_deleted_by_another_hand_is_evicted_even_when_its_event_was_dropped():
     def deleting(name, workload):
         p = pod(name, workload=workload, node="n1", phase="Running")

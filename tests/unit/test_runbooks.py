@@ -21,6 +21,7 @@ RUNBOOK_OF = {
     "misspelt-priority-class.yaml": "misspelt-priority-class.md",
     "stale-gang.yaml": "stale-gang.md",
     "preemption-policy-never.yaml": "preemption-policy-never.md",
+    "gpu-sharing-reservation.yaml": "gpu-sharing-reservation.md",
 }
 
 
