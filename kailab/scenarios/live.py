@@ -165,6 +165,7 @@ class LiveCluster:
                 ("scheduler-control", self.scheduler is not None),
                 ("fair-share", self.metrics is not None),
                 ("gpu-sharing", self.gpu_sharing),
+                ("usage-db", bool(getattr(self.scheduler, "runs_usage_db", False))),
             )
             if has
         )

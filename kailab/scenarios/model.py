@@ -254,6 +254,8 @@ class Scenario:
         out = {n for s in self.steps for n in s.needs} | {e.needs for e in measured if e.needs}
         if any(w.fraction for w in self.workloads):
             out.add("gpu-sharing")
+        if any(getattr(getattr(s, "settings", None), "usage_params", None) is not None for s in self.steps):
+            out.add("usage-db")  # a schedulerConfig step with usageParams
         return frozenset(out)
 
 
@@ -262,4 +264,6 @@ ABILITIES = {
     "scheduler-control": "it stops, starts or reconfigures KAI's scheduler, which kailab does only on a cluster it made",
     "fair-share": "it checks KAI's fair share, read from the scheduler's metrics, which kailab cannot read here",
     "gpu-sharing": "it runs GPU fractions, and KAI's GPU sharing is not known to be on here",
+    "usage-db": "it turns on KAI's usage database (time-based fair share), a Prometheus kailab runs only on the "
+    "local runtime",
 }
