@@ -64,8 +64,9 @@ def queue_controller_address(group: ProcessGroup) -> str:
     return url.removeprefix("http://").split("/", 1)[0]
 
 
-def ensure_running(group: ProcessGroup, cache: Path, timeout: float = 60) -> str:
-    """The lab's Prometheus' URL; built (first time only) and started if it does not run yet."""
+def ensure_running(group: ProcessGroup, cache: Path | None, timeout: float = 60) -> str:
+    """The lab's Prometheus' URL; built (first time only; ``cache`` None: the default) and started if it does not
+    run yet."""
     from kailab.runtimes.local_kai import wait_healthy
 
     home = group.root / PROCESS_NAME

@@ -114,8 +114,10 @@ def test_the_local_config_file_carries_every_shard_setting_as_the_operator_rende
     assert "consolidation" not in conf["actions"]
     assert conf["queueDepthPerAction"] == {"reclaim": 8, "allocate": 25}
     default = yaml.safe_load(scheduler_config(SchedulerSettings()))
-    assert "usageDBConfig" not in default and "queueDepthPerAction" not in default and "arguments" not in next(
-        p for p in default["tiers"][0]["plugins"] if p["name"] == "proportion"
+    assert (
+        "usageDBConfig" not in default
+        and "queueDepthPerAction" not in default
+        and "arguments" not in next(p for p in default["tiers"][0]["plugins"] if p["name"] == "proportion")
     )
 
 
