@@ -38,6 +38,8 @@ EXERCISE_NAMES = (
     "preempt-delay",
     "elastic",
     "staleness",
+    # KAI's time-based fair share (issue 26): a real Prometheus holds the usage
+    "time-fairshare",
     "baseline",
 )
 

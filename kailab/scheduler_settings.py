@@ -26,6 +26,16 @@ PLACEMENTS: tuple[str, ...] = get_args(Placement)
 # second by default: a lesson's reclaim of 8 GPUs took 9.5 s. Every 250 ms it takes 3 s (measured; see bench/).
 LAB_SCHEDULER_ARGS = {"schedule-period": "250ms"}
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")  # Go's time.ParseDuration, as minruntime reads it
+_PROM_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")  # Prometheus' duration (windowSize: monitoringv1.Duration)
+# KAI's usageParams that a scenario may set (pkg/scheduler/cache/usagedb/api/interface.go, UsageParams), each with
+# the form KAI parses it in. windowType: only sliding (tumbling needs a start time, cron a cron string).
+USAGE_PARAMS: dict[str, re.Pattern] = {
+    "windowSize": _PROM_DURATION,
+    "halfLifePeriod": _DURATION,
+    "fetchInterval": _DURATION,
+    "windowType": re.compile(r"^sliding$"),
+}
+USAGE_DB_CLIENT = "prometheus"  # the one usage database KAI v0.17.0 queries (pkg/scheduler/cache/usagedb/hub.go)
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,9 @@ class SchedulerSettings:
     file's plugins and actions); full-hierarchy fairness is the scheduler's flag ``--full-hierarchy-fairness``;
     ``k_value`` (the proportion plugin's kValue), the minimum runtimes (the minruntime plugin's defaults) and
     ``queue_depth_per_action`` (jobs tried per queue by an action) are the shard's fields of those names; None
-    leaves KAI's default.
+    leaves KAI's default. ``usage_params`` turns on time-based fair share: the shard's ``usageDBConfig`` with
+    clientType prometheus and these ``usageParams`` (windowSize, halfLifePeriod, fetchInterval, windowType); None:
+    no usage database, so past usage counts for nothing.
     """
 
     gpu_placement: Placement = "binpack"
@@ -47,6 +59,7 @@ class SchedulerSettings:
     preempt_min_runtime: str | None = None
     reclaim_min_runtime: str | None = None
     queue_depth_per_action: dict[str, int] | None = None
+    usage_params: dict[str, str] | None = None
 
     ARGS: ClassVar[tuple[str, ...]] = ("full-hierarchy-fairness", *LAB_SCHEDULER_ARGS)  # every flag args() may set
 
@@ -67,6 +80,18 @@ class SchedulerSettings:
             and all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in depth.items())
         ):
             raise KailabError(f"queue_depth_per_action must map action names to numbers, not {depth!r}.")
+        usage = self.usage_params
+        if usage is not None:
+            if not isinstance(usage, dict):
+                raise KailabError(f"usage_params must be a mapping such as {{windowSize: 1m}}, not {usage!r}.")
+            for key, value in usage.items():
+                if key not in USAGE_PARAMS:
+                    raise KailabError(
+                        f"usage_params has {key!r}, which kailab does not set; it sets {', '.join(USAGE_PARAMS)}."
+                    )
+                if not (isinstance(value, str) and USAGE_PARAMS[key].match(value)):
+                    form = "sliding" if key == "windowType" else "a duration such as 1m or 30s"
+                    raise KailabError(f"usage_params {key} must be {form}, not {value!r}.")
 
     @classmethod
     def of(cls, settings: SchedulerSettings | None) -> SchedulerSettings:
@@ -98,12 +123,20 @@ class SchedulerSettings:
             spec["minRuntime"] = runtimes
         if self.queue_depth_per_action:
             spec["queueDepthPerAction"] = dict(self.queue_depth_per_action)
+        if self.usage_params is not None:
+            spec["usageDBConfig"] = {"clientType": USAGE_DB_CLIENT, "usageParams": dict(self.usage_params)}
         return spec
 
     def shard_patch(self) -> dict:
         """A merge patch of a SchedulingShard's spec to these settings: what :meth:`shard_spec` leaves out, and
         every flag :meth:`args` may set but does not, is set to None (removed)."""
-        spec = {"kValue": None, "minRuntime": None, "queueDepthPerAction": None, **self.shard_spec()}
+        spec = {
+            "kValue": None,
+            "minRuntime": None,
+            "queueDepthPerAction": None,
+            "usageDBConfig": None,
+            **self.shard_spec(),
+        }
         spec["args"] = {**{a: None for a in self.ARGS}, **spec["args"]}
         return spec
 
@@ -114,8 +147,14 @@ class SchedulerSettings:
         placement = spec.get("placementStrategy") or {}
         runtimes = spec.get("minRuntime") or {}
         args = spec.get("args") or {}
-        if not isinstance(placement, dict) or not isinstance(runtimes, dict) or not isinstance(args, dict):
-            raise KailabError("placementStrategy, minRuntime and args must each be a mapping.")
+        usage_db = spec.get("usageDBConfig")
+        if not all(isinstance(v, dict) for v in (placement, runtimes, args, usage_db or {})):
+            raise KailabError("placementStrategy, minRuntime, args and usageDBConfig must each be a mapping.")
+        if usage_db is not None and usage_db.get("clientType") != USAGE_DB_CLIENT:
+            raise KailabError(
+                f"usageDBConfig.clientType must be {USAGE_DB_CLIENT}, not {usage_db.get('clientType')!r}: "
+                f"the one usage database KAI queries."
+            )
         return cls(
             gpu_placement=placement.get("gpu") or "binpack",
             cpu_placement=placement.get("cpu") or "binpack",
@@ -124,6 +163,7 @@ class SchedulerSettings:
             preempt_min_runtime=runtimes.get("preemptMinRuntime"),
             reclaim_min_runtime=runtimes.get("reclaimMinRuntime"),
             queue_depth_per_action=spec.get("queueDepthPerAction") or None,
+            usage_params=None if usage_db is None else dict(usage_db.get("usageParams") or {}),
         )
 
     def _extras(self) -> list[str]:
@@ -136,6 +176,9 @@ class SchedulerSettings:
         ]
         if self.queue_depth_per_action:
             out.append("queue depth " + ", ".join(f"{a} {n}" for a, n in sorted(self.queue_depth_per_action.items())))
+        if self.usage_params is not None:
+            params = ", ".join(f"{k} {v}" for k, v in self.usage_params.items())
+            out.append(f"usage database ({params})" if params else "usage database")
         return out
 
     def describe(self) -> str:

@@ -24,6 +24,10 @@ KWOK_VERSION = "v0.8.0"
 FAKE_GPU_OPERATOR_VERSION = "0.2.0"
 FAKE_GPU_OPERATOR_CHART = "oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator"
 
+# Prometheus, the usage database of KAI's time-based fair share (docs/time-based-fairshare/README.md): release
+# v3.16.0, which its Go module publishes as v0.316.0 (a v3 tag is not a Go major version there).
+PROMETHEUS_VERSION = "v0.316.0"
+
 KIND_VERSION = "v0.31.0"
 HELM_VERSION = "v3.19.0"
 # CoreDNS: the version kubeadm v1.35.4 deploys (cmd/kubeadm/app/constants: CoreDNSVersion).
@@ -61,6 +65,7 @@ class GoBuild:
     sums: tuple[str, str]
     sibling_version: str | None = None
     ldflags: str = ""  # added to -s -w (e.g. -X version stamps)
+    tags: str = ""  # go build -tags (e.g. to leave out parts the lab never runs)
 
     def go_sum_lines(self) -> str:
         """The two go.sum lines that pin this module."""
@@ -123,6 +128,18 @@ BUILDS: tuple[GoBuild, ...] = (
         # does not know this module, so these lines are the only check of what a proxy serves.
         sums=("h1:UtfrbI2aMZm6LGPx1DWPGhOGhxNXHtgfzKpEtlZ3ZiU=", "h1:+Ixd+cMJWhBiLAbYxWwiNQRTa4oABokpTvXc9SBlufo="),
     ),
+)
+
+# Built on its own (its own cache entry and lock, kailab/runtimes/usage_db.py): only a lesson that asks for KAI's
+# usage database runs it. remove_all_sd leaves out every service-discovery plugin (plugins/plugin_*.go): the lab
+# names its scrape targets itself. Without builtinassets the web UI is not embedded; the HTTP API KAI queries is.
+PROMETHEUS_BUILD = GoBuild(
+    name="prometheus",
+    module="github.com/prometheus/prometheus",
+    version=PROMETHEUS_VERSION,
+    binaries={"prometheus": "github.com/prometheus/prometheus/cmd/prometheus"},
+    sums=("h1:f1GRFerhTMKQma+awCoC9T820ecWeGSdF+xAlMHzZzM=", "h1:nd2m0IehYLgxV4yAmoQDsvV45I9Xerh+uTUeCioEMis="),
+    tags="remove_all_sd",
 )
 
 
@@ -206,7 +223,7 @@ OFFLINE_BUILDS: tuple[GoBuild, ...] = (
 
 def build(name: str) -> GoBuild:
     """The pinned build called ``name``."""
-    return next(b for b in BUILDS + OFFLINE_BUILDS if b.name == name)
+    return next(b for b in (*BUILDS, PROMETHEUS_BUILD, *OFFLINE_BUILDS) if b.name == name)
 
 
 def as_dict() -> dict[str, str]:
@@ -216,6 +233,7 @@ def as_dict() -> dict[str, str]:
         "kubernetes": KUBERNETES_VERSION,
         "etcd": ETCD_VERSION,
         "kwok": KWOK_VERSION,
+        "prometheus": PROMETHEUS_VERSION,
         "fake-gpu-operator": FAKE_GPU_OPERATOR_VERSION,
         "kind": KIND_VERSION,
         "kind-node-image": KIND_NODE_IMAGE,

@@ -69,7 +69,7 @@ class ShardClass:
 
     def control(self, learner: str, kube: Kube) -> ShardSchedulerControl:
         """The learner's scheduler: their SchedulingShard."""
-        return ShardSchedulerControl(kube, learner)
+        return ShardSchedulerControl(kube, learner, runs_usage_db=isinstance(self.rt, LocalRuntime))
 
     def cluster(self, learner: str, kube: Kube) -> LiveCluster:
         """The engine's view of the learner's slice: their owner labels, nodes and scheduler."""

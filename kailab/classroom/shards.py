@@ -101,8 +101,9 @@ class ShardSchedulerControl(SchedulerControl):
     """A learner's scheduler, through their SchedulingShard: patched with the learner's or the lab's client, then
     waited for until the supervisor (local) or KAI's operator (kind, existing) has put it in effect."""
 
-    def __init__(self, kube: Kube, learner: str, timeout: float = 120):
+    def __init__(self, kube: Kube, learner: str, timeout: float = 120, runs_usage_db: bool = False):
         self.kube = kube
+        self.runs_usage_db = runs_usage_db  # the local supervisor's schedulers start the lab's Prometheus
         self.learner = learner
         self.name = shard_name(learner)
         self.timeout = timeout

@@ -75,6 +75,10 @@ class LabInfo:
 class SchedulerControl(ABC):
     """Stop, start and reconfigure KAI's scheduler of a running lab (scenarios do, as KAI's own e2e tests do)."""
 
+    # True where settings with usage params start KAI's usage database too (the local runtime's Prometheus,
+    # kailab/runtimes/usage_db.py); elsewhere the cluster's own must be set up (KAI's operator and kai-config).
+    runs_usage_db: bool = False
+
     @property
     @abstractmethod
     def settings(self) -> SchedulerSettings:

@@ -34,6 +34,7 @@ from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger
 from kailab.runtimes import local_kai as kai
+from kailab.runtimes import usage_db
 from kailab.runtimes.base import ComponentHealth, GpuLedgerControl, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
@@ -92,6 +93,8 @@ class LocalRuntime(Runtime):
         if options.with_kai:
             builds.append(versions.build("kai"))
         bins = build.ensure_built(builds, progress, self.cache)
+        if options.with_kai:  # KAI's usage database, started only when a scheduler asks for it: built now, not then
+            build.ensure_built([versions.PROMETHEUS_BUILD], progress, self.cache, lock=usage_db.BUILD_LOCK)
         try:
             self._start_control_plane(bins, progress, options.apiserver_port)
             kube = Kube(self.kubeconfig())
@@ -301,6 +304,9 @@ class LocalRuntime(Runtime):
             for spec in specs:
                 self.kai_processes.start(spec)
             kai.wait_healthy(specs, self.kai_processes, timeout=60)
+        (self.home / "kai" / usage_db.METRICS_RECORD).write_text(
+            json.dumps({s.name: s.health_url for s in specs if s.health_url and s.health_url.endswith("/metrics")})
+        )
         self.scheduler_control().record(next(s for s in specs if s.name == KAI_SCHEDULER_PROCESS), SchedulerSettings())
 
     def scheduler_control(self) -> LocalSchedulerControl:
@@ -362,6 +368,7 @@ class LocalSchedulerControl(SchedulerControl):
     """
 
     RECORD = "scheduler.json"
+    runs_usage_db = True
 
     def __init__(
         self,
@@ -424,9 +431,14 @@ class LocalSchedulerControl(SchedulerControl):
             bins = {KAI_SCHEDULER_PROCESS: binary}
         else:
             bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
+        usage = None
+        if settings.usage_params is not None:  # time-based fair share: the lab's Prometheus, started if need be
+            url = usage_db.ensure_running(self.rt.kai_processes, self.rt.cache)
+            capacity = usage_db.node_capacity(Kube(self.rt.kubeconfig()), self.partition)
+            usage = usage_db.usage_db_config(settings, url, capacity)
         self.stop()
         spec = kai.scheduler_spec(
-            bins, self.rt.kubeconfig(), self.workdir, settings, self.partition, self.name, self.args
+            bins, self.rt.kubeconfig(), self.workdir, settings, self.partition, self.name, self.args, usage
         )
         self.rt.kai_processes.start(spec)
         self.record(spec, settings)

@@ -130,7 +130,7 @@ def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) ->
 CLIENT_LIMITS = ("--qps=5000", "--burst=10000")
 
 
-def scheduler_config(settings: SchedulerSettings = SchedulerSettings()) -> str:
+def scheduler_config(settings: SchedulerSettings = SchedulerSettings(), usage_db: dict | None = None) -> str:
     """The scheduler's ``--scheduler-conf`` file: what KAI's operator renders for a SchedulingShard with these settings.
 
     The defaults give ``manifests/kai-scheduler-config.yaml`` as it is. The rest follows the operator
@@ -140,6 +140,8 @@ def scheduler_config(settings: SchedulerSettings = SchedulerSettings()) -> str:
     strategies as its arguments; spread for either resource disables the consolidation action; kValue is the
     proportion plugin's argument, the minimum runtimes the minruntime plugin's; queueDepthPerAction is copied
     as it is, each of its actions one the file runs (else a :class:`KailabError`, as the operator refuses it).
+    ``usage_db``: the file's ``usageDBConfig`` (kailab/runtimes/usage_db.py), needed when the settings have
+    usage params (the operator's getUsageDBConfig copies the shard's, with a connection string).
     """
     text = SCHEDULER_CONFIG.read_text()
     if (
@@ -184,6 +186,10 @@ def scheduler_config(settings: SchedulerSettings = SchedulerSettings()) -> str:
                 f"(its actions: {conf['actions']})."
             )
         conf["queueDepthPerAction"] = dict(settings.queue_depth_per_action)
+    if settings.usage_params is not None:
+        if usage_db is None:
+            raise KailabError("These scheduler settings ask for a usage database, and none was given.")
+        conf["usageDBConfig"] = usage_db
     return (
         f"# Written by kailab: what KAI {versions.KAI_VERSION}'s operator renders for {settings.describe()}\n"
         + yaml.safe_dump(conf, sort_keys=False)
@@ -203,17 +209,19 @@ def scheduler_spec(
     partition: str = "",
     name: str = KAI_SCHEDULER_PROCESS,
     args: dict[str, str] | None = None,
+    usage_db: dict | None = None,
 ) -> ProcessSpec:
     """KAI's scheduler with these settings, on fresh loopback ports; writes its config file in ``workdir``.
 
     ``partition``: the node-pool label value it schedules (a class's learner, kailab/classroom); "" the lab's own
     scheduler, which sees only nodes, queues and PodGroups without the label. ``name``: its process name.
     ``args``: a SchedulingShard's ``spec.args``, added after the other flags as the operator adds them (a flag
-    given twice: the last wins); None: the settings' own (:func:`scheduler_flags`).
+    given twice: the last wins); None: the settings' own (:func:`scheduler_flags`). ``usage_db``: see
+    :func:`scheduler_config`.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     conf = workdir / "scheduler-config.yaml"
-    conf.write_text(scheduler_config(settings))
+    conf.write_text(scheduler_config(settings, usage_db))
     metrics, plugins = free_port(), free_port()
     return ProcessSpec(
         name,

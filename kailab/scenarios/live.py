@@ -169,6 +169,7 @@ class LiveCluster:
                 ("fair-share", self.metrics is not None),
                 ("gpu-sharing", self.gpu_sharing),
                 ("gpu-ledger-control", self.gpu_ledger is not None),
+                ("usage-db", bool(getattr(self.scheduler, "runs_usage_db", False))),
             )
             if has
         )

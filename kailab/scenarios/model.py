@@ -254,6 +254,8 @@ class Scenario:
         out = {n for s in self.steps for n in s.needs} | {e.needs for e in measured if e.needs}
         if any(w.fraction for w in self.workloads):
             out.add("gpu-sharing")
+        if any(getattr(getattr(s, "settings", None), "usage_params", None) is not None for s in self.steps):
+            out.add("usage-db")  # a schedulerConfig step with usageParams
         return frozenset(out)
 
 
@@ -264,4 +266,6 @@ ABILITIES = {
     "gpu-sharing": "it runs GPU fractions, and KAI's GPU sharing is not known to be on here",
     "gpu-ledger-control": "it stops what gives KAI's GPU reservation pods their GPU, which kailab does only on a "
     "lab the local runtime made (its GPU ledger)",
+    "usage-db": "it turns on KAI's usage database (time-based fair share), a Prometheus kailab runs only on the "
+    "local runtime",
 }

@@ -35,6 +35,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from kailab.errors import KailabError
 from kailab.labelfield import LabelKey, LabelValue
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
@@ -837,9 +838,12 @@ def _delete_pods(v: DeletePodsFile, at: Where) -> DeletePods:
 
 def _settings(given: BaseModel) -> SchedulerSettings:
     """A ``schedulerConfig:`` value → the scheduler's settings; a key left out keeps the lab's default."""
-    return SchedulerSettings(
-        **{f.name: v for f in fields(SchedulerSettings) if (v := getattr(given, to_camel(f.name))) is not None}
-    )
+    try:
+        return SchedulerSettings(
+            **{f.name: v for f in fields(SchedulerSettings) if (v := getattr(given, to_camel(f.name))) is not None}
+        )
+    except KailabError as e:  # a value its type lets through, refused by the settings (usageParams' forms)
+        raise ValueError(e.message) from None
 
 
 # What a scenario may set in KAI's scheduler: SchedulerSettings' fields, in camelCase, each optional.

@@ -132,6 +132,7 @@ def test_refuse_foreign_checks_every_scenario_of_a_run_first():
         ("placement", {"scheduler-control"}, "reconfigures KAI's scheduler"),
         ("fairshare", {"fair-share"}, "fair share"),
         ("fractions", {"gpu-sharing"}, "GPU fractions"),
+        ("time-fairshare", {"usage-db"}, "KAI's usage database"),  # kind: no Prometheus kailab can start
     ],
 )
 def test_a_scenario_needing_what_the_cluster_lacks_is_not_applicable_and_applies_nothing(lesson, lacking, words):
@@ -149,9 +150,11 @@ def test_what_each_lesson_needs_of_the_cluster():
         "placement",
         "consolidation",
         "fairshare",
+        "time-fairshare",
     }
-    assert {n for n, need in needs.items() if "fair-share" in need} == {"fairshare"}
+    assert {n for n, need in needs.items() if "fair-share" in need} == {"fairshare", "time-fairshare"}
     assert {n for n, need in needs.items() if "gpu-sharing" in need} == {"fractions"}
+    assert {n for n, need in needs.items() if "usage-db" in need} == {"time-fairshare"}
 
 
 def test_lessons_that_need_the_lesson_fleet_say_so_on_another():

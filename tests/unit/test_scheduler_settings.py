@@ -217,6 +217,7 @@ def test_kind_start_patches_the_shard_then_enables_and_waits_until_ready(tmp_pat
             "kValue": None,  # settings left at KAI's default are removed from the shard
             "minRuntime": None,
             "queueDepthPerAction": None,
+            "usageDBConfig": None,
         }
     }
     [cmd] = enable.commands
@@ -249,6 +250,7 @@ def test_kind_defaults_are_the_charts_shard_and_remove_the_flag(tmp_path):
             "kValue": None,
             "minRuntime": None,
             "queueDepthPerAction": None,
+            "usageDBConfig": None,
         }
     }
     assert (

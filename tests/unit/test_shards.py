@@ -19,7 +19,9 @@ from kailab.errors import KailabError
 from kailab.fleet import load_fleet
 from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
 from kailab.runtimes import shard_supervisor as supervisor
+from kailab.runtimes import usage_db
 from kailab.runtimes.local_kai import scheduler_config
+from kailab.runtimes.processes import ProcessGroup
 from kailab.scheduler_settings import SchedulerSettings
 
 EVERYTHING = SchedulerSettings(
@@ -30,6 +32,7 @@ EVERYTHING = SchedulerSettings(
     preempt_min_runtime="10m",
     reclaim_min_runtime="30s",
     queue_depth_per_action={"reclaim": 8, "allocate": 25},
+    usage_params={"windowSize": "1m", "halfLifePeriod": "30s"},
 )
 
 
@@ -56,11 +59,14 @@ def test_settings_go_into_a_shard_and_come_back_the_same():
         "kValue": 1.5,
         "minRuntime": {"preemptMinRuntime": "10m", "reclaimMinRuntime": "30s"},
         "queueDepthPerAction": {"reclaim": 8, "allocate": 25},
+        # KAI's operator fills in the connection string (getUsageDBConfig); the lab's supervisor does locally
+        "usageDBConfig": {"clientType": "prometheus", "usageParams": {"windowSize": "1m", "halfLifePeriod": "30s"}},
     }
     assert SchedulerSettings.from_shard(spec) == EVERYTHING
     assert SchedulerSettings.from_shard({}) == SchedulerSettings(full_hierarchy_fairness=True)
     patch = SchedulerSettings().shard_patch()
     assert patch["kValue"] is None and patch["minRuntime"] is None and patch["queueDepthPerAction"] is None
+    assert patch["usageDBConfig"] is None  # a shard that had the usage database loses it
     assert patch["args"] == {"full-hierarchy-fairness": None, "schedule-period": "250ms"}
 
 
@@ -72,6 +78,8 @@ def test_settings_go_into_a_shard_and_come_back_the_same():
         ({"minRuntime": {"reclaimMinRuntime": "soon"}}, "a duration"),
         ({"queueDepthPerAction": {"reclaim": "deep"}}, "queue_depth_per_action"),
         ({"args": ["x"]}, "mapping"),
+        ({"usageDBConfig": {"clientType": "influxdb"}}, "clientType must be prometheus"),
+        ({"usageDBConfig": {"clientType": "prometheus", "usageParams": {"windowSize": "a while"}}}, "windowSize"),
     ],
 )
 def test_a_shard_with_a_bad_setting_is_refused_saying_which(spec, says):
@@ -81,7 +89,23 @@ def test_a_shard_with_a_bad_setting_is_refused_saying_which(spec, says):
 
 
 def test_the_local_config_file_carries_every_shard_setting_as_the_operator_renders_it():
-    conf = yaml.safe_load(scheduler_config(EVERYTHING))
+    usage = usage_db.usage_db_config(EVERYTHING, "http://127.0.0.1:9", {"nvidia.com/gpu": 32, "cpu": 80, "memory": 2e9})
+    conf = yaml.safe_load(scheduler_config(EVERYTHING, usage))
+    # KAI's scheduler reads usageDBConfig from its config file (pkg/scheduler/conf/scheduler_conf.go)
+    assert conf["usageDBConfig"] == {
+        "clientType": "prometheus",
+        "connectionString": "http://127.0.0.1:9",
+        "usageParams": {
+            "windowSize": "1m",
+            "halfLifePeriod": "30s",
+            "extraParams": {
+                "gpuCapacityMetric": "vector(32)",
+                "cpuCapacityMetric": "vector(80)",
+                "memoryCapacityMetric": "vector(2e+09)",
+                "queryResolution": "5s",
+            },
+        },
+    }
     plugins = {p["name"]: p.get("arguments") for p in conf["tiers"][0]["plugins"]}
     assert plugins["proportion"] == {"kValue": "1.5"}
     assert plugins["minruntime"] == {"defaultPreemptMinRuntime": "10m", "defaultReclaimMinRuntime": "30s"}
@@ -90,9 +114,30 @@ def test_the_local_config_file_carries_every_shard_setting_as_the_operator_rende
     assert "consolidation" not in conf["actions"]
     assert conf["queueDepthPerAction"] == {"reclaim": 8, "allocate": 25}
     default = yaml.safe_load(scheduler_config(SchedulerSettings()))
-    assert "queueDepthPerAction" not in default and "arguments" not in next(
-        p for p in default["tiers"][0]["plugins"] if p["name"] == "proportion"
+    assert (
+        "usageDBConfig" not in default
+        and "queueDepthPerAction" not in default
+        and "arguments" not in next(p for p in default["tiers"][0]["plugins"] if p["name"] == "proportion")
     )
+
+
+def test_usage_settings_without_a_usage_database_are_refused():
+    with pytest.raises(KailabError) as e:
+        scheduler_config(SchedulerSettings(usage_params={}))
+    assert "usage database" in e.value.message
+
+
+def test_the_lab_prometheus_scrapes_the_queue_controller_it_recorded(tmp_path):
+    group = ProcessGroup(tmp_path)
+    with pytest.raises(KailabError) as e:
+        usage_db.queue_controller_address(group)
+    assert "kailab down && kailab up" in e.value.hint
+    (tmp_path / usage_db.METRICS_RECORD).write_text('{"kai-queuecontroller": "http://127.0.0.1:4242/metrics"}')
+    address = usage_db.queue_controller_address(group)
+    conf = yaml.safe_load(usage_db.config_text(address))
+    assert address == "127.0.0.1:4242"
+    assert conf["scrape_configs"] == [{"job_name": "queue-controller", "static_configs": [{"targets": [address]}]}]
+    assert conf["global"]["scrape_interval"] == usage_db.SCRAPE_INTERVAL == "5s"
 
 
 def test_a_queue_depth_for_an_action_the_scheduler_does_not_run_is_refused():

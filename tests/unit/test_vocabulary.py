@@ -138,3 +138,16 @@ def test_titles_come_from_the_declaration(tmp_path):
         ("allocated", "w: GPUs allocated", 5),
         ("placement", "w: pods all on one node", 5),
     ]
+
+
+def test_every_scheduler_setting_is_documented():
+    """A ``schedulerConfig:`` key is a SchedulerSettings field in camelCase: each is named in exercises/README.md."""
+    from dataclasses import fields
+
+    from pydantic.alias_generators import to_camel
+
+    from kailab.scheduler_settings import SchedulerSettings
+
+    words = {to_camel(f.name) for f in fields(SchedulerSettings)}
+    assert "usageParams" in words and "kValue" in words
+    assert [w for w in sorted(words) if w not in README] == []
