@@ -64,8 +64,15 @@ class ShardClass:
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     def _write(self, learners: list[str]) -> None:
+        if not learners:  # no class: no file (the lab's down then finds only what it wrote)
+            self.forget()
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps({"learners": learners}, indent=1))
+
+    def forget(self) -> None:
+        """The class's state file gone: for a class whose cluster goes with it (kind, local), or that is empty."""
+        self.state_file.unlink(missing_ok=True)
 
     def control(self, learner: str, kube: Kube) -> ShardSchedulerControl:
         """The learner's scheduler: their SchedulingShard."""

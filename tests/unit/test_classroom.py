@@ -214,12 +214,13 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
     assert kinds == {
         *("queues", "priorityclasses", "topologies", "namespaces", "schedulingshards"),
-        *("pods", "jobs", "deployments", "replicasets"),
+        *("pods", "jobs", "deployments", "replicasets", "podgroups"),
     }
     role = next(o for o in credentials.learner_objects("ann", ["ann-x"], Owner()) if o["kind"] == "Role")
     may_make = {res for rule in role["rules"] if "create" in rule["verbs"] for res in rule["resources"]}
     pod_makers = {"pods", "jobs", "cronjobs", "deployments", "replicasets", "statefulsets", "daemonsets"}
     assert may_make & pod_makers == {k for _, k in credentials.WORKLOADS}  # each kind that makes pods: under the rule
+    assert "podgroups" in may_make and credentials.PODGROUPS[1] == "podgroups"  # a gang by hand: under its rule
     assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
     assert spec["failurePolicy"] == "Fail"
 
@@ -602,3 +603,48 @@ def test_a_partitions_pods_tolerate_its_taint_and_no_other_partitions():
     assert (t["key"], t["value"], t["effect"]) == (tol["key"], tol["value"], tol["effect"]) and tol[
         "operator"
     ] == "Equal"
+
+
+def test_a_shards_loopback_metrics_are_read_only_on_the_loopback_that_wrote_them(capsys):
+    """The local runtime's supervisor writes its scheduler's address (the instructor's 127.0.0.1) and whose loopback
+    it is on the shard: read there; elsewhere (a learner's machine) no fair share at all, said once, rather than
+    whatever answers on that port here."""
+    import http.server
+    import threading
+
+    from kailab import lab
+    from kailab.labels import SHARD_METRICS_ANNOTATION, SHARD_METRICS_HOST_ANNOTATION
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'kai_queue_fair_share_gpu{queue_name="ann-a"} 4\n')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+
+    class OneShard:
+        def __init__(self, host):
+            self.annotations = {SHARD_METRICS_ANNOTATION: url, SHARD_METRICS_HOST_ANNOTATION: host}
+
+        def get(self, api, kind, name, namespace=None):
+            return {"metadata": {"name": name, "annotations": self.annotations}, "spec": {}}
+
+    try:
+        here = shards.ShardSchedulerControl(OneShard(shards.loopback_host()), "ann")
+        assert here.metrics_unreachable() == ""
+        assert "ann-a" in here.metrics()
+        assert lab.learner_metrics(here) == here.metrics
+
+        elsewhere = shards.ShardSchedulerControl(OneShard("instructor-laptop 1234 net:[1]"), "ann")
+        assert "instructor's machine" in elsewhere.metrics_unreachable()
+        assert elsewhere.metrics() is None  # the port answers here, but it is not ann's scheduler's
+        assert lab.learner_metrics(elsewhere) is None and lab.learner_metrics(elsewhere) is None
+        assert capsys.readouterr().err.count("Fair shares are not available here") == 1
+    finally:
+        server.shutdown()
