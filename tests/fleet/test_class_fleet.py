@@ -524,3 +524,8 @@ def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_q
         == (made["spec"]["queue"])
     )
     kai_lab.kube.delete(PODGROUP_API, "PodGroup", made["metadata"]["name"], ns)
+
+    # Her scheduler's metrics (fair shares): on the supervisor's loopback, which is this one, so she reads them
+    control = shards.ShardSchedulerControl(ann, "ann")
+    assert control.metrics_unreachable() == ""
+    assert "kai_" in until("ann's scheduler's metrics", control.metrics, timeout=30)
