@@ -648,3 +648,46 @@ def test_a_shards_loopback_metrics_are_read_only_on_the_loopback_that_wrote_them
         assert capsys.readouterr().err.count("Fair shares are not available here") == 1
     finally:
         server.shutdown()
+
+
+def test_a_class_on_kind_or_an_existing_cluster_is_refused_when_the_nodes_lack_room_for_its_schedulers(monkeypatch):
+    """KAI's operator asks each shard's scheduler for the same requests (the Config's): ``class up`` counts the room
+    kube-scheduler would (allocatable less the requests there, on nodes whose taints the pod tolerates) first."""
+    from types import SimpleNamespace as NS
+
+    from kailab.classroom import partitions
+
+    def container(cpu: str, memory: str):
+        return NS(resources=NS(requests={"cpu": cpu, "memory": memory}))
+
+    def node(name: str, cpu: str, memory: str, taints=()):
+        return NS(
+            metadata=NS(name=name),
+            spec=NS(unschedulable=None, taints=[NS(key=k, value=v, effect=e) for k, v, e in taints]),
+            status=NS(allocatable={"cpu": cpu, "memory": memory}),
+        )
+
+    scheduler = NS(
+        metadata=NS(name="kai-scheduler-default"),
+        spec=NS(template=NS(spec=NS(containers=[container("250m", "512Mi")], tolerations=[]))),
+    )
+    busy = {"kind": [NS(status=NS(phase="Running"), spec=NS(containers=[container("1300m", "1Gi")]))]}
+    kube = NS(
+        apps=NS(list_namespaced_deployment=lambda ns: NS(items=[scheduler])),
+        core=NS(
+            list_node=lambda: NS(
+                items=[
+                    node("kind", "2", "8Gi"),  # 0.7 CPU free: two more schedulers
+                    node("kwok-a100-0", "64", "512Gi", [("kwok.x-k8s.io/node", "fake", "NoSchedule")]),
+                ]
+            ),
+            list_pod_for_all_namespaces=lambda field_selector: NS(items=busy.get(field_selector.split("=")[1], [])),
+        ),
+    )
+    assert partitions.schedulers_that_fit(kube) == (2, "0.25 CPU and 0.5 GiB")
+    monkeypatch.setattr(partitions, "operator_missing", lambda kube: "")
+    klass = partitions.OperatorClass(NS(name="kind", home=Path("/nonexistent")))
+    klass.check_runtime(kube, 2, None)
+    with pytest.raises(RosterError, match="room for 2 more schedulers") as e:
+        klass.check_runtime(kube, 3, None)
+    assert "Nothing was applied" in e.value.message and "at most 2" in e.value.hint
