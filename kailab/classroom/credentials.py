@@ -12,7 +12,8 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
 - their own SchedulingShard (``<learner>-shard``): get and patch (RBAC ``resourceNames``) — their scheduler's
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
   classroom/shards.py) and its ``args`` to the flags kailab's settings set (no ``--partition-label-value`` of
-  another's); and their scheduler's metrics through the API server's proxy to its Service (kind, existing).
+  another's); and their scheduler's metrics through the API server's proxy to its Service, and its Deployment
+  (get: whether KAI's operator has rolled it out) in KAI's namespace (kind, existing).
 - the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
   Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
   and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
@@ -30,6 +31,7 @@ import base64
 
 from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 from kailab.labels import (
+    KAI_NAMESPACE,
     LEARNER_LABEL,
     NODEPOOL_LABEL,
     PARTITION_TAINT_KEY,
@@ -318,6 +320,26 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
             "metadata": _meta(own, labels),
             "subjects": subject,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": own},
+        },
+        {  # whether their scheduler's Deployment has rolled out (kind, existing): KAI's operator restarts it
+            "apiVersion": RBAC,
+            "kind": "Role",
+            "metadata": _meta(own, labels, KAI_NAMESPACE),
+            "rules": [
+                {
+                    "apiGroups": ["apps"],
+                    "resources": ["deployments"],
+                    "resourceNames": [scheduler_name(learner)],
+                    "verbs": ["get"],
+                }
+            ],
+        },
+        {
+            "apiVersion": RBAC,
+            "kind": "RoleBinding",
+            "metadata": _meta(own, labels, KAI_NAMESPACE),
+            "subjects": subject,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": own},
         },
         {
             "apiVersion": RBAC,

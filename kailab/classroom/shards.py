@@ -23,6 +23,7 @@ import socket
 import urllib.request
 from pathlib import Path
 
+from kubernetes import client
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import KailabError
@@ -166,6 +167,30 @@ class ShardSchedulerControl(SchedulerControl):
             what=f"{self.learner}'s scheduler {what} (SchedulingShard {self.name})",
             hint=f"See its status: kubectl get schedulingshard {self.name} -o yaml",
         )
+        until(  # KAI's operator reports the shard Available while the old scheduler pod still runs (and schedules)
+            self.rolled_out,
+            self.timeout,
+            0.5,
+            what=f"{self.learner}'s scheduler {what} (Deployment {scheduler_name(self.learner)} rolled out)",
+            hint=f"See it: kubectl -n {KAI_NAMESPACE} rollout status deployment/{scheduler_name(self.learner)}",
+        )
+
+    def rolled_out(self) -> bool | Pending:
+        """True when the Deployment KAI's operator runs the shard with has only pods of its newest template, all
+        available (as ``kubectl rollout status`` says), or when nothing runs it as a Deployment (the local
+        runtime's supervisor, which stops a scheduler before it starts the next)."""
+        try:
+            d = self.kube.apps.read_namespaced_deployment(scheduler_name(self.learner), KAI_NAMESPACE)
+        except client.exceptions.ApiException as e:
+            if e.status == 404:
+                return True
+            raise
+        want, s = d.spec.replicas or 0, d.status
+        if (s.observed_generation or 0) < (d.metadata.generation or 0):
+            return Pending("the operator's change not seen by the Deployment controller yet")
+        if (s.updated_replicas or 0) < want or (s.replicas or 0) > (s.updated_replicas or 0):
+            return Pending(f"{(s.replicas or 0) - (s.updated_replicas or 0)} old scheduler pod(s) still running")
+        return (s.available_replicas or 0) >= want or Pending("the new scheduler pod is not available yet")
 
     def metrics_unreachable(self) -> str:
         """Why this machine cannot read the scheduler's metrics ("" when it can, or cannot tell yet): on the local

@@ -13,7 +13,7 @@ from kailab.classroom.cli import roster_of
 from kailab.classroom.roster import RosterError
 from kailab.cli import app
 from kailab.fleet import load_fleet
-from kailab.labels import NODEPOOL_LABEL
+from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL
 from kailab.lesson import EXERCISE_NAMES
 from kailab.ownership import Owner, stamped
 from kailab.paths import EXERCISES
@@ -158,7 +158,16 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
     assert len(namespaces) == len(EXERCISE_NAMES) + 1 and all(n.startswith("ann-") for n in namespaces)  # + challenges
     objs = credentials.learner_objects("ann", namespaces, Owner())
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
-    assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
+    assert placed == {credentials.CLASS_NAMESPACE, KAI_NAMESPACE, *namespaces}
+    (in_kai,) = [o for o in objs if o["kind"] == "Role" and o["metadata"]["namespace"] == KAI_NAMESPACE]
+    assert in_kai["rules"] == [  # KAI's namespace: only whether their scheduler's Deployment has rolled out
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments"],
+            "resourceNames": ["kai-scheduler-ann-shard"],
+            "verbs": ["get"],
+        }
+    ]
     own = next(o for o in objs if o["kind"] == "ClusterRole")
     assert own["rules"] == [
         {
@@ -216,7 +225,11 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
         *("queues", "priorityclasses", "topologies", "namespaces", "schedulingshards"),
         *("pods", "jobs", "deployments", "replicasets", "podgroups"),
     }
-    role = next(o for o in credentials.learner_objects("ann", ["ann-x"], Owner()) if o["kind"] == "Role")
+    role = next(
+        o
+        for o in credentials.learner_objects("ann", ["ann-x"], Owner())
+        if o["kind"] == "Role" and o["metadata"]["namespace"] == "ann-x"
+    )
     may_make = {res for rule in role["rules"] if "create" in rule["verbs"] for res in rule["resources"]}
     pod_makers = {"pods", "jobs", "cronjobs", "deployments", "replicasets", "statefulsets", "daemonsets"}
     assert may_make & pod_makers == {k for _, k in credentials.WORKLOADS}  # each kind that makes pods: under the rule
