@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_kind_e2e import IN_CI, WHY_NOT, docker_objects, kailab, kind_clusters, same_on_kind
+from test_kind_e2e import assert_down_left_nothing, docker_before, kailab, same_on_kind
 
 from kailab.classroom import credentials, plan, shards
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL, PODGROUP_API
-from kailab.runtimes.kind import CLUSTER
+from kailab.runtimes.kind import SCHEDULER_RESOURCES
 from kailab.runtimes.kind_offline import KAI_REGISTRY
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -76,12 +76,7 @@ def podgroup(name: str, namespace: str, pool: str, queue: str) -> dict:
 
 
 def test_a_class_of_two_on_kind_runs_each_learners_scheduler_and_lessons_as_on_a_lab_of_ones_own(tmp_path):
-    if WHY_NOT is not None:
-        if IN_CI:
-            pytest.fail(f"kind class {WHY_NOT}; CI starts one with .ci/docker-setup.sh")
-        pytest.skip(f"kind class {WHY_NOT}")
-    assert CLUSTER not in kind_clusters(), f"a kind cluster named {CLUSTER} exists already: not this test's to use"
-    before = docker_objects()
+    before = docker_before("kind class")
     env = {**os.environ, "KAILAB_HOME": str(tmp_path / "lab")}
     ann_env = {**os.environ, "KAILAB_HOME": str(tmp_path / "ann-machine")}  # the learner's own lab folder
     creds = tmp_path / "creds"
@@ -100,6 +95,7 @@ def test_a_class_of_two_on_kind_runs_each_learners_scheduler_and_lessons_as_on_a
             container = deployment.spec.template.spec.containers[0]
             assert container.image.startswith(KAI_REGISTRY), container.image
             assert f"--partition-label-value={learner}" in container.args, container.args
+            assert container.resources.requests == SCHEDULER_RESOURCES["requests"]  # the lab's, so a class fits
             assert (deployment.status.ready_replicas or 0) == 1
         ann_file = yaml.safe_load((creds / "ann.kubeconfig").read_text())
         assert ann_file["clusters"][0]["cluster"]["server"] == admin.api.configuration.host  # as the host reaches it
@@ -146,9 +142,5 @@ def test_a_class_of_two_on_kind_runs_each_learners_scheduler_and_lessons_as_on_a
         assert left.returncode != 0 and "credential was revoked" in left.stderr, left.stderr
     finally:
         removed = kailab("down", env=env, timeout=600)
-    assert removed.returncode == 0, removed.stderr[-2000:]
+    assert_down_left_nothing(removed, before)
     assert "did not write" not in removed.stderr, removed.stderr  # the class's file went with the class
-    assert CLUSTER not in kind_clusters()
-    after = docker_objects()
-    for kind, ids in after.items():
-        assert ids <= before[kind], f"kailab down left Docker {kind}: {sorted(ids - before[kind])}"
