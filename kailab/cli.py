@@ -259,9 +259,9 @@ def apply_queues(quiet: bool = QuietOpt) -> None:
 
     kube = lab.connect()
     specs = load_queue_file(LESSON_QUEUES)
-    state = lab.state()
-    if state and state.prefix:
-        specs = prefixed_queues(specs, state.prefix)
+    state, joined = lab.state(), lab.joined()
+    if prefix := joined.learner if joined else state.prefix if state else "":  # a learner's queues are <learner>-…
+        specs = prefixed_queues(specs, prefix)
     objects = [queue_object(q) for q in specs]
     cluster = lab.live_cluster(kube)
     if taken := cluster.foreign(objects):
@@ -269,7 +269,9 @@ def apply_queues(quiet: bool = QuietOpt) -> None:
     with Progress(quiet).step(f"Applying {len(specs)} queues from {LESSON_QUEUES.name}"):
         for obj in objects:
             cluster.apply(obj)
-    render.stdout.print(render.queue_table(list_queues(kube, fair_shares=lab.fair_shares())))
+    queues_selector = lab.slice_selectors()[0]  # a learner: their queues, counted from their pods
+    shown = list_queues(kube, lab.pods(kube), lab.fair_shares(), queues_selector)
+    render.stdout.print(render.queue_table(shown))
 
 
 @app.command()

@@ -55,11 +55,12 @@ def remove_class(rt: Runtime, progress: Progress) -> None:
     """Before an adopted cluster is let go of (existing runtime), its class: every learner's SchedulingShard, nodes,
     queues, namespaces and credential (``class down``). The local and kind runtimes delete the whole cluster, and
     with it the shards; the local runtime's ``down`` stops the supervisor, then the schedulers it started."""
-    if rt.makes_cluster:
-        return
     from kailab.classroom.partitions import class_of
 
     klass = class_of(rt)
+    if rt.makes_cluster:
+        klass.forget()  # the class goes with the cluster; on kind its state file is in the lab folder
+        return
     if not klass.learners():
         return
     try:
@@ -127,9 +128,26 @@ def scheduler_metrics():
     if j := joined():
         from kailab.classroom.shards import ShardSchedulerControl
 
-        return ShardSchedulerControl(connect(), j.learner).metrics
+        return learner_metrics(ShardSchedulerControl(connect(), j.learner))
     rt = current_runtime()
     return rt.scheduler_metrics() if rt is not None else None
+
+
+_SAID: set[str] = set()
+
+
+def learner_metrics(control):
+    """A joined learner's reader of their scheduler's metrics; None, said once on stderr, when their scheduler's
+    metrics are on another machine's loopback (a class on the instructor's local runtime): no fair share is better
+    than one read from whatever answers on this machine's port."""
+    if why := control.metrics_unreachable():
+        from kailab.progress import stderr
+
+        if why not in _SAID:  # a watch asks every frame
+            _SAID.add(why)
+            stderr.print(f"Fair shares are not available here: {why}.", markup=False, highlight=False)
+        return None
+    return control.metrics
 
 
 def joined():
@@ -160,9 +178,9 @@ def live_cluster(kube: Kube):
         from kailab.classroom.shards import ShardSchedulerControl
 
         control = ShardSchedulerControl(kube, j.learner)
-        return LiveCluster(
-            kube, control, owner=owner(), metrics=control.metrics, node_selector=plan.node_selector(j.learner)
-        )
+        cluster = LiveCluster(kube, control, owner=owner(), node_selector=plan.node_selector(j.learner))
+        cluster.metrics = learner_metrics(control)  # None (no fair share) rather than the control's by default
+        return cluster
     rt = current_runtime()
     sharing = rt.gpu_sharing() if rt is not None else True
     # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.

@@ -63,6 +63,7 @@ LAB_ID_LABEL = "kailab.io/lab-id"
 NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
+SHARD_METRICS_HOST_ANNOTATION = "kailab.io/scheduler-metrics-host"  # whose loopback that URL is (shards.loopback_host)
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
 
 # KAI's topology-aware scheduling (docs/topology/ in KAI v0.17.0): a cluster-scoped Topology object names the node

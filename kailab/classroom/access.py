@@ -12,6 +12,7 @@ from kubernetes import client
 from kailab.classroom import credentials, plan
 from kailab.errors import KailabError
 from kailab.kube import Kube
+from kailab.labels import KAI_NAMESPACE
 from kailab.ownership import Owner
 
 
@@ -66,6 +67,8 @@ def revoke(kube: Kube, learner: str) -> None:
     name = f"kailab-learner-{learner}"
     for kind, n in (("ClusterRoleBinding", name), ("ClusterRoleBinding", f"{name}-reader"), ("ClusterRole", name)):
         kube.delete(credentials.RBAC, kind, n)
+    for kind in ("RoleBinding", "Role"):  # in KAI's namespace: reading their scheduler's Deployment
+        kube.delete(credentials.RBAC, kind, name, KAI_NAMESPACE)
 
 
 def revoke_class(kube: Kube) -> None:

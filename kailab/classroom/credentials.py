@@ -12,11 +12,14 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
 - their own SchedulingShard (``<learner>-shard``): get and patch (RBAC ``resourceNames``) — their scheduler's
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
   classroom/shards.py) and its ``args`` to the flags kailab's settings set (no ``--partition-label-value`` of
-  another's); and their scheduler's metrics through the API server's proxy to its Service (kind, existing).
+  another's); and their scheduler's metrics through the API server's proxy to its Service, and its Deployment
+  (get: whether KAI's operator has rolled it out) in KAI's namespace (kind, existing).
 - the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
   Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
   and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
-  (``kailab.io/partition``, see ``plan.taint``) nor every taint (a toleration without a key).
+  (``kailab.io/partition``, see ``plan.taint``) nor every taint (a toleration without a key); and a PodGroup they
+  make by hand (``scheduling.run.ai``) carries their node-pool label and names only their queues (``spec.queue``,
+  and the queue label if it has one), since KAI's schedulers pick PodGroups by that label and charge that queue.
 
 Nothing lets a learner read or change another learner's pods, namespaces or SchedulingShard, any node, or KAI's
 Config.
@@ -28,9 +31,11 @@ import base64
 
 from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 from kailab.labels import (
+    KAI_NAMESPACE,
     LEARNER_LABEL,
     NODEPOOL_LABEL,
     PARTITION_TAINT_KEY,
+    PODGROUP_API,
     QUEUE_API,
     QUEUE_LABEL,
     SHARD_API,
@@ -49,6 +54,7 @@ RBAC = "rbac.authorization.k8s.io/v1"
 ADMISSION = "admissionregistration.k8s.io/v1"
 # What makes pods in a learner's namespaces (their Role grants them): the policy checks the pods they would make
 WORKLOADS = (("", "pods"), ("batch", "jobs"), ("apps", "deployments"), ("apps", "replicasets"))
+PODGROUPS = (PODGROUP_API.split("/")[0], "podgroups")  # a gang made by hand: the policy checks its partition and queue
 TOKEN_SECONDS = 12 * 3600  # a class day; `class down` revokes it sooner by deleting the ServiceAccount
 
 
@@ -142,7 +148,7 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
                             "resources": [kind],
                             "operations": ["CREATE", "UPDATE"],
                         }
-                        for group, kind in WORKLOADS
+                        for group, kind in (*WORKLOADS, PODGROUPS)
                     ),
                 ]
             },
@@ -152,6 +158,7 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
             "variables": [
                 {"name": "learner", "expression": f"request.userInfo.username.substring({len(prefix)})"},
                 {"name": "workload", "expression": f"request.resource.resource in {[k for _, k in WORKLOADS]}"},
+                {"name": "podgroup", "expression": f"request.resource.resource == '{PODGROUPS[1]}'"},
                 {"name": "bare", "expression": "request.resource.resource == 'pods'"},
                 # a Pod's spec, or the pod template's of a Job, Deployment or ReplicaSet (read for workloads only)
                 {"name": "pod", "expression": "variables.bare ? object.spec : object.spec.template.spec"},
@@ -159,6 +166,7 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
             ],
             "validations": [
                 *pod_rules(),
+                *podgroup_rules(),
                 *named_rules(theirs),
                 {
                     "expression": "request.resource.resource != 'schedulingshards' || request.operation == 'DELETE' "
@@ -234,16 +242,38 @@ def pod_rules() -> list[dict]:
     return [_rule(f"!variables.workload || ({e})", m) for e, m in rules]
 
 
+def podgroup_rules() -> list[dict]:
+    """The PodGroup rule: a PodGroup a learner makes or changes is in their partition — it carries their node-pool
+    label, by which only their scheduler picks it up — and, if it names a queue (``spec.queue``, or the queue label),
+    one of theirs, so no other learner's queue is charged for it."""
+    pool = "{v} == variables.learner"
+    queue = "{v}.startsWith(variables.learner + '-')"
+    who = "' + variables.learner + '"
+    rules = [
+        (
+            _entry_is("object.metadata", "labels", NODEPOOL_LABEL, pool, required=True),
+            f"'a learner\\'s PodGroup must carry the label {NODEPOOL_LABEL}={who}: their partition'",
+        ),
+        (
+            f"(!has(object.spec) || !has(object.spec.queue) || object.spec.queue == '' || {queue.format(v='object.spec.queue')}) && "
+            f"{_entry_is('object.metadata', 'labels', QUEUE_LABEL, queue, required=False)}",
+            f"'a learner\\'s PodGroup may name (spec.queue, {QUEUE_LABEL}) only a queue of theirs ({who}-…)'",
+        ),
+    ]
+    return [_rule(f"!variables.podgroup || ({e})", m) for e, m in rules]
+
+
 def named_rules(theirs: str) -> list[dict]:
     """Queues, priority classes and namespaces: a learner makes, changes and deletes only their own."""
     return [
         _rule(
-            f"variables.workload || request.operation == 'DELETE' || ({theirs.format(o='object')})",
+            f"variables.workload || variables.podgroup || request.operation == 'DELETE' || ({theirs.format(o='object')})",
             "'a learner may only make ' + request.resource.resource + ' named ' + "
             f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner",
         ),
         _rule(
-            f"variables.workload || request.operation == 'CREATE' || ({theirs.format(o='oldObject')})",
+            f"variables.workload || variables.podgroup || request.operation == 'CREATE' || "
+            f"({theirs.format(o='oldObject')})",
             "'this ' + request.resource.resource + ' is not ' + variables.learner + "
             "'\\'s: a learner may only change or delete their own'",
         ),
@@ -290,6 +320,26 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
             "metadata": _meta(own, labels),
             "subjects": subject,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": own},
+        },
+        {  # whether their scheduler's Deployment has rolled out (kind, existing): KAI's operator restarts it
+            "apiVersion": RBAC,
+            "kind": "Role",
+            "metadata": _meta(own, labels, KAI_NAMESPACE),
+            "rules": [
+                {
+                    "apiGroups": ["apps"],
+                    "resources": ["deployments"],
+                    "resourceNames": [scheduler_name(learner)],
+                    "verbs": ["get"],
+                }
+            ],
+        },
+        {
+            "apiVersion": RBAC,
+            "kind": "RoleBinding",
+            "metadata": _meta(own, labels, KAI_NAMESPACE),
+            "subjects": subject,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": own},
         },
         {
             "apiVersion": RBAC,

@@ -8,8 +8,8 @@ nodes, their owner labels (``lab.py`` asks :func:`current`). No Go, no Docker, n
 Their partition's scheduler is their SchedulingShard (``shards.py``), which their credential may read and patch:
 the placement, consolidation and fair-share lessons stop, start and reconfigure it through the API server, and
 wait until the supervisor (local runtime) or KAI's operator (kind, existing) runs it; its metrics (fair shares)
-come from the address the supervisor writes on the shard, or through the API server's proxy to the operator's
-Service. Nobody else's shard is theirs to read or change.
+come from the address the supervisor writes on the shard (the instructor's loopback: read only on that machine,
+and said to be unavailable elsewhere), or through the API server's proxy to the operator's Service. Nobody else's shard is theirs to read or change.
 """
 
 from __future__ import annotations
@@ -109,8 +109,17 @@ def whoami(kube: Kube, path: Path) -> str:
 
 def leave(joined: Joined, home: Path) -> list[str]:
     """A learner's ``down``: empty their lesson namespaces and delete their queues, priority classes and lesson
-    records (their own only: the credential allows nothing else), then forget the credential."""
+    records (their own only: the credential allows nothing else), then forget the credential. A class that has
+    ended (the credential revoked, the cluster gone) is left all the same, and said so (KailabError, after)."""
     kube = Kube(joined.kubeconfig)
+    try:
+        whoami(kube, joined.kubeconfig)
+    except KailabError as e:  # nothing of theirs to remove there, or nothing that answers: the class's to clear
+        (home / FILE).unlink(missing_ok=True)
+        raise KailabError(
+            f"{e.message} Nothing was removed on the cluster; this folder has left the class.",
+            hint="The instructor's kailab class down removes what is left of yours.",
+        ) from None
     owner = plan.owner(joined.learner)
     done = []
     for name in plan.lesson_namespaces(joined.learner):

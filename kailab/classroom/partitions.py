@@ -28,6 +28,8 @@ from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
 from kailab.labels import (
+    KAI_NAMESPACE,
+    KAI_SCHEDULER_NAME,
     KAI_SCHEDULER_PROCESS,
     LEARNER_LABEL,
     NODEPOOL_LABEL,
@@ -64,8 +66,15 @@ class ShardClass:
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     def _write(self, learners: list[str]) -> None:
+        if not learners:  # no class: no file (the lab's down then finds only what it wrote)
+            self.forget()
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps({"learners": learners}, indent=1))
+
+    def forget(self) -> None:
+        """The class's state file gone: for a class whose cluster goes with it (kind, local), or that is empty."""
+        self.state_file.unlink(missing_ok=True)
 
     def control(self, learner: str, kube: Kube) -> ShardSchedulerControl:
         """The learner's scheduler: their SchedulingShard."""
@@ -272,6 +281,15 @@ class OperatorClass(ShardClass):
                 hint="Install KAI Scheduler v0.17.0 with its Helm chart (its operator runs SchedulingShards), "
                 "and KWOK (kailab up --runtime existing --kwok), then kailab class up again.",
             )
+        fit, each = schedulers_that_fit(kube)
+        if fit is not None and adding > fit:
+            raise RosterError(
+                f"The cluster's nodes have room for {fit} more scheduler{'s' if fit != 1 else ''}, and each learner "
+                f"needs one ({each}, as KAI's operator asks for every shard's scheduler). Nothing was applied.",
+                hint=(f"Add at most {fit} learner{'s' if fit != 1 else ''} now" if fit else "Free room on the nodes")
+                + ", or hold the class on a machine (kind) or cluster with more CPU and memory, "
+                "or on the local runtime (about 0.2 GiB a learner).",
+            )
 
 
 def operator_missing(kube: Kube) -> str:
@@ -287,6 +305,58 @@ def operator_missing(kube: Kube) -> str:
     if not kwok:
         return "KWOK's controller (kube-system/kwok-controller), which runs the learners' nodes"
     return ""
+
+
+def schedulers_that_fit(kube: Kube) -> tuple[int | None, str]:
+    """How many more shard schedulers the cluster's nodes have room for, as kube-scheduler counts room (allocatable
+    CPU and memory less the requests of the pods there, on nodes whose taints the scheduler's pod tolerates), and
+    one scheduler's requests in words; (None, "") when no shard's scheduler runs yet to read its requests from."""
+    from kailab.quantity import amount
+
+    made = [  # kai-scheduler-<shard> (shards.shard_scheduler): the chart's default shard's at least
+        d
+        for d in kube.apps.list_namespaced_deployment(KAI_NAMESPACE).items
+        if d.metadata.name.startswith(KAI_SCHEDULER_NAME + "-")
+    ]
+    if not made:
+        return None, ""
+    pod = made[0].spec.template.spec
+    want = {"cpu": 0.0, "memory": 0.0}
+    for c in pod.containers:
+        for r in want:
+            want[r] += amount(str(((c.resources and c.resources.requests) or {}).get(r, "0")))
+    if not any(want.values()):
+        return None, ""
+    fit = 0
+    for node in kube.core.list_node().items:
+        if node.spec.unschedulable or not _tolerated(node.spec.taints or [], pod.tolerations or []):
+            continue
+        free = {r: amount(str((node.status.allocatable or {}).get(r, "0"))) for r in want}
+        on_node = kube.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node.metadata.name}").items
+        for p in on_node:
+            if p.status.phase in ("Succeeded", "Failed"):
+                continue
+            for c in p.spec.containers:
+                for r in want:
+                    free[r] -= amount(str(((c.resources and c.resources.requests) or {}).get(r, "0")))
+        fit += max(0, int(min(free[r] // want[r] for r in want if want[r])))
+    each = f"{want['cpu']:g} CPU and {want['memory'] / 2**30:.2g} GiB"
+    return fit, each
+
+
+def _tolerated(taints, tolerations) -> bool:
+    """Every NoSchedule or NoExecute taint is tolerated (by key, value or Exists, and effect)."""
+
+    def tolerates(t, taint) -> bool:
+        if t.effect and t.effect != taint.effect:
+            return False
+        if not t.key:
+            return t.operator == "Exists"
+        return t.key == taint.key and (t.operator == "Exists" or (t.value or "") == (taint.value or ""))
+
+    return all(
+        any(tolerates(t, taint) for t in tolerations) for taint in taints if taint.effect in ("NoSchedule", "NoExecute")
+    )
 
 
 def class_of(runtime: Runtime, state: str = STATE) -> ShardClass:

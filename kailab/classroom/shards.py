@@ -18,8 +18,12 @@ no learner's partition is ever that); starting it points the shard back at their
 
 from __future__ import annotations
 
+import os
+import socket
 import urllib.request
+from pathlib import Path
 
+from kubernetes import client
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import KailabError
@@ -30,6 +34,7 @@ from kailab.labels import (
     LEARNER_LABEL,
     SHARD_API,
     SHARD_METRICS_ANNOTATION,
+    SHARD_METRICS_HOST_ANNOTATION,
 )
 from kailab.runtimes.base import SchedulerControl
 from kailab.scheduler_settings import SchedulerSettings
@@ -72,6 +77,19 @@ def shard_object(learner: str, labels: dict[str, str], settings: SchedulerSettin
         "metadata": {"name": shard_name(learner), "labels": {**labels, LEARNER_LABEL: learner}},
         "spec": {"partitionLabelValue": learner, **settings.shard_spec()},
     }
+
+
+def loopback_host() -> str:
+    """Which loopback this process is on: the machine (its host name and boot id) and, on Linux, its network
+    namespace. A scheduler's metrics address on the local runtime (``http://127.0.0.1:PORT``) means something only
+    where this is the same as the supervisor's that wrote it."""
+    parts = [socket.gethostname()]
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+        parts.append(os.readlink("/proc/self/ns/net"))
+    except OSError:  # not Linux: the host name alone
+        pass
+    return " ".join(parts)
 
 
 def serves_shards(kube: Kube) -> bool:
@@ -150,18 +168,62 @@ class ShardSchedulerControl(SchedulerControl):
             what=f"{self.learner}'s scheduler {what} (SchedulingShard {self.name})",
             hint=f"See its status: kubectl get schedulingshard {self.name} -o yaml",
         )
+        until(  # KAI's operator reports the shard Available while the old scheduler pod still runs (and schedules)
+            self.rolled_out,
+            self.timeout,
+            0.5,
+            what=f"{self.learner}'s scheduler {what} (Deployment {scheduler_name(self.learner)} rolled out)",
+            hint=f"See it: kubectl -n {KAI_NAMESPACE} rollout status deployment/{scheduler_name(self.learner)}",
+        )
+
+    def rolled_out(self) -> bool | Pending:
+        """True when the Deployment KAI's operator runs the shard with has only pods of its newest template, all
+        available (as ``kubectl rollout status`` says), or when nothing runs it as a Deployment (the local
+        runtime's supervisor, which stops a scheduler before it starts the next)."""
+        try:
+            d = self.kube.apps.read_namespaced_deployment(scheduler_name(self.learner), KAI_NAMESPACE)
+        except client.exceptions.ApiException as e:
+            if e.status == 404:
+                return True
+            raise
+        want, s = d.spec.replicas or 0, d.status
+        if (s.observed_generation or 0) < (d.metadata.generation or 0):
+            return Pending("the operator's change not seen by the Deployment controller yet")
+        if (s.updated_replicas or 0) < want or (s.replicas or 0) > (s.updated_replicas or 0):
+            return Pending(f"{(s.replicas or 0) - (s.updated_replicas or 0)} old scheduler pod(s) still running")
+        return (s.available_replicas or 0) >= want or Pending("the new scheduler pod is not available yet")
+
+    def metrics_unreachable(self) -> str:
+        """Why this machine cannot read the scheduler's metrics ("" when it can, or cannot tell yet): on the local
+        runtime the supervisor's address is the instructor's loopback, which a learner elsewhere cannot reach (nor
+        can the API server's proxy, which refuses loopback addresses)."""
+        try:
+            annotations = self.shard()["metadata"].get("annotations") or {}
+        except Exception:  # no shard, or no answer: said where the shard is needed
+            return ""
+        host = annotations.get(SHARD_METRICS_HOST_ANNOTATION)
+        if annotations.get(SHARD_METRICS_ANNOTATION) and host != loopback_host():
+            return (
+                f"{self.learner}'s scheduler runs as a process on the instructor's machine (the local runtime) and "
+                "publishes its metrics only on that machine's loopback, which this machine cannot reach"
+            )
+        return ""
 
     def metrics(self) -> str | None:
-        """The scheduler's metrics: from the address the supervisor wrote on the shard (local runtime), else
-        through the API server's proxy to the operator's Service ``kai-scheduler-<shard>`` (port http-metrics)."""
+        """The scheduler's metrics: from the address the supervisor wrote on the shard (local runtime; only on the
+        loopback it names, :meth:`metrics_unreachable`), else through the API server's proxy to the operator's
+        Service ``kai-scheduler-<shard>`` (port http-metrics)."""
         try:
             shard = self.shard()
         except Exception:
             return None
-        url = (shard["metadata"].get("annotations") or {}).get(SHARD_METRICS_ANNOTATION)
+        annotations = shard["metadata"].get("annotations") or {}
+        url = annotations.get(SHARD_METRICS_ANNOTATION)
         try:
             if url:
-                if not url.startswith("http://127.0.0.1:"):  # the supervisor's, on this machine's loopback
+                if not url.startswith("http://127.0.0.1:") or annotations.get(SHARD_METRICS_HOST_ANNOTATION) != (
+                    loopback_host()
+                ):  # another machine's (or network namespace's) loopback: nothing of ours answers there
                     return None
                 with urllib.request.urlopen(url, timeout=2) as r:
                     return r.read().decode(errors="replace")

@@ -249,10 +249,19 @@ def fake_gpu_operator_values(fleet: Fleet) -> dict:
     }
 
 
+# What KAI's operator asks for each shard's scheduler pod (the Config's scheduler resources). KAI's own requests
+# (0.25 CPU, 512 MiB) leave room for only two learners' schedulers on a 2-core machine; a lab's scheduler of five
+# KWOK nodes needs little (the local runtime's runs with no requests at all), so a class of 16 fits there.
+SCHEDULER_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "700m", "memory": "512Mi"}}
+
+
 def kai_values() -> dict:
-    """KAI's chart values: GPU sharing on (the fractions lesson), and the lab's scheduler flags in the default
-    SchedulingShard's args (``scheduler.args``), as the local runtime passes them."""
-    return {"global": {"gpuSharing": True}, "scheduler": {"args": dict(LAB_SCHEDULER_ARGS)}}
+    """KAI's chart values: GPU sharing on (the fractions lesson), the lab's scheduler flags in the default
+    SchedulingShard's args (``scheduler.args``), as the local runtime passes them, and the schedulers' requests."""
+    return {
+        "global": {"gpuSharing": True},
+        "scheduler": {"args": dict(LAB_SCHEDULER_ARGS), "resources": SCHEDULER_RESOURCES},
+    }
 
 
 def reservation_rbac() -> list[dict]:

@@ -11,7 +11,8 @@ read from placementStrategy, minRuntime, queueDepthPerAction, kValue and args) b
 and ``args`` flags after the others — only flags KAI's scheduler defines (read from the pinned module's
 cmd/scheduler/app/options/options.go, as buildArgsList skips the rest), and not the process's loopback ports.
 It reports as the operator does, in the shard's status: ``Available`` (and ``Ready``) with the generation now in
-effect; the scheduler's metrics address goes in the annotation ``kailab.io/scheduler-metrics``.
+effect; the scheduler's metrics address goes in the annotation ``kailab.io/scheduler-metrics``, and which loopback
+that address is on (this machine and network namespace) in ``kailab.io/scheduler-metrics-host``.
 
 The lab starts it like its other processes (``kai/pids/``, pid and start time) when a class or a side-by-side run
 first needs a partition; ``kailab down`` stops it first, then the schedulers it started (their pid files are in
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from kailab.classroom.shards import STOPPED_SUFFIX, shard_scheduler
+from kailab.classroom.shards import STOPPED_SUFFIX, loopback_host, shard_scheduler
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
 from kailab.labels import (
@@ -44,6 +45,7 @@ from kailab.labels import (
     MANAGED,
     SHARD_API,
     SHARD_METRICS_ANNOTATION,
+    SHARD_METRICS_HOST_ANNOTATION,
     SHARD_SUPERVISOR,
 )
 from kailab.runtimes.processes import ProcessSpec
@@ -172,11 +174,16 @@ class Supervisor:
         )
 
     def annotate(self, shard: dict, url: str) -> None:
-        if (shard["metadata"].get("annotations") or {}).get(SHARD_METRICS_ANNOTATION) == url:
+        wanted = {
+            SHARD_METRICS_ANNOTATION: url or None,
+            SHARD_METRICS_HOST_ANNOTATION: loopback_host() if url else None,
+        }
+        have = shard["metadata"].get("annotations") or {}
+        if all(have.get(k) == v for k, v in wanted.items()):
             return
         self.kube.dyn.patch(
             self.kube.resource(SHARD_API, "SchedulingShard"),
-            body={"metadata": {"annotations": {SHARD_METRICS_ANNOTATION: url or None}}},
+            body={"metadata": {"annotations": wanted}},
             name=shard["metadata"]["name"],
             content_type="application/merge-patch+json",
         )

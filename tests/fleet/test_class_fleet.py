@@ -478,3 +478,54 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
     ended = ann("demo", "quota")
     assert ended.returncode == 1
     assert "your class has ended or your credential was revoked" in ended.stderr, ended.stderr
+
+
+def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_queues(kai_lab, tmp_path):
+    """A PodGroup made by hand (RBAC lets a learner make them in their namespaces, as the staleness lesson does):
+    the admission policy admits it only with their node-pool label — by which only their scheduler picks it up —
+    and naming only their queues, in ``spec.queue`` and in the queue label."""
+    from kailab.classroom import credentials
+    from kailab.scenarios.manifests import workload_objects
+
+    out = tmp_path / "creds"
+    kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
+    ann = Kube(out / "ann.kubeconfig")
+    lesson = plan.for_learner(load_scenario(EXERCISES / "staleness.yaml"), "ann")
+    gang = next(w for w in lesson.workloads if w.kind == "PodGroup")
+    (made,) = [o for o in workload_objects(gang, lesson) if o["kind"] == "PodGroup"]
+    made = stamped(made, plan.owner("ann"))  # the lesson's own PodGroup, as kailab applies it for ann
+    assert made["spec"]["queue"].startswith("ann-") and made["metadata"]["labels"][NODEPOOL_LABEL] == "ann"
+
+    def aimed(name: str, labels: dict | None = None, drop: str = "", **spec) -> dict:
+        body = json.loads(json.dumps(made))
+        body["metadata"]["name"] = name
+        body["metadata"]["labels"].update(labels or {})
+        body["metadata"]["labels"].pop(drop, None)
+        body["spec"].update(spec)
+        return body
+
+    attempts = {
+        "in B's partition": aimed("pg1", {NODEPOOL_LABEL: "bob"}),
+        "in no partition": aimed("pg2", drop=NODEPOOL_LABEL),
+        "for B's queue": aimed("pg3", queue="bob-team-stale"),
+        "for a queue of no learner's": aimed("pg4", queue="default-queue"),
+        "labelled with B's queue": aimed("pg5", {QUEUE_LABEL: "bob-team-stale"}),
+    }
+    said = {what: refusal(lambda body=body: ann.apply(body)) for what, body in attempts.items()}
+    for what, (status, words) in said.items():
+        assert status == 403 and credentials.POLICY in words and "a learner's PodGroup" in words, (what, words)
+    ns = made["metadata"]["namespace"]
+    assert kai_lab.kube.list(PODGROUP_API, "PodGroup", namespace=ns) == []
+
+    ann.apply(made)  # her own: admitted
+    assert refused(lambda: ann.apply({**made, "spec": {**made["spec"], "queue": "bob-team-stale"}})) == 403  # update
+    assert (
+        kai_lab.kube.get(PODGROUP_API, "PodGroup", made["metadata"]["name"], ns)["spec"]["queue"]
+        == (made["spec"]["queue"])
+    )
+    kai_lab.kube.delete(PODGROUP_API, "PodGroup", made["metadata"]["name"], ns)
+
+    # Her scheduler's metrics (fair shares): on the supervisor's loopback, which is this one, so she reads them
+    control = shards.ShardSchedulerControl(ann, "ann")
+    assert control.metrics_unreachable() == ""
+    assert "kai_" in until("ann's scheduler's metrics", control.metrics, timeout=30)

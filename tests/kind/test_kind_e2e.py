@@ -89,13 +89,28 @@ def same_on_kind(got: list[dict], golden: list[dict]) -> bool:
     return same_rows(masked, wanted)
 
 
-def test_offline_kind_lab_passes_every_lesson_and_down_leaves_nothing(tmp_path):
+def docker_before(what: str) -> dict[str, set[str]]:
+    """Docker's objects before a test brings up a kind lab; it skips without a Docker engine (fails under CI=true),
+    and fails when a kind cluster of kailab's name is there already."""
     if WHY_NOT is not None:
         if IN_CI:
-            pytest.fail(f"kind end-to-end {WHY_NOT}; CI starts one with .ci/docker-setup.sh")
-        pytest.skip(f"kind end-to-end {WHY_NOT}")
+            pytest.fail(f"{what} {WHY_NOT}; CI starts one with .ci/docker-setup.sh")
+        pytest.skip(f"{what} {WHY_NOT}")
     assert CLUSTER not in kind_clusters(), f"a kind cluster named {CLUSTER} exists already: not this test's to use"
-    before = docker_objects()
+    return docker_objects()
+
+
+def assert_down_left_nothing(down: subprocess.CompletedProcess, before: dict[str, set[str]]) -> None:
+    """``kailab down`` succeeded and left no kind cluster, container, network or image that was not there before."""
+    assert down.returncode == 0, down.stderr[-2000:]
+    assert CLUSTER not in kind_clusters()
+    after = docker_objects()
+    for kind, ids in after.items():
+        assert ids <= before[kind], f"kailab down left Docker {kind}: {sorted(ids - before[kind])}"
+
+
+def test_offline_kind_lab_passes_every_lesson_and_down_leaves_nothing(tmp_path):
+    before = docker_before("kind end-to-end")
     env = {**os.environ, "KAILAB_HOME": str(tmp_path / "lab")}
     up = kailab("up", "--runtime", "kind", "--offline", env=env)
     try:
@@ -124,8 +139,4 @@ def test_offline_kind_lab_passes_every_lesson_and_down_leaves_nothing(tmp_path):
         assert (tmp_path / "evidence" / "report.md").read_text().strip()
     finally:
         down = kailab("down", env=env, timeout=600)
-    assert down.returncode == 0, down.stderr[-2000:]
-    assert CLUSTER not in kind_clusters()
-    after = docker_objects()
-    for kind, ids in after.items():
-        assert ids <= before[kind], f"kailab down left Docker {kind}: {sorted(ids - before[kind])}"
+    assert_down_left_nothing(down, before)

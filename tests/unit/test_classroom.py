@@ -13,7 +13,7 @@ from kailab.classroom.cli import roster_of
 from kailab.classroom.roster import RosterError
 from kailab.cli import app
 from kailab.fleet import load_fleet
-from kailab.labels import NODEPOOL_LABEL
+from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL
 from kailab.lesson import EXERCISE_NAMES
 from kailab.ownership import Owner, stamped
 from kailab.paths import EXERCISES
@@ -158,7 +158,16 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
     assert len(namespaces) == len(EXERCISE_NAMES) + 1 and all(n.startswith("ann-") for n in namespaces)  # + challenges
     objs = credentials.learner_objects("ann", namespaces, Owner())
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
-    assert placed == {credentials.CLASS_NAMESPACE, *namespaces}
+    assert placed == {credentials.CLASS_NAMESPACE, KAI_NAMESPACE, *namespaces}
+    (in_kai,) = [o for o in objs if o["kind"] == "Role" and o["metadata"]["namespace"] == KAI_NAMESPACE]
+    assert in_kai["rules"] == [  # KAI's namespace: only whether their scheduler's Deployment has rolled out
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments"],
+            "resourceNames": ["kai-scheduler-ann-shard"],
+            "verbs": ["get"],
+        }
+    ]
     own = next(o for o in objs if o["kind"] == "ClusterRole")
     assert own["rules"] == [
         {
@@ -214,12 +223,17 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
     assert kinds == {
         *("queues", "priorityclasses", "topologies", "namespaces", "schedulingshards"),
-        *("pods", "jobs", "deployments", "replicasets"),
+        *("pods", "jobs", "deployments", "replicasets", "podgroups"),
     }
-    role = next(o for o in credentials.learner_objects("ann", ["ann-x"], Owner()) if o["kind"] == "Role")
+    role = next(
+        o
+        for o in credentials.learner_objects("ann", ["ann-x"], Owner())
+        if o["kind"] == "Role" and o["metadata"]["namespace"] == "ann-x"
+    )
     may_make = {res for rule in role["rules"] if "create" in rule["verbs"] for res in rule["resources"]}
     pod_makers = {"pods", "jobs", "cronjobs", "deployments", "replicasets", "statefulsets", "daemonsets"}
     assert may_make & pod_makers == {k for _, k in credentials.WORKLOADS}  # each kind that makes pods: under the rule
+    assert "podgroups" in may_make and credentials.PODGROUPS[1] == "podgroups"  # a gang by hand: under its rule
     assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
     assert spec["failurePolicy"] == "Fail"
 
@@ -602,3 +616,91 @@ def test_a_partitions_pods_tolerate_its_taint_and_no_other_partitions():
     assert (t["key"], t["value"], t["effect"]) == (tol["key"], tol["value"], tol["effect"]) and tol[
         "operator"
     ] == "Equal"
+
+
+def test_a_shards_loopback_metrics_are_read_only_on_the_loopback_that_wrote_them(capsys):
+    """The local runtime's supervisor writes its scheduler's address (the instructor's 127.0.0.1) and whose loopback
+    it is on the shard: read there; elsewhere (a learner's machine) no fair share at all, said once, rather than
+    whatever answers on that port here."""
+    import http.server
+    import threading
+
+    from kailab import lab
+    from kailab.labels import SHARD_METRICS_ANNOTATION, SHARD_METRICS_HOST_ANNOTATION
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'kai_queue_fair_share_gpu{queue_name="ann-a"} 4\n')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+
+    class OneShard:
+        def __init__(self, host):
+            self.annotations = {SHARD_METRICS_ANNOTATION: url, SHARD_METRICS_HOST_ANNOTATION: host}
+
+        def get(self, api, kind, name, namespace=None):
+            return {"metadata": {"name": name, "annotations": self.annotations}, "spec": {}}
+
+    try:
+        here = shards.ShardSchedulerControl(OneShard(shards.loopback_host()), "ann")
+        assert here.metrics_unreachable() == ""
+        assert "ann-a" in here.metrics()
+        assert lab.learner_metrics(here) == here.metrics
+
+        elsewhere = shards.ShardSchedulerControl(OneShard("instructor-laptop 1234 net:[1]"), "ann")
+        assert "instructor's machine" in elsewhere.metrics_unreachable()
+        assert elsewhere.metrics() is None  # the port answers here, but it is not ann's scheduler's
+        assert lab.learner_metrics(elsewhere) is None and lab.learner_metrics(elsewhere) is None
+        assert capsys.readouterr().err.count("Fair shares are not available here") == 1
+    finally:
+        server.shutdown()
+
+
+def test_a_class_on_kind_or_an_existing_cluster_is_refused_when_the_nodes_lack_room_for_its_schedulers(monkeypatch):
+    """KAI's operator asks each shard's scheduler for the same requests (the Config's): ``class up`` counts the room
+    kube-scheduler would (allocatable less the requests there, on nodes whose taints the pod tolerates) first."""
+    from types import SimpleNamespace as NS
+
+    from kailab.classroom import partitions
+
+    def container(cpu: str, memory: str):
+        return NS(resources=NS(requests={"cpu": cpu, "memory": memory}))
+
+    def node(name: str, cpu: str, memory: str, taints=()):
+        return NS(
+            metadata=NS(name=name),
+            spec=NS(unschedulable=None, taints=[NS(key=k, value=v, effect=e) for k, v, e in taints]),
+            status=NS(allocatable={"cpu": cpu, "memory": memory}),
+        )
+
+    scheduler = NS(
+        metadata=NS(name="kai-scheduler-default"),
+        spec=NS(template=NS(spec=NS(containers=[container("250m", "512Mi")], tolerations=[]))),
+    )
+    busy = {"kind": [NS(status=NS(phase="Running"), spec=NS(containers=[container("1300m", "1Gi")]))]}
+    kube = NS(
+        apps=NS(list_namespaced_deployment=lambda ns: NS(items=[scheduler])),
+        core=NS(
+            list_node=lambda: NS(
+                items=[
+                    node("kind", "2", "8Gi"),  # 0.7 CPU free: two more schedulers
+                    node("kwok-a100-0", "64", "512Gi", [("kwok.x-k8s.io/node", "fake", "NoSchedule")]),
+                ]
+            ),
+            list_pod_for_all_namespaces=lambda field_selector: NS(items=busy.get(field_selector.split("=")[1], [])),
+        ),
+    )
+    assert partitions.schedulers_that_fit(kube) == (2, "0.25 CPU and 0.5 GiB")
+    monkeypatch.setattr(partitions, "operator_missing", lambda kube: "")
+    klass = partitions.OperatorClass(NS(name="kind", home=Path("/nonexistent")))
+    klass.check_runtime(kube, 2, None)
+    with pytest.raises(RosterError, match="room for 2 more schedulers") as e:
+        klass.check_runtime(kube, 3, None)
+    assert "Nothing was applied" in e.value.message and "at most 2" in e.value.hint

@@ -120,7 +120,10 @@ def test_rendered_values_give_the_lesson_fleet(tmp_path):
     }
     assert yaml.safe_load(files["kai-values.yaml"]) == {
         "global": {"gpuSharing": True},
-        "scheduler": {"args": {"schedule-period": "250ms"}},
+        "scheduler": {
+            "args": {"schedule-period": "250ms"},
+            "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "700m", "memory": "512Mi"}},
+        },
     }
     # fake-gpu-operator's default reservation namespace is runai-reservation; KAI's is kai-resource-reservation.
     assert values["environment"]["resourceReservationNamespace"] == "kai-resource-reservation"

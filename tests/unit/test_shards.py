@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from kailab.classroom import plan, shards
@@ -170,10 +171,18 @@ def test_a_shard_is_in_effect_only_when_its_current_generation_is_available():
 class _ShardKube:
     """A cluster holding one shard, whose runner (supervisor or operator) puts every patch in effect at once."""
 
-    def __init__(self, shard: dict | None):
+    def __init__(self, shard: dict | None, deployment=None):
         self.shard = shard
         self.patches: list[dict] = []
         self.dyn = SimpleNamespace(patch=self._patch)
+        self.deployment = deployment  # what the operator runs the shard with (kind, existing); None: the supervisor
+        self.apps = SimpleNamespace(read_namespaced_deployment=self._deployment)
+
+    def _deployment(self, name, namespace):
+        if self.deployment is None:
+            raise ApiException(status=404, reason="Not Found")
+        assert (name, namespace) == ("kai-scheduler-ann-shard", "kai-scheduler")
+        return self.deployment
 
     def resource(self, api_version, kind):
         return (api_version, kind)
@@ -224,6 +233,37 @@ def test_a_patch_never_put_in_effect_times_out_saying_what_was_seen():
     with pytest.raises(KailabError) as e:
         shards.ShardSchedulerControl(kube, "ann", timeout=0.3).stop()
     assert "ann's scheduler to stop" in e.value.message and "generation 2 not observed" in e.value.message
+
+
+def _deployment(generation: int, observed: int, updated: int, replicas: int, available: int):
+    return SimpleNamespace(
+        metadata=SimpleNamespace(generation=generation),
+        spec=SimpleNamespace(replicas=1),
+        status=SimpleNamespace(
+            observed_generation=observed, updated_replicas=updated, replicas=replicas, available_replicas=available
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "deployment, done",
+    [
+        (None, True),  # the local runtime: no Deployment, the supervisor stops the old scheduler first
+        (_deployment(3, 2, 1, 1, 1), False),  # the operator's change not seen yet
+        (_deployment(3, 3, 1, 2, 1), False),  # the old scheduler pod still runs beside the new one
+        (_deployment(3, 3, 1, 1, 0), False),  # the new one is not available yet
+        (_deployment(3, 3, 1, 1, 1), True),
+    ],
+)
+def test_a_shard_run_by_kais_operator_is_in_effect_once_its_deployment_has_rolled_out(deployment, done):
+    control = shards.ShardSchedulerControl(_ShardKube(_shard(1, 1), deployment), "ann", timeout=0.3)
+    assert bool(control.rolled_out()) is done
+    if done:
+        control.stop()
+    else:
+        with pytest.raises(KailabError) as e:
+            control.stop()
+        assert "Deployment kai-scheduler-ann-shard rolled out" in e.value.message
 
 
 def test_a_learner_without_a_shard_is_told_to_ask_for_one():
@@ -277,7 +317,9 @@ class _Cluster:
             list_deployment_for_all_namespaces=lambda field_selector: SimpleNamespace(
                 items=[ready] if operator_ready is not None else []
             ),
-            list_namespaced_deployment=lambda ns, field_selector: SimpleNamespace(items=[object()] if kwok else []),
+            list_namespaced_deployment=lambda ns, field_selector=None: SimpleNamespace(
+                items=[object()] if kwok and field_selector else []  # KWOK's controller; no shard's scheduler yet
+            ),
         )
         self.core = SimpleNamespace(list_node=lambda label_selector: SimpleNamespace(items=[]))
 
