@@ -52,7 +52,7 @@ def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
             yaml.safe_dump(conf, f, sort_keys=False)
         return path
 
-    with ThreadPoolExecutor(max_workers=max(1, len(learners))) as pool:
+    with ThreadPoolExecutor(max_workers=8) as pool:  # learners at once
         return list(pool.map(one, learners))
 
 

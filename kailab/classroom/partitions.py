@@ -335,13 +335,17 @@ def remove_learner(kube: Kube, learner: str, timeout: float = 120, wait: bool = 
         )
 
 
+AT_ONCE = 8  # learners made or removed at the same time (a class holds up to MAX_LEARNERS)
+
+
 def each(learners: list[str], work) -> None:
-    """``work(learner)`` for every learner at once, each in a thread; the first error is raised once all have ended."""
+    """``work(learner)`` for the learners, AT_ONCE at a time, each in a thread; the first error is raised once all
+    have ended."""
     if len(learners) <= 1:
         for learner in learners:
             work(learner)
         return
-    with ThreadPoolExecutor(max_workers=len(learners)) as pool:
+    with ThreadPoolExecutor(max_workers=min(AT_ONCE, len(learners))) as pool:
         for future in [pool.submit(work, learner) for learner in learners]:
             future.result()
 
