@@ -4,7 +4,7 @@
 
 Runs the lessons as ``kailab demo all`` does (kailab.classroom.side_by_side, in this process) and prints, per lesson,
 when it started, how long its partition took to make (nodes Ready, its scheduler cycling), the lesson itself and
-the partition's removal (in the background, while the next lesson runs); then the total, the machine's load and
+the partition's removal (before its worker starts the next lesson); then the total, the machine's load and
 how idle its cores were during the run (near 0 %: the run waited on CPU). Target (issue "One lab for a whole
 class"): every lesson within 1 minute, same verdicts. ``python bench/exercises.py`` times the command itself.
 """

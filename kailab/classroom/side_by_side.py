@@ -7,8 +7,6 @@ a SchedulingShard ``demo-<lesson>-shard``, which the lab's supervisor runs as a 
 (plan.for_learner). The partitions are made for the run and removed after it, on a failure, Ctrl-C or SIGTERM
 too (cli.main turns SIGTERM into Ctrl-C). Their names are written to ``kai/demo-partitions.json`` before any is
 made, so what a run killed outright left is removed by the next run, or with the lab by ``kailab down``.
-A finished lesson's scheduler is stopped at once; the rest of its partition (emptying its namespaces waits for
-their pods to go, 10–40 s on a busy machine) is removed in the background while its worker starts the next lesson.
 
 A lesson without KAI (baseline: the default kube-scheduler, which knows no partitions) runs last, in the lab's own
 partition, once the partitions' nodes are gone: the scheduler's words then count the lab's fleet alone, as on a lab
@@ -40,10 +38,6 @@ from kailab.scenarios.loader import load_scenario
 
 PREFIX = "demo-"
 STATE = "demo-partitions.json"
-# Side by side, the lessons start longest first (by their recorded run, tests/golden/<lesson>/verdict.json "seconds";
-# a unit test holds the two together): the three that wait out a window on purpose and the long reclaims then wait
-# while the short ones use the cores, instead of running last, three at once on idle cores. The rest: lesson order.
-LONGEST_FIRST = ("preempt-delay", "reclaim", "priority", "gang", "elastic", "staleness")
 DEFAULT_PARALLEL = 6  # bench/exercises.py --side-by-side measured it on 2 cores (README "Run the exercises")
 GRACE = 15.0  # seconds a lesson still running after Ctrl-C has to notice its partition is gone
 
@@ -92,7 +86,6 @@ class SideBySide:
         self.locks: dict[str, threading.Lock] = {}  # a partition's: made or removed by one thread at a time
         self.state_lock = threading.Lock()
         self.workers: list[threading.Thread] = []
-        self.removers: list[threading.Thread] = []  # a finished lesson's partition, removed while the next runs
         self.phases: dict[str, dict[str, float]] = {}  # per lesson: started at, seconds to make its partition, …
         self.began = time.monotonic()
 
@@ -155,7 +148,7 @@ class SideBySide:
                 f"{self.fleet.node_count} nodes, a KAI scheduler), removed after it."
             )
             todo: queue.Queue[str] = queue.Queue()
-            for n in start_order(rest):
+            for n in rest:
                 todo.put(n)
             self.workers = [
                 threading.Thread(target=self._work, args=(todo, scenarios, results, errors), daemon=True)
@@ -166,9 +159,6 @@ class SideBySide:
             for w in self.workers:
                 while w.is_alive():
                     w.join(0.2)  # short joins: Ctrl-C reaches the main thread
-            for r in list(self.removers):  # the workers are done: no remover is added any more
-                while r.is_alive():
-                    r.join(0.2)
         finally:
             self.stopping.set()
             self._remove_all(kube)
@@ -199,37 +189,25 @@ class SideBySide:
                 made = time.monotonic()
                 verdict = Engine(self.parts.cluster(part, kube), Progress(quiet=True)).run(scenarios[name])
                 results[name] = verdict
+                ended = time.monotonic()
+                # Removed before the worker's next lesson: removed in the background instead, the removal's burst
+                # of deletions (10-40 s on a busy machine) met the next lesson's own start, and lessons failed
+                # their 30 s waits more often (bench/side_by_side.py; README "Performance").
                 with self.locks[part]:
-                    self.parts.stop_scheduler(kube, part)  # nothing more is bound in it, and its CPU is free
+                    self.parts.remove(kube, part, wait=False)  # its namespaces end while others run
+                self._forget(part)
+                self.phases[name] = {
+                    "at": start - self.began,
+                    "partition": made - start,
+                    "lesson": ended - made,
+                    "removal": time.monotonic() - ended,
+                }
             except BaseException as e:  # noqa: BLE001 (raised in the main thread, after every partition is removed)
-                self._failed(e, errors)
+                if not self.stopping.is_set():
+                    errors.append(e)
+                    self.stopping.set()
                 return
-            ended = time.monotonic()
-            self.phases[name] = {"at": start - self.began, "partition": made - start, "lesson": ended - made}
-            remover = threading.Thread(target=self._remove, args=(name, errors), daemon=True)
-            with self.state_lock:
-                self.removers.append(remover)
-            remover.start()
             self._line(verdict, part, ended - start)
-
-    def _remove(self, name: str, errors: list) -> None:
-        """A finished lesson's partition removed (its namespaces left terminating), with a client of its own."""
-        part = partition(name)
-        start = time.monotonic()
-        try:
-            with self.locks[part]:
-                self.parts.remove(self.connect(), part, wait=False)
-            self._forget(part)
-        except BaseException as e:  # noqa: BLE001 (raised in the main thread, after every partition is removed)
-            self._failed(e, errors)
-            return
-        self.phases[name]["removal"] = time.monotonic() - start
-
-    def _failed(self, error: BaseException, errors: list) -> None:
-        """A worker's or remover's error: kept for the main thread (the first one is raised), the run stopped."""
-        if not self.stopping.is_set():
-            errors.append(error)
-            self.stopping.set()
 
     def _forget(self, part: str) -> None:
         with self.state_lock:
@@ -257,17 +235,12 @@ class SideBySide:
                 with self.locks.get(p) or threading.Lock():
                     self.parts.remove(kube, p, wait=False)
             deadline = time.monotonic() + GRACE
-            while any(w.is_alive() for w in self.workers + self.removers) and time.monotonic() < deadline:
+            while any(w.is_alive() for w in self.workers) and time.monotonic() < deadline:
                 time.sleep(0.2)
             for p in left:
                 self.parts.remove(kube, p)
             with self.state_lock:
                 self.parts._write([])
-
-
-def start_order(lessons: list[str]) -> list[str]:
-    """The order a side-by-side run starts these lessons in: :data:`LONGEST_FIRST`, then the rest as given."""
-    return sorted(lessons, key=lambda n: LONGEST_FIRST.index(n) if n in LONGEST_FIRST else len(LONGEST_FIRST))
 
 
 def without_kai(lesson: str) -> bool:

@@ -514,23 +514,6 @@ def test_every_lesson_has_a_partition_name_a_roster_accepts():
     assert roster.Roster(tuple(names)).names == tuple(names) and len(set(names)) == len(lesson_names())
 
 
-def test_side_by_side_starts_the_lessons_recorded_longest_first():
-    import json
-    from pathlib import Path
-
-    from kailab.classroom import side_by_side
-    from kailab.lesson import lesson_names
-
-    golden = Path(__file__).parent.parent / "golden"
-    seconds = {n: json.loads((golden / n / "verdict.json").read_text())["seconds"] for n in lesson_names()}
-    first = side_by_side.LONGEST_FIRST
-    assert set(first) <= set(seconds) and len(first) == side_by_side.DEFAULT_PARALLEL  # the first round, all long
-    assert [seconds[n] for n in first] == sorted((seconds[n] for n in first), reverse=True)
-    assert min(seconds[n] for n in first) > max(s for n, s in seconds.items() if n not in first), seconds
-    order = side_by_side.start_order(["quota", "staleness", "fractions", "preempt-delay", "borrow"])
-    assert order == ["preempt-delay", "staleness", "quota", "fractions", "borrow"]
-
-
 class _Kind:
     name = "kind"
 
