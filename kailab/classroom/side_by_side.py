@@ -86,6 +86,8 @@ class SideBySide:
         self.locks: dict[str, threading.Lock] = {}  # a partition's: made or removed by one thread at a time
         self.state_lock = threading.Lock()
         self.workers: list[threading.Thread] = []
+        self.phases: dict[str, dict[str, float]] = {}  # per lesson: started at, seconds to make its partition, …
+        self.began = time.monotonic()
 
     def check(self, kube: Kube, names: list[str]) -> None:
         """Refuse, before anything is made, partition names a class learner or someone else's nodes already use;
@@ -122,6 +124,7 @@ class SideBySide:
 
     def run(self, names: list[str]) -> list[Verdict]:
         """Every lesson's verdict, in the order given; every partition removed before returning or raising."""
+        self.began = time.monotonic()
         kube = self.connect()
         self.check(kube, names)
         results: dict[str, Verdict] = {}
@@ -165,6 +168,7 @@ class SideBySide:
             assert self.own is not None  # alone is empty without it
             start = time.monotonic()
             results[n] = Engine(self.own(kube), Progress(quiet=True)).run(load_scenario(EXERCISES / f"{n}.yaml"))
+            self.phases[n] = {"at": start - self.began, "lesson": time.monotonic() - start}
             self._line(results[n], "the lab's own", time.monotonic() - start)
         return [results[n] for n in names]
 
@@ -182,17 +186,28 @@ class SideBySide:
                     if self.stopping.is_set():
                         return
                     self.parts.make(kube, self.fleet, part)
+                made = time.monotonic()
                 verdict = Engine(self.parts.cluster(part, kube), Progress(quiet=True)).run(scenarios[name])
                 results[name] = verdict
+                ended = time.monotonic()
+                # Removed before the worker's next lesson: removed in the background instead, the removal's burst
+                # of deletions (10-40 s on a busy machine) met the next lesson's own start, and lessons failed
+                # their 30 s waits more often (bench/side_by_side.py; README "Performance").
                 with self.locks[part]:
                     self.parts.remove(kube, part, wait=False)  # its namespaces end while others run
                 self._forget(part)
+                self.phases[name] = {
+                    "at": start - self.began,
+                    "partition": made - start,
+                    "lesson": ended - made,
+                    "removal": time.monotonic() - ended,
+                }
             except BaseException as e:  # noqa: BLE001 (raised in the main thread, after every partition is removed)
                 if not self.stopping.is_set():
                     errors.append(e)
                     self.stopping.set()
                 return
-            self._line(verdict, part, time.monotonic() - start)
+            self._line(verdict, part, ended - start)
 
     def _forget(self, part: str) -> None:
         with self.state_lock:
