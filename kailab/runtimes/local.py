@@ -32,9 +32,8 @@ from kailab.labels import KAI_SCHEDULER_PROCESS, SHARD_SUPERVISOR
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes import gpu_ledger
+from kailab.runtimes import gpu_ledger, usage_db
 from kailab.runtimes import local_kai as kai
-from kailab.runtimes import usage_db
 from kailab.runtimes.base import ComponentHealth, GpuLedgerControl, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
