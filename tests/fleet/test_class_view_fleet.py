@@ -140,6 +140,8 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as at a terminal, even when this test runs where SIGINT is ignored (a background job's children)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         time.sleep(20)  # its first frame drawn: the watches of her ten namespaces started (slow on a loaded machine)
