@@ -28,6 +28,7 @@ from kailab.runtimes.local import LocalRuntime
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook
 def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto``: labs side by side where each worker can have a network namespace of its own, else one worker."""
     return WORKERS if private_networks_possible() else 1
