@@ -3,6 +3,8 @@
 A contributor's machine that cannot build the fleet (or cannot get KAI) skips the fleet
 tests with the reason; under CI (CI=true) either is a failure instead: nothing that proves
 KAI may skip there.
+
+Where the machine allows it, workers run side by side, each with labs of its own (tests/networks.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from networks import WORKERS, private_network, private_networks_possible, use_private_networks
 
 from kailab import build, versions
 from kailab.errors import KailabError
@@ -23,6 +26,31 @@ from kailab.runtimes.base import UpOptions
 from kailab.runtimes.local import LocalRuntime
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: labs side by side where each worker can have a network namespace of its own, else one worker."""
+    return WORKERS if private_networks_possible() else 1
+
+
+def pytest_configure(config) -> None:
+    """A worker among several runs its lab in a network namespace of its own (tests/networks.py)."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if workers > 1:
+        use_private_networks()
+
+
+# The slowest first, so that side by side the run ends when the last of them does (most of each is waiting).
+SLOWEST_FIRST = ("tests/kind/", "test_tasks_on_kai", "test_lesson_fleet", "test_runbooks_on_kai", "test_class")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    def rank(item) -> int:
+        path = item.nodeid
+        return next((i for i, part in enumerate(SLOWEST_FIRST) if part in path), len(SLOWEST_FIRST))
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
 
 
 def processes_naming(path: Path, spare: tuple[int, ...] = ()) -> list[int]:
@@ -74,9 +102,12 @@ def lab(tmp_path_factory, kai_reason):
     home = tmp_path_factory.mktemp("kailab-home")
     os.environ["KAILAB_HOME"] = str(home)
     runtime = LocalRuntime(home=home)
-    runtime.up(UpOptions(fleet=load_fleet(), with_kai=kai_reason is None), Progress())
+    runtime.ensure_builds(kai_reason is None, Progress())  # on the machine's network: Go modules
+    with private_network():  # the lab on this worker's own loopback
+        runtime.up(UpOptions(fleet=load_fleet(), with_kai=kai_reason is None), Progress())
     yield Lab(runtime, home, Kube(runtime.kubeconfig()), kai_reason)
-    runtime.down(Progress())
+    with private_network():
+        runtime.down(Progress())
     assert processes_naming(home) == [], "processes of the lab are left after down"
 
 

@@ -88,12 +88,7 @@ class LocalRuntime(Runtime):
                 f"Port {options.apiserver_port} on 127.0.0.1 is already in use.",
                 hint="Stop what listens there (ss -ltnp), or choose another --apiserver-port.",
             )
-        builds = [versions.build(n) for n in ("etcd", "kwok", "kubernetes")]
-        if options.with_kai:
-            builds.append(versions.build("kai"))
-        bins = build.ensure_built(builds, progress, self.cache)
-        if options.with_kai:  # KAI's usage database, started only when a scheduler asks for it: built now, not then
-            build.ensure_built([versions.PROMETHEUS_BUILD], progress, self.cache, lock=usage_db.BUILD_LOCK)
+        bins = self.ensure_builds(options.with_kai, progress)
         try:
             self._start_control_plane(bins, progress, options.apiserver_port)
             kube = Kube(self.kubeconfig())
@@ -307,6 +302,17 @@ class LocalRuntime(Runtime):
             json.dumps({s.name: s.health_url for s in specs if s.health_url and s.health_url.endswith("/metrics")})
         )
         self.scheduler_control().record(next(s for s in specs if s.name == KAI_SCHEDULER_PROCESS), SchedulerSettings())
+
+    def ensure_builds(self, with_kai: bool, progress: Progress) -> dict[str, Path]:
+        """The lab's binaries, built from their Go modules the first time (into the cache): the control plane, KWOK,
+        and with KAI its usage database too, started only when a scheduler asks for it but built now, not then."""
+        builds = [versions.build(n) for n in ("etcd", "kwok", "kubernetes")]
+        if with_kai:
+            builds.append(versions.build("kai"))
+        bins = build.ensure_built(builds, progress, self.cache)
+        if with_kai:
+            build.ensure_built([versions.PROMETHEUS_BUILD], progress, self.cache, lock=usage_db.BUILD_LOCK)
+        return bins
 
     def scheduler_control(self) -> LocalSchedulerControl:
         return LocalSchedulerControl(self)

@@ -32,9 +32,9 @@ FOREIGN_CLASS = "platform-critical"
 KAI_DEFAULT_QUEUES = ("default-queue", "default-parent-queue")  # the local lab's install of KAI, kept throughout
 PREFIX = "guest"
 # Lessons the adopted local cluster cannot run: they stop or reconfigure KAI's scheduler (not the guest's to
-# touch), read fair shares from its metrics (no metrics Service here), or need GPU sharing known to be on (no
-# KAI Config here).
-NOT_APPLICABLE = {"fairshare", "placement", "consolidation", "fractions"}
+# touch; time-fairshare turns on its usage database), read fair shares from its metrics (no metrics Service here),
+# or need GPU sharing known to be on (no KAI Config here).
+NOT_APPLICABLE = {"fairshare", "placement", "consolidation", "fractions", "time-fairshare"}
 
 
 def unlimited(gpu_quota: int) -> dict:
