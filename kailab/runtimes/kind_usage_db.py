@@ -24,7 +24,7 @@ QUEUE_CONTROLLER = f"queue-controller.{KAI_NAMESPACE}.svc:8080"  # KAI's operato
 URL = f"http://{NAME}.{KAI_NAMESPACE}.svc.cluster.local:{PORT}"  # the shard's connectionString
 MANIFEST = "usage-db.yaml"  # written in the lab's folder, applied server-side
 CONFIG_FILE = "prometheus.yml"
-# Measured on a lab running time-fairshare (see README, kind runtime); the limit leaves room for a long class.
+# Its RSS was 52–60 MiB while time-fairshare ran (bench/kind_usage_db.py); the limit leaves room for a long class.
 RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "512Mi"}}
 
 
