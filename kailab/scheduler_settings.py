@@ -38,6 +38,14 @@ USAGE_PARAMS: dict[str, re.Pattern] = {
 USAGE_DB_CLIENT = "prometheus"  # the one usage database KAI v0.17.0 queries (pkg/scheduler/cache/usagedb/hub.go)
 
 
+def _scenario_usage_params(params: dict) -> dict:
+    """A shard's usageParams without ``extraParams``: those are the lab's (its capacity queries and resolution,
+    kailab/runtimes/usage_db.py), never a scenario's."""
+    if not isinstance(params, dict):
+        raise KailabError(f"usageDBConfig.usageParams must be a mapping, not {params!r}.")
+    return {k: v for k, v in params.items() if k != "extraParams"}
+
+
 @dataclass(frozen=True)
 class SchedulerSettings:
     """What a scenario may set in KAI's scheduler. ``SchedulerSettings()`` is the lab's default: KAI v0.17.0's own,
@@ -102,9 +110,13 @@ class SchedulerSettings:
         """The scheduler's command-line flags these settings need beyond KAI's defaults (SchedulingShard ``spec.args``)."""
         return {**LAB_SCHEDULER_ARGS, **({} if self.full_hierarchy_fairness else {"full-hierarchy-fairness": "false"})}
 
-    def shard_spec(self) -> dict:
+    def shard_spec(self, usage_db: dict | None = None) -> dict:
         """These settings as a SchedulingShard's spec (without ``partitionLabelValue``): placementStrategy and args
-        always, kValue, minRuntime and queueDepthPerAction when set."""
+        always, kValue, minRuntime, queueDepthPerAction and usageDBConfig when set.
+
+        ``usage_db``: the usageDBConfig a runtime gives KAI's operator, with the connection string and extraParams
+        it needs (kind: kailab/runtimes/kind_usage_db.py); None: clientType and the usage params alone (the local
+        runtime's supervisor adds the rest)."""
         spec: dict = {
             "placementStrategy": {"gpu": self.gpu_placement, "cpu": self.cpu_placement},
             "args": self.args(),
@@ -124,20 +136,24 @@ class SchedulerSettings:
         if self.queue_depth_per_action:
             spec["queueDepthPerAction"] = dict(self.queue_depth_per_action)
         if self.usage_params is not None:
-            spec["usageDBConfig"] = {"clientType": USAGE_DB_CLIENT, "usageParams": dict(self.usage_params)}
+            spec["usageDBConfig"] = usage_db or {"clientType": USAGE_DB_CLIENT, "usageParams": dict(self.usage_params)}
         return spec
 
-    def shard_patch(self) -> dict:
-        """A merge patch of a SchedulingShard's spec to these settings: what :meth:`shard_spec` leaves out, and
-        every flag :meth:`args` may set but does not, is set to None (removed)."""
+    def shard_patch(self, usage_db: dict | None = None) -> dict:
+        """A merge patch of a SchedulingShard's spec to these settings (``usage_db``: see :meth:`shard_spec`): what
+        :meth:`shard_spec` leaves out, every flag :meth:`args` may set but does not, and every usage param it may
+        set but does not, is set to None (removed)."""
         spec = {
             "kValue": None,
             "minRuntime": None,
             "queueDepthPerAction": None,
             "usageDBConfig": None,
-            **self.shard_spec(),
+            **self.shard_spec(usage_db),
         }
         spec["args"] = {**{a: None for a in self.ARGS}, **spec["args"]}
+        if spec["usageDBConfig"] is not None:
+            usage = spec["usageDBConfig"]
+            spec["usageDBConfig"] = {**usage, "usageParams": {**dict.fromkeys(USAGE_PARAMS), **usage["usageParams"]}}
         return spec
 
     @classmethod
@@ -163,7 +179,7 @@ class SchedulerSettings:
             preempt_min_runtime=runtimes.get("preemptMinRuntime"),
             reclaim_min_runtime=runtimes.get("reclaimMinRuntime"),
             queue_depth_per_action=spec.get("queueDepthPerAction") or None,
-            usage_params=None if usage_db is None else dict(usage_db.get("usageParams") or {}),
+            usage_params=None if usage_db is None else _scenario_usage_params(usage_db.get("usageParams") or {}),
         )
 
     def _extras(self) -> list[str]:

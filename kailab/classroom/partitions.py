@@ -42,6 +42,7 @@ from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
 from kailab.runtimes import shard_supervisor
 from kailab.runtimes.base import Runtime
+from kailab.runtimes.kind import KindRuntime
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
 from kailab.runtimes.local_kai import wait_healthy
 from kailab.scenarios.live import LiveCluster
@@ -79,8 +80,10 @@ class ShardClass:
         self.state_file.unlink(missing_ok=True)
 
     def control(self, learner: str, kube: Kube) -> ShardSchedulerControl:
-        """The learner's scheduler: their SchedulingShard."""
-        return ShardSchedulerControl(kube, learner, runs_usage_db=isinstance(self.rt, LocalRuntime))
+        """The learner's scheduler: their SchedulingShard (on kind, with the lab's Prometheus for time-based fair
+        share: kailab/runtimes/kind_usage_db.py)."""
+        usage_db = self.rt.scheduler_control().usage_db if isinstance(self.rt, KindRuntime) else None
+        return ShardSchedulerControl(kube, learner, runs_usage_db=isinstance(self.rt, LocalRuntime), usage_db=usage_db)
 
     def cluster(self, learner: str, kube: Kube) -> LiveCluster:
         """The engine's view of the learner's slice: their owner labels, nodes and scheduler."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import socket
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from kubernetes import client
@@ -119,9 +120,19 @@ class ShardSchedulerControl(SchedulerControl):
     """A learner's scheduler, through their SchedulingShard: patched with the learner's or the lab's client, then
     waited for until the supervisor (local) or KAI's operator (kind, existing) has put it in effect."""
 
-    def __init__(self, kube: Kube, learner: str, timeout: float = 120, runs_usage_db: bool = False):
+    def __init__(
+        self,
+        kube: Kube,
+        learner: str,
+        timeout: float = 120,
+        runs_usage_db: bool = False,
+        usage_db: Callable[[SchedulerSettings, str], dict] | None = None,
+    ):
         self.kube = kube
-        self.runs_usage_db = runs_usage_db  # the local supervisor's schedulers start the lab's Prometheus
+        # local: the supervisor's schedulers start the lab's Prometheus; kind: ``usage_db`` (settings, partition) →
+        # the shard's usageDBConfig, the lab's Prometheus deployed first (the instructor's runtime does it)
+        self.runs_usage_db = runs_usage_db or usage_db is not None
+        self.usage_db = usage_db
         self.learner = learner
         self.name = shard_name(learner)
         self.timeout = timeout
@@ -150,8 +161,9 @@ class ShardSchedulerControl(SchedulerControl):
         settings = SchedulerSettings.of(settings)
         if self.running() and settings == self.settings:
             return
+        usage = self.usage_db(settings, self.learner) if self.usage_db and settings.usage_params is not None else None
         self._patch(
-            {"partitionLabelValue": self.learner, **settings.shard_patch()}, f"to run with {settings.describe()}"
+            {"partitionLabelValue": self.learner, **settings.shard_patch(usage)}, f"to run with {settings.describe()}"
         )
 
     def _patch(self, spec: dict, what: str) -> None:

@@ -75,8 +75,8 @@ class LabInfo:
 class SchedulerControl(ABC):
     """Stop, start and reconfigure KAI's scheduler of a running lab (scenarios do, as KAI's own e2e tests do)."""
 
-    # True where settings with usage params start KAI's usage database too (the local runtime's Prometheus,
-    # kailab/runtimes/usage_db.py); elsewhere the cluster's own must be set up (KAI's operator and kai-config).
+    # True where settings with usage params start KAI's usage database too: the lab's Prometheus, a process on the
+    # local runtime (kailab/runtimes/usage_db.py), a Deployment on kind (kailab/runtimes/kind_usage_db.py).
     runs_usage_db: bool = False
 
     @property

@@ -36,7 +36,7 @@ from kailab.labels import (
 from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
-from kailab.runtimes import gpu_ledger
+from kailab.runtimes import gpu_ledger, kind_usage_db, usage_db
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
 from kailab.runtimes.kind_offline import OfflineKit
 from kailab.runtimes.local_kai import gpu_ledger_spec, wait_healthy
@@ -57,6 +57,7 @@ OWN_ENTRIES = (
     "offline.json",
     "runtimeclass.yaml",
     "offline",
+    kind_usage_db.MANIFEST,
 )
 LAB_LABEL = "kailab.io/lab"
 # kind's own nodes are in a KAI node pool of their own, so the lab's KAI scheduler (node pool "") sees only the fleet's
@@ -448,14 +449,15 @@ def kai_steps(home: Path, kit: OfflineKit | None) -> list[Step]:
     ]
 
 
-def shard_patch(settings: SchedulerSettings) -> dict:
-    """The merge patch that gives a SchedulingShard these settings (a field or arg set to None is removed).
+def shard_patch(settings: SchedulerSettings, usage: dict | None = None) -> dict:
+    """The merge patch that gives a SchedulingShard these settings (a field or arg set to None is removed);
+    ``usage``: its usageDBConfig, with the lab's Prometheus as the connection string (:func:`usage_db_steps`).
 
     ``spec.placementStrategy.{gpu,cpu}`` is what the operator turns into the config file's plugins and actions
     (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
     (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
     """
-    return {"spec": settings.shard_patch()}
+    return {"spec": settings.shard_patch(usage)}
 
 
 def settings_from_shard(shard: dict) -> SchedulerSettings:
@@ -480,13 +482,43 @@ def scheduler_stop_plan(home: Path) -> list[Step]:
     ]
 
 
-def scheduler_start_plan(home: Path, settings: SchedulerSettings) -> list[Step]:
-    """Configure the default SchedulingShard, enable the scheduler again, wait until its Deployment is Ready."""
+def usage_db_steps(home: Path, archive: Path) -> list[Step]:
+    """Put the lab's Prometheus in the cluster (kailab/runtimes/kind_usage_db.py): its image from ``archive`` into
+    the nodes, its objects applied server-side with the lab's label, then wait until it is ready."""
+    kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
+    objects = kind_usage_db.manifests({LAB_LABEL: "true"})
+    return [
+        Step(
+            "Loading the lab's Prometheus image into the cluster (kind load image-archive)",
+            [["kind", "load", "image-archive", str(archive), "--name", CLUSTER]],
+        ),
+        Step(
+            "Starting the lab's Prometheus (KAI's usage database)",
+            [
+                [*kubectl, "apply", "--server-side", "-f", str(home / kind_usage_db.MANIFEST)],
+                [
+                    *kubectl,
+                    "-n",
+                    KAI_NAMESPACE,
+                    "rollout",
+                    "status",
+                    f"deployment/{kind_usage_db.NAME}",
+                    "--timeout=180s",
+                ],
+            ],
+            files={kind_usage_db.MANIFEST: yaml.safe_dump_all(objects, sort_keys=False)},
+        ),
+    ]
+
+
+def scheduler_start_plan(home: Path, settings: SchedulerSettings, usage: dict | None = None) -> list[Step]:
+    """Configure the default SchedulingShard (``usage``: see :func:`shard_patch`), enable the scheduler again, wait
+    until its Deployment is Ready."""
     kubectl = ["kubectl", "--kubeconfig", str(home / "kubeconfig.yaml")]
     return [
         Step(
             f"Configuring KAI's scheduler: {settings.describe()}",
-            [[*kubectl, "patch", *SCHEDULER_SHARD, "--type", "merge", "-p", json.dumps(shard_patch(settings))]],
+            [[*kubectl, "patch", *SCHEDULER_SHARD, "--type", "merge", "-p", json.dumps(shard_patch(settings, usage))]],
         ),
         Step(
             "Starting KAI's scheduler (kai-config: scheduler enabled)",
@@ -831,7 +863,10 @@ class KindRuntime(Runtime):
 
 
 class KindSchedulerControl(SchedulerControl):
-    """KAI's scheduler of a kind lab, through the objects KAI's operator reads (see ``scheduler_*_plan``)."""
+    """KAI's scheduler of a kind lab, through the objects KAI's operator reads (see ``scheduler_*_plan``); settings
+    with usage params deploy the lab's Prometheus first (:func:`usage_db_steps`)."""
+
+    runs_usage_db = True
 
     def __init__(self, runtime: KindRuntime):
         self.rt = runtime
@@ -857,8 +892,20 @@ class KindSchedulerControl(SchedulerControl):
         settings = SchedulerSettings.of(settings)
         if self.running() and settings == self.settings:
             return
-        for step in scheduler_stop_plan(self.rt.home) + scheduler_start_plan(self.rt.home, settings):
+        usage = self.usage_db(settings) if settings.usage_params is not None else None
+        for step in scheduler_stop_plan(self.rt.home) + scheduler_start_plan(self.rt.home, settings, usage):
             self.rt.execute(step, None, Progress(quiet=True))
+
+    def usage_db(self, settings: SchedulerSettings, partition: str = "") -> dict:
+        """A shard's usageDBConfig for these settings: the lab's Prometheus (deployed first if it is not ready) and
+        the capacity of the partition's nodes ("": the lab's fleet; kind's own nodes are in a pool of their own)."""
+        if not any(c.name == kind_usage_db.NAME and c.healthy for c in self.rt.info_components() or []):
+            from kailab.runtimes import kind_offline
+
+            archive = kind_offline.ensure_prometheus_archive(Progress(quiet=True))
+            for step in usage_db_steps(self.rt.home, archive):
+                self.rt.execute(step, None, Progress(quiet=True))
+        return usage_db.usage_db_config(settings, kind_usage_db.URL, usage_db.node_capacity(self.rt.kube(), partition))
 
     def metrics(self) -> str | None:
         out = self._kubectl("get", "--raw", SCHEDULER_METRICS)

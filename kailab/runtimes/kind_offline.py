@@ -44,6 +44,7 @@ KAI_REGISTRY = f"{REGISTRY}/kai-scheduler"
 KAI_CHART_PATH = "deployments/kai-scheduler"
 NODE_IMAGE = f"{REGISTRY}/kind-node:{versions.KUBERNETES_VERSION}"
 KWOK_IMAGE = f"{REGISTRY}/kwok:{versions.KWOK_VERSION}"
+PROMETHEUS_IMAGE = f"{REGISTRY}/prometheus:{versions.PROMETHEUS_VERSION}"
 # The label on the node image, so `down` (and a person) can tell it is kailab's.
 IMAGE_LABEL = "io.kailab.made-by"
 # Where the node finds the image archives (a kind extraMount of the cache folder).
@@ -453,19 +454,58 @@ def ensure_archives(
         with tempfile.TemporaryDirectory(dir=home) as tmp:
             for r in recipes(bins, kai_dir, pause):
                 step.note(r.file)
-                own = write_layer(Path(tmp) / f"{r.file}.layer.tar", r.entries)
-                layers = [debian, own] if r.debian else [own]
-                config = dict(r.config)
-                if "Env" in config:
-                    config["Env"] = list(config["Env"])
-                else:
-                    config["Env"] = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-                partial = folder / f"{r.file}.tar.partial"
-                with open(partial, "wb") as fh:
-                    write_archive(fh, r.tags, layers, config)
-                partial.rename(folder / f"{r.file}.tar")
+                write_image(r, folder / f"{r.file}.tar", Path(tmp), debian)
         done.write_text(json.dumps(sorted(p.name for p in folder.glob("*.tar"))))
     return folder
+
+
+def write_image(recipe: ImageRecipe, out: Path, work: Path, debian: Layer | None = None) -> None:
+    """The recipe's image archive at ``out`` (written beside it first, so a half-written one is never taken);
+    its own layer is made in ``work``, on top of ``debian`` when the recipe asks for it."""
+    own = write_layer(work / f"{recipe.file}.layer.tar", recipe.entries)
+    if recipe.debian and debian is None:
+        raise ValueError(f"{recipe.file} needs the Debian layer")
+    layers = [debian, own] if recipe.debian and debian is not None else [own]
+    config = dict(recipe.config)
+    if "Env" in config:
+        config["Env"] = list(config["Env"])
+    else:
+        config["Env"] = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+    partial = out.with_name(out.name + ".partial")
+    with open(partial, "wb") as fh:
+        write_archive(fh, recipe.tags, layers, config)
+    partial.rename(out)
+
+
+# ---------------------------------------------------------------- Prometheus (KAI's usage database on kind)
+
+
+def prometheus_recipe(binary: Path) -> ImageRecipe:
+    """The Prometheus image of a kind lab's usage database (kailab/runtimes/kind_usage_db.py): the binary the local
+    runtime runs (``versions.PROMETHEUS_BUILD``) at /bin/prometheus, run as nobody."""
+    return binary_image("prometheus", PROMETHEUS_IMAGE, "bin/prometheus", binary, User="65534:65534")
+
+
+def prometheus_archive_path(cache: Path | None = None) -> Path:
+    """Where the Prometheus image's archive is kept: one per pinned version, in the cache."""
+    return offline_home(cache) / f"prometheus-{versions.PROMETHEUS_VERSION}.tar"
+
+
+def ensure_prometheus_archive(progress: Progress, cache: Path | None = None) -> Path:
+    """The Prometheus image's archive, for ``kind load image-archive`` (online or offline: no registry has it).
+    Made once from the cached binary (built first if need be), under Prometheus' own build lock."""
+    from kailab.runtimes.usage_db import BUILD_LOCK
+
+    cache = cache or cache_home()
+    bins = build.ensure_built([versions.PROMETHEUS_BUILD], progress, cache, lock=BUILD_LOCK)
+    out = prometheus_archive_path(cache)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with build._locked(cache, BUILD_LOCK):
+        if not out.exists():
+            with progress.step(f"Making the image {PROMETHEUS_IMAGE} (first time only)"):
+                with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+                    write_image(prometheus_recipe(bins["prometheus"]), out, Path(tmp))
+    return out
 
 
 def build_pause(home: Path, k8s_dir: Path) -> Path:

@@ -10,6 +10,9 @@ The lab's Prometheus is built from its Go module (``versions.PROMETHEUS_BUILD``)
 (``kai/pids/prometheus.pid``, stopped by ``kailab down``), keeps its data in the lab's folder (``kai/prometheus/``),
 listens on a free loopback port and scrapes the queue-controller every ``SCRAPE_INTERVAL``.
 
+The kind runtime runs the same Prometheus in its cluster (kailab/runtimes/kind_usage_db.py), with this module's
+scrape configuration and usageDBConfig.
+
 Cluster capacity: KAI divides a queue's usage by the cluster's over the same window, by default
 ``sum(kube_node_status_capacity{resource=...})`` from kube-state-metrics. The lab builds no kube-state-metrics:
 it gives the capacity queries through ``usageParams.extraParams`` (KAI's documented override, "Advanced:

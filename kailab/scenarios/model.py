@@ -266,6 +266,6 @@ ABILITIES = {
     "gpu-sharing": "it runs GPU fractions, and KAI's GPU sharing is not known to be on here",
     "gpu-ledger-control": "it stops what gives KAI's GPU reservation pods their GPU, which kailab does only on a "
     "lab the local runtime made (its GPU ledger)",
-    "usage-db": "it turns on KAI's usage database (time-based fair share), a Prometheus kailab runs only on the "
-    "local runtime",
+    "usage-db": "it turns on KAI's usage database (time-based fair share), a Prometheus kailab runs only in a lab "
+    "it made (the local and kind runtimes)",
 }

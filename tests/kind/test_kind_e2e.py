@@ -1,6 +1,7 @@
 """End to end on the kind runtime, offline: ``kailab up --runtime kind --offline`` makes every image itself (node
 image, control plane, KAI's and KWOK's images, kind and helm; kailab/runtimes/kind_offline.py), every lesson PASSes
-with the verdict the local runtime recorded (tests/golden/<lesson>/verdict.json), evidence is written, and
+with the verdict the local runtime recorded (tests/golden/<lesson>/verdict.json) — time-fairshare too, on the
+Prometheus the lab deploys in the cluster (kailab/runtimes/kind_usage_db.py) —, evidence is written, and
 ``kailab down`` leaves no container, network or image the lab made.
 
 Needs a Docker engine (CI: .ci/docker-setup.sh); a first run also root, debootstrap and gcc (the node's Debian root
@@ -24,7 +25,7 @@ import pytest
 
 from kailab import build, versions
 from kailab.lesson import lesson_names
-from kailab.runtimes import gpu_ledger, kind_offline
+from kailab.runtimes import gpu_ledger, kind_offline, kind_usage_db
 from kailab.runtimes.kind import CLUSTER, run_command
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -133,6 +134,10 @@ def test_offline_kind_lab_passes_every_lesson_and_down_leaves_nothing(tmp_path):
             assert same_on_kind(rows(v), rows(golden)), (v["scenario"], rows(v), rows(golden))
         assert [v["scenario"] for v in result["verdicts"]] == lesson_names()
         assert demo.returncode == 0, demo.stderr[-2000:]
+        # time-fairshare ran on KAI's usage database: the lab's Prometheus, deployed in the cluster for it
+        status = kailab("status", "--json", env=env, timeout=120)
+        prometheus = [c for c in json.loads(status.stdout)["components"] if c["name"] == kind_usage_db.NAME]
+        assert prometheus and prometheus[0]["healthy"], status.stdout
 
         evidence = kailab("evidence", "--out", str(tmp_path / "evidence"), env=env, timeout=600)
         assert evidence.returncode == 0, evidence.stderr[-2000:]

@@ -60,7 +60,7 @@ def test_settings_go_into_a_shard_and_come_back_the_same():
         "kValue": 1.5,
         "minRuntime": {"preemptMinRuntime": "10m", "reclaimMinRuntime": "30s"},
         "queueDepthPerAction": {"reclaim": 8, "allocate": 25},
-        # KAI's operator fills in the connection string (getUsageDBConfig); the lab's supervisor does locally
+        # no connection string: the local supervisor adds its own; kind gives the shard one (test_kind_usage_db)
         "usageDBConfig": {"clientType": "prometheus", "usageParams": {"windowSize": "1m", "halfLifePeriod": "30s"}},
     }
     assert SchedulerSettings.from_shard(spec) == EVERYTHING
