@@ -23,7 +23,9 @@ from contextlib import contextmanager
 
 CLONE_NEWNET = 0x40000000  # <sched.h>
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # <linux/sockios.h>, <net/if.h>
-WORKERS = 3  # labs side by side on 2 cores: most of a fleet test's time is waiting for KAI, KWOK and sleeps
+# Labs side by side on 2 cores: most of a fleet test's time is waiting. 3 workers beside the kind tests loaded the
+# cores to 16 and lessons' waits failed.
+WORKERS = 2
 
 _wanted = False  # set in each worker when several run
 _private: int | None = None  # this worker's own network namespace (an fd), once made

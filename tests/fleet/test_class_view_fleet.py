@@ -55,12 +55,14 @@ HOSTILE = "<script>alert(1)</script> {{ 7*7 }} [b]x[/b] [l](y) &amp;"  # ann's p
 FOREIGN = "kailab-foreign"  # the lab's own namespace for pods that are no learner's
 
 
-def pod(name: str, namespace: str, *, node: str = "", scheduler: str = "", queue: str = "", labels=None) -> dict:
-    """A 1-GPU pod as a user would write it: KWOK's toleration, no partition's."""
+def pod(
+    name: str, namespace: str, *, node: str = "", scheduler: str = "", queue: str = "", labels=None, gpus: int = 1
+) -> dict:
+    """A pod (1 GPU unless told) as a user would write it: KWOK's toleration, no partition's."""
     spec: dict = {
         "tolerations": [dict(KWOK_TOLERATION)],
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: "1"}}}],
+        "containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: str(gpus)}} if gpus else {}}],
     }
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
@@ -148,7 +150,15 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
         assert watch.poll() is None, watch.communicate()
         ann_labels = {NODEPOOL_LABEL: "ann", **plan.owner("ann").labels}
         kube.apply(
-            pod("untolerated", ns, node="ann-kwok-a100-1", scheduler="kai-scheduler", queue=probe, labels=ann_labels)
+            pod(  # no GPU: whether ann's lessons left one free on that node is not what KAI is asked
+                "untolerated",
+                ns,
+                node="ann-kwok-a100-1",
+                scheduler="kai-scheduler",
+                queue=probe,
+                labels=ann_labels,
+                gpus=0,
+            )
         )
         kube.apply(
             stamped(
@@ -171,8 +181,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
         report = json.loads(kai_lab.cli("class", "status", "--json", "--stuck-after", "1", check=True).stdout)
         return next((s["reason"] for s in report["ann"]["stuck"] if s.get("pod") == f"{ns}/untolerated"), "")
 
-    # KAI's own words for it, read while ann's nodes have room: the lesson below fills them, and KAI's reason
-    # then names the GPUs instead
+    # KAI's own words for it
     reason = until("ann's scheduler gives the untolerated pod a reason", untolerated_reason)
     assert "taint" in reason, reason
 
