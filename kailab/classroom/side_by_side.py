@@ -35,6 +35,7 @@ from kailab.progress import Progress
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
+from kailab.scenarios.schema import Sleep
 
 PREFIX = "demo-"
 STATE = "demo-partitions.json"
@@ -148,7 +149,7 @@ class SideBySide:
                 f"{self.fleet.node_count} nodes, a KAI scheduler), removed after it."
             )
             todo: queue.Queue[str] = queue.Queue()
-            for n in rest:
+            for n in sorted(rest, key=lambda n: -asleep(scenarios[n])):  # stable: else in the order given
                 todo.put(n)
             self.workers = [
                 threading.Thread(target=self._work, args=(todo, scenarios, results, errors), daemon=True)
@@ -241,6 +242,13 @@ class SideBySide:
                 self.parts.remove(kube, p)
             with self.state_lock:
                 self.parts._write([])
+
+
+def asleep(scenario) -> float:
+    """Seconds a scenario spends in ``sleep:`` steps. Side by side the longest sleeper starts first, so that its
+    sleep overlaps the others' work (measured, 17 lessons on a quiet machine: 154 s with time-fairshare's minute of
+    usage started last, 116 s started first)."""
+    return sum(step.seconds for step in scenario.steps if isinstance(step, Sleep))
 
 
 def without_kai(lesson: str) -> bool:

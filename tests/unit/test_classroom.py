@@ -704,3 +704,17 @@ def test_a_class_on_kind_or_an_existing_cluster_is_refused_when_the_nodes_lack_r
     with pytest.raises(RosterError, match="room for 2 more schedulers") as e:
         klass.check_runtime(kube, 3, None)
     assert "Nothing was applied" in e.value.message and "at most 2" in e.value.hint
+
+
+def test_side_by_side_counts_a_scenarios_sleep_steps_so_the_longest_sleeper_starts_first(tmp_path):
+    from kailab.classroom.side_by_side import asleep
+    from kailab.scenarios.loader import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\nworkloads:\n  - {name: j, gpus: 1}\n"
+        "steps:\n  - apply: j\n  - sleep: 5s\n  - wait: {workload: j, running: 1}\n  - sleep: 2m\n"
+    )
+    assert asleep(load_scenario(path)) == 125
+    path.write_text("name: s\nworkloads:\n  - {name: j, gpus: 1}\nsteps:\n  - apply: j\n")
+    assert asleep(load_scenario(path)) == 0
