@@ -5,7 +5,8 @@
 For each class size: how long ``class up`` took, the wall time of every learner running the lessons at the same
 time (against one learner alone), the lab's memory (every process it started, RSS) and each learner scheduler's
 CPU seconds and memory. Targets (issue "One lab for a whole class"): 8 learners' run ≤ 2× one learner's; the
-lab's memory ≤ 8 GiB at 8 learners.
+lab's memory ≤ 8 GiB at 8 learners. Then who used the CPU (bench/cpu_split.py): the wall time Kubernetes and
+KAI alone need on this machine's cores.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import time
 
 import psutil
+from cpu_split import CpuSplit
 
 from kailab import lab
 from kailab.classroom import roster, shards
@@ -55,10 +57,11 @@ def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str]) -> N
 
     start = time.monotonic()
     threads = [threading.Thread(target=play, args=(n,)) for n in names.names]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with CpuSplit() as split:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     wall = time.monotonic() - start
     memory = klass.rt.memory_mib() or 0.0
     usage = {n: scheduler_usage(klass, n) for n in names.names}
@@ -72,6 +75,7 @@ def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str]) -> N
         f"CPU {sum(cpu) / count:4.1f} s (max {max(cpu):.1f}), RSS {sum(rss) / count:4.0f} MiB; shard supervisor "
         f"CPU {sup_cpu:4.1f} s in all, RSS {sup_rss:3.0f} MiB"
     )
+    print(split.report(wall))
     klass.down(kube, None, Progress(quiet=True))
 
 

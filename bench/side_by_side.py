@@ -5,7 +5,8 @@
 Runs the lessons as ``kailab demo all`` does (kailab.classroom.side_by_side, in this process) and prints, per lesson,
 when it started, how long its partition took to make (nodes Ready, its scheduler cycling), the lesson itself and
 the partition's removal (before its worker starts the next lesson); then the total, the machine's load and
-how idle its cores were during the run (near 0 %: the run waited on CPU). Target (issue "One lab for a whole
+how idle its cores were during the run (near 0 %: the run waited on CPU), and who used the CPU (bench/cpu_split.py:
+Kubernetes, KAI or kailab; the wall time the first two alone need on these cores). Target (issue "One lab for a whole
 class"): every lesson within 1 minute, same verdicts. ``python bench/exercises.py`` times the command itself.
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import time
+
+from cpu_split import CpuSplit
 
 
 def cpu_times() -> tuple[int, int]:
@@ -47,7 +50,8 @@ def main() -> None:
     run = SideBySide(rt, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet=True), args.parallel, lab.live_cluster)
     print(f"load before: {load()}")
     before, start = cpu_times(), time.monotonic()
-    verdicts = run.run(names)
+    with CpuSplit() as split:
+        verdicts = run.run(names)
     total = time.monotonic() - start
     after = cpu_times()
     print(f"{'lesson':<14} {'verdict':<7} {'start':>6} {'partition':>9} {'lesson':>7} {'removal':>7} {'end':>6}")
@@ -64,6 +68,7 @@ def main() -> None:
         f"demo all side by side ({args.parallel} at once): {total:.0f} s (target ≤ 60 s), {passed}/{len(verdicts)} "
         f"passed; cores idle {idle:.0f}% of the run; load after: {load()}"
     )
+    print(split.report(total))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ is kept for the next run, and goes with ``kailab down``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from kubernetes import client
 
 from kailab import gpus
 from kailab.fleet import Fleet, Pool, create_fleet, node_objects
-from kailab.kube import Kube, Watched, wait_until
+from kailab.kube import Kube, Watched, as_json, wait_until
 from kailab.labels import (
     BIND_REQUEST_API,
     DEFAULT_SCHEDULER_NAME,
@@ -111,18 +110,6 @@ def pod_stages(pod: dict) -> list[str]:
     if (pod.get("status") or {}).get("phase") == "Running":
         out.append("Running")
     return out
-
-
-def _raw_pods(kube: Kube):
-    """A pod list/watch call that leaves pods as JSON: turning 8,000 pods' every change into client objects
-    kept the bench's own watch minutes behind the cluster (and took a core from the lab it measures)."""
-
-    def call(namespace: str, **kw):
-        kw.setdefault("_preload_content", False)
-        resp = kube.core.list_namespaced_pod(namespace, **kw)
-        return resp if kw.get("watch") else json.loads(resp.data)
-
-    return call
 
 
 def _time(text: str | None) -> float | None:
@@ -246,7 +233,11 @@ def run_one(
     """Submit one Job, watch it to all Running, read its stages; the Job is deleted at the end."""
     result = BenchRun(scheduler=scheduler, pods=pods)
     cond = threading.Condition()
-    watched = Watched(_raw_pods(kube), NAMESPACE, cond=cond, label_selector=f"job-name=bench-{scheduler}")
+    # the API's JSON: turning 8,000 pods' every change into client objects kept the bench's own watch minutes behind
+    # the cluster (and took a core from the lab it measures)
+    watched = Watched(
+        as_json(kube.core.list_namespaced_pod), NAMESPACE, cond=cond, label_selector=f"job-name=bench-{scheduler}"
+    )
     requests = _bind_requests(kube) if scheduler == KAI_SCHEDULER_NAME else None
     stages = StageClock(time.monotonic())
     watched.on_change(stages.pod_changed)
@@ -280,8 +271,7 @@ def run_one(
                 )
         result.peak_memory_mib = peak.peak
         result.watched = stages.last(pods)
-        listing = kube.core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name=bench-{scheduler}")
-        result.stages = stage_times([kube.api.sanitize_for_serialization(p) for p in listing.items])
+        result.stages = stage_times(kube.pods(NAMESPACE, label_selector=f"job-name=bench-{scheduler}"))
     finally:
         for w in (watched, requests):
             if w is not None:

@@ -92,13 +92,11 @@ def gather(
         {ns.metadata.name for ns in kube.core.list_namespace(label_selector=namespaces_of).items}
         | {v["namespace"] for v in verdicts if v.get("namespace")}
     )
-    pods = [p for ns in namespaces for p in kube.core.list_namespaced_pod(ns).items]
+    pods = [p for ns in namespaces for p in kube.pods(ns)]
     if not pods and not verdicts:
         raise NothingToCapture("No exercise is deployed and no exercise ran since the last capture.")
     views = [pod_view(p) for p in pods]
-    events = sorted(
-        (event_view(e) for ns in namespaces for e in kube.core.list_namespaced_event(ns).items), key=lambda e: e.time
-    )
+    events = sorted((event_view(e) for ns in namespaces for e in kube.events(ns)), key=lambda e: e.time)
     pod_groups = [pg for ns in namespaces for pg in kube.list(PODGROUP_API, "PodGroup", namespace=ns)]
     queue_selector, node_selector = slice_of
     seen = views if node_selector else None  # a learner reads their own pods only
@@ -128,9 +126,7 @@ def gather(
             ],
         ),
         "podgroups.yaml": yaml.safe_dump_all([_plain(pg) for pg in pod_groups], sort_keys=False),
-        "pods.yaml": yaml.safe_dump_all(
-            [_plain(kube.api.sanitize_for_serialization(p)) for p in pods], sort_keys=False
-        ),
+        "pods.yaml": yaml.safe_dump_all([_plain(p) for p in pods], sort_keys=False),
         "pods.txt": _table(
             ["namespace", "pod", "queue", "phase", "node", "GPUs", "scheduler"],
             [[p.namespace, p.name, p.queue or "-", p.phase, p.node or "-", p.gpus, p.scheduler] for p in views],

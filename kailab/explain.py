@@ -360,25 +360,25 @@ def gather(
     """Explanations for a pod, or for every pod of a Job or PodGroup of that name (or for a Job that has none);
     ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's)."""
 
-    def owned_by(p) -> bool:
-        refs = p.metadata.owner_references or []
-        return any(r.kind == "ReplicaSet" and r.name.startswith(f"{name}-") for r in refs)
+    def owned_by(meta: dict) -> bool:
+        refs = meta.get("ownerReferences") or []
+        return any(r.get("kind") == "ReplicaSet" and r.get("name", "").startswith(f"{name}-") for r in refs)
 
-    def named(p) -> bool:
-        meta = p.metadata
+    def named(p: dict) -> bool:
+        meta = p.get("metadata") or {}
         return (
-            meta.name == name
-            or (meta.labels or {}).get("job-name") == name
-            or (meta.annotations or {}).get(POD_GROUP_ANNOTATION) == name
-            or owned_by(p)
+            meta.get("name") == name
+            or (meta.get("labels") or {}).get("job-name") == name
+            or (meta.get("annotations") or {}).get(POD_GROUP_ANNOTATION) == name
+            or owned_by(meta)
         )
 
-    pods = [p for p in kube.core.list_namespaced_pod(namespace).items if named(p)]
+    pods = [p for p in kube.pods(namespace) if named(p)]
     if pods:
         return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector)
     if kube.get("batch/v1", "Job", name, namespace) is None:
         return []
-    events = [event_view(e) for e in kube.core.list_namespaced_event(namespace).items]
+    events = [event_view(e) for e in kube.events(namespace)]
     said = [
         e.message
         for e in sorted(events, key=lambda e: e.time)
@@ -395,11 +395,11 @@ def explain_pods(
     visible: list | None = None,
     node_selector: str = "",
 ) -> list[Explanation]:
-    """Explanations for these pods of one namespace (the client's objects), from its events, the queues and the
+    """Explanations for these pods of one namespace (the API's JSON), from its events, the queues and the
     nodes (``visible``, ``node_selector``: as :func:`gather`)."""
     if not pods:
         return []
-    events = sorted((event_view(e) for e in kube.core.list_namespaced_event(namespace).items), key=lambda e: e.time)
+    events = sorted((event_view(e) for e in kube.events(namespace)), key=lambda e: e.time)
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
     nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes
@@ -436,19 +436,20 @@ def explain_pods(
     return out
 
 
-def priority_label(kube: Kube, pod) -> str:
+def priority_label(kube: Kube, pod: dict) -> str:
     """The priorityClassName label KAI's pod-grouper reads first: on the pod's top owner (a Job, a Deployment
     through its ReplicaSet), else on the pod; "" when neither has one."""
-    found = (pod.metadata.labels or {}).get(PRIORITY_CLASS_LABEL, "")
-    refs = [r.to_dict() for r in pod.metadata.owner_references or []]
+    meta = pod.get("metadata") or {}
+    found = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, "")
+    refs = meta.get("ownerReferences") or []
     for _ in range(2):  # a ReplicaSet's owner is the Deployment
         ref = next((r for r in refs if r.get("controller")), None)
-        owner = kube.get(ref["api_version"], ref["kind"], ref["name"], pod.metadata.namespace) if ref else None
+        owner = kube.get(ref["apiVersion"], ref["kind"], ref["name"], meta.get("namespace")) if ref else None
         if owner is None:
             break
-        meta = owner.get("metadata") or {}
-        found = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, found)
-        refs = [{"api_version": r.get("apiVersion"), **r} for r in meta.get("ownerReferences") or []]
+        owner_meta = owner.get("metadata") or {}
+        found = (owner_meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, found)
+        refs = owner_meta.get("ownerReferences") or []
     return found
 
 

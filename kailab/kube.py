@@ -233,6 +233,17 @@ class Kube:
         except NotFoundError:
             return None
 
+    def pods(self, namespace: str | None = None, **kw) -> list[dict]:
+        """Pods (the API's JSON, :func:`as_json`) of one namespace, or of every namespace; ``kw``: the list's
+        options (``label_selector`` …)."""
+        if namespace is None:
+            return as_json(self.core.list_pod_for_all_namespaces)(**kw)["items"]
+        return as_json(self.core.list_namespaced_pod)(namespace, **kw)["items"]
+
+    def events(self, namespace: str) -> list[dict]:
+        """The events (the API's JSON) of one namespace."""
+        return as_json(self.core.list_namespaced_event)(namespace)["items"]
+
     def list(
         self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
     ) -> list[dict]:
@@ -573,10 +584,25 @@ class Watched:
                     return
 
 
+def as_json(list_fn: Callable) -> Callable:
+    """A list call of the client's (``kube.core.list_namespaced_pod`` …) that answers with the API's JSON: the list as
+    a dict, and, watched by :class:`Watched`, every change as a dict (the client's watch turns changes into its typed
+    objects only for a call that names its return type). Several times cheaper than the typed objects: a lesson's pod
+    watch sees thousands of changes (measured: 0.03 ms a pod as JSON, 0.21 ms as a ``V1Pod``)."""
+
+    def call(*args, **kw):
+        if kw.get("watch"):
+            return list_fn(*args, **kw)  # the watch reads the stream itself
+        return json.loads(list_fn(*args, _preload_content=False, **kw).data)
+
+    return call
+
+
 def watch_pods(kube: Kube, namespace: str | None = None, cond: threading.Condition | None = None) -> Watched:
+    """A started watch of the pods (as the API's JSON) of one namespace, or of every namespace."""
     if namespace is None:
-        return Watched(kube.core.list_pod_for_all_namespaces, cond=cond).start()
-    return Watched(kube.core.list_namespaced_pod, namespace, cond=cond).start()
+        return Watched(as_json(kube.core.list_pod_for_all_namespaces), cond=cond).start()
+    return Watched(as_json(kube.core.list_namespaced_pod), namespace, cond=cond).start()
 
 
 def wait_until(cond: threading.Condition, predicate: Callable[[], bool], timeout: float) -> bool:

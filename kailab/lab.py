@@ -281,4 +281,4 @@ def pods(kube: Kube) -> list:
     namespaces = pod_namespaces(kube)
     if namespaces is None:
         return all_pods(kube)
-    return [pod_view(p) for n in namespaces for p in kube.core.list_namespaced_pod(n).items]
+    return [pod_view(p) for n in namespaces for p in kube.pods(n)]

@@ -1,9 +1,10 @@
 """What kailab reads from pods and events — one shape each, one place that reads the API objects.
 
-:func:`pod_view`, :func:`event_view` and :func:`podgroup_view` read the client's objects; the checks, the engine,
-status, watch, explain and evidence work on :class:`PodView`, :class:`EventView` and :class:`PodGroupView`, which
-are plain data and serialize to JSON (golden change streams are files of them). ``kailab bench`` reads its own
-pods' timestamps itself.
+:func:`pod_view`, :func:`event_view`, :func:`node_view` and :func:`podgroup_view` read the objects as the API
+gives them (its JSON, as dicts: a watch's changes are read that way, several times cheaper than the client's
+typed objects, and a lesson sees thousands); the checks, the engine, status, watch, explain and evidence work on
+:class:`PodView`, :class:`EventView` and :class:`PodGroupView`, which are plain data and serialize to JSON (golden
+change streams are files of them). ``kailab bench`` reads its own pods' timestamps itself.
 """
 
 from __future__ import annotations
@@ -118,49 +119,66 @@ class EventView:
         return self.reason in WAITING_REASONS and bool(self.message)
 
 
-def pod_gpus(pod) -> float:
-    """GPUs a pod (client object) asks for: whole GPUs in its containers, or KAI's gpu-fraction annotation."""
-    whole = gpus.whole_asked(
-        (c.resources.limits, c.resources.requests) if c.resources else (None, None) for c in pod.spec.containers or []
-    )
-    return gpus.asked(whole, gpus.fraction_asked(pod.metadata.annotations))
+def api_time(text: str | None) -> float | None:
+    """Seconds since the epoch of an API timestamp (RFC 3339: ``2026-11-24T10:00:00Z``); None for none."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
-def pod_view(pod) -> PodView:
-    """A client V1Pod → PodView."""
-    meta, spec, status = pod.metadata, pod.spec, pod.status
-    labels = meta.labels or {}
+def container_resources(spec: dict) -> list[tuple[dict | None, dict | None]]:
+    """(limits, requests) of each of a pod spec's containers (the API's JSON)."""
+    out = []
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        out.append((res.get("limits"), res.get("requests")))
+    return out
+
+
+def pod_gpus(pod: dict) -> float:
+    """GPUs a pod (the API's JSON) asks for: whole GPUs in its containers, or KAI's gpu-fraction annotation."""
+    whole = gpus.whole_asked(container_resources(pod.get("spec") or {}))
+    return gpus.asked(whole, gpus.fraction_asked((pod.get("metadata") or {}).get("annotations")))
+
+
+def pod_view(pod: dict) -> PodView:
+    """A pod as the API gives it → PodView."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    labels = meta.get("labels") or {}
     bound_at, unschedulable, waiting = None, False, ""
-    for cond in (status.conditions if status else None) or []:
-        if cond.type != "PodScheduled":
+    for cond in status.get("conditions") or []:
+        if cond.get("type") != "PodScheduled":
             continue
-        if cond.status == "True" and cond.last_transition_time:
-            bound_at = cond.last_transition_time.timestamp()
-        elif cond.status == "False":
-            unschedulable = cond.reason == "Unschedulable"
-            waiting = cond.message or ""
-    if spec.node_name and bound_at is None:
-        bound_at = meta.creation_timestamp.timestamp() if meta.creation_timestamp else time.time()
+        if cond.get("status") == "True" and cond.get("lastTransitionTime"):
+            bound_at = api_time(cond["lastTransitionTime"])
+        elif cond.get("status") == "False":
+            unschedulable = cond.get("reason") == "Unschedulable"
+            waiting = cond.get("message") or ""
+    if spec.get("nodeName") and bound_at is None:
+        bound_at = api_time(meta.get("creationTimestamp")) or time.time()
     return PodView(
-        name=meta.name,
+        name=meta.get("name") or "",
         workload=labels.get(WORKLOAD_LABEL, ""),
         queue=labels.get(QUEUE_LABEL, ""),
-        phase=(status.phase if status else None) or "Pending",
-        node=spec.node_name or "",
+        phase=status.get("phase") or "Pending",
+        node=spec.get("nodeName") or "",
         gpus=pod_gpus(pod),
-        deleting=meta.deletion_timestamp is not None,
+        deleting=meta.get("deletionTimestamp") is not None,
         bound_at=bound_at,
         unschedulable=unschedulable,
-        namespace=meta.namespace or "",
-        scheduler=spec.scheduler_name or DEFAULT_SCHEDULER_NAME,
-        pod_group=(meta.annotations or {}).get(POD_GROUP_ANNOTATION, ""),
+        namespace=meta.get("namespace") or "",
+        scheduler=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
+        pod_group=(meta.get("annotations") or {}).get(POD_GROUP_ANNOTATION, ""),
         waiting=waiting,
         subgroup=labels.get(SUBGROUP_LABEL, ""),
         gpu_group=labels.get(GPU_GROUP_LABEL, ""),
         node_pool=labels.get(NODEPOOL_LABEL, ""),
         old_queue=labels.get(OLD_QUEUE_LABEL, ""),
-        gates=tuple(g.name for g in spec.scheduling_gates or ()),
-        priority_class=spec.priority_class_name or "",
+        gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
+        priority_class=spec.get("priorityClassName") or "",
     )
 
 
@@ -256,21 +274,23 @@ def queue_view(obj: dict) -> QueueView:
     return QueueView((obj.get("metadata") or {}).get("name", ""), gpus_allocated)
 
 
-def event_view(ev) -> EventView:
-    """A client CoreV1Event → EventView."""
-    ref = ev.involved_object
+def event_view(ev: dict) -> EventView:
+    """An event as the API gives it → EventView (when: its last time, else its event time, first time, creation)."""
+    ref = ev.get("involvedObject") or {}
+    meta = ev.get("metadata") or {}
     when = 0.0
-    for t in (ev.last_timestamp, ev.event_time, ev.first_timestamp, ev.metadata.creation_timestamp):
-        if isinstance(t, datetime):
-            when = t.timestamp()
+    for t in (ev.get("lastTimestamp"), ev.get("eventTime"), ev.get("firstTimestamp"), meta.get("creationTimestamp")):
+        seconds = api_time(t)
+        if seconds is not None:
+            when = seconds
             break
     return EventView(
-        kind=ref.kind or "",
-        name=ref.name or "",
-        reason=ev.reason or "",
-        message=" ".join((ev.message or "").split()),
+        kind=ref.get("kind") or "",
+        name=ref.get("name") or "",
+        reason=ev.get("reason") or "",
+        message=" ".join((ev.get("message") or "").split()),
         time=when,
-        namespace=ev.metadata.namespace or "",
+        namespace=meta.get("namespace") or "",
     )
 
 
@@ -285,7 +305,8 @@ class NodeView:
         return {"name": self.name, **({"labels": dict(self.labels)} if self.labels else {})}
 
 
-def node_view(node, keys: tuple[str, ...]) -> NodeView:
-    """A client Node → its name and the values of the label ``keys`` it has."""
-    labels = node.metadata.labels or {}
-    return NodeView(node.metadata.name, {k: labels[k] for k in keys if k in labels})
+def node_view(node: dict, keys: tuple[str, ...]) -> NodeView:
+    """A node as the API gives it → its name and the values of the label ``keys`` it has."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return NodeView(meta.get("name") or "", {k: labels[k] for k in keys if k in labels})

@@ -11,7 +11,7 @@ from kailab.runtimes.base import LabInfo
 
 def all_pods(kube: Kube) -> list[PodView]:
     """Every pod in the cluster."""
-    return [pod_view(p) for p in kube.core.list_pod_for_all_namespaces().items]
+    return [pod_view(p) for p in kube.pods()]
 
 
 def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None, selector: str = "") -> list[dict]:

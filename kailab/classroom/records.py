@@ -19,7 +19,7 @@ from kailab.classroom import plan
 from kailab.explain import explain_pods
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
-from kailab.pods import pod_view
+from kailab.pods import api_time, pod_view
 from kailab.predictions import tally
 
 NAME = "kailab-record"
@@ -179,12 +179,17 @@ def _timeline(text: str | None) -> list:
     return value if isinstance(value, list) else []
 
 
+def _created(pod: dict) -> datetime:
+    """When a pod (the API's JSON) was created."""
+    return datetime.fromtimestamp(api_time(pod["metadata"].get("creationTimestamp")) or 0, UTC)
+
+
 def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finished_at: dict) -> list[dict]:
     """The learner's pods waiting for a scheduler ``stuck_after`` seconds or more, each with KAI's reason."""
     namespaces = [
         ns.metadata.name for ns in kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
     ]
-    pods = {ns: kube.core.list_namespaced_pod(ns).items for ns in namespaces}
+    pods = {ns: kube.pods(ns) for ns in namespaces}
     visible = [pod_view(p) for items in pods.values() for p in items]  # what the learner's nodes hold
     stuck = []
     for ns, items in pods.items():
@@ -192,10 +197,10 @@ def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finish
         waiting = [
             p
             for p in items
-            if p.status.phase == "Pending"
-            and not p.spec.node_name
-            and (now - p.metadata.creation_timestamp).total_seconds() >= stuck_after
-            and (done is None or p.metadata.creation_timestamp > done)
+            if (view := pod_view(p)).phase == "Pending"
+            and not view.node
+            and (now - _created(p)).total_seconds() >= stuck_after
+            and (done is None or _created(p) > done)
         ]
         for p, why in zip(
             waiting,
@@ -205,8 +210,8 @@ def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finish
             stuck.append(
                 {
                     "kind": "pod",
-                    "pod": f"{ns}/{p.metadata.name}",
-                    "pending_seconds": int((now - p.metadata.creation_timestamp).total_seconds()),
+                    "pod": f"{ns}/{p['metadata']['name']}",
+                    "pending_seconds": int((now - _created(p)).total_seconds()),
                     "reason": why.reported,  # KAI's (or kube-scheduler's) own words; "" before it reported
                     "explanation": why.summary,
                     "runbook": why.runbook,

@@ -16,7 +16,7 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kailab import fairshare
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
-from kailab.kube import Kube, Watched
+from kailab.kube import Kube, Watched, as_json
 from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import event_view, node_view, pod_view, podgroup_view, queue_view
@@ -47,14 +47,16 @@ class LiveChanges:
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
         if node_labels:  # the fleet's nodes with the labels the conditions ask about, first (they do not change)
-            for node in kube.core.list_node(label_selector=node_selector or "").items:
+            for node in as_json(kube.core.list_node)(label_selector=node_selector or "")["items"]:
                 self._queue.put(Change("ADDED", node=node_view(node, node_labels), t=clock()))
         self._watches = [
             self._watch(
-                Watched(kube.core.list_namespaced_pod, namespace), lambda kind, o: Change(kind, pod=pod_view(o))
+                Watched(as_json(kube.core.list_namespaced_pod), namespace),
+                lambda kind, o: Change(kind, pod=pod_view(o)),
             ),
             self._watch(
-                Watched(kube.core.list_namespaced_event, namespace), lambda kind, o: Change(kind, event=event_view(o))
+                Watched(as_json(kube.core.list_namespaced_event), namespace),
+                lambda kind, o: Change(kind, event=event_view(o)),
             ),
         ]
         if _serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none

@@ -95,7 +95,7 @@ def test_below_its_fair_share_but_past_its_quota_a_queue_is_still_owed_a_reclaim
 
 
 def api_pod(labels=None, gates=(), node="", priority_class=None, pod_group="pg-p"):
-    from kubernetes.client import V1Container, V1ObjectMeta, V1Pod, V1PodSchedulingGate, V1PodSpec
+    from kubernetes.client import ApiClient, V1Container, V1ObjectMeta, V1Pod, V1PodSchedulingGate, V1PodSpec
 
     meta = V1ObjectMeta(
         name="p", namespace="ns", labels=labels or {}, annotations={"pod-group-name": pod_group} if pod_group else {}
@@ -107,7 +107,7 @@ def api_pod(labels=None, gates=(), node="", priority_class=None, pod_group="pg-p
         scheduling_gates=[V1PodSchedulingGate(name=g) for g in gates] or None,
         priority_class_name=priority_class,
     )
-    return pod_view(V1Pod(metadata=meta, spec=spec))
+    return pod_view(ApiClient().sanitize_for_serialization(V1Pod(metadata=meta, spec=spec)))  # the API's JSON
 
 
 def test_the_old_runai_queue_label_is_named_as_the_cause():
@@ -253,7 +253,7 @@ class FakeKube:
 
 
 def test_the_priority_class_label_is_read_from_the_top_owner_first():
-    from kubernetes.client import V1ObjectMeta, V1OwnerReference, V1Pod
+    from kubernetes.client import ApiClient, V1ObjectMeta, V1OwnerReference, V1Pod
 
     from kailab.explain import priority_label
 
@@ -261,7 +261,8 @@ def test_the_priority_class_label_is_read_from_the_top_owner_first():
         refs = None
         if owner:
             refs = [V1OwnerReference(api_version=owner[0], kind=owner[1], name=owner[2], uid="u", controller=True)]
-        return V1Pod(metadata=V1ObjectMeta(name="p", namespace="ns", labels=labels, owner_references=refs))
+        pod = V1Pod(metadata=V1ObjectMeta(name="p", namespace="ns", labels=labels, owner_references=refs))
+        return ApiClient().sanitize_for_serialization(pod)  # the API's JSON
 
     job = {("Job", "j"): {"metadata": {"labels": {"priorityClassName": "infernce"}}}}
     assert priority_label(FakeKube(job), raw({}, ("batch/v1", "Job", "j"))) == "infernce"

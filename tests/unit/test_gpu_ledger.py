@@ -181,7 +181,7 @@ def test_a_ledger_that_is_not_json_reads_as_what_can_be_read():
     assert parse_ledger(None) == {}
 
 
-def test_facts_of_a_pod_from_the_kubernetes_client():
+def test_facts_of_a_pod_as_the_api_gives_it():
     pod = client.V1Pod(
         metadata=client.V1ObjectMeta(
             namespace="team",
@@ -205,7 +205,7 @@ def test_facts_of_a_pod_from_the_kubernetes_client():
         ),
         status=client.V1PodStatus(phase="Running"),
     )
-    f = facts_of(pod)
+    f = facts_of(client.ApiClient().sanitize_for_serialization(pod))  # the API's JSON, in the client's field names
     assert (f.key, f.uid, f.node, f.gpus, f.groups, f.fraction, f.finished, f.owner, f.fraction_container) == (
         "team/p",
         "u1",
@@ -222,9 +222,10 @@ def test_facts_of_a_pod_from_the_kubernetes_client():
         metadata=client.V1ObjectMeta(name=NODE, labels=labels),
         status=client.V1NodeStatus(allocatable={"nvidia.com/gpu": "4"}),
     )
-    assert node_shape(node) == NodeShape(8, 81920)  # the count label wins, as in KAI
+    as_json = client.ApiClient().sanitize_for_serialization
+    assert node_shape(as_json(node)) == NodeShape(8, 81920)  # the count label wins, as in KAI
     node.metadata.labels = {}
-    assert node_shape(node) == NodeShape(4, None)
+    assert node_shape(as_json(node)) == NodeShape(4, None)
 
 
 def test_a_fractional_pod_gets_a_shared_gpu_configmap_name_before_kai_binds_it():

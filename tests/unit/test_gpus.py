@@ -1,7 +1,5 @@
 """kailab's one GPU rule (kailab/gpus.py): what a pod asks for and holds, a node's GPUs in use, a queue's GPUs."""
 
-from types import SimpleNamespace
-
 from kailab import gpus
 from kailab.gpus import GpuInUse, for_queue, in_use, per_queue, shared_gpus, used_per_node
 from kailab.pods import PodView, pod_gpus
@@ -102,11 +100,12 @@ def test_pods_without_a_queue_label_and_cpu_pods_are_counted_as_kailab_shows_the
 
 
 def _pod(limits=None, requests=None, annotations=None):
-    res = SimpleNamespace(limits=limits, requests=requests)
-    return SimpleNamespace(
-        spec=SimpleNamespace(containers=[SimpleNamespace(resources=res)]),
-        metadata=SimpleNamespace(annotations=annotations),
-    )
+    """A pod as the API gives it (its JSON)."""
+    res = {k: v for k, v in (("limits", limits), ("requests", requests)) if v is not None}
+    return {
+        "metadata": {"annotations": annotations} if annotations else {},
+        "spec": {"containers": [{"name": "main", "resources": res}]},
+    }
 
 
 def test_what_a_pod_asks_for_whole_gpus_from_limits_or_requests_or_a_fraction():

@@ -18,7 +18,8 @@ log = logging.getLogger("kailab.gpu_ledger")
 
 
 class Driver:
-    """Watches nodes and pods, keeps a Topology, writes annotations and the ledger; one thread owns the Topology."""
+    """Watches nodes and pods (as the API's JSON), keeps a Topology, writes annotations and the ledger; one thread owns
+    the Topology."""
 
     WRITE_EVERY = 0.2  # seconds: a burst of pod changes makes one ledger write, not one per change
 
@@ -47,12 +48,12 @@ class Driver:
         return True, "ok"
 
     def start(self) -> None:
-        from kailab.kube import Watched
+        from kailab.kube import Watched, as_json
 
         self.topology.restore(read_ledger(self.kube))
-        nodes = Watched(self.kube.core.list_node)
+        nodes = Watched(as_json(self.kube.core.list_node))
         nodes.on_change(lambda kind, obj: self.events.put(("node", kind, obj)))
-        pods = Watched(self.kube.core.list_pod_for_all_namespaces)
+        pods = Watched(as_json(self.kube.core.list_pod_for_all_namespaces))
         pods.on_change(lambda kind, obj: self.events.put(("pod", kind, obj)))
         self.watches = [nodes.start(), pods.start()]  # each lists first: every node and pod is queued
         self.events.put(("synced",))
@@ -81,14 +82,15 @@ class Driver:
         if what == "node":
             _, kind, obj = event
             if kind == "DELETED":
-                actions = self.topology.drop_node(obj.metadata.name)
+                actions = self.topology.drop_node(obj["metadata"]["name"])
             else:
-                actions = self.topology.set_node(obj.metadata.name, node_shape(obj))
+                actions = self.topology.set_node(obj["metadata"]["name"], node_shape(obj))
         elif what == "pod":
             _, kind, obj = event
             if kind == "DELETED":
-                actions = self.topology.remove(f"{obj.metadata.namespace}/{obj.metadata.name}")
-                self.prepared.pop(obj.metadata.uid, None)
+                meta = obj["metadata"]
+                actions = self.topology.remove(f"{meta['namespace']}/{meta['name']}")
+                self.prepared.pop(meta.get("uid"), None)
             else:
                 facts = facts_of(obj)
                 actions = self.topology.update(facts)

@@ -1,4 +1,4 @@
-"""What the GPU ledger reads of a pod and a node: plain facts from the client's objects. Pure."""
+"""What the GPU ledger reads of a pod and a node: plain facts from the objects as the API gives them (JSON). Pure."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from kailab import gpus
 from kailab.labels import GPU, GPU_GROUP_LABEL
+from kailab.pods import container_resources
 
 # KAI v0.17.0's names (pkg/common/constants/constants.go, pkg/binder/binding/resourcereservation/)
 RESERVE_ANNOTATION = "run.ai/reserve_for_gpu_index"
@@ -74,53 +75,49 @@ def _float(value) -> float | None:
         return None
 
 
-def facts_of(pod) -> PodFacts:
-    """The facts of a pod as the kubernetes client gives it (``V1Pod``)."""
-    meta, spec, status = pod.metadata, pod.spec, pod.status
-    ann, labels = meta.annotations or {}, meta.labels or {}
-    whole = gpus.whole_asked(
-        (c.resources.limits, c.resources.requests) if c.resources else (None, None)
-        for c in (spec.containers if spec else None) or []
-    )
+def facts_of(pod: dict) -> PodFacts:
+    """The facts of a pod as the API gives it (its JSON)."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    ann, labels = meta.get("annotations") or {}, meta.get("labels") or {}
     groups = [labels[GPU_GROUP_LABEL]] if labels.get(GPU_GROUP_LABEL) else []
     groups += sorted(v for k, v in labels.items() if k.startswith(MULTI_GROUP_PREFIX) and v and v not in groups)
     memory = _float(ann.get(GPU_MEMORY_ANNOTATION))
-    owners = meta.owner_references or []
+    owners = meta.get("ownerReferences") or []
     return PodFacts(
-        namespace=meta.namespace,
-        name=meta.name,
-        uid=meta.uid or "",
-        node=(spec.node_name if spec else None) or None,
-        gpus=whole,
+        namespace=meta.get("namespace") or "",
+        name=meta.get("name") or "",
+        uid=meta.get("uid") or "",
+        node=spec.get("nodeName") or None,
+        gpus=gpus.whole_asked(container_resources(spec)),
         groups=tuple(groups),
         fraction=gpus.fraction_asked(ann),
         memory_mib=int(memory) if memory is not None else None,
-        finished=(status.phase if status else None) in ("Succeeded", "Failed"),
+        finished=status.get("phase") in ("Succeeded", "Failed"),
         reserved_index=ann.get(RESERVE_ANNOTATION) or None,
-        scheduler=(spec.scheduler_name if spec else "") or "",
+        scheduler=spec.get("schedulerName") or "",
         configmap_prefix=ann.get(CONFIGMAP_ANNOTATION) or None,
-        owner=owners[0].name if owners else "",
+        owner=owners[0].get("name", "") if owners else "",
         fraction_container=_fraction_container(spec, ann.get(FRACTION_CONTAINER_ANNOTATION)),
     )
 
 
-def _fraction_container(spec, name: str | None) -> str:
+def _fraction_container(spec: dict, name: str | None) -> str:
     """Which container gets the fraction, as KAI's ConfigMap names number it (pkg/binder/common/utils.go,
     GetFractionContainerRef): the one the annotation names — an init container first, as "i<index>" —
     else the first container."""
-    if name and spec is not None:
-        for i, c in enumerate(spec.init_containers or []):
-            if c.name == name:
+    if name:
+        for i, c in enumerate(spec.get("initContainers") or []):
+            if c.get("name") == name:
                 return f"i{i}"
-        for i, c in enumerate(spec.containers or []):
-            if c.name == name:
+        for i, c in enumerate(spec.get("containers") or []):
+            if c.get("name") == name:
                 return str(i)
     return "0"
 
 
-def node_shape(node) -> NodeShape:
+def node_shape(node: dict) -> NodeShape:
     """A node's GPUs as KAI counts them: the ``nvidia.com/gpu.count`` label, else allocatable ``nvidia.com/gpu``."""
-    labels = node.metadata.labels or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
     count = labels.get(COUNT_LABEL)
-    count = count if count is not None else ((node.status.allocatable or {}).get(GPU, 0) if node.status else 0)
+    count = count if count is not None else ((node.get("status") or {}).get("allocatable") or {}).get(GPU, 0)
     return NodeShape(gpus.quantity(count), gpus.quantity(labels.get(MEMORY_LABEL)) or None)
