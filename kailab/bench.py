@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 
 from kubernetes import client
 
@@ -32,6 +31,7 @@ from kailab.labels import (
     QUEUE_LABEL,
     SCENARIO_LABEL,
 )
+from kailab.pods import api_time
 from kailab.progress import Progress
 from kailab.queues import queue_object, resource
 
@@ -112,23 +112,19 @@ def pod_stages(pod: dict) -> list[str]:
     return out
 
 
-def _time(text: str | None) -> float | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
-
-
 def stage_times(pods: list[dict]) -> dict[str, float]:
     """When the last pod reached each stage, in seconds after the first pod was created (1 s resolution:
     Kubernetes records seconds). ``grouped`` is when KAI's pod-grouper wrote the pod-group-name annotation."""
     created, grouped, bound, running = [], [], [], []
     for p in pods:
         meta, status = p["metadata"], p.get("status") or {}
-        created.append(_time(meta.get("creationTimestamp")))
+        created.append(api_time(meta.get("creationTimestamp")))
         for mf in meta.get("managedFields") or []:
             if f"f:{POD_GROUP_ANNOTATION}" in str(mf.get("fieldsV1", {})):
-                grouped.append(_time(mf.get("time")))
+                grouped.append(api_time(mf.get("time")))
         conds = {c["type"]: c for c in status.get("conditions") or [] if c.get("status") == "True"}
-        bound.append(_time((conds.get("PodScheduled") or {}).get("lastTransitionTime")))
-        running.append(_time((conds.get("Ready") or {}).get("lastTransitionTime")))
+        bound.append(api_time((conds.get("PodScheduled") or {}).get("lastTransitionTime")))
+        running.append(api_time((conds.get("Ready") or {}).get("lastTransitionTime")))
     first = min((t for t in created if t is not None), default=None)
     if first is None:
         return {}
