@@ -123,31 +123,14 @@ def fair_shares() -> dict[str, float] | None:
 
 
 def scheduler_metrics():
-    """A reader of the lab's KAI scheduler metrics (a joined learner's: their shard's scheduler's), or None when this
-    lab cannot read them."""
+    """A reader of the lab's KAI scheduler metrics (a joined learner's: their shard's scheduler's fair shares, through
+    the API server with their credential), or None when this lab cannot read them."""
     if j := joined():
         from kailab.classroom.shards import ShardSchedulerControl
 
-        return learner_metrics(ShardSchedulerControl(connect(), j.learner))
+        return ShardSchedulerControl(connect(), j.learner).metrics
     rt = current_runtime()
     return rt.scheduler_metrics() if rt is not None else None
-
-
-_SAID: set[str] = set()
-
-
-def learner_metrics(control):
-    """A joined learner's reader of their scheduler's metrics; None, said once on stderr, when their scheduler's
-    metrics are on another machine's loopback (a class on the instructor's local runtime): no fair share is better
-    than one read from whatever answers on this machine's port."""
-    if why := control.metrics_unreachable():
-        from kailab.progress import stderr
-
-        if why not in _SAID:  # a watch asks every frame
-            _SAID.add(why)
-            stderr.print(f"Fair shares are not available here: {why}.", markup=False, highlight=False)
-        return None
-    return control.metrics
 
 
 def joined():
@@ -177,10 +160,8 @@ def live_cluster(kube: Kube):
         from kailab.classroom import plan
         from kailab.classroom.shards import ShardSchedulerControl
 
-        control = ShardSchedulerControl(kube, j.learner)
-        cluster = LiveCluster(kube, control, owner=owner(), node_selector=plan.node_selector(j.learner))
-        cluster.metrics = learner_metrics(control)  # None (no fair share) rather than the control's by default
-        return cluster
+        control = ShardSchedulerControl(kube, j.learner)  # its metrics: their fair shares, through the API server
+        return LiveCluster(kube, control, owner=owner(), node_selector=plan.node_selector(j.learner))
     rt = current_runtime()
     sharing = rt.gpu_sharing() if rt is not None else True
     # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.

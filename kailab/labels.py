@@ -63,7 +63,9 @@ LAB_ID_LABEL = "kailab.io/lab-id"
 NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
-SHARD_METRICS_HOST_ANNOTATION = "kailab.io/scheduler-metrics-host"  # whose loopback that URL is (shards.loopback_host)
+# on a shard the local runtime's supervisor runs: its scheduler's fair shares, the metric samples as Prometheus text,
+# which the learner reads through the API server with their own credential (the metrics port stays on loopback)
+SHARD_FAIR_SHARES_ANNOTATION = "kailab.io/fair-shares"
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
 
 # KAI's topology-aware scheduling (docs/topology/ in KAI v0.17.0): a cluster-scoped Topology object names the node

@@ -7,9 +7,9 @@ nodes, their owner labels (``lab.py`` asks :func:`current`). No Go, no Docker, n
 
 Their partition's scheduler is their SchedulingShard (``shards.py``), which their credential may read and patch:
 the placement, consolidation and fair-share lessons stop, start and reconfigure it through the API server, and
-wait until the supervisor (local runtime) or KAI's operator (kind, existing) runs it; its metrics (fair shares)
-come from the address the supervisor writes on the shard (the instructor's loopback: read only on that machine,
-and said to be unavailable elsewhere), or through the API server's proxy to the operator's Service. Nobody else's shard is theirs to read or change.
+wait until the supervisor (local runtime) or KAI's operator (kind, existing) runs it; its fair shares come
+through the API server too: published on their shard by the supervisor, or through the API server's proxy to the
+operator's Service. Nobody else's shard is theirs to read or change.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -618,49 +619,58 @@ def test_a_partitions_pods_tolerate_its_taint_and_no_other_partitions():
     ] == "Equal"
 
 
-def test_a_shards_loopback_metrics_are_read_only_on_the_loopback_that_wrote_them(capsys):
-    """The local runtime's supervisor writes its scheduler's address (the instructor's 127.0.0.1) and whose loopback
-    it is on the shard: read there; elsewhere (a learner's machine) no fair share at all, said once, rather than
-    whatever answers on that port here."""
-    import http.server
-    import threading
+def test_a_learner_reads_their_fair_shares_through_the_api_server_from_their_shard():
+    """On the local runtime the supervisor publishes the scheduler's fair-share samples on the shard (its metrics
+    port stays on the instructor's loopback): a learner reads them there, from any machine, with their own
+    credential; before the first publication there are none. On kind and existing clusters: the API server's proxy
+    to the operator's Service."""
+    from kailab import fairshare, lab
+    from kailab.labels import SHARD_FAIR_SHARES_ANNOTATION, SHARD_METRICS_ANNOTATION
 
-    from kailab import lab
-    from kailab.labels import SHARD_METRICS_ANNOTATION, SHARD_METRICS_HOST_ANNOTATION
-
-    class Metrics(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'kai_queue_fair_share_gpu{queue_name="ann-a"} 4\n')
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    published = 'kai_queue_fair_share_gpu{queue_name="ann-a"} 4\n'
 
     class OneShard:
-        def __init__(self, host):
-            self.annotations = {SHARD_METRICS_ANNOTATION: url, SHARD_METRICS_HOST_ANNOTATION: host}
+        def __init__(self, annotations):
+            self.annotations = annotations
+            self.core = SimpleNamespace(
+                connect_get_namespaced_service_proxy_with_path=lambda *a, **k: "proxied " + a[0]
+            )
 
         def get(self, api, kind, name, namespace=None):
             return {"metadata": {"name": name, "annotations": self.annotations}, "spec": {}}
 
-    try:
-        here = shards.ShardSchedulerControl(OneShard(shards.loopback_host()), "ann")
-        assert here.metrics_unreachable() == ""
-        assert "ann-a" in here.metrics()
-        assert lab.learner_metrics(here) == here.metrics
+    local = shards.ShardSchedulerControl(
+        OneShard({SHARD_METRICS_ANNOTATION: "http://127.0.0.1:1/metrics", SHARD_FAIR_SHARES_ANNOTATION: published}),
+        "ann",
+    )
+    assert local.metrics() == published
+    assert {q: s.gpu for q, s in fairshare.parse(local.metrics()).items()} == {"ann-a": 4.0}
+    not_yet = shards.ShardSchedulerControl(OneShard({SHARD_METRICS_ANNOTATION: "http://127.0.0.1:1/metrics"}), "ann")
+    assert not_yet.metrics() is None  # never the loopback port itself, which on a learner's machine is someone else's
+    operator = shards.ShardSchedulerControl(OneShard({}), "ann")
+    assert operator.metrics() == "proxied kai-scheduler-ann-shard:http-metrics"
+    assert not hasattr(lab, "learner_metrics")
 
-        elsewhere = shards.ShardSchedulerControl(OneShard("instructor-laptop 1234 net:[1]"), "ann")
-        assert "instructor's machine" in elsewhere.metrics_unreachable()
-        assert elsewhere.metrics() is None  # the port answers here, but it is not ann's scheduler's
-        assert lab.learner_metrics(elsewhere) is None and lab.learner_metrics(elsewhere) is None
-        assert capsys.readouterr().err.count("Fair shares are not available here") == 1
-    finally:
-        server.shutdown()
+
+def test_only_the_fair_share_samples_are_published():
+    from kailab import fairshare
+
+    text = (
+        "# HELP kai_queue_fair_share_gpu x\n# TYPE kai_queue_fair_share_gpu gauge\n"
+        'kai_queue_fair_share_gpu{queue_name="b"} 2\n'
+        'kai_queue_fair_share_gpu{queue_name="a"} 22\n'
+        'kai_queue_fair_share_cpu_cores{queue_name="a"} 1.5\n'
+        'kai_action_scheduling_latency_milliseconds{action="allocate"} 3\n'
+        "go_goroutines 120\n"
+    )
+    kept = fairshare.samples(text)
+    assert kept.splitlines() == [
+        'kai_queue_fair_share_cpu_cores{queue_name="a"} 1.5',
+        'kai_queue_fair_share_gpu{queue_name="a"} 22',
+        'kai_queue_fair_share_gpu{queue_name="b"} 2',
+    ]
+    assert fairshare.parse(kept) == fairshare.parse(text)
+    assert fairshare.samples("") == "" and fairshare.samples("go_goroutines 1\n") == ""
 
 
 def test_a_class_on_kind_or_an_existing_cluster_is_refused_when_the_nodes_lack_room_for_its_schedulers(monkeypatch):
