@@ -29,11 +29,12 @@ def _ca_data(kube: Kube) -> str:
     return base64.b64encode(Path(path).read_bytes()).decode()
 
 
-def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
-    """Apply the class's policy and each learner's ServiceAccount, roles and namespaces; write ``out/NAME.kubeconfig``
-    with a fresh token (TokenRequest API). Returns the files written."""
+def grant(kube: Kube, learners: list[str], out: Path, usage_db_url: str | None = None) -> list[Path]:
+    """Apply the class's policy (``usage_db_url``: the lab's usage database a learner's shard may name) and each
+    learner's ServiceAccount, roles and namespaces; write ``out/NAME.kubeconfig`` with a fresh token (TokenRequest
+    API). Returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    for obj in credentials.class_objects(Owner()):
+    for obj in credentials.class_objects(Owner(), usage_db_url):
         kube.apply(obj)
     ca, cluster = _ca_data(kube), cluster_name(kube)
 

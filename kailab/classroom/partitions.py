@@ -40,7 +40,7 @@ from kailab.labels import (
 )
 from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
-from kailab.runtimes import shard_supervisor
+from kailab.runtimes import kind_usage_db, shard_supervisor
 from kailab.runtimes.base import Runtime
 from kailab.runtimes.kind import KindRuntime
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
@@ -78,6 +78,11 @@ class ShardClass:
     def forget(self) -> None:
         """The class's state file gone: for a class whose cluster goes with it (kind, local), or that is empty."""
         self.state_file.unlink(missing_ok=True)
+
+    def usage_db_url(self) -> str | None:
+        """The lab's usage database a learner's shard may name (kind: the lab's Prometheus in the cluster; the local
+        runtime's supervisor gives its schedulers its own, and an existing cluster has none of the lab's)."""
+        return kind_usage_db.URL if isinstance(self.rt, KindRuntime) else None
 
     def control(self, learner: str, kube: Kube) -> ShardSchedulerControl:
         """The learner's scheduler: their SchedulingShard (on kind, with the lab's Prometheus for time-based fair
@@ -185,7 +190,7 @@ class ShardClass:
                 done += new
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
-                access.grant(kube, done, out)
+                access.grant(kube, done, out, self.usage_db_url())
         return new
 
     def make(self, kube: Kube, fleet: Fleet, learner: str) -> None:

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
-from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY
 from kailab.ownership import Owner
 from kailab.scenarios.model import Scenario
 from kailab.scenarios.prefix import prefixed
@@ -61,12 +61,13 @@ class LearnerOwner(Owner):
 
     def confine(self, pod_spec: dict) -> None:
         """Every pod of the partition tolerates its nodes' taint (no one else's pod does: :func:`taint`); a pod for
-        the default kube-scheduler (no schedulerName), which knows no partitions, may go only to the partition's
-        nodes; KAI's pods need nothing more: their scheduler sees no other nodes."""
+        any scheduler but KAI's — the default kube-scheduler (no schedulerName), which knows no partitions, or one
+        misspelled on purpose (a runbook's) — may go only to the partition's nodes, as the class's admission policy
+        requires; KAI's pods need nothing more: their scheduler sees no other nodes."""
         tolerations = pod_spec.setdefault("tolerations", [])
         if toleration(self.node_pool) not in tolerations:
             tolerations.append(toleration(self.node_pool))
-        if pod_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) == DEFAULT_SCHEDULER_NAME:
+        if pod_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) != KAI_SCHEDULER_NAME:
             pod_spec.setdefault("nodeSelector", {})[NODEPOOL_LABEL] = self.node_pool
 
 

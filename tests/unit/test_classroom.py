@@ -581,7 +581,7 @@ def test_demo_side_by_side_runs_no_more_at_once_than_memory_holds(monkeypatch, c
     assert at_once == 1 and "memory for 0 lesson partitions" in said
 
 
-def test_a_partitions_default_scheduler_pods_stay_on_its_nodes_and_kai_pods_are_left_as_they_are():
+def test_a_partitions_pods_for_other_schedulers_stay_on_its_nodes_and_kai_pods_are_left_as_they_are():
     from kailab.ownership import Owner
 
     scenario = plan.for_learner(load_scenario(EXERCISES / "baseline.yaml"), "ann")
@@ -589,6 +589,8 @@ def test_a_partitions_default_scheduler_pods_stay_on_its_nodes_and_kai_pods_are_
     assert job["spec"]["template"]["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
     pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"containers": []}}, plan.owner("ann"))
     assert pod["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
+    typo = stamped({"kind": "Pod", "metadata": {}, "spec": {"schedulerName": "kai-schedular"}}, plan.owner("ann"))
+    assert typo["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}  # no scheduler's: still only ever on her nodes
     kai = plan.for_learner(load_scenario(EXERCISES / "quota.yaml"), "ann")
     kai_job = stamped(workload_objects(kai.workloads[0], kai)[0], plan.owner("ann"))
     assert "nodeSelector" not in kai_job["spec"]["template"]["spec"]
