@@ -150,6 +150,13 @@ def up(
         help="Kind runtime: pull nothing; build the node image, KAI's and KWOK's images, kind and helm here "
         "(automatic when no image registry answers). First time about 15 minutes; cached after.",
     ),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        metavar="<ip>",
+        help="Local and kind runtimes: also open the lab's API server (and nothing else) at this address of this "
+        "machine, for a class whose learners join from their own laptops (default: this machine's loopback only).",
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
@@ -172,6 +179,7 @@ def up(
         kwok=kwok,
         prefix=prefix,
         offline=offline,
+        address=address,
     )
     running = lab.state()
     if running and runtime not in ("auto", running.runtime):
@@ -190,6 +198,16 @@ def up(
     else:
         cls, why = choose_runtime(runtime)
     check_options(cls, options)
+    if address is not None:
+        from kailab.network import check_address
+
+        options.address = check_address(address)
+        if running and running.address != options.address:
+            where = f"at {running.address}" if running.address else "on this machine's loopback only"
+            raise KailabError(
+                f"The lab that is up listens {where}; kailab up does not move a running lab to {options.address}.",
+                hint=f"Start again there: kailab down && kailab up --address {options.address}",
+            )
     progress.info(Text.assemble("Runtime: ", (cls.name, "bold"), f" ({why})"))
     rt = cls()
     found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes

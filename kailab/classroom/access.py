@@ -17,9 +17,9 @@ from kailab.labels import KAI_NAMESPACE
 from kailab.ownership import Owner
 
 
-def cluster_name(kube: Kube) -> str:
-    """The class's cluster as a learner's kubeconfig names it: its server address (``join`` checks it)."""
-    return "kailab-class@" + kube.api.configuration.host.split("://", 1)[-1]
+def cluster_name(server: str) -> str:
+    """The class's cluster as a learner's kubeconfig names it: its server address."""
+    return "kailab-class@" + server.split("://", 1)[-1]
 
 
 def _ca_data(kube: Kube) -> str:
@@ -29,14 +29,17 @@ def _ca_data(kube: Kube) -> str:
     return base64.b64encode(Path(path).read_bytes()).decode()
 
 
-def grant(kube: Kube, learners: list[str], out: Path, usage_db_url: str | None = None) -> list[Path]:
+def grant(
+    kube: Kube, learners: list[str], out: Path, usage_db_url: str | None = None, server: str | None = None
+) -> list[Path]:
     """Apply the class's policy (``usage_db_url``: the lab's usage database a learner's shard may name) and each
     learner's ServiceAccount, roles and namespaces; write ``out/NAME.kubeconfig`` with a fresh token (TokenRequest
-    API). Returns the files written."""
+    API), naming the API server at ``server`` (None: as ``kube`` reaches it). Returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     for obj in credentials.class_objects(Owner(), usage_db_url):
         kube.apply(obj)
-    ca, cluster = _ca_data(kube), cluster_name(kube)
+    server = server or kube.api.configuration.host
+    ca, cluster = _ca_data(kube), cluster_name(server)
 
     def one(learner: str) -> Path:
         mine = Kube(kube.kubeconfig, kube.context)  # a client per thread
@@ -47,7 +50,7 @@ def grant(kube: Kube, learners: list[str], out: Path, usage_db_url: str | None =
         for obj in credentials.learner_objects(learner, namespaces, Owner()):
             mine.apply(obj)
         token = request_token(mine, learner)
-        conf = credentials.kubeconfig(learner, kube.api.configuration.host, ca, token, cluster)
+        conf = credentials.kubeconfig(learner, server, ca, token, cluster)
         path = out / f"{learner}.kubeconfig"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # a credential: the instructor's to hand out
         with os.fdopen(fd, "w") as f:

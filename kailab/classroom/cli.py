@@ -68,6 +68,13 @@ def up(
     learner: list[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
     roster: Path | None = typer.Option(None, "--roster", help="A file with one learner name a line."),
     out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        metavar="<ip>",
+        help="The address learners reach the lab at: the one it was brought up at (kailab up --address), which "
+        "their kubeconfigs name anyway; given here, class up checks it is.",
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI partition (a SchedulingShard) of their own."""
@@ -76,13 +83,17 @@ def up(
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
     klass = lab_class()
     progress = Progress(quiet)
-    added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
+    kube = lab.connect()
+    server, said = klass.learners_server(kube, address)  # a wrong address is refused before anything is applied
+    added = klass.up(kube, wanted, load_fleet(), progress, out, server=server)
     render.stdout.print(
         f"Class: {', '.join(klass.learners())} ({len(added)} added). "
         "A learner's lessons: kailab class demo NAME --learner LEARNER",
         markup=False,
         highlight=False,
     )
+    if out is not None:
+        render.stdout.print(said, markup=False, highlight=False)
 
 
 @app.command("down")

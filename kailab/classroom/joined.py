@@ -85,7 +85,14 @@ def join(path: Path, home: Path) -> Joined:
 
 def whoami(kube: Kube, path: Path) -> str:
     """Who the cluster knows the credential as (SelfSubjectReview); one clear error when it is revoked (401) or
-    its cluster does not answer."""
+    its cluster does not answer — from a machine that cannot reach the class's address, within seconds (one try,
+    :meth:`Kube.probe`), naming the address."""
+    if (why := kube.probe()) and "refuses these credentials" not in why:
+        raise KailabError(
+            f"{path.name} is for the class at {kube.api.configuration.host}, which this machine cannot use: {why}.",
+            hint="Is this machine on the class's network, and the class up? Ask your instructor for the address and "
+            "port learners need (kailab class up says them).",
+        )
     try:
         review = client.AuthenticationV1Api(kube.api).create_self_subject_review(
             {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, _request_timeout=5

@@ -17,11 +17,13 @@ import fcntl
 import json
 import shutil
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
 
+from kailab import network
 from kailab.classroom import access, plan, shards
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.classroom.shards import ShardSchedulerControl
@@ -107,6 +109,54 @@ class ShardClass:
                 hint="Add them: kailab class up --learner NAME",
             )
 
+    def learners_server(self, kube: Kube, asked: str | None = None) -> tuple[str, str]:
+        """(the API server address the learners' kubeconfigs name, what ``class up`` says about it): the address the
+        lab was brought up at (``kailab up --address``), else its loopback, which works on this machine only; on a
+        cluster kailab did not make, the API server as the instructor's kubeconfig names it. ``asked``: the address
+        ``class up --address`` gave, refused (before anything is applied) unless it is the lab's."""
+        host = kube.api.configuration.host
+        if not self.rt.makes_cluster:
+            if asked:
+                raise KailabError(
+                    f"--address is for labs kailab makes; on a cluster it adopts, learners reach its API server as your "
+                    f"kubeconfig names it ({host}).",
+                    hint="Leave --address out (the kubeconfig's server must be one your learners reach).",
+                )
+            return host, f"The learners' kubeconfigs name {host}, as yours does: it must be an address they reach."
+        state = self.rt.state()
+        have = state.address if state else ""
+        if asked is not None:
+            asked = network.check_address(asked)
+            if asked != have:
+                where = f"at {have}" if have else "on this machine's loopback only"
+                raise KailabError(
+                    f"The lab's API server listens {where}, not at {asked}. Nothing was applied.",
+                    hint=f"Bring the lab up at that address first: kailab down && kailab up --address {asked}, "
+                    "then kailab class up again.",
+                )
+        if not have:
+            return host, (
+                f"The learners' kubeconfigs name {host}, this machine's loopback: they work on this machine only. "
+                "For learners on their own laptops: kailab down && kailab up --address <this machine's address>."
+            )
+        server = network.with_host(host, have)
+        port = urllib.parse.urlsplit(server).port
+        others = [f"{name} on {at}:{p}" for name, at, p in self.open_beyond_loopback() if p != port]
+        said = (
+            f"Learners reach the lab at {server} (TCP port {port}): its API server, with the kubeconfig each is given."
+            + (
+                " Nothing else of the lab listens beyond this machine's loopback."
+                if not others
+                else f" Also listening beyond this machine's loopback: {', '.join(others)}."
+            )
+        )
+        return server, said
+
+    def open_beyond_loopback(self) -> list[tuple[str, str, int]]:
+        """(process, address, port) the lab listens on beyond loopback, when this runtime can tell; kind publishes its
+        API server's port alone (Docker's port mapping of the control-plane node)."""
+        return []
+
     # -- the runtime's part ----------------------------------------------------------------------
 
     def check_runtime(self, kube: Kube, adding: int, available: int | None) -> None:
@@ -172,9 +222,11 @@ class ShardClass:
         progress: Progress,
         out: Path | None = None,
         available: int | None = None,
+        server: str | None = None,
     ) -> list[str]:
         """Add the roster's new learners: their fleet, then their SchedulingShard; with ``out``, write every
-        learner's kubeconfig there (classroom.access). Returns the learners added."""
+        learner's kubeconfig there (classroom.access), naming ``server`` (None: the API server as ``kube`` reaches
+        it). Returns the learners added."""
         new = self.check(kube, roster, available)
         done = self.learners()
         if new:
@@ -190,7 +242,7 @@ class ShardClass:
                 done += new
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
-                access.grant(kube, done, out, self.usage_db_url())
+                access.grant(kube, done, out, self.usage_db_url(), server)
         return new
 
     def make(self, kube: Kube, fleet: Fleet, learner: str) -> None:
@@ -287,6 +339,10 @@ class LocalClass(ShardClass):
                 spec = shard_supervisor.process_spec(self.rt.home)
                 group.start(spec)
                 wait_healthy([spec], group, timeout=30)
+
+    def open_beyond_loopback(self) -> list[tuple[str, str, int]]:
+        """Every socket the lab's processes listen on beyond loopback, read from the processes themselves."""
+        return self.rt.listening_beyond_loopback()
 
     def stop_scheduler(self, kube: Kube, learner: str) -> None:
         """The shard deleted, and its process stopped now (the supervisor would, a moment later)."""

@@ -31,6 +31,7 @@ class UpOptions:
     kwok: bool = False  # existing runtime: add KWOK and kailab's fleet of fake GPUs
     prefix: str | None = None  # existing runtime: put NAME- in front of the lab's queues and namespaces
     offline: bool = False  # kind runtime: build every image here, pull nothing
+    address: str | None = None  # local, kind: an address of this machine where learners reach the API server
 
     # option → how the command line spells it, for "… is for the local runtime"
     FLAGS = {
@@ -42,12 +43,15 @@ class UpOptions:
         "prefix": "--prefix",
         "retain": "--retain",
         "offline": "--offline",
+        "address": "--address",
     }
 
     def given(self) -> set[str]:
         """The runtime-specific options that differ from their defaults."""
         out = {
-            name for name in ("apiserver_port", "kubeconfig", "context", "prefix") if getattr(self, name) is not None
+            name
+            for name in ("apiserver_port", "kubeconfig", "context", "prefix", "address")
+            if getattr(self, name) is not None
         }
         if not self.with_kai:
             out.add("with_kai")

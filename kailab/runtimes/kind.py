@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,11 +186,15 @@ def host_facts(runner: Runner) -> HostFacts:
     return HostFacts(version, bool((capability_bounding_set() >> CAP_SYS_RESOURCE) & 1))
 
 
-def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = None) -> dict:
+def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = None, address: str | None = None) -> dict:
     """One control-plane node and one worker for KAI's own pods; the lab label marks the cluster as ours.
 
     Offline: one node only (it runs KAI's pods; kind untaints a lone control plane), which imports the images
     kailab made from ``offline_images`` (mounted) before kubelet starts, and runs etcd and pause as made here.
+    ``address``: an address of this machine where learners reach the API server — kind's
+    ``networking.apiServerAddress``: Docker publishes the API server's port there only, kind puts the address in
+    the serving certificate's SANs (its kubeadm config: ``certSANs: [localhost, <apiServerAddress>]``) and in the
+    kubeconfig it writes. Nothing else of the cluster is published.
     """
     config: dict = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
     labels = {LAB_LABEL: "true", NODEPOOL_LABEL: KIND_NODE_POOL}
@@ -204,6 +209,8 @@ def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = Non
         ]
         config["nodes"] = [node]
         config["networking"] = {"podSubnet": kind_offline.POD_SUBNET}
+    if address:
+        config.setdefault("networking", {})["apiServerAddress"] = address
     kubeadm: list[str] = []
     containerd: list[str] = []
     if host.cgroup_version == "1":
@@ -285,9 +292,15 @@ def reservation_rbac() -> list[dict]:
 
 
 def plan(
-    home: Path, fleet: Fleet, cluster_exists: bool, host: HostFacts = HostFacts(), kit: OfflineKit | None = None
+    home: Path,
+    fleet: Fleet,
+    cluster_exists: bool,
+    host: HostFacts = HostFacts(),
+    kit: OfflineKit | None = None,
+    address: str | None = None,
 ) -> list[Step]:
-    """Everything ``kailab up --runtime kind`` runs, in order (``kit``: offline, with what kailab made)."""
+    """Everything ``kailab up --runtime kind`` runs, in order (``kit``: offline, with what kailab made; ``address``:
+    where learners reach the API server, :func:`kind_config`)."""
     kc = str(home / "kubeconfig.yaml")
     kubectl = ["kubectl", "--kubeconfig", kc]
     node_image = kit.node_image if kit else versions.KIND_NODE_IMAGE
@@ -314,7 +327,11 @@ def plan(
                         kc,
                     ]
                 ],
-                files={"kind.yaml": yaml.safe_dump(kind_config(host, kit.images if kit else None), sort_keys=False)},
+                files={
+                    "kind.yaml": yaml.safe_dump(
+                        kind_config(host, kit.images if kit else None, address), sort_keys=False
+                    )
+                },
             )
         )
     steps += [
@@ -555,7 +572,7 @@ class KindRuntime(Runtime):
     preference = 10  # first choice where a Docker engine answers
     after_failed_up = "always keeps what a failed up made: the next kailab up completes it, kailab down removes it"
     own_entries = OWN_ENTRIES
-    takes = frozenset({"offline"})
+    takes = frozenset({"offline", "address"})
 
     def __init__(
         self,
@@ -682,6 +699,13 @@ class KindRuntime(Runtime):
             self.check_tools()
             labdir.claim(self.home)
         exists = self.cluster_exists()
+        if exists and (at := self.api_server_host()) not in ("?", options.address or "127.0.0.1"):
+            wanted = f"at {options.address}" if options.address else "on this machine's loopback"
+            raise KailabError(
+                f"The kind cluster '{CLUSTER}' exists with its API server at {at}; kind cannot move it {wanted}.",
+                hint="Remove it first: kailab down, then kailab up"
+                + (f" --address {options.address}" if options.address else ""),
+            )
         state = self.state()
         if exists and state and state.complete and (info := self.running(progress)):
             return info
@@ -694,13 +718,22 @@ class KindRuntime(Runtime):
             made = record.get("network_made", not network)
             (self.home / "offline.json").write_text(json.dumps({"tools": self.tools, "network_made": made}))
         # Written first, so that `kailab down` finds (and deletes) a cluster whose `up` was interrupted.
-        self._write_state(options.fleet, complete=False)
-        for step in plan(self.home, options.fleet, exists, host, kit):
+        self._write_state(options.fleet, complete=False, address=options.address)
+        for step in plan(self.home, options.fleet, exists, host, kit, options.address):
             self.execute(step, options.fleet, progress)
-        self._write_state(options.fleet, complete=True)
+        self._write_state(options.fleet, complete=True, address=options.address)
         return self.info() or LabInfo(self.name, self.kubeconfig())
 
-    def _write_state(self, fleet: Fleet, complete: bool) -> None:
+    def api_server_host(self) -> str:
+        """The host the lab's kubeconfig names for the API server (kind writes the address it published it at); "?"
+        when it cannot be read."""
+        try:
+            server = yaml.safe_load(self.kubeconfig().read_text())["clusters"][0]["cluster"]["server"]
+        except (OSError, yaml.YAMLError, LookupError, TypeError):
+            return "?"
+        return urllib.parse.urlsplit(str(server)).hostname or "?"
+
+    def _write_state(self, fleet: Fleet, complete: bool, address: str | None = None) -> None:
         LabState(
             self.name,
             str(self.kubeconfig()),
@@ -709,6 +742,7 @@ class KindRuntime(Runtime):
             versions.as_dict(),
             shape=fleet.describe(),
             complete=complete,
+            address=address or "",
         ).write(self.home)
 
     def execute(self, step: Step, fleet: Fleet | None, progress: Progress) -> None:

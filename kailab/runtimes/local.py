@@ -4,7 +4,8 @@ How the local fleet starts:
 1. ``build.ensure_built`` builds the pinned binaries into the cache (once per version).
 2. ``kwokctl --runtime binary`` starts etcd, kube-apiserver, kube-controller-manager,
    kube-scheduler and the KWOK controller from those binaries, with kailab's stages
-   (``manifests/kwok-stages.yaml``), bound to 127.0.0.1, all state under the lab dir.
+   (``manifests/kwok-stages.yaml``), bound to 127.0.0.1, all state under the lab dir. With ``--address ADDR``
+   kube-apiserver alone also answers at ADDR, its certificate valid for it (:meth:`LocalRuntime.kwokctl_config`).
 3. ``kai.install_cluster_objects`` applies KAI's CRDs, priority classes and default queues.
 4. ``kai.components`` describes KAI's scheduler, binder and controllers, and kailab's GPU ledger; they run as
    processes kailab supervises (``processes.ProcessGroup``): pids/ and logs/ in the lab dir.
@@ -14,6 +15,7 @@ How the local fleet starts:
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import os
 import subprocess
@@ -24,7 +26,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from kailab import build, labdir, versions
+from kailab import build, labdir, network, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
@@ -50,7 +52,7 @@ class LocalRuntime(Runtime):
     """Everything on this machine, from binaries built out of Go modules."""
 
     name = "local"
-    takes = frozenset({"with_kai", "apiserver_port", "retain"})
+    takes = frozenset({"with_kai", "apiserver_port", "retain", "address"})
     preference = 20  # used when no Docker engine answers
     own_entries = OWN_ENTRIES
 
@@ -88,9 +90,15 @@ class LocalRuntime(Runtime):
                 f"Port {options.apiserver_port} on 127.0.0.1 is already in use.",
                 hint="Stop what listens there (ss -ltnp), or choose another --apiserver-port.",
             )
+        if options.address and options.apiserver_port and network.port_taken(options.address, options.apiserver_port):
+            raise KailabError(
+                f"Port {options.apiserver_port} at {options.address} is already in use.",
+                hint=f"Stop what listens there (ss -ltnp 'sport = :{options.apiserver_port}'), or choose another "
+                "--apiserver-port (or leave it out: a free one).",
+            )
         bins = self.ensure_builds(options.with_kai, progress)
         try:
-            self._start_control_plane(bins, progress, options.apiserver_port)
+            self._start_control_plane(bins, progress, options.apiserver_port, options.address)
             kube = Kube(self.kubeconfig())
             if options.with_kai:
                 with progress.step(f"Installing KAI {versions.KAI_VERSION} CRDs, priority classes and default queues"):
@@ -165,8 +173,17 @@ class LocalRuntime(Runtime):
             )
         return proc
 
-    def kwokctl_config(self, bins: dict[str, Path], apiserver_port: int | None = None) -> list[dict]:
-        """The kwokctl configuration (one document) and kailab's KWOK stages (the rest)."""
+    def kwokctl_config(
+        self, bins: dict[str, Path], apiserver_port: int | None = None, address: str | None = None
+    ) -> list[dict]:
+        """The kwokctl configuration (one document) and kailab's KWOK stages (the rest).
+
+        ``address``: an address of this machine where learners reach the API server. Its serving certificate names
+        it (kwokctl's ``kubeApiserverCertSANs``; kwokctl v0.8.0 signs one certificate with these SANs beside
+        localhost and 127.0.0.1: pkg/kwokctl/pki/pki.go), and kube-apiserver listens on every address of its family
+        (``--bind-address``, kwokctl's own set to loopback, overridden): it takes one bind address, and the lab's own
+        components reach it on 127.0.0.1, as kwokctl writes every kubeconfig. Every other process stays on loopback
+        (``bindAddress``)."""
         options = {
             "runtime": "binary",
             "bindAddress": "127.0.0.1",
@@ -182,6 +199,8 @@ class LocalRuntime(Runtime):
         }
         if apiserver_port:
             options["kubeApiserverPort"] = apiserver_port
+        if address:
+            options["kubeApiserverCertSANs"] = [address]
         # etcd without fsync: the lab's cluster is thrown away with `kailab down`, so a crash may lose it whole;
         # every write no longer waits for the disk (a 32-pod Job bound ~0.3 s sooner, measured). The API server
         # deletes a collection with 8 workers, not 1: clearing a lesson's 40 pods took 1.5 s, now 0.6 s.
@@ -194,6 +213,11 @@ class LocalRuntime(Runtime):
                     # it listens on loopback only: say so, or it looks for a
                     # default route (a machine offline has none) and fails
                     {"key": "advertise-address", "value": "127.0.0.1"},
+                    *(
+                        [{"key": "bind-address", "value": network.listen_all(address), "override": True}]
+                        if address
+                        else []
+                    ),
                 ],
             },
         ]
@@ -205,9 +229,11 @@ class LocalRuntime(Runtime):
         }
         return [conf, *yaml.safe_load_all(STAGES.read_text())]
 
-    def _start_control_plane(self, bins: dict[str, Path], progress: Progress, apiserver_port: int | None) -> None:
+    def _start_control_plane(
+        self, bins: dict[str, Path], progress: Progress, apiserver_port: int | None, address: str | None = None
+    ) -> None:
         config_path = self.home / "kwokctl.yaml"
-        config_path.write_text(yaml.safe_dump_all(self.kwokctl_config(bins, apiserver_port), sort_keys=False))
+        config_path.write_text(yaml.safe_dump_all(self.kwokctl_config(bins, apiserver_port, address), sort_keys=False))
         with progress.step("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK") as step:
             since = time.time()
             try:
@@ -249,7 +275,10 @@ class LocalRuntime(Runtime):
                     "kube-apiserver started but does not answer.", hint=f"See {log}", details=_tail(log)
                 ),
             )
-            step.note(f"API server {self._server()}")
+            step.note(
+                f"API server {self._server()}"
+                + (f", and {network.with_host(self._server(), address)} for learners" if address else "")
+            )
 
     def _record_control_plane(self, since: float) -> None:
         """Remember, by pid and start time, the processes kwokctl started for this lab.
@@ -281,6 +310,24 @@ class LocalRuntime(Runtime):
     def processes(self) -> list[Identity]:
         """Every process this lab started that still runs (the control plane and KAI's components)."""
         return [i for i in self._control_plane().values() if i.alive()] + self.kai_processes.running()
+
+    def listening_beyond_loopback(self) -> list[tuple[str, str, int]]:
+        """(process, address, port) of every socket a process of this lab listens on beyond this machine's loopback
+        (``0.0.0.0`` and ``::`` are every address): what another machine could reach, were a firewall to allow it."""
+        named = {
+            **self._control_plane(),
+            **{n: i for n in self.kai_processes.names() if (i := self.kai_processes.identity(n))},
+        }
+        found = []
+        for name, ident in sorted(named.items()):
+            try:
+                sockets = psutil.Process(ident.pid).net_connections(kind="inet")
+            except psutil.Error:  # ended since it was listed
+                continue
+            for c in sockets:
+                if c.status == psutil.CONN_LISTEN and not ipaddress.ip_address(c.laddr.ip).is_loopback:
+                    found.append((name, c.laddr.ip, c.laddr.port))
+        return sorted(set(found))
 
     def memory_mib(self) -> float | None:
         total = 0
@@ -337,6 +384,7 @@ class LocalRuntime(Runtime):
             versions.as_dict(),
             kai_components=self.kai_processes.names(),
             shape=options.fleet.describe(),
+            address=options.address or "",
         ).write(self.home)
 
     def _server(self) -> str:

@@ -339,9 +339,27 @@ def test_join_refuses_a_file_that_is_not_a_class_credential(tmp_path):
 
 def test_join_refuses_a_credential_for_a_cluster_that_does_not_answer_and_remembers_nothing(tmp_path):
     home = tmp_path / "home"
-    with pytest.raises(KailabError, match="does not answer .* is this file for this class"):
+    with pytest.raises(KailabError, match=r"class at https://127.0.0.1:1, which this machine cannot use: .*refuses"):
         joined.join(_credential(tmp_path, server="https://127.0.0.1:1"), home)
     assert joined.current(home) is None
+
+
+def test_a_class_address_that_never_answers_is_said_within_ten_seconds_naming_it(tmp_path):
+    """A learner's machine that reaches the address but nothing answers there (a firewall that drops, a server
+    that hangs): one message naming the address, in seconds, not the client's retries of a minute."""
+    import socket
+    import time
+
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        server = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        start = time.monotonic()
+        with pytest.raises(KailabError) as said:
+            joined.join(_credential(tmp_path, server=server), tmp_path / "home")
+        took = time.monotonic() - start
+    assert server in said.value.message and "does not answer" in said.value.message, said.value.message
+    assert took < 10, took
 
 
 def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_as_data():
