@@ -77,6 +77,11 @@ def port_taken(address: str, port: int) -> bool:
     return False
 
 
+def host_port(address: str, port: int) -> str:
+    """``10.0.0.1:80``, ``[::]:80``: an address and port as one would type them."""
+    return f"[{address}]:{port}" if ipaddress.ip_address(address).version == 6 else f"{address}:{port}"
+
+
 def with_host(url: str, address: str) -> str:
     """``url`` (``https://127.0.0.1:PORT``) with ``address`` as its host: what learners elsewhere reach."""
     parts = urllib.parse.urlsplit(url)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from kailab import network
+from kailab import network, versions
 from kailab.classroom import access, plan, shards
 from kailab.classroom.roster import MAX_LEARNERS, Roster, RosterError
 from kailab.classroom.shards import ShardSchedulerControl
@@ -46,7 +46,7 @@ from kailab.runtimes import kind_usage_db, shard_supervisor
 from kailab.runtimes.base import Runtime
 from kailab.runtimes.kind import KindRuntime
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
-from kailab.runtimes.local_kai import wait_healthy
+from kailab.runtimes.local_kai import FIXED_PORTS, wait_healthy
 from kailab.scenarios.live import LiveCluster
 
 STATE = "class.json"  # local: in the lab's KAI folder, which `kailab down` removes; else in the lab folder
@@ -141,7 +141,7 @@ class ShardClass:
             )
         server = network.with_host(host, have)
         port = urllib.parse.urlsplit(server).port
-        others = [f"{name} on {at}:{p}" for name, at, p in self.open_beyond_loopback() if p != port]
+        others = [f"{name} on {network.host_port(at, p)}" for name, at, p in self.open_beyond_loopback() if p != port]
         said = (
             f"Learners reach the lab at {server} (TCP port {port}): its API server, with the kubeconfig each is given."
             + (
@@ -341,8 +341,14 @@ class LocalClass(ShardClass):
                 wait_healthy([spec], group, timeout=30)
 
     def open_beyond_loopback(self) -> list[tuple[str, str, int]]:
-        """Every socket the lab's processes listen on beyond loopback, read from the processes themselves."""
-        return self.rt.listening_beyond_loopback()
+        """Every socket the lab's processes listen on beyond loopback, read from the processes themselves (a KAI
+        component that cannot be kept on loopback says why: kailab/runtimes/local_kai.py FIXED_PORTS)."""
+        why = {
+            name: f"{name} (KAI {versions.KAI_VERSION} ignores its --metrics-bind-address: its controller's own "
+            f"metrics, no learner's; a firewall rule for port {port} closes it)"
+            for name, port in FIXED_PORTS.items()
+        }
+        return [(why.get(name, name), at, port) for name, at, port in self.rt.listening_beyond_loopback()]
 
     def stop_scheduler(self, kube: Kube, learner: str) -> None:
         """The shard deleted, and its process stopped now (the supervisor would, a moment later)."""
