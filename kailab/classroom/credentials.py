@@ -16,9 +16,9 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
   classroom/shards.py), its ``args`` to the flags and values kailab's settings set (no ``--partition-label-value``
   of another's, no scheduling cycle shorter than the lab's), its other fields to those kailab's settings write, and
-  its usage database to the lab's (:func:`shard_rules`); and their scheduler's metrics through the API server's
-  proxy to its Service, and its Deployment (get: whether KAI's operator has rolled it out) in KAI's namespace
-  (kind, existing).
+  its usage database to the lab's (:func:`shard_rules`); and, in KAI's namespace only (kind, existing), their
+  scheduler's metrics through the API server's proxy to its Service and its Deployment (get: whether KAI's
+  operator has rolled it out).
 - the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
   Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
   and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
@@ -398,12 +398,6 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     "resourceNames": [shard_name(learner)],
                     "verbs": ["get", "patch"],
                 },
-                {  # their scheduler's metrics, through the API server's proxy to the operator's Service
-                    "apiGroups": [""],
-                    "resources": ["services/proxy"],
-                    "resourceNames": [scheduler_name(learner), f"{scheduler_name(learner)}:http-metrics"],
-                    "verbs": ["get"],
-                },
             ],
         },
         {
@@ -413,7 +407,8 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
             "subjects": subject,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": own},
         },
-        {  # whether their scheduler's Deployment has rolled out (kind, existing): KAI's operator restarts it
+        {  # in KAI's namespace (kind, existing): whether their scheduler's Deployment has rolled out (KAI's operator
+            # restarts it), and their scheduler's metrics through the API server's proxy to the operator's Service
             "apiVersion": RBAC,
             "kind": "Role",
             "metadata": _meta(own, labels, KAI_NAMESPACE),
@@ -423,7 +418,13 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     "resources": ["deployments"],
                     "resourceNames": [scheduler_name(learner)],
                     "verbs": ["get"],
-                }
+                },
+                {
+                    "apiGroups": [""],
+                    "resources": ["services/proxy"],
+                    "resourceNames": [scheduler_name(learner), f"{scheduler_name(learner)}:http-metrics"],
+                    "verbs": ["get"],
+                },
             ],
         },
         {
