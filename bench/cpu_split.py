@@ -43,7 +43,10 @@ class CpuSplit:
 
     INTERVAL = 0.5
 
-    def __init__(self):
+    def __init__(self, members=None):
+        # ``members``: a callable giving the pids of one lab's processes (a local runtime's ``processes``), so that
+        # only they (and this process) count; else every process that looks like a lab's or kailab's
+        self.members = members
         self.first: dict[tuple[int, float], float] = {}
         self.last: dict[tuple[int, float], float] = {}
         self.names: dict[tuple[int, float], tuple[str, str | None]] = {}
@@ -66,6 +69,7 @@ class CpuSplit:
             self._sample(started=True)
 
     def _sample(self, started: bool) -> None:
+        lab = {i.pid for i in self.members()} if self.members is not None else None
         for p in psutil.process_iter(["name", "cmdline", "cpu_times", "create_time"]):
             info = p.info
             if info["cpu_times"] is None:
@@ -76,6 +80,8 @@ class CpuSplit:
                 cmdline = info["cmdline"] or []
                 name = os.path.basename(cmdline[0]) if cmdline else (info["name"] or "")
                 group = "kailab" if p.pid == self.own else group_of(name, cmdline)
+                if lab is not None and p.pid != self.own and p.pid not in lab:
+                    group = None  # another lab's, or another program's
                 if name.startswith("kai-scheduler"):
                     partition = next((a.split("=", 1)[1] for a in cmdline if a.startswith("--partition-label-")), "")
                     name += " (partitions)" if partition else " (the lab's)"

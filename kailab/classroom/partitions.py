@@ -166,6 +166,11 @@ class ShardClass:
     def ready(self, kube: Kube) -> None:
         """Make sure something runs the shards (the local runtime's supervisor; KAI's operator elsewhere)."""
 
+    def cores_short(self, learners: int) -> str:
+        """Why this machine's cores cannot run ``learners`` at the speed a class needs ("" they can, or the runtime
+        cannot say: on kind and existing clusters the nodes' room is counted instead)."""
+        return ""
+
     def stop_scheduler(self, kube: Kube, learner: str) -> None:
         """The learner's scheduler gone at once: their shard deleted (what ran it stops it)."""
         kube.delete(SHARD_API, shards.KIND, shards.shard_name(learner))
@@ -229,6 +234,8 @@ class ShardClass:
         it). Returns the learners added."""
         new = self.check(kube, roster, available)
         done = self.learners()
+        if new and (slow := self.cores_short(len(done) + len(new))):
+            progress.info(f"This machine is slow for the class: {slow}. Every verdict still comes.", style="yellow")
         if new:
             with progress.step(
                 f"{'Learner' if len(new) == 1 else 'Learners'} {', '.join(new)}: {fleet.node_count} nodes "
@@ -339,6 +346,9 @@ class LocalClass(ShardClass):
                 spec = shard_supervisor.process_spec(self.rt.home)
                 group.start(spec)
                 wait_healthy([spec], group, timeout=30)
+
+    def cores_short(self, learners: int) -> str:
+        return plan.cores_shortfall(learners, psutil.cpu_count() or 1)
 
     def open_beyond_loopback(self) -> list[tuple[str, str, int]]:
         """Every socket the lab's processes listen on beyond loopback, read from the processes themselves (a KAI

@@ -12,6 +12,7 @@ Everything a learner's lesson applies carries the label because it carries the l
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from kailab.fleet import Fleet, node_objects
@@ -46,6 +47,36 @@ def memory_shortfall(adding: int, available: int) -> str:
         f"({MEMORY_PER_PARTITION / GIB:.2f} GiB each, measured by bench/class.py, and "
         f"{MEMORY_RESERVE / GIB:.1f} GiB kept free); this machine has {available / GIB:.1f} GiB available, "
         f"enough for {partitions_that_fit(available)}"
+    )
+
+
+# The CPU a class needs, from bench/class.py on the local runtime: the costliest learner-lesson (CPU seconds of the
+# whole lab and kailab's client, and its wall time, one learner alone), and how a learner-lesson's CPU grows with
+# the class (a line in the class size: each learner's scheduler watches every learner's pods).
+LESSON_CPU_SECONDS = 30.0
+LESSON_SECONDS = 40.0
+CPU_GROWTH = (1.0, 0.05)  # a learner-lesson's CPU at N learners, over one learner's alone: a + b·N
+
+
+def cores_needed(learners: int) -> float:
+    """Cores for every learner's lesson to take at most twice one learner's time (bench/class.py's sizing)."""
+    a, b = CPU_GROWTH
+    return learners * LESSON_CPU_SECONDS * (a + b * learners) / (2 * LESSON_SECONDS)
+
+
+def cores_shortfall(learners: int, cores: int) -> str:
+    """"" when ``cores`` hold ``learners`` at that speed; else the figures, in words (a warning: the lessons still
+    give their verdicts, later)."""
+    need = cores_needed(learners)
+    if need <= cores:
+        return ""
+    a, b = CPU_GROWTH
+    slower = learners * LESSON_CPU_SECONDS * (a + b * learners) / (cores * LESSON_SECONDS)
+    return (
+        f"{learners} learner{'s' if learners != 1 else ''} need about {math.ceil(need)} cores for a lesson to take at "
+        f"most twice one learner's time (bench/class.py: the costliest lesson {LESSON_CPU_SECONDS:.0f} CPU s in "
+        f"{LESSON_SECONDS:.0f} s for one learner, more each as the class grows); this machine has {cores}, so a "
+        f"lesson run by everyone at once takes about {max(slower, 2):.0f}× one learner's time"
     )
 
 

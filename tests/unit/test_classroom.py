@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -751,3 +752,16 @@ def test_side_by_side_counts_a_scenarios_sleep_steps_so_the_longest_sleeper_star
     assert asleep(load_scenario(path)) == 125
     path.write_text("name: s\nworkloads:\n  - {name: j, gpus: 1}\nsteps:\n  - apply: j\n")
     assert asleep(load_scenario(path)) == 0
+
+
+def test_class_up_warns_with_the_benchs_figures_when_the_cores_cannot_hold_the_class_at_twice_one_learners_time():
+    """The cores a class needs grow faster than the class (each learner's scheduler watches every learner's pods):
+    bench/class.py's figures, kept in plan.py; a machine short of them is warned, never refused (every verdict still
+    comes, later)."""
+    need = [plan.cores_needed(n) for n in (1, 4, 8, 16, 30)]
+    assert need == sorted(need) and need[-1] / 30 > need[0]  # more per learner as the class grows
+    enough = math.ceil(plan.cores_needed(16))
+    assert plan.cores_shortfall(16, enough) == ""
+    said = plan.cores_shortfall(16, 2)
+    assert f"16 learners need about {enough} cores" in said and "this machine has 2" in said
+    assert f"{plan.LESSON_CPU_SECONDS:.0f} CPU s in {plan.LESSON_SECONDS:.0f} s" in said
