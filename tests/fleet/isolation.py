@@ -40,10 +40,11 @@ def served(kube: Kube) -> list[Kind]:
     """Every resource (and subresource) of every group version the API server serves, merged across versions."""
     found: dict[tuple[str, str], Kind] = {}
 
+    def get(path: str) -> dict:
+        return kube.dyn.request("GET", path).to_dict()
+
     def add(group: str, path: str) -> None:
-        listing = kube.api.call_api(
-            path, "GET", response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True
-        )
+        listing = get(path)
         for r in listing.get("resources") or []:
             key = (group, r["name"])
             old = found.get(key)
@@ -51,9 +52,7 @@ def served(kube: Kube) -> list[Kind]:
             found[key] = Kind(group, r["name"], bool(r.get("namespaced")), verbs)
 
     add("", "/api/v1")
-    groups = kube.api.call_api(
-        "/apis", "GET", response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True
-    )
+    groups = get("/apis")
     for g in groups["groups"]:
         for v in g["versions"]:
             add(g["name"], f"/apis/{v['groupVersion']}")

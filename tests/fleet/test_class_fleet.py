@@ -525,7 +525,21 @@ def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_q
     )
     kai_lab.kube.delete(PODGROUP_API, "PodGroup", made["metadata"]["name"], ns)
 
-    # Her scheduler's metrics (fair shares): on the supervisor's loopback, which is this one, so she reads them
+    # Her scheduler's fair shares, with her credential: the supervisor publishes them on her shard (the scheduler's
+    # metrics port stays on loopback), so she reads them from any machine; a queue of hers gets one within seconds
+    kai_lab.kube.apply(
+        {
+            "apiVersion": QUEUE_API,
+            "kind": "Queue",
+            "metadata": {"name": "ann-fs", "labels": plan.owner("ann").labels},
+            "spec": {
+                "resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}
+            },
+        }
+    )
     control = shards.ShardSchedulerControl(ann, "ann")
-    assert control.metrics_unreachable() == ""
-    assert "kai_" in until("ann's scheduler's metrics", control.metrics, timeout=30)
+    shares = until(
+        "ann's fair shares, published on her shard", lambda: "ann-fs" in (control.metrics() or ""), timeout=30
+    )
+    assert shares and all(line.startswith("kai_queue_fair_share_") for line in control.metrics().splitlines())
+    kai_lab.kube.delete(QUEUE_API, "Queue", "ann-fs")
