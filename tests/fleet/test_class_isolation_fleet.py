@@ -91,12 +91,12 @@ def test_each_learner_is_refused_everything_outside_their_slice(kai_lab, a_class
 def test_each_learners_writes_on_shared_kinds_stay_in_their_slice(kai_lab, a_class_of_three, capsys):
     admin = kai_lab.kube
 
-    def what(obj: dict) -> dict:  # what a learner could change: labels and spec (a class: its value and default)
+    def changeable(obj: dict) -> dict:  # what a learner could change: labels and spec (a class: its value and default)
         keep = ("spec", "value", "globalDefault", "description", "preemptionPolicy")
         return {"labels": obj["metadata"].get("labels"), **{k: obj.get(k) for k in keep}}
 
     before = {
-        (api, kind, name): what(admin.get(api, kind, name))
+        (api, kind, name): changeable(admin.get(api, kind, name))
         for learner in LEARNERS
         for api, kind, name in (
             (isolation.QUEUE_API, "Queue", f"{learner}-team"),
@@ -113,7 +113,7 @@ def test_each_learners_writes_on_shared_kinds_stay_in_their_slice(kai_lab, a_cla
                 assert isolation.POLICY in words, (a, b, what, words)
             said.append((a, b, what, who))
     for (api, kind, name), obj in before.items():  # nothing was changed by any attempt
-        assert what(admin.get(api, kind, name)) == obj, (kind, name)
+        assert changeable(admin.get(api, kind, name)) == obj, (kind, name)
     for n in LEARNERS:
         assert admin.get(isolation.PC_API, "PriorityClass", f"{n}-everyone") is None
         assert admin.core.list_namespaced_pod(plan.lesson_namespaces(n)[0]).items == []

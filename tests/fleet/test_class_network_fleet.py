@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from golden_rows import rows  # tests/fleet/golden_rows.py
+from networks import machine_network  # tests/networks.py
 
 from kailab.progress import Progress
 from kailab.runtimes.local import LocalRuntime
@@ -108,7 +109,8 @@ def room(kai_reason, tmp_path_factory):
             pytest.fail(f"CI must prove a class across a network: {why}")
         pytest.skip(why)
     home = tmp_path_factory.mktemp("instructor")
-    LocalRuntime(home=home).ensure_builds(True, Progress())  # on the machine's network: Go modules, if need be
+    with machine_network():  # Go modules, if need be: on the machine's network
+        LocalRuntime(home=home).ensure_builds(True, Progress())
     made: list[Namespace] = []
     try:
         instructor = Namespace("instructor")
