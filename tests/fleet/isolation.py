@@ -400,7 +400,10 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
 def allowed_writes(a: str, ann: Kube) -> dict[str, tuple[object, object]]:
     """What learner ``a`` may do in their slice, with the call that undoes it: the refusals above are not all-refusing."""
     ns = plan.lesson_namespaces(a)[0]
-    mine = pod("mine", ns, a, schedulerName="default-scheduler")  # confined: their node pool selected
+    from kailab.labels import NODEPOOL_LABEL
+
+    # kube-scheduler's, confined as kailab confines it: their node pool selected
+    mine = pod("mine", ns, a, schedulerName="default-scheduler", nodeSelector={NODEPOOL_LABEL: a})
     return {
         "a queue of theirs": (
             lambda: ann.apply(queue(f"{a}-ok", a)),
