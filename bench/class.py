@@ -66,8 +66,8 @@ def each_lesson(klass: LocalClass, kube: Kube, lessons: list[str], base_mib: flo
             }
             rows.append(row)
             print(
-                f"  {lesson:<15} alone: {wall:5.1f} s, {row['cpu']:5.1f} CPU s, lab +{row['memory']:4.0f} MiB "
-                f"(the partition included), {row['outcome']}",
+                f"  {lesson:<15} alone: {wall:5.1f} s, {row['cpu']:5.1f} CPU s; the lab's peak {row['memory']:4.0f} MiB "
+                f"above the lab without a class (the partition and what the lessons so far left grown), {row['outcome']}",
                 flush=True,
             )
     finally:

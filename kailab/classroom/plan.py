@@ -25,8 +25,9 @@ from kailab.scenarios.schema import DeletePods, NodeStep, Wait
 LAB_ID_PREFIX = "class-"
 
 # The memory a partition adds to a running lab: its scheduler process, five KWOK nodes and its lesson's objects
-# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.19 GiB
-# with 1 learner and 2.51 GiB with 8: about 0.19 GiB a learner on top of the lab, which runs already.
+# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS, at its peak)
+# at 0.90 GiB without a class and 1.55 / 2.05 / 2.94 / 3.96 GiB with 1 / 4 / 8 / 16 learners running quota, gang
+# and reclaim at once: 0.55 GiB + 0.16 GiB a learner on top of the lab, which runs already.
 GIB = 2**30
 MEMORY_PER_PARTITION = int(0.2 * GIB)
 MEMORY_RESERVE = int(0.5 * GIB)  # left to the machine and the lab's own lessons
@@ -50,12 +51,13 @@ def memory_shortfall(adding: int, available: int) -> str:
     )
 
 
-# The CPU a class needs, from bench/class.py on the local runtime: the costliest learner-lesson (CPU seconds of the
-# whole lab and kailab's client, and its wall time, one learner alone), and how a learner-lesson's CPU grows with
-# the class (a line in the class size: each learner's scheduler watches every learner's pods).
-LESSON_CPU_SECONDS = 30.0
-LESSON_SECONDS = 40.0
-CPU_GROWTH = (1.0, 0.05)  # a learner-lesson's CPU at N learners, over one learner's alone: a + b·N
+# The CPU a class needs, from bench/class.py on the local runtime: the costliest learner-lesson for its length
+# (fairshare: 11.6 CPU seconds of the whole lab and kailab's client in 6.4 s, one learner alone; it restarts their
+# scheduler twice), and how a learner-lesson's CPU grows with the class (measured at 1, 4, 8, 16 learners: 12.1,
+# 10.2, 12.9, 12.3 CPU s; a line in the class size, fitted).
+LESSON_CPU_SECONDS = 11.6
+LESSON_SECONDS = 6.4
+CPU_GROWTH = (0.94, 0.006)  # a learner-lesson's CPU at N learners, over one learner's alone: a + b·N
 
 
 def cores_needed(learners: int) -> float:
@@ -65,7 +67,7 @@ def cores_needed(learners: int) -> float:
 
 
 def cores_shortfall(learners: int, cores: int) -> str:
-    """"" when ``cores`` hold ``learners`` at that speed; else the figures, in words (a warning: the lessons still
+    """ "" when ``cores`` hold ``learners`` at that speed; else the figures, in words (a warning: the lessons still
     give their verdicts, later)."""
     need = cores_needed(learners)
     if need <= cores:
@@ -74,9 +76,9 @@ def cores_shortfall(learners: int, cores: int) -> str:
     slower = learners * LESSON_CPU_SECONDS * (a + b * learners) / (cores * LESSON_SECONDS)
     return (
         f"{learners} learner{'s' if learners != 1 else ''} need about {math.ceil(need)} cores for a lesson to take at "
-        f"most twice one learner's time (bench/class.py: the costliest lesson {LESSON_CPU_SECONDS:.0f} CPU s in "
-        f"{LESSON_SECONDS:.0f} s for one learner, more each as the class grows); this machine has {cores}, so a "
-        f"lesson run by everyone at once takes about {max(slower, 2):.0f}× one learner's time"
+        f"most twice one learner's time (bench/class.py: the costliest lesson for its length, {LESSON_CPU_SECONDS:.1f} "
+        f"CPU s in {LESSON_SECONDS:.1f} s for one learner alone); this machine has {cores}, so such a lesson run by "
+        f"everyone at once takes about {max(slower, 2):.0f}× one learner's time"
     )
 
 

@@ -764,4 +764,4 @@ def test_class_up_warns_with_the_benchs_figures_when_the_cores_cannot_hold_the_c
     assert plan.cores_shortfall(16, enough) == ""
     said = plan.cores_shortfall(16, 2)
     assert f"16 learners need about {enough} cores" in said and "this machine has 2" in said
-    assert f"{plan.LESSON_CPU_SECONDS:.0f} CPU s in {plan.LESSON_SECONDS:.0f} s" in said
+    assert f"{plan.LESSON_CPU_SECONDS:.1f} CPU s in {plan.LESSON_SECONDS:.1f} s" in said
