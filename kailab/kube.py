@@ -262,17 +262,19 @@ class Kube:
             return []
         return [item.to_dict() for item in out.items]
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
-        """Delete with background propagation; a missing object is fine."""
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        """Delete with background propagation; a missing object is fine. The API's answer: the object being deleted
+        (with its deletionTimestamp) or a Status; None when it was gone already."""
         try:
-            self.dyn.delete(
+            answer = self.dyn.delete(
                 self.resource(api_version, kind),
                 name=name,
                 namespace=namespace,
                 body={"propagationPolicy": "Background"},
             )
         except NotFoundError:
-            pass
+            return None
+        return answer.to_dict() if hasattr(answer, "to_dict") else None
 
     def ensure_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30) -> None:
         """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists).
