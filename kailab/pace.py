@@ -62,14 +62,17 @@ class Pace:
 
 
 def cycle_work(metrics: str | None) -> float | None:
-    """Seconds of work in KAI's last scheduling cycle, from its scheduler's metrics text; None if absent."""
-    m = _E2E.search(metrics or "")
-    if not m:
-        return None
-    try:
-        return float(m.group(1)) / 1000
-    except ValueError:
-        return None
+    """Seconds of work in KAI's last scheduling cycle, from its scheduler's metrics text; None if absent.
+
+    KAI v0.17.0 registers the gauge twice: unprefixed when its package loads, then under ``--metrics-namespace``
+    (``kai_``), which alone it sets — the other stays 0. So the largest is the one."""
+    values = []
+    for m in _E2E.finditer(metrics or ""):
+        try:
+            values.append(float(m.group(1)) / 1000)
+        except ValueError:
+            continue
+    return max(values) if values else None
 
 
 def request_totals(metrics: str | None) -> tuple[float, float]:

@@ -513,6 +513,8 @@ class _Run:
         """The cluster's time of the last step that changed it: its writes' (as the STEP mark says), else the
         latest time seen when it began; None when no change carried a time (a stream recorded before kailab kept
         them)."""
+        if self.step_no and self.step_no not in self.state.steps:
+            self.take(0)  # its STEP mark is queued (or, in a recording, due): fold it, and what came before it
         said = self.state.steps.get(self.step_no)
         known = [t for t in (said, self.mark_at) if t is not None]
         return max(known) if known else None
@@ -578,15 +580,16 @@ class _Run:
         change breaks the hold only if the cluster timed it before that end. Undecided when a window ended before
         the step it is about, or the cluster's clock could not be seen to pass the end. A recording without the
         cluster's times holds ``seconds`` by kailab's clock, as kailab did before it kept them."""
-        if self.state.server_now is None and not windows:
-            return self._hold_by_kailab(predicate, seconds)
         begin = self.clock()
         began = self.step_at()
         # When it first held, by the cluster's clock: the change that made it hold, or the step if it held before.
         known = [t for t in (self.state.seen_at, began) if t is not None]
         first = max(known) if known else self.state.server_now
+        if first is None and not windows:
+            return self._hold_by_kailab(predicate, seconds)
         last = observe(self.state)
         checked = False  # a window's end checked against the step's time
+        drained: float | None = None  # kailab's clock: when the changes in flight at the end are in
 
         def end_of(obs) -> tuple[float, str] | None:
             if windows:
@@ -604,12 +607,17 @@ class _Run:
                     if why := timing.too_late(end[0], began, end[1]):
                         return _Held(last=last, undecided=why)
                 if timing.passed(end[0], self.state.server_now):
-                    return _Held(last=last)
+                    if drained is None:  # changes the watches have yet to hand over: a moment to come in
+                        drained = self.clock() + timing.drain(self.slowest(begin)[1])
+                    elif self.clock() >= drained:
+                        return _Held(last=last)
             slow = self.slowest(begin)[0]
             length = max(w.seconds for w in windows) if windows else seconds
             left = begin + min((length + timeout) * max(slow, 2.0), (length + timeout) * pace.MOST) - self.clock()
             if left <= 0:
                 return self._unended(windows, end, slow, last)
+            if drained is not None:
+                left = min(left, max(drained - self.clock(), 0.0))
             change = self.changes.next(left)
             if change is None:
                 continue

@@ -65,6 +65,12 @@ def settle(p: Pace | None) -> float:
     return max(SETTLE, SETTLE_CYCLES * cycle(p)) if p is not None and p.cycle is not None else SETTLE
 
 
+def drain(p: Pace | None) -> float:
+    """Seconds to keep folding once the cluster's clock has passed a hold's end: the watches hand changes over a
+    little after the API server answers the reading that showed that time — about two of its round trips."""
+    return max(0.5, 2 * p.api) if p is not None and p.api is not None else 0.5
+
+
 def clock_time(at: float) -> str:
     """The cluster's time ``at`` (seconds since the epoch) as a learner reads it: 10:04:12 UTC."""
     return datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S UTC")
