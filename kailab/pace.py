@@ -27,8 +27,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from email.utils import parsedate_to_datetime
 
-# Measured on this project's 2-core machine, a lab running a lesson and nothing else (bench/under_load.py prints them):
-# KAI's cycle's work ("e2e") 3-40 ms, a one-pod list 4-15 ms. A cycle starts every 250 ms after the last
+# Measured on this project's 2-core machine (the PACE lines of recorded lessons, tests/golden/*/changes.jsonl): a lab
+# running one lesson at a time, KAI's cycle's work 0-1 ms between binds and a one-pod list 3-45 ms; all 17 lessons side
+# by side beside stress-ng --cpu 4, the list took 0.1-0.4 s (median per lesson; up to 0.8 s) and KAI's cycles that
+# bind pods 1-3.5 s (one API round trip per BindRequest). A cycle starts 250 ms after the last ends
 # (scheduler_settings.LAB_SCHEDULER_ARGS).
 SCHEDULE_PERIOD = 0.25  # seconds between KAI's cycles in a lab kailab made
 QUIET_CYCLE_WORK = 0.05  # seconds of work in one of KAI's cycles on a quiet lab

@@ -64,7 +64,7 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
         if v.not_applicable:
             stdout.print(Text.assemble(f"{v.title} — ", ("not applicable", "yellow"), f" {v.not_applicable}"))
             continue
-        if v.load:
+        if v.load and len(verdicts) == 1:
             stdout.print(Text(f"At its start: {v.load}", style="yellow"))
         stdout.print(verdict_table(v))
         if v.error:
@@ -83,8 +83,19 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
             + ": "
             + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts)
         )
+        if busy := [v.scenario for v in verdicts if v.load]:
+            stdout.print(
+                Text(
+                    f"{len(busy)} started on a busy lab ({', '.join(busy)}): {verdicts_load(verdicts)}", style="yellow"
+                )
+            )
     if undecided_words(verdicts):
         stdout.print(Text(undecided_words(verdicts), style="yellow"))
+
+
+def verdicts_load(verdicts: list[Verdict]) -> str:
+    """What the lab's pace was at the start of the busiest-sounding lesson (the last one said)."""
+    return next(v.load for v in reversed(verdicts) if v.load)
 
 
 def undecided_words(verdicts: list[Verdict]) -> str:

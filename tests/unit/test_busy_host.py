@@ -299,10 +299,12 @@ def test_demo_output_counts_undecided_apart_and_says_what_to_do(capsys):
     from kailab import render
 
     busy = Verdict("b", "B", checks=[Check("y", "8", "5", False).undecide("the host was too busy — waited 90s")])
+    busy.load = "The lab is busy: API requests 0.4 s (quiet: about 15 ms)"
     render.print_verdicts([Verdict("a", "A", checks=[Check("x", "1", "1", True)]), busy], as_json=False)
     out = capsys.readouterr().out
     assert "1 of 2 exercises passed, 1 undecided" in out and "b UNDECIDED" in out
     assert "the host was too busy — waited 90s" in out and "run fewer lessons or learners at once" in out
+    assert "1 started on a busy lab (b): The lab is busy: API requests 0.4 s" in out
 
 
 def test_class_status_counts_undecided_apart():
