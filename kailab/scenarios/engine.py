@@ -22,7 +22,18 @@ from typing import Protocol
 from kubernetes.client.exceptions import ApiException
 
 from kailab import ownership, pace, predictions
-from kailab.checks import FleetNode, Observation, Verdict, evaluate, misfit, stragglers, timed, unable
+from kailab.checks import (
+    BUSY_PREFIX,
+    Check,
+    FleetNode,
+    Observation,
+    Verdict,
+    evaluate,
+    misfit,
+    stragglers,
+    timed,
+    unable,
+)
 from kailab.errors import KailabError, ScenarioError
 from kailab.gpus import per_queue
 from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
@@ -34,6 +45,7 @@ from kailab.scenarios.manifests import priority_class_object, queue_object, topo
 from kailab.scenarios.model import Scenario, Step, Window
 from kailab.scenarios.schema import WorkloadFile
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.waiting import timed_out
 
 CHANGES_FILE = "changes.jsonl"
 
@@ -156,8 +168,15 @@ class Engine:
                         self.cluster.start_gpu_ledger()
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
             where = f"{scenario.path}:{step.line}: " if step is not None and step.line else ""  # 0: a hidden step
-            verdict.error = where + failure_text(e)
-            self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
+            if timed_out(e) and (busy := pace.busy_words(self.cluster.pace())):
+                # The lab's own wait (a scheduler restart, a namespace emptied) ran out while the lab was measurably
+                # slow: the scenario could not be played to its end — nothing about KAI was decided.
+                row = Check("the lab's own step", "done in time", where + failure_text(e), False, measure="lab")
+                verdict.checks.append(row.undecide(f"{BUSY_PREFIX} — {busy}"))
+                self.progress.info(f"? {scenario.name} stopped, UNDECIDED: {row.observed}", style="yellow")
+            else:
+                verdict.error = where + failure_text(e)
+                self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
         verdict.seconds = self.cluster.clock() - start
         return verdict
 

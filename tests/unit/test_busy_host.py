@@ -327,3 +327,32 @@ def test_the_evidence_report_carries_undecided_rows_and_why():
     page = render_report([busy.to_record()], [], [], False)
     assert "## B — UNDECIDED" in page and "| y | 8 | 5 | UNDECIDED |" in page
     assert "UNDECIDED, y: the host was too busy — waited 90s" in page
+
+
+def test_the_labs_own_wait_running_out_on_a_busy_lab_is_undecided_not_an_error(tmp_path):
+    """A scheduler restart (the lab's own step) that times out: on a measurably busy lab the lesson could not be
+    played to its end — UNDECIDED, with why; on a quiet one it is the error it always was."""
+    from kailab.errors import KailabError
+    from kailab.waiting import TimedOut, until
+
+    class Restarting(ReplayCluster):
+        def __init__(self, reading):
+            super().__init__([])
+            self.reading = reading
+
+        def stop_scheduler(self):
+            until(lambda: False, 0, fail=lambda _: KailabError("kai-scheduler ran no scheduling cycle within 0s"))
+
+        def pace(self):
+            return self.reading
+
+    s = scenario(tmp_path, SLOW_JOB.replace("  - apply: w\n", "  - stopScheduler: true\n  - apply: w\n"))
+    busy = Engine(Restarting(pace.Pace(cycle=2.0, api=0.5)), Progress(quiet=True)).run(s)
+    (row,) = busy.checks
+    assert busy.outcome == "UNDECIDED" and not busy.error and row.title == "the lab's own step"
+    assert "ran no scheduling cycle" in row.observed and row.undecided.startswith("the host was too busy — The lab")
+    quiet = Engine(Restarting(pace.Pace(cycle=0.001, api=0.005)), Progress(quiet=True)).run(s)
+    assert quiet.outcome == "FAIL" and "ran no scheduling cycle" in quiet.error and not quiet.checks
+    with pytest.raises(KailabError) as raised:
+        until(lambda: False, 0, fail=lambda _: KailabError("x"))
+    assert isinstance(raised.value.__cause__, TimedOut)
