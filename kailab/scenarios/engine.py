@@ -468,8 +468,8 @@ class Engine:
                     row.detail.append(f"expectation at {run.scenario.path}:{e.line}")
                     if undecided and seconds is None:
                         row.undecide(undecided)
-                    elif row.measure == "within" and waited.slow >= pace.BUSY:  # KAI was late on a slow host
-                        row.undecide(waited.why(f"{e.title}: {row.observed}"))
+                    elif row.measure == "within" and seconds is not None and waited.late(seconds, e.within or 0):
+                        row.undecide(waited.why(f"{e.title}: {row.observed}"))  # KAI late, as slow as the host was
                     else:
                         ok = False
                 if rows or not row.passed:
@@ -576,8 +576,9 @@ class _Run:
             obs = observe(self.state)
             now = self.clock()
             slow, reading = self.slowest(begin)
+            usual = timing.typical(self.state.paces, begin)
             if predicate(obs):
-                return timing.Waited(True, now - begin, timeout, slow, reading)
+                return timing.Waited(True, now - begin, timeout, slow, reading, usual=usual)
             sig = signature(obs)
             if last is not None and sig != last:
                 moved = now
@@ -588,9 +589,8 @@ class _Run:
             most = begin + timeout * pace.MOST
             left = min(deadline, most) - now
             if left <= 0:
-                return timing.Waited(
-                    False, now - begin, timeout, slow, reading, None if moved is None else now - moved, deadline >= most
-                )
+                moved_ago = None if moved is None else now - moved
+                return timing.Waited(False, now - begin, timeout, slow, reading, moved_ago, deadline >= most, usual)
             self.take(left)
 
     def hold(self, predicate, seconds: float, windows: list[Window], timeout: float) -> _Held:
@@ -634,7 +634,7 @@ class _Run:
             length = max(w.seconds for w in windows) if windows else seconds
             left = begin + min((length + timeout) * max(slow, 2.0), (length + timeout) * pace.MOST) - self.clock()
             if left <= 0:
-                return self._unended(windows, end, slow, last)
+                return self._unended(windows, end, timing.typical(self.state.paces, begin), last)
             if drained is not None:
                 left = min(left, max(drained - self.clock(), 0.0))
             change = self.changes.next(left)
@@ -684,11 +684,11 @@ class _Run:
         ends = [e for w in windows if (e := timing.window_end(w, obs.groups.get(w.workload, []))) is not None]
         return min(ends) if ends else None
 
-    def _unended(self, windows: list[Window], end, slow: float, last) -> _Held:
+    def _unended(self, windows: list[Window], end, usual: float, last) -> _Held:
         names = ", ".join(map(str, windows)) or "the hold"
         if end is None and windows:
             words = f"no PodGroup showed the start of {names}"
-            if slow >= pace.BUSY:
+            if usual >= pace.BUSY:
                 return _Held(last=last, undecided=f"{timing.BUSY_PREFIX} — {words} in {self.clock() - self.mark:.0f}s")
             return _Held(last=last, failed=f"KAI showed no start of {names}", words=words)
         seen = self.state.server_now

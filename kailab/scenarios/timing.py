@@ -48,6 +48,13 @@ def slowest(paces: Sequence[tuple[float, Pace]], since: float) -> tuple[float, P
     return slowdown(worst), worst
 
 
+def typical(paces: Sequence[tuple[float, Pace]], since: float) -> float:
+    """The median slowdown of the readings taken at ``since`` or later (1 without any): how slow the lab was for most
+    of a wait, not in its slowest second — what decides UNDECIDED (the most decides how long to wait)."""
+    during = sorted(slowdown(p) for t, p in paces if t >= since)
+    return during[len(during) // 2] if during else 1.0
+
+
 def cycle(p: Pace | None) -> float:
     """Seconds between the starts of two of KAI's cycles by this reading (the period, plus the cycle's work)."""
     return SCHEDULE_PERIOD + (p.cycle if p is not None and p.cycle is not None else 0.0)
@@ -87,15 +94,21 @@ class Waited:
     pace: Pace | None = None  # that reading
     moved: float | None = None  # seconds before the end that what it waited for last changed (None: never)
     capped: bool = False  # it waited as long as a wait ever may
+    usual: float = 1.0  # the median slowdown read while it waited
 
     @property
     def busy(self) -> bool:
-        """It ran out while the lab was measurably slow, or while what it waited for was still changing when no wait
-        may wait longer: the host was too busy to tell, not KAI that did something else."""
+        """It ran out while the lab was measurably slow for most of it, or while what it waited for was still
+        changing when no wait may wait longer: the host was too busy to tell, not KAI that did something else."""
         if self.reached:
             return False
         still = self.moved is not None and self.moved < settle(self.pace)
-        return self.slow >= BUSY or (self.capped and still)
+        return self.usual >= BUSY or (self.capped and still)
+
+    def late(self, held: float, bound: float) -> bool:
+        """Could a slow lab explain a condition that first held ``held`` seconds in, past its ``within`` bound? It
+        was slow for most of the wait, and no more than that many times the bound."""
+        return self.usual >= BUSY and held <= bound * self.usual
 
     def why(self, seen: str) -> str:
         """The UNDECIDED reason: what was seen, with times."""
