@@ -356,3 +356,17 @@ def test_the_labs_own_wait_running_out_on_a_busy_lab_is_undecided_not_an_error(t
     with pytest.raises(KailabError) as raised:
         until(lambda: False, 0, fail=lambda _: KailabError("x"))
     assert isinstance(raised.value.__cause__, TimedOut)
+
+
+def test_a_late_within_is_undecided_only_when_the_lab_was_that_slow(tmp_path):
+    """All 8 run 32 s after the step, past ``within: 20s``: on a lab slower than quiet by more than 32/20 for most
+    of the wait that proves nothing (UNDECIDED); on a quiet lab it is KAI's lateness (FAIL)."""
+    text = SLOW_JOB.replace("running: 8}\n    timeout: 10s", "running: 8, within: 20s}\n    timeout: 60s")
+    s = scenario(tmp_path, text)
+    quiet = run(s, by_time(binding(8, 4.0) + paced(60, cycle=0.02)))
+    within = next(c for c in quiet.checks if c.measure == "within")
+    assert quiet.outcome == "FAIL" and within.outcome == "FAIL" and within.observed == "only after 32.0s"
+    busy = run(s, by_time(binding(8, 4.0) + paced(60, cycle=1.8)))
+    within = next(c for c in busy.checks if c.measure == "within")
+    assert busy.outcome == "UNDECIDED" and within.outcome == "UNDECIDED", [c.to_dict() for c in busy.checks]
+    assert "all 8 run: only after 32.0s" in within.undecided
