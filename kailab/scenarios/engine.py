@@ -116,8 +116,9 @@ class Cluster(Protocol):
     def start_gpu_ledger(self) -> None:
         """Start it again; return once it is healthy."""
 
-    def pace(self) -> pace.Pace | None:
-        """How fast the lab answers now (KAI's cycle, the API server's latency); None when it cannot be read."""
+    def pace(self, namespace: str = "default") -> pace.Pace | None:
+        """How fast the lab answers now (KAI's cycle, the API server's latency; ``namespace``: one whose pods this
+        lab may list); None when it cannot be read."""
 
 
 class Engine:
@@ -148,7 +149,7 @@ class Engine:
         step: Step | None = None
         try:
             self.prepare(scenario, verdict)
-            self.say_if_busy(verdict)
+            self.say_if_busy(verdict, scenario.namespace)
             run = _Run(self.cluster, scenario, verdict, start, self._changes(scenario))
             try:
                 for step in scenario.steps:
@@ -168,7 +169,7 @@ class Engine:
                         self.cluster.start_gpu_ledger()
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
             where = f"{scenario.path}:{step.line}: " if step is not None and step.line else ""  # 0: a hidden step
-            if timed_out(e) and (busy := pace.busy_words(self.cluster.pace())):
+            if timed_out(e) and (busy := pace.busy_words(self.cluster.pace(scenario.namespace))):
                 # The lab's own wait (a scheduler restart, a namespace emptied) ran out while the lab was measurably
                 # slow: the scenario could not be played to its end — nothing about KAI was decided.
                 row = Check("the lab's own step", "done in time", where + failure_text(e), False, measure="lab")
@@ -180,9 +181,9 @@ class Engine:
         verdict.seconds = self.cluster.clock() - start
         return verdict
 
-    def say_if_busy(self, verdict: Verdict) -> None:
+    def say_if_busy(self, verdict: Verdict, namespace: str) -> None:
         """At the start of a lesson: say, and keep on its verdict, when the lab is far slower than quiet."""
-        if said := pace.busy_words(self.cluster.pace()):
+        if said := pace.busy_words(self.cluster.pace(namespace)):
             verdict.load = said
             self.progress.info(f"! {said}", style="yellow")
 

@@ -191,8 +191,8 @@ class LiveCluster:
     def clock(self) -> float:
         return time.monotonic()
 
-    def pace(self) -> pace.Pace | None:
-        return pace.measure(self.kube, self.metrics, gap=0.5)
+    def pace(self, namespace: str = "default") -> pace.Pace | None:
+        return pace.measure(self.kube, self.metrics, namespace, gap=0.5)
 
     def abilities(self) -> frozenset[str]:
         return frozenset(

@@ -83,7 +83,7 @@ class ReplayCluster:
     def start_gpu_ledger(self) -> None:
         self.calls.append(("start", "gpu-ledger"))
 
-    def pace(self):
+    def pace(self, namespace: str = "default"):
         return None  # the recording's PACE changes say how fast the lab was
 
     def note(self, change: Change) -> None:

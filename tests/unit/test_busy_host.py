@@ -343,7 +343,7 @@ def test_the_labs_own_wait_running_out_on_a_busy_lab_is_undecided_not_an_error(t
         def stop_scheduler(self):
             until(lambda: False, 0, fail=lambda _: KailabError("kai-scheduler ran no scheduling cycle within 0s"))
 
-        def pace(self):
+        def pace(self, namespace="default"):
             return self.reading
 
     s = scenario(tmp_path, SLOW_JOB.replace("  - apply: w\n", "  - stopScheduler: true\n  - apply: w\n"))
