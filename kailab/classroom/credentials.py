@@ -362,7 +362,7 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
                     {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": lesson},
                     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
-                    {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups"], "verbs": lesson},
+                    {"apiGroups": [PODGROUP_API.split("/")[0]], "resources": ["podgroups"], "verbs": lesson},
                 ],
             }
         )

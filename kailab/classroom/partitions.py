@@ -30,8 +30,10 @@ from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
 from kailab.labels import (
     KAI_NAMESPACE,
+    KAI_OPERATOR,
     KAI_SCHEDULER_NAME,
     KAI_SCHEDULER_PROCESS,
+    KWOK_CONTROLLER,
     LAB_ID_LABEL,
     LEARNER_LABEL,
     NODEPOOL_LABEL,
@@ -321,12 +323,13 @@ def operator_missing(kube: Kube) -> str:
     controller (``kube-system/kwok-controller``) for the learners' nodes."""
     if not shards.serves_shards(kube):
         return f"KAI's SchedulingShard CRD ({shards.CRD}), which this cluster does not serve"
-    operators = kube.apps.list_deployment_for_all_namespaces(field_selector="metadata.name=kai-operator").items
+    operators = kube.apps.list_deployment_for_all_namespaces(field_selector=f"metadata.name={KAI_OPERATOR}").items
     if not any((d.status.ready_replicas or 0) > 0 for d in operators):
-        return "KAI's operator (a Deployment kai-operator, Ready), which turns SchedulingShards into schedulers"
-    kwok = kube.apps.list_namespaced_deployment("kube-system", field_selector="metadata.name=kwok-controller").items
+        return f"KAI's operator (a Deployment {KAI_OPERATOR}, Ready), which turns SchedulingShards into schedulers"
+    namespace, name = KWOK_CONTROLLER
+    kwok = kube.apps.list_namespaced_deployment(namespace, field_selector=f"metadata.name={name}").items
     if not kwok:
-        return "KWOK's controller (kube-system/kwok-controller), which runs the learners' nodes"
+        return f"KWOK's controller ({namespace}/{name}), which runs the learners' nodes"
     return ""
 
 

@@ -30,8 +30,17 @@ from kubernetes.client.exceptions import ApiException
 from kailab import labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
+from kailab.gpus import node_gpus
 from kailab.kube import Kube
-from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_NAME, QUEUE_API, TOPOLOGY_API
+from kailab.labels import (
+    FLEET_LABEL,
+    KAI_CONFIG_NAME,
+    KAI_SCHEDULER_DEPLOYMENT,
+    KAI_SCHEDULER_NAME,
+    KWOK_CONTROLLER,
+    QUEUE_API,
+    TOPOLOGY_API,
+)
 from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
@@ -43,9 +52,8 @@ from kailab.waiting import until
 
 OWN_ENTRIES = ("lab.json",)
 METRICS_PORT = "http-metrics"  # the port of the Service KAI's operator makes for its scheduler
-KAI_CONFIG = ("kai.scheduler", "v1", "configs", "kai-config")
+KAI_CONFIG = ("kai.scheduler", "v1", "configs", KAI_CONFIG_NAME)
 STAGES_CRD = "stages.kwok.x-k8s.io"
-KWOK_CONTROLLER = ("kube-system", "kwok-controller")
 STAGES = MANIFESTS / "kwok-stages.yaml"
 FLEET = "fleet"  # a KwokStep source: kailab's fleet (kailab.fleet), not a manifest
 
@@ -188,8 +196,8 @@ def _available(kube: Kube, namespace: str, name: str) -> bool:
     return bool(d is not None and d.status and (d.status.available_replicas or 0) >= 1)
 
 
-def _gpus(node) -> float:
-    return float(((node.status.allocatable if node.status else None) or {}).get(GPU, 0) or 0)
+def _gpus(node) -> int:
+    return node_gpus(node.status.allocatable if node.status else None)
 
 
 def _labels(obj) -> dict[str, str] | None:

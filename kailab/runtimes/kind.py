@@ -27,10 +27,15 @@ from kailab.fleet import Fleet, create_fleet
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH
 from kailab.kube import Kube
 from kailab.labels import (
+    GPU_OPERATOR_NAMESPACE,
+    KAI_CONFIG_NAME,
     KAI_HELM_RELEASE,
     KAI_NAMESPACE,
+    KAI_OPERATOR,
     KAI_SCHEDULER_DEPLOYMENT,
+    KWOK_CONTROLLER,
     NODEPOOL_LABEL,
+    POOL_LABEL,
     RESERVATION_NAMESPACE,
 )
 from kailab.labstate import LabState
@@ -64,10 +69,9 @@ LAB_LABEL = "kailab.io/lab"
 # nodes, as on the local runtime: the same places for CPU-only pods and the same "5 node(s)" in KAI's reasons.
 KIND_NODE_POOL = "kind-nodes"
 KWOK_RELEASE = f"https://github.com/kubernetes-sigs/kwok/releases/download/{versions.KWOK_VERSION}"
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
 # The chart's operator Deployment, and what the operator creates (scheduler: <scheduler-name>-<shard>).
 KAI_DEPLOYMENTS = (
-    "kai-operator",
+    KAI_OPERATOR,
     "admission",
     "binder",
     "pod-grouper",
@@ -80,7 +84,7 @@ KAI_DEPLOYMENTS = (
 # them changed by hand, so the scheduler (its Deployment: KAI_SCHEDULER_DEPLOYMENT) is stopped, started and configured
 # through those two objects.
 SCHEDULER_SHARD = ("schedulingshards.kai.scheduler", "default")
-KAI_CONFIG = ("configs.kai.scheduler", "kai-config")
+KAI_CONFIG = ("configs.kai.scheduler", KAI_CONFIG_NAME)
 # The operator's Service for the shard names its port http-metrics (resources_for_shard.go, serviceForShard).
 SCHEDULER_METRICS = f"/api/v1/namespaces/{KAI_NAMESPACE}/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics"
 TOOLS = {
@@ -240,7 +244,7 @@ def fake_gpu_operator_values(fleet: Fleet) -> dict:
         # KAI reserves GPUs for shared pods in its own namespace; fake-gpu-operator must look there.
         "environment": {"resourceReservationNamespace": RESERVATION_NAMESPACE},
         "topology": {
-            "nodePoolLabelKey": "run.ai/simulated-gpu-node-pool",
+            "nodePoolLabelKey": POOL_LABEL,
             "nodePools": {
                 p.name: {"gpuProduct": p.gpu_product, "gpuCount": p.gpus_per_node, "gpuMemory": p.gpu_memory_mib}
                 for p in fleet.pools
@@ -331,7 +335,15 @@ def plan(
                 ],
                 [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "crd/stages.kwok.x-k8s.io"],
                 [*kubectl, "apply", "--server-side", "-f", str(MANIFESTS / "kwok-stages.yaml")],
-                [*kubectl, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"],
+                [
+                    *kubectl,
+                    "-n",
+                    KWOK_CONTROLLER[0],
+                    "rollout",
+                    "status",
+                    f"deployment/{KWOK_CONTROLLER[1]}",
+                    "--timeout=180s",
+                ],
             ],
         ),
     ]
@@ -734,7 +746,7 @@ class KindRuntime(Runtime):
                 assert fleet is not None  # only `kailab up` runs a create_fleet step, and it gives the fleet
                 hint = (
                     f"Look at KWOK and fake-gpu-operator: kubectl --kubeconfig {self.kubeconfig()} "
-                    f"get pods -n kube-system -l app=kwok-controller; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods"
+                    f"get pods -n {KWOK_CONTROLLER[0]} -l app={KWOK_CONTROLLER[1]}; kubectl -n {GPU_OPERATOR_NAMESPACE} get pods"
                 )
                 create_fleet(self.kube(), fleet, timeout=180, logs_hint=hint)
 

@@ -16,8 +16,9 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kailab import fairshare
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
+from kailab.gpus import node_gpus
 from kailab.kube import Kube, Watched, as_json
-from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
+from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import event_view, node_view, pod_view, podgroup_view, queue_view
 from kailab.quantity import amount
@@ -217,7 +218,7 @@ class LiveCluster:
         return [
             FleetNode(
                 n.metadata.name,
-                float((n.status.allocatable or {}).get(GPU, 0) or 0),
+                node_gpus(n.status.allocatable),
                 amount((n.status.allocatable or {}).get("cpu", "0") or "0"),
                 dict(n.metadata.labels or {}),
             )
