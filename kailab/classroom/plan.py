@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from kailab.fleet import Fleet, node_objects
 from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY
 from kailab.ownership import Owner
-from kailab.scenarios.model import Scenario
+from kailab.scenarios.model import DeletePods, NodeStep, Scenario, Wait
 from kailab.scenarios.prefix import prefixed
-from kailab.scenarios.schema import DeletePods, NodeStep, Wait
 
 LAB_ID_PREFIX = "class-"
 

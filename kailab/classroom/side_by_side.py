@@ -35,7 +35,7 @@ from kailab.progress import Progress
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.schema import Sleep
+from kailab.scenarios.model import Sleep
 
 PREFIX = "demo-"
 STATE = "demo-partitions.json"

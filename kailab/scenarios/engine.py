@@ -26,11 +26,11 @@ from kailab.gpus import per_queue
 from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.progress import Progress
 from kailab.queues import queue_ref
-from kailab.scenarios import schema
+from kailab.scenarios import model
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.manifests import priority_class_object, queue_object, topology_object, workload_objects
 from kailab.scenarios.model import Scenario, Step
-from kailab.scenarios.schema import WorkloadFile
+from kailab.scenarios.objects import WorkloadFile
 from kailab.scheduler_settings import SchedulerSettings
 
 CHANGES_FILE = "changes.jsonl"
@@ -134,11 +134,11 @@ class Engine:
             finally:
                 run.sample(final=True)
                 run.changes.close()
-                if any(isinstance(s, (schema.StopScheduler, schema.StartScheduler)) for s in scenario.steps):
+                if any(isinstance(s, (model.StopScheduler, model.StartScheduler)) for s in scenario.steps):
                     # The next scenario starts from the lab's scheduler as it was: running, default settings.
                     with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
                         self.cluster.start_scheduler(SchedulerSettings())
-                if any(isinstance(s, schema.GpuLedger) for s in scenario.steps):
+                if any(isinstance(s, model.GpuLedger) for s in scenario.steps):
                     # …and with reservation pods given their GPU again.
                     with self.progress.step("Restoring what gives GPU reservation pods their GPU (running)"):
                         self.cluster.start_gpu_ledger()
@@ -217,7 +217,7 @@ class Engine:
 
     def _changes(self, scenario: Scenario) -> Changes:
         queues = {q.name for q in scenario.queues} | set(scenario.missing_queues)
-        queues |= {s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)}
+        queues |= {s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)}
         changes = self.cluster.changes(scenario.namespace, queues, scenario.node_label_keys)
         if self.record is None:
             return changes
@@ -230,8 +230,8 @@ class Engine:
         """Play one step; False ends the scenario."""
         raise TypeError(f"no player for step {type(step).__name__}")
 
-    @play.register(schema.Apply)
-    def _(self, step: schema.Apply, run: _Run) -> bool:
+    @play.register(model.Apply)
+    def _(self, step: model.Apply, run: _Run) -> bool:
         w = run.scenario.workload(step.workload)
         what = f"{w.jobs} Jobs {w.name}-0…{w.jobs - 1}" if w.jobs else f"{w.kind} {w.name}"
         with self.progress.step(
@@ -242,8 +242,8 @@ class Engine:
             run.resized(w.name, w.total_pods)
         return True
 
-    @play.register(schema.Delete)
-    def _(self, step: schema.Delete, run: _Run) -> bool:
+    @play.register(model.Delete)
+    def _(self, step: model.Delete, run: _Run) -> bool:
         w = run.scenario.workload(step.workload)
         with self.progress.step(f"Delete {w.kind} {w.name}"):
             self._delete_workload(w, run)
@@ -255,8 +255,8 @@ class Engine:
         self.cluster.delete_pods(run.scenario.namespace, w.name)
         run.resized(w.name, None)
 
-    @play.register(schema.DeletePods)
-    def _(self, step: schema.DeletePods, run: _Run) -> bool:
+    @play.register(model.DeletePods)
+    def _(self, step: model.DeletePods, run: _Run) -> bool:
         where = " ".join(filter(None, [step.workload and f"of {step.workload}", step.node and f"on {step.node}"]))
         how_many = "the pods" if step.count is None else f"{step.count} pod{'s' if step.count != 1 else ''}"
         with self.progress.step(f"Delete {how_many} {where}") as st:
@@ -278,8 +278,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(schema.DeleteWorkloads)
-    def _(self, step: schema.DeleteWorkloads, run: _Run) -> bool:
+    @play.register(model.DeleteWorkloads)
+    def _(self, step: model.DeleteWorkloads, run: _Run) -> bool:
         with self.progress.step(f"Delete the workloads with a pod on {step.node}") as st:
             names = sorted({p.workload for p in run.state.pods.values() if p.node == step.node and p.workload})
             for name in names:
@@ -287,21 +287,21 @@ class Engine:
             st.note(", ".join(names) or "none were there")
         return True
 
-    @play.register(schema.Sleep)
-    def _(self, step: schema.Sleep, run: _Run) -> bool:
+    @play.register(model.Sleep)
+    def _(self, step: model.Sleep, run: _Run) -> bool:
         with self.progress.step(f"Sleep {step.seconds:g}s"):
             run.breaks(lambda obs: True, step.seconds)  # changes keep arriving; nothing can break
         return True
 
-    @play.register(schema.StopScheduler)
-    def _(self, step: schema.StopScheduler, run: _Run) -> bool:
+    @play.register(model.StopScheduler)
+    def _(self, step: model.StopScheduler, run: _Run) -> bool:
         with self.progress.step("Stop KAI's scheduler"):
             self.cluster.stop_scheduler()
             run.stepped()
         return True
 
-    @play.register(schema.StartScheduler)
-    def _(self, step: schema.StartScheduler, run: _Run) -> bool:
+    @play.register(model.StartScheduler)
+    def _(self, step: model.StartScheduler, run: _Run) -> bool:
         said = step.settings.changes()
         with self.progress.step(f"{'Restart' if step.restart else 'Start'} KAI's scheduler ({said})"):
             if step.restart:
@@ -310,8 +310,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(schema.GpuLedger)
-    def _(self, step: schema.GpuLedger, run: _Run) -> bool:
+    @play.register(model.GpuLedger)
+    def _(self, step: model.GpuLedger, run: _Run) -> bool:
         with self.progress.step(f"{'Start' if step.running else 'Stop'} what gives GPU reservation pods their GPU"):
             if step.running:
                 self.cluster.start_gpu_ledger()
@@ -320,8 +320,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(schema.Scale)
-    def _(self, step: schema.Scale, run: _Run) -> bool:
+    @play.register(model.Scale)
+    def _(self, step: model.Scale, run: _Run) -> bool:
         s, w = run.scenario, run.scenario.workload(step.workload)
         with self.progress.step(f"Scale {w.name} to {step.pods} pods"):
             objects = workload_objects(w, s, step.pods)
@@ -339,22 +339,22 @@ class Engine:
             run.resized(w.name, step.pods)
         return True
 
-    @play.register(schema.SetQueue)
-    def _(self, step: schema.SetQueue, run: _Run) -> bool:
+    @play.register(model.SetQueue)
+    def _(self, step: model.SetQueue, run: _Run) -> bool:
         q = step.queue
         with self.progress.step(f"Set queue {q.name}: GPU quota {q.gpu.quota}, limit {q.gpu.limit}"):
             run.apply(labelled(queue_object(q), run.scenario))
             run.stepped()
         return True
 
-    @play.register(schema.Wait)
-    def _(self, step: schema.Wait, run: _Run) -> bool:
+    @play.register(model.Wait)
+    def _(self, step: model.Wait, run: _Run) -> bool:
         """Wait until every condition holds, then keep it for ``stable`` seconds.
 
         A Wait only gates the run (it shows as a row only when it fails); an Expect adds
         one row per condition. Either ends the run on failure.
         """
-        exps, rows = step.expectations, isinstance(step, schema.Expect)
+        exps, rows = step.expectations, isinstance(step, model.Expect)
         label = step.note or "; ".join(f"{e.title} = {e.want}" for e in exps)
         hold = max(e.stable for e in exps)
 
@@ -510,9 +510,7 @@ class Recorder:
 def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
     exist), its priority classes, its topologies and its namespace (kailab empties it) — by apiVersion, kind and name."""
-    queues = [q.name for q in scenario.queues] + [
-        s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)
-    ]
+    queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)]
     out = [queue_ref(n) for n in dict.fromkeys([*queues, *scenario.missing_queues])]
     return (
         out

@@ -20,7 +20,7 @@ from kailab.paths import EXERCISES
 from kailab.runtimes.local_kai import scheduler_spec
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import workload_objects
-from kailab.scenarios.schema import NodeStep
+from kailab.scenarios.model import NodeStep
 
 
 def test_a_count_names_its_learners():

@@ -15,7 +15,7 @@ import pytest
 from kailab import tasks
 from kailab.errors import ScenarioError
 from kailab.lesson import EXERCISE_NAMES
-from kailab.scenarios import schema
+from kailab.scenarios import model
 from kailab.scenarios.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def test_the_check_applies_to_the_starting_file_and_the_solution(task, tmp_path)
         assert s.name == task.id and s.namespace == task.namespace
         assert s.steps[: len(own.steps)] == own.steps and len(s.steps) > len(own.steps)
         hidden = s.steps[len(own.steps) :]
-        assert any(isinstance(h, schema.Expect) for h in hidden)
+        assert any(isinstance(h, model.Expect) for h in hidden)
         # Hidden steps carry no line: theirs would point into the task's file, not the learner's.
         assert all(h.line == 0 for h in hidden)
         assert all(e.line == 0 for h in hidden for e in getattr(h, "expectations", ()))
