@@ -183,3 +183,33 @@ def write(report: dict, lessons: list[str], out: Path) -> list[Path]:
             written.append(folder / picture_file(name))
     out.write_text(markdown(parts, folder.name))
     return written
+
+
+def text(report: dict, learners: list[str]) -> list[str]:
+    """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when,
+    predictions, who is stuck."""
+    if not learners:
+        return ["No class on this lab. Start one: kailab class up --learners N"]
+    out = []
+    for name in learners:
+        row = report[name]
+        lessons = ", ".join(
+            f"{lesson} {when(r)}" + (f" (predictions {r['right']})" if r.get("right") else "")
+            for lesson, r in sorted(row["lessons"].items())
+        )
+        out.append(f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}")
+        for lesson, r in sorted(row["lessons"].items()):
+            if r.get("prediction"):
+                said = " ".join(str(r["prediction"]).split())  # one line, as typed
+                out.append(f"  {lesson}: predicted “{said}”, outcome {r['outcome']}")
+            if r.get("predictions"):
+                out.append(f"  {lesson} predictions: " + "; ".join(map(graded_words, r["predictions"])))
+        out.extend(f"  stuck: {stuck_line(name, s)}" for s in row["stuck"])
+    return out
+
+
+def graded_words(g: dict) -> str:
+    """One graded prediction in words: ``ops-gpus wrong (said 32, KAI did 16)``."""
+    said = f"said {g.get('given')}" if g.get("given") else "not answered"
+    did = f"KAI did {g.get('answer')}" if g.get("answer") else "not measured"
+    return f"{g.get('key')} {g.get('mark')} ({said}, {did})"

@@ -13,7 +13,7 @@ _REGISTRY: dict[str, type[Runtime]] = {}
 
 def register(cls: type[Runtime]) -> type[Runtime]:
     """Add a runtime beside the built-in ones (local, kind, existing)."""
-    _REGISTRY[cls.name] = cls
+    _REGISTRY[cls.traits.name] = cls
     return cls
 
 
@@ -25,13 +25,13 @@ def _load_builtin() -> None:
     from kailab.runtimes.local import LocalRuntime
 
     for cls in (LocalRuntime, KindRuntime, ExistingRuntime):
-        _REGISTRY.setdefault(cls.name, cls)
+        _REGISTRY.setdefault(cls.traits.name, cls)
 
 
 def runtime_names() -> list[str]:
     """Every runtime, in the order ``--runtime auto`` tries them."""
     _load_builtin()
-    return sorted(_REGISTRY, key=lambda n: (_REGISTRY[n].preference, n))
+    return sorted(_REGISTRY, key=lambda n: (_REGISTRY[n].traits.preference, n))
 
 
 def get_runtime(name: str) -> type[Runtime]:
@@ -48,7 +48,7 @@ def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
     """
     if requested != "auto":
         return get_runtime(requested), f"--runtime {requested}"
-    names = [n for n in runtime_names() if _REGISTRY[n].makes_cluster]
+    names = [n for n in runtime_names() if _REGISTRY[n].traits.makes_cluster]
     reasons: list[str] = []
     for name in names:
         ok, why = _REGISTRY[name].available()
@@ -61,20 +61,20 @@ def choose_runtime(requested: str) -> tuple[type[Runtime], str]:
 def check_options(cls: type[Runtime], options: UpOptions) -> None:
     """Refuse, before anything starts, options the runtime does not take (saying which runtime does), then
     whatever else the runtime itself refuses (:meth:`Runtime.check_options`)."""
-    extra = sorted(options.given() - cls.takes)
+    extra = sorted(options.given() - cls.traits.takes)
     if extra:
         _load_builtin()
-        takers = {o: [n for n in runtime_names() if o in _REGISTRY[n].takes] for o in extra}
+        takers = {o: [n for n in runtime_names() if o in _REGISTRY[n].traits.takes] for o in extra}
         hint = (
             f"Leave it out, or choose the runtime that takes it: kailab up --runtime {takers[extra[0]][0]}"
             if takers[extra[0]]
             else "Leave it out."
         )
-        if "retain" in extra and cls.after_failed_up:
-            hint = f"The {cls.name} runtime {cls.after_failed_up}; leave out --retain."
+        if "retain" in extra and cls.traits.after_failed_up:
+            hint = f"The {cls.traits.name} runtime {cls.traits.after_failed_up}; leave out --retain."
         raise KailabError(
             "; ".join(
-                f"{UpOptions.FLAGS[o]} is for the {' or '.join(takers[o]) or 'no'} runtime, not the {cls.name} runtime"
+                f"{UpOptions.FLAGS[o]} is for the {' or '.join(takers[o]) or 'no'} runtime, not the {cls.traits.name} runtime"
                 for o in extra
             )
             + ".",

@@ -46,7 +46,7 @@ from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
 from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, blocking, findings
 from kailab.progress import Progress
-from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions
+from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime, Traits, UpOptions
 from kailab.runtimes.kind import KWOK_RELEASE
 from kailab.waiting import until
 
@@ -288,15 +288,17 @@ def leaves_first(queues: list[dict]) -> list[str]:
 class ExistingRuntime(Runtime):
     """A cluster kailab did not make, adopted through its kubeconfig; kailab's objects on it carry this lab's id."""
 
-    name = "existing"
-    takes = frozenset({"kubeconfig", "context", "kwok", "prefix"})
-    preference = 90
-    makes_cluster = False
-    after_failed_up = "always keeps lab.json after a failed up, so kailab down removes what it applied"
-    own_entries = OWN_ENTRIES
+    traits = Traits(
+        "existing",
+        takes=frozenset({"kubeconfig", "context", "kwok", "prefix"}),
+        preference=90,
+        own_entries=OWN_ENTRIES,
+        makes_cluster=False,
+        after_failed_up="always keeps lab.json after a failed up, so kailab down removes what it applied",
+    )
 
-    def __init__(self, home: Path | None = None, fetch: Callable[[str], str] = download):
-        super().__init__(home)
+    def __init__(self, home: Path | None = None, fetch: Callable[[str], str] = download, state: LabState | None = None):
+        super().__init__(home, state)
         self.fetch = fetch
 
     @classmethod
@@ -312,11 +314,11 @@ class ExistingRuntime(Runtime):
             )
 
     def kubeconfig(self) -> Path:
-        state = self.state()
+        state = self._state()
         return Path(state.kubeconfig) if state else default_kubeconfig()
 
     def kube(self) -> Kube:
-        state = self.state()
+        state = self._state()
         if state is None:
             raise KailabError(
                 "No cluster is adopted.", hint="Adopt one: kailab up --runtime existing --kubeconfig PATH"
@@ -325,7 +327,7 @@ class ExistingRuntime(Runtime):
 
     def _target(self, options: UpOptions) -> tuple[Path, str | None]:
         """The kubeconfig (absolute, as given) and context to adopt: the options', else the adopted lab's."""
-        state = self.state()
+        state = self._state()
         path = (
             Path(options.kubeconfig).expanduser().absolute()
             if options.kubeconfig
@@ -336,7 +338,7 @@ class ExistingRuntime(Runtime):
         return path, options.context if options.context is not None else (state.context or None) if state else None
 
     def _owner(self) -> Owner:
-        state = self.state()
+        state = self._state()
         return Owner(state.lab_id if state and state.lab_id else secrets.token_hex(4))
 
     def preflight(self, options: UpOptions) -> list[Finding]:
@@ -344,7 +346,7 @@ class ExistingRuntime(Runtime):
         return findings(read_facts(connect(path, context), self._owner(), options.fleet if options.kwok else None))
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
-        state = self.state()
+        state = self._state()
         if state is not None:
             self._refuse_changes(state, options)
         path, context = self._target(options)
@@ -359,7 +361,7 @@ class ExistingRuntime(Runtime):
         labdir.claim(self.home)
         kwok = options.kwok or bool(state and state.shape)
         new = LabState(
-            self.name,
+            self.traits.name,
             str(path),
             options.fleet.source if kwok else "",
             versions=versions.as_dict(),
@@ -374,7 +376,7 @@ class ExistingRuntime(Runtime):
             self._install_kwok(kube, owner, new, options.fleet, progress)
         new.total_gpus = int(sum(_gpus(n) for n in kube.core.list_node().items))
         new.write(self.home)
-        return self.info() or LabInfo(self.name, path)
+        return self.info() or LabInfo(self.traits.name, path)
 
     def _refuse_changes(self, state: LabState, options: UpOptions) -> None:
         """A second ``up`` may not point the adopted lab elsewhere: that is a new lab (``down`` first)."""
@@ -471,7 +473,7 @@ class ExistingRuntime(Runtime):
 
     def down(self, progress: Progress) -> None:
         labdir.refuse_unless_ours(self.home)
-        state = self.state()
+        state = self._state()
         if state is None:
             progress.info("No adopted cluster to let go of.")
             return super().forget(progress)
@@ -569,7 +571,7 @@ class ExistingRuntime(Runtime):
             )
 
     def info(self) -> LabInfo | None:
-        state = self.state()
+        state = self._state()
         if state is None:
             return None
         try:
@@ -599,33 +601,51 @@ class ExistingRuntime(Runtime):
             + f": {state.total_gpus} GPUs. kailab changes only "
             f"objects labelled kailab.io/lab-id={state.lab_id}. kubectl --kubeconfig {where} get nodes"
         )
-        return LabInfo(self.name, Path(state.kubeconfig), comps, summary=summary)
+        return LabInfo(self.traits.name, Path(state.kubeconfig), comps, summary=summary)
 
-    def scheduler_metrics(self) -> Callable[[], str | None] | None:
-        """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
+    def capabilities(self) -> Capabilities:
+        """KAI's scheduler here is not kailab's to stop or reconfigure: no scheduler control, no GPU ledger; its
+        metrics when KAI's chart made the scheduler's Service, GPU sharing as KAI's Config says, and partitions
+        through KAI's operator. Read from the cluster once (nothing of it when the cluster does not answer)."""
+        from kailab.runtimes.operator_partitions import OperatorPartitions
+
         try:
-            kube = self.kube()
-            services = kube.core.list_service_for_all_namespaces(
-                field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=5
-            ).items
+            kube = self.kube() if self._state() is not None else None
+        except Exception:  # said where the cluster is needed: here it has no metrics and no sharing
+            kube = None
+        return Capabilities(
+            metrics=None if kube is None else scheduler_metrics(kube),
+            partitions=OperatorPartitions(self),
+            gpu_sharing=False if kube is None else _sharing(kube),
+        )
+
+
+def scheduler_metrics(kube: Kube) -> Callable[[], str | None] | None:
+    """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
+    try:
+        services = kube.core.list_service_for_all_namespaces(
+            field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=5
+        ).items
+    except Exception:
+        return None
+    svc = next((s for s in services if any(p.name == METRICS_PORT for p in s.spec.ports or [])), None)
+    if svc is None:
+        return None
+
+    def read() -> str | None:
+        try:
+            return kube.core.connect_get_namespaced_service_proxy_with_path(
+                f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5
+            )
         except Exception:
             return None
-        svc = next((s for s in services if any(p.name == METRICS_PORT for p in s.spec.ports or [])), None)
-        if svc is None:
-            return None
 
-        def read() -> str | None:
-            try:
-                return kube.core.connect_get_namespaced_service_proxy_with_path(
-                    f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5
-                )
-            except Exception:
-                return None
+    return read
 
-        return read
 
-    def gpu_sharing(self) -> bool:
-        try:
-            return bool(gpu_sharing(self.kube()))
-        except Exception:
-            return False
+def _sharing(kube: Kube) -> bool:
+    """KAI's GPU sharing is on (False when KAI's Config cannot be read)."""
+    try:
+        return bool(gpu_sharing(kube))
+    except Exception:
+        return False

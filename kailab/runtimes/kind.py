@@ -42,11 +42,20 @@ from kailab.labstate import LabState
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger, kind_usage_db, usage_db
-from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, SchedulerControl, UpOptions
+from kailab.runtimes.base import (
+    Capabilities,
+    ComponentHealth,
+    LabInfo,
+    Runtime,
+    SchedulerControl,
+    Traits,
+    UpOptions,
+)
 from kailab.runtimes.kind_offline import OfflineKit
 from kailab.runtimes.local_kai import gpu_ledger_spec, wait_healthy
 from kailab.runtimes.processes import ProcessGroup
 from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, SchedulerSettings
+from kailab.shards import settings_of, spec_patch
 from kailab.waiting import Pending, seen, until
 
 CLUSTER = "kailab"
@@ -462,19 +471,9 @@ def kai_steps(home: Path, kit: OfflineKit | None) -> list[Step]:
 
 
 def shard_patch(settings: SchedulerSettings, usage: dict | None = None) -> dict:
-    """The merge patch that gives a SchedulingShard these settings (a field or arg set to None is removed);
-    ``usage``: its usageDBConfig, with the lab's Prometheus as the connection string (:func:`usage_db_steps`).
-
-    ``spec.placementStrategy.{gpu,cpu}`` is what the operator turns into the config file's plugins and actions
-    (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
-    (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
-    """
-    return {"spec": settings.shard_patch(usage)}
-
-
-def settings_from_shard(shard: dict) -> SchedulerSettings:
-    """The settings a SchedulingShard gives (KAI's defaults for what it leaves out)."""
-    return SchedulerSettings.from_shard(shard.get("spec") or {})
+    """``kubectl patch``'s body for the lab's shard (:func:`kailab.shards.spec_patch`); ``usage``: its
+    usageDBConfig, with the lab's Prometheus as the connection string (:func:`usage_db_steps`)."""
+    return {"spec": spec_patch(settings, usage)}
 
 
 def _scheduler_enabled(enabled: bool) -> str:
@@ -563,11 +562,13 @@ class KindRuntime(Runtime):
     reads and the fleet go through the kubernetes client made by ``connect``. Tests swap both.
     """
 
-    name = "kind"
-    preference = 10  # first choice where a Docker engine answers
-    after_failed_up = "always keeps what a failed up made: the next kailab up completes it, kailab down removes it"
-    own_entries = OWN_ENTRIES
-    takes = frozenset({"offline"})
+    traits = Traits(
+        "kind",
+        takes=frozenset({"offline"}),
+        preference=10,  # first choice where a Docker engine answers
+        own_entries=OWN_ENTRIES,
+        after_failed_up="always keeps what a failed up made: the next kailab up completes it, kailab down removes it",
+    )
 
     def __init__(
         self,
@@ -576,8 +577,9 @@ class KindRuntime(Runtime):
         connect: Callable[[Path], Kube] = Kube,
         timeout: float = 300,
         registry_unreachable: Callable[[], str | None] | None = None,
+        state: LabState | None = None,
     ):
-        super().__init__(home)
+        super().__init__(home, state)
         self._runner = runner
         self.connect = connect
         self.timeout = timeout
@@ -694,8 +696,8 @@ class KindRuntime(Runtime):
             self.check_tools()
             labdir.claim(self.home)
         exists = self.cluster_exists()
-        state = self.state()
-        if exists and state and state.complete and (info := self.running(progress)):
+        state = self._state()
+        if exists and state and state.complete and (info := self._running(progress)):
             return info
         host = host_facts(self.runner)
         for finding in host.describe()[1:]:
@@ -710,11 +712,11 @@ class KindRuntime(Runtime):
         for step in plan(self.home, options.fleet, exists, host, kit):
             self.execute(step, options.fleet, progress)
         self._write_state(options.fleet, complete=True)
-        return self.info() or LabInfo(self.name, self.kubeconfig())
+        return self.info() or LabInfo(self.traits.name, self.kubeconfig())
 
     def _write_state(self, fleet: Fleet, complete: bool) -> None:
         LabState(
-            self.name,
+            self.traits.name,
             str(self.kubeconfig()),
             fleet.source,
             fleet.total_gpus,
@@ -794,6 +796,19 @@ class KindRuntime(Runtime):
             ),
         )
 
+    def capabilities(self) -> Capabilities:
+        """KAI's scheduler through the objects its operator reads; partitions through the operator too (time-based
+        fair share with the lab's Prometheus)."""
+        from kailab.runtimes.operator_partitions import OperatorPartitions
+
+        control = self.scheduler_control()
+        return Capabilities(
+            scheduler=control,
+            metrics=control.metrics,
+            partitions=OperatorPartitions(self, usage_db=control.usage_db),
+            gpu_sharing=True,
+        )
+
     def scheduler_control(self) -> KindSchedulerControl:
         return KindSchedulerControl(self)
 
@@ -843,11 +858,11 @@ class KindRuntime(Runtime):
         super().forget(progress)
 
     def info(self) -> LabInfo | None:
-        if self.state() is None:
+        if self._state() is None:
             return None
         comps = self.info_components()
         return LabInfo(
-            self.name,
+            self.traits.name,
             self.kubeconfig(),
             comps if comps is not None else [ComponentHealth("kube-apiserver", False, "does not answer")],
         )
@@ -891,7 +906,7 @@ class KindSchedulerControl(SchedulerControl):
         out = self._kubectl("get", *SCHEDULER_SHARD, "-o", "json")
         if out.returncode != 0:
             raise KailabError("Cannot read KAI's SchedulingShard 'default'.", details=out.stderr.strip()[-800:])
-        return settings_from_shard(json.loads(out.stdout))
+        return settings_of(json.loads(out.stdout))
 
     def running(self) -> bool:
         return any(c.name == KAI_SCHEDULER_DEPLOYMENT and c.healthy for c in self.rt.info_components() or [])

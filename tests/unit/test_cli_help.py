@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from kailab import cli
 from kailab.cli import app
+from kailab.commands import lessons
 from kailab.lesson import EXERCISE_NAMES
 
 runner = CliRunner()
@@ -32,7 +32,9 @@ def test_demo_shortcuts_are_listed_once_and_each_runs_its_exercise(monkeypatch, 
     assert top.count("demo-NAME") == 1 and "demo-fairshare" not in top
     monkeypatch.setenv("KAILAB_HOME", str(tmp_path))  # no lab here: the scenario is run as is
     ran = []
-    monkeypatch.setattr(cli, "_run_and_report", lambda scenarios, *a, **k: ran.extend(s.name for s in scenarios))
+    monkeypatch.setattr(
+        lessons, "run_and_report", lambda lab, scenarios, *a, **k: ran.extend(s.name for s in scenarios)
+    )
     for name in EXERCISE_NAMES:
         result = runner.invoke(app, [f"demo-{name}", "--json"], prog_name="kailab")
         assert result.exit_code == 0, result.output

@@ -299,7 +299,7 @@ def test_fair_shares_are_read_through_the_api_servers_service_proxy(api_with, tm
     home = tmp_path / "lab"
     home.mkdir()
     LabState("existing", kube.kubeconfig, lab_id="abc").write(home)
-    read = ExistingRuntime(home).scheduler_metrics()
+    read = ExistingRuntime(home).capabilities().metrics
     assert read is not None and fairshare.parse(read())["alice-team-prod"].gpu == 12
 
 
@@ -311,4 +311,4 @@ def test_without_the_schedulers_service_there_are_no_fair_shares(api_with, tmp_p
     home = tmp_path / "lab"
     home.mkdir()
     LabState("existing", kube.kubeconfig, lab_id="abc").write(home)
-    assert ExistingRuntime(home).scheduler_metrics() is None
+    assert ExistingRuntime(home).capabilities().metrics is None

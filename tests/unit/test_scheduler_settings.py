@@ -17,7 +17,7 @@ from kailab.errors import KailabError
 from kailab.labels import KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_PROCESS
 from kailab.progress import Progress
 from kailab.runtimes import kind, local_kai
-from kailab.runtimes.base import Runtime
+from kailab.runtimes.existing import ExistingRuntime
 from kailab.runtimes.kind import (
     KAI_CONFIG,
     SCHEDULER_SHARD,
@@ -25,11 +25,11 @@ from kailab.runtimes.kind import (
     Result,
     scheduler_start_plan,
     scheduler_stop_plan,
-    settings_from_shard,
     shard_patch,
 )
 from kailab.runtimes.local import LocalRuntime
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.shards import settings_of as settings_from_shard
 
 HEAD = [
     "predicates",
@@ -174,9 +174,9 @@ def test_actions_run_are_read_from_the_scheduler_metrics():
 
 
 def test_every_runtime_has_a_scheduler_control_or_says_it_has_none(tmp_path):
-    assert LocalRuntime(home=tmp_path).scheduler_control().settings == SchedulerSettings()
-    assert Runtime.scheduler_control is not LocalRuntime.scheduler_control
-    assert Runtime.scheduler_control is not KindRuntime.scheduler_control
+    assert LocalRuntime(home=tmp_path).capabilities().scheduler.settings == SchedulerSettings()
+    assert KindRuntime(home=tmp_path).capabilities().scheduler is not None
+    assert ExistingRuntime(home=tmp_path).capabilities().scheduler is None  # KAI's scheduler there is not kailab's
 
 
 def test_local_start_refuses_a_lab_without_kai(tmp_path):

@@ -164,9 +164,9 @@ def test_a_task_record_sits_beside_the_lessons_and_the_class_page_lists_it():
 
 
 def test_a_class_learner_has_the_challenges_namespace():
-    from kailab.classroom import plan
+    from kailab.classroom import access
 
-    assert "ann-kailab-challenge" in plan.lesson_namespaces("ann")
+    assert "ann-kailab-challenge" in access.lesson_namespaces("ann")
 
 
 def test_a_task_file_that_is_wrong_names_its_line(tmp_path):

@@ -1,4 +1,4 @@
-"""``kailab class …``: one lab for a whole class. Thin commands; the work is in the classroom modules."""
+"""``kailab class …``: one lab for a whole class. Each command opens the lab and asks its class (classroom/klass.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from pathlib import Path
 
 import typer
 
-from kailab import lab, render
-from kailab.classroom.records import STUCK_SECONDS
+from kailab import render
+from kailab.classroom import STUCK_SECONDS
+from kailab.commands.options import QuietOpt, VerdictsJsonOpt
 from kailab.errors import KailabError
+from kailab.lab import Lab
 from kailab.progress import Progress, stderr
 
 app = typer.Typer(
@@ -17,7 +19,12 @@ app = typer.Typer(
     help="One lab for a whole class: each learner a fleet and a KAI partition of their own.",
 )
 
-QuietOpt = typer.Option(False, "--quiet", "-q", help="Print results only, no progress lines.")
+StuckOpt = typer.Option(
+    STUCK_SECONDS,
+    "--stuck-after",
+    min=0,
+    help="Seconds a lesson may run without a verdict, or a pod wait for a scheduler, before it counts as stuck.",
+)
 
 
 def roster_of(count: int | None, names: list[str], roster: Path | None):
@@ -45,23 +52,6 @@ def roster_of(count: int | None, names: list[str], roster: Path | None):
     return r.from_file(roster)
 
 
-def lab_class():
-    """The running lab's class (every runtime: classroom/partitions.py); a clear error without a lab, or for a
-    learner who joined a class (the class is the instructor's to change)."""
-    from kailab.classroom.partitions import class_of
-    from kailab.errors import NotRunning
-
-    if j := lab.joined():
-        raise KailabError(
-            f"This folder joined a class as learner {j.learner}: the class's commands are the instructor's.",
-            hint="Your own slice: kailab demo NAME, kailab lesson NAME, kailab watch, kailab down.",
-        )
-    rt = lab.current_runtime()
-    if rt is None:
-        raise NotRunning("No lab is running.", hint="Start one: kailab up")
-    return class_of(rt)
-
-
 @app.command("up")
 def up(
     learners: int | None = typer.Option(None, "--learners", help="This many learners: learner-1 … learner-N."),
@@ -74,9 +64,9 @@ def up(
     from kailab.fleet import load_fleet
 
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
-    klass = lab_class()
-    progress = Progress(quiet)
-    added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
+    lab = Lab.open()
+    klass = lab.klass()
+    added = klass.up(lab.kube, wanted, load_fleet(), Progress(quiet), out)
     render.stdout.print(
         f"Class: {', '.join(klass.learners())} ({len(added)} added). "
         "A learner's lessons: kailab class demo NAME --learner LEARNER",
@@ -91,17 +81,10 @@ def down(
     quiet: bool = QuietOpt,
 ) -> None:
     """Remove every learner (or the ones named): their scheduler, namespaces, queues and nodes."""
-    klass = lab_class()
-    removed = klass.down(lab.connect(), learner or None, Progress(quiet))
+    lab = Lab.open()
+    klass = lab.klass()
+    removed = klass.down(lab.kube, learner or None, Progress(quiet))
     render.stdout.print(f"Removed: {', '.join(removed) or 'no learner'}.", markup=False, highlight=False)
-
-
-StuckOpt = typer.Option(
-    STUCK_SECONDS,
-    "--stuck-after",
-    min=0,
-    help="Seconds a lesson may run without a verdict, or a pod wait for a scheduler, before it counts as stuck.",
-)
 
 
 @app.command("status")
@@ -111,55 +94,16 @@ def status(
 ) -> None:
     """Learners × lessons: each verdict and when, predictions graded right or wrong, whose scheduler runs, and who is
     stuck (a lesson running for minutes, a pod Pending with KAI's reason)."""
-    import json
-
-    from kailab.classroom.records import class_status, stuck_line
-    from kailab.classroom.report import when
-
-    klass = lab_class()
-    learners = klass.learners()
-    report = class_status(kube := lab.connect(), learners, stuck_after=stuck_after)
-    for name in learners:
-        try:
-            report[name]["scheduler"] = "running" if klass.control(name, kube).running() else "stopped"
-        except KailabError:  # their shard is gone
-            report[name]["scheduler"] = "missing"
+    lab = Lab.open()
+    klass = lab.klass()
+    report = klass.status(lab.kube, stuck_after)
     if as_json:
-        print(json.dumps(report, indent=2))
+        render.print_json(report)
         return
-    if not learners:
-        render.stdout.print("No class on this lab. Start one: kailab class up --learners N", markup=False)
-        return
-    for name in learners:
-        row = report[name]
-        lessons = ", ".join(
-            f"{lesson} {when(r)}" + (f" (predictions {r['right']})" if r.get("right") else "")
-            for lesson, r in sorted(row["lessons"].items())
-        )
-        render.stdout.print(
-            f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}", markup=False, highlight=False
-        )
-        for lesson, r in sorted(row["lessons"].items()):
-            if r.get("prediction"):
-                said = " ".join(str(r["prediction"]).split())  # one line, as typed
-                render.stdout.print(
-                    f"  {lesson}: predicted “{said}”, outcome {r['outcome']}", markup=False, highlight=False
-                )
-            if r.get("predictions"):
-                render.stdout.print(
-                    f"  {lesson} predictions: " + "; ".join(map(_graded_words, r["predictions"])),
-                    markup=False,
-                    highlight=False,
-                )
-        for s in row["stuck"]:
-            render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
+    from kailab.classroom.report import text
 
-
-def _graded_words(g: dict) -> str:
-    """One graded prediction in words: ``ops-gpus wrong (said 32, KAI did 16)``."""
-    said = f"said {g.get('given')}" if g.get("given") else "not answered"
-    did = f"KAI did {g.get('answer')}" if g.get("answer") else "not measured"
-    return f"{g.get('key')} {g.get('mark')} ({said}, {did})"
+    for line in text(report, klass.learners()):
+        render.stdout.print(line, markup=False, highlight=False)
 
 
 @app.command("evidence")
@@ -171,13 +115,8 @@ def evidence(
 ) -> None:
     """Write the class's status as a page to hand round: learners × lessons, predictions, who is stuck, and each
     learner's GPU timelines."""
-    from kailab.classroom import report
-    from kailab.classroom.records import class_status
-    from kailab.lesson import lesson_names
-
-    klass = lab_class()
-    status = class_status(lab.connect(), klass.learners(), stuck_after=stuck_after, timelines=True)
-    written = report.write(status, lesson_names(), out)
+    lab = Lab.open()
+    written = lab.klass().page(lab.kube, out, stuck_after)
     render.stdout.print(f"Wrote {', '.join(map(str, written))}", markup=False, highlight=False)
 
 
@@ -185,20 +124,21 @@ def evidence(
 def demo(
     name: str = typer.Argument(..., help="An exercise (see kailab demo --help), or all."),
     learner: str = typer.Option(..., "--learner", help="Whose slice to run it in."),
-    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    as_json: bool = VerdictsJsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
     """Run a built-in exercise in a learner's slice, as they would."""
-    from kailab.classroom.lessons import run_lessons, slice_line
+    from kailab.classroom.klass import slice_line
     from kailab.lesson import lesson_names
 
     names = lesson_names() if name == "all" else [name]
     if any(n not in lesson_names() for n in names):
         raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(lesson_names())}, all.")
-    klass = lab_class()
+    lab = Lab.open()
+    klass = lab.klass()
     klass.known(learner)  # an unknown learner is refused before anything is applied
     stderr.print(slice_line(learner), markup=False, highlight=False)
-    verdicts = run_lessons(klass, lab.connect(), learner, names, Progress(quiet or as_json))
+    verdicts = klass.run(lab.kube, learner, names, Progress(quiet or as_json))
     render.print_verdicts(verdicts, as_json)
     if not all(v.ok for v in verdicts):
         raise typer.Exit(1)
