@@ -11,7 +11,6 @@ each verdict (evidence; a learner's class record). What differs between the two 
 from __future__ import annotations
 
 import os
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -290,34 +289,11 @@ class Lab(ABC):
     def up(
         self, options: UpOptions, requested: str, progress: Progress, show_findings: Callable[[list], None]
     ) -> LabInfo:
-        """``kailab up``: the runtime of the lab that runs, else the one ``requested`` (or ``auto``'s choice),
-        brings the lab up; an adopted cluster's findings are shown before anything changes."""
-        from rich.text import Text
+        """``kailab up``: the runtime of the lab that runs (``lab.json``), else the one ``requested``, brings it up
+        (:func:`kailab.runtimes.bring_up`)."""
+        from kailab.runtimes import bring_up
 
-        from kailab.runtimes import check_options, choose_runtime, get_runtime
-
-        running = self.state
-        if running and requested not in ("auto", running.runtime):
-            raise KailabError(
-                f"A lab is already running on the {running.runtime} runtime.", hint="Remove it first: kailab down"
-            )
-        if running and running.shape and running.shape != options.fleet.describe():
-            raise KailabError(
-                f"The lab that is up has another fleet ({running.shape}); "
-                f"kailab up does not change a running lab's fleet to {options.fleet.describe()}.",
-                hint="Start again with the new fleet: kailab down && kailab up "
-                + " ".join(a for a in sys.argv[2:] if a not in ("-q", "--quiet")),
-            )
-        if running:
-            cls, why = get_runtime(running.runtime), "the lab that is running"
-        else:
-            cls, why = choose_runtime(requested)
-        check_options(cls, options)
-        progress.info(Text.assemble("Runtime: ", (cls.traits.name, "bold"), f" ({why})"))
-        rt = cls(self.home)
-        if found := rt.preflight(options):  # an adopted cluster is checked, and said, before anything changes
-            show_findings(found)
-        return rt.up(options, progress)
+        return bring_up(self.home, self.state, options, requested, progress, show_findings)
 
     @abstractmethod
     def remove(self, progress: Progress) -> None:

@@ -1,12 +1,21 @@
-"""The runtimes, and the registry that knows them: ``kailab up --runtime NAME`` and ``--runtime auto``.
+"""The runtimes, and the registry that knows them: ``kailab up --runtime NAME``, ``--runtime auto`` and ``up`` itself.
 
 The registry imports each runtime only when asked for one; the runtime interface (``base.py``) imports none.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from kailab.errors import KailabError
-from kailab.runtimes.base import Runtime, UpOptions
+from kailab.runtimes.base import LabInfo, Runtime, UpOptions
+
+if TYPE_CHECKING:
+    from kailab.labstate import LabState
+    from kailab.progress import Progress
 
 _REGISTRY: dict[str, type[Runtime]] = {}
 
@@ -81,3 +90,39 @@ def check_options(cls: type[Runtime], options: UpOptions) -> None:
             hint=hint,
         )
     cls.check_options(options)
+
+
+def bring_up(
+    home: Path,
+    running: LabState | None,
+    options: UpOptions,
+    requested: str,
+    progress: Progress,
+    show_findings: Callable[[list], None],
+) -> LabInfo:
+    """``kailab up`` in ``home``: the runtime of the lab that is ``running`` (its state), else the one ``requested``
+    (``auto``: :func:`choose_runtime`), refusing another runtime or another fleet for a running lab and options the
+    runtime does not take; an adopted cluster's findings are shown (``show_findings``) before anything changes."""
+    from rich.text import Text
+
+    if running and requested not in ("auto", running.runtime):
+        raise KailabError(
+            f"A lab is already running on the {running.runtime} runtime.", hint="Remove it first: kailab down"
+        )
+    if running and running.shape and running.shape != options.fleet.describe():
+        raise KailabError(
+            f"The lab that is up has another fleet ({running.shape}); "
+            f"kailab up does not change a running lab's fleet to {options.fleet.describe()}.",
+            hint="Start again with the new fleet: kailab down && kailab up "
+            + " ".join(a for a in sys.argv[2:] if a not in ("-q", "--quiet")),
+        )
+    if running:
+        cls, why = get_runtime(running.runtime), "the lab that is running"
+    else:
+        cls, why = choose_runtime(requested)
+    check_options(cls, options)
+    progress.info(Text.assemble("Runtime: ", (cls.traits.name, "bold"), f" ({why})"))
+    rt = cls(home)
+    if found := rt.preflight(options):  # an adopted cluster is checked, and said, before anything changes
+        show_findings(found)
+    return rt.up(options, progress)

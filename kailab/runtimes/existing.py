@@ -1,7 +1,7 @@
 """The existing runtime: run the lessons on a cluster kailab did not make — and touch nothing else on it.
 
 ``kailab up --runtime existing [--kubeconfig PATH] [--context NAME] [--prefix NAME] [--kwok]`` reads the
-cluster first (:func:`read_facts` → ``kailab.preflight`` findings) and adopts it only when nothing blocks:
+cluster first (``existing_facts.read_facts`` → ``kailab.preflight`` findings) and adopts it only when nothing blocks:
 it writes ``lab.json`` (the kubeconfig's path as given — never a copy —, the context, the prefix and a lab
 id) and nothing on the cluster, unless ``--kwok`` asks for KWOK and kailab's fleet (:func:`kwok_plan`).
 Every object the lab makes carries ``kailab.io/lab-id: <id>`` beside ``managed-by: kailab``; ``down``
@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
 import yaml
 from kubernetes import client, config
@@ -34,9 +33,6 @@ from kailab.gpus import node_gpus
 from kailab.kube import Kube
 from kailab.labels import (
     FLEET_LABEL,
-    KAI_CONFIG_NAME,
-    KAI_SCHEDULER_DEPLOYMENT,
-    KAI_SCHEDULER_NAME,
     KWOK_CONTROLLER,
     QUEUE_API,
     TOPOLOGY_API,
@@ -44,16 +40,14 @@ from kailab.labels import (
 from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
-from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, blocking, findings
+from kailab.preflight import Finding, blocking, findings
 from kailab.progress import Progress
 from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime, Traits, UpOptions
-from kailab.runtimes.kind import KWOK_RELEASE
+from kailab.runtimes.existing_facts import exists, find_scheduler, read_facts, scheduler_metrics, sharing
+from kailab.runtimes.kind_plan import KWOK_RELEASE
 from kailab.waiting import until
 
 OWN_ENTRIES = ("lab.json",)
-METRICS_PORT = "http-metrics"  # the port of the Service KAI's operator makes for its scheduler
-KAI_CONFIG = ("kai.scheduler", "v1", "configs", KAI_CONFIG_NAME)
-STAGES_CRD = "stages.kwok.x-k8s.io"
 STAGES = MANIFESTS / "kwok-stages.yaml"
 FLEET = "fleet"  # a KwokStep source: kailab's fleet (kailab.fleet), not a manifest
 
@@ -145,130 +139,14 @@ def connect(path: Path, context: str | None) -> Kube:
     return kube
 
 
-T = TypeVar("T")
-
-
-def _exists(call: Callable[[], T]) -> T | None:
-    """The API's answer, or None when it says 404."""
-    try:
-        return call()
-    except ApiException as e:
-        if e.status == 404:
-            return None
-        raise
-
-
-def find_scheduler(kube: Kube) -> SchedulerDeployment | None:
-    """KAI's scheduler Deployment (the operator's ``kai-scheduler-default``), in whatever namespace KAI is."""
-    items = kube.apps.list_deployment_for_all_namespaces(
-        field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=10
-    ).items
-    if not items:
-        return None
-    d = items[0]
-    containers = d.spec.template.spec.containers or []
-    wanted = d.spec.replicas if d.spec.replicas is not None else 1
-    return SchedulerDeployment(
-        d.metadata.namespace,
-        d.metadata.name,
-        containers[0].image if containers else "",
-        (d.status.ready_replicas if d.status else 0) or 0,
-        wanted,
-    )
-
-
-def gpu_sharing(kube: Kube) -> bool | None:
-    """KAI's Config ``kai-config``: ``spec.admission.gpuSharing`` (false when unset); None without the Config."""
-    group, version, plural, name = KAI_CONFIG
-    conf = _exists(lambda: client.CustomObjectsApi(kube.api).get_cluster_custom_object(group, version, plural, name))
-    if conf is None:
-        return None
-    return bool(((conf.get("spec") or {}).get("admission") or {}).get("gpuSharing", False))
-
-
 def _established(kube: Kube, crd: str) -> bool:
     conds = client.ApiextensionsV1Api(kube.api).read_custom_resource_definition(crd).status.conditions or []
     return any(c.type == "Established" and c.status == "True" for c in conds)
 
 
 def _available(kube: Kube, namespace: str, name: str) -> bool:
-    d = _exists(lambda: kube.apps.read_namespaced_deployment(name, namespace))
+    d = exists(lambda: kube.apps.read_namespaced_deployment(name, namespace))
     return bool(d is not None and d.status and (d.status.available_replicas or 0) >= 1)
-
-
-def _gpus(node) -> int:
-    return node_gpus(node.status.allocatable if node.status else None)
-
-
-def _labels(obj) -> dict[str, str] | None:
-    return None if obj is None else (obj.metadata.labels or {})
-
-
-def kwok_state(kube: Kube, owner: Owner) -> str:
-    """Is KWOK here? "absent", "ours" (every part found is this lab's) or "foreign"."""
-    ext = client.ApiextensionsV1Api(kube.api)
-    found = [
-        _labels(_exists(lambda: ext.read_custom_resource_definition(STAGES_CRD))),
-        _labels(_exists(lambda: kube.apps.read_namespaced_deployment(KWOK_CONTROLLER[1], KWOK_CONTROLLER[0]))),
-    ]
-    found = [f for f in found if f is not None]
-    return "absent" if not found else "ours" if all(owner.owns(f) for f in found) else "foreign"
-
-
-def read_facts(kube: Kube, owner: Owner, fleet: Fleet | None) -> Facts:
-    """What the preflight checks need, read from the cluster (``fleet``: with --kwok, the fleet to add)."""
-    try:
-        server = client.VersionApi(kube.api).get_code(_request_timeout=5).git_version
-    except Exception:
-        return Facts()
-    unread: dict[str, str] = {}
-
-    def read(what: str, call: Callable[[], object], default):
-        try:
-            return call()
-        except ApiException as e:
-            unread[what] = f"{e.status} {e.reason}"
-        except Exception as e:  # a timeout, a refused connection: said, not raised
-            unread[what] = f"{type(e).__name__}: {str(e)[:120]}"
-        return default
-
-    ext = client.ApiextensionsV1Api(kube.api)
-
-    def crd(name: str) -> object | None:
-        return _exists(lambda: ext.read_custom_resource_definition(name))
-
-    crds = frozenset(c for c in KAI_CRDS if read(f"CRD {c}", partial(crd, c), None))
-    nodes = read("nodes", lambda: kube.core.list_node(_request_timeout=10).items, [])
-    gpu_nodes = tuple((n.metadata.name, _gpus(n)) for n in nodes)
-    bound = read(
-        "pods",
-        lambda: (
-            kube.core.list_pod_for_all_namespaces(
-                field_selector=f"spec.schedulerName={KAI_SCHEDULER_NAME},spec.nodeName!=",
-                limit=500,
-                _request_timeout=10,
-            ).items
-        ),
-        [],
-    )
-    facts = dict(
-        server=server,
-        crds=crds,
-        scheduler=read("Deployments", lambda: find_scheduler(kube), None),
-        kai_bound_pods=len(bound),
-        gpu_nodes=tuple((n, g) for n, g in gpu_nodes if g > 0),
-        gpu_sharing=read("KAI's Config", lambda: gpu_sharing(kube), None),
-    )
-    if fleet is not None:
-        others = {n.metadata.name for n in nodes if not owner.owns(n.metadata.labels)}
-        taken = tuple(o["metadata"]["name"] for o in node_objects(fleet) if o["metadata"]["name"] in others)
-        facts.update(
-            kwok=read("KWOK", lambda: kwok_state(kube, owner), "foreign"),
-            fleet_gpus=fleet.total_gpus,
-            fleet_nodes=fleet.node_count,
-            taken_nodes=taken,
-        )
-    return Facts(**facts, unread=unread)
 
 
 def leaves_first(queues: list[dict]) -> list[str]:
@@ -374,7 +252,9 @@ class ExistingRuntime(Runtime):
         new.write(self.home)  # first: a `down` after an interrupted --kwok finds what was applied
         if options.kwok:
             self._install_kwok(kube, owner, new, options.fleet, progress)
-        new.total_gpus = int(sum(_gpus(n) for n in kube.core.list_node().items))
+        new.total_gpus = int(
+            sum(node_gpus(n.status.allocatable if n.status else None) for n in kube.core.list_node().items)
+        )
         new.write(self.home)
         return self.info() or LabInfo(self.traits.name, path)
 
@@ -468,7 +348,7 @@ class ExistingRuntime(Runtime):
         finally:
             for node in node_objects(fleet):
                 name = node["metadata"]["name"]
-                if _exists(partial(kube.core.read_node, name)) is not None:
+                if exists(partial(kube.core.read_node, name)) is not None:
                     kube.core.patch_node(name, {"metadata": {"labels": owner.labels}})
 
     def down(self, progress: Progress) -> None:
@@ -616,36 +496,5 @@ class ExistingRuntime(Runtime):
         return Capabilities(
             metrics=None if kube is None else scheduler_metrics(kube),
             partitions=OperatorPartitions(self),
-            gpu_sharing=False if kube is None else _sharing(kube),
+            gpu_sharing=False if kube is None else sharing(kube),
         )
-
-
-def scheduler_metrics(kube: Kube) -> Callable[[], str | None] | None:
-    """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
-    try:
-        services = kube.core.list_service_for_all_namespaces(
-            field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=5
-        ).items
-    except Exception:
-        return None
-    svc = next((s for s in services if any(p.name == METRICS_PORT for p in s.spec.ports or [])), None)
-    if svc is None:
-        return None
-
-    def read() -> str | None:
-        try:
-            return kube.core.connect_get_namespaced_service_proxy_with_path(
-                f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5
-            )
-        except Exception:
-            return None
-
-    return read
-
-
-def _sharing(kube: Kube) -> bool:
-    """KAI's GPU sharing is on (False when KAI's Config cannot be read)."""
-    try:
-        return bool(gpu_sharing(kube))
-    except Exception:
-        return False

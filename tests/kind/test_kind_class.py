@@ -29,8 +29,8 @@ from kailab import partitions, shards
 from kailab.classroom import access, credentials
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL, PODGROUP_API
-from kailab.runtimes.kind import SCHEDULER_RESOURCES
 from kailab.runtimes.kind_offline import KAI_REGISTRY
+from kailab.runtimes.kind_plan import SCHEDULER_RESOURCES
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 sys.path.insert(0, str(Path(__file__).parent.parent / "fleet"))

@@ -19,7 +19,8 @@ from test_bad_inputs import kailab  # tests/unit/test_bad_inputs.py
 from kailab import render
 from kailab.errors import KailabError, ScenarioError
 from kailab.fleet import load_fleet
-from kailab.kube import EXEC_TIMEOUT, Kube
+from kailab.kube import Kube
+from kailab.kubeconfig import EXEC_TIMEOUT
 from kailab.progress import Progress
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.loader import load_queue_file, load_scenario

@@ -17,13 +17,13 @@ from kailab import shards
 from kailab.classroom.klass import Class
 from kailab.labels import KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYMENT
 from kailab.runtimes import kind_offline, kind_usage_db, usage_db
-from kailab.runtimes.kind import (
+from kailab.runtimes.kind import KindRuntime
+from kailab.runtimes.kind_plan import (
     CLUSTER,
     KAI_CONFIG,
     LAB_LABEL,
     OWN_ENTRIES,
     SCHEDULER_SHARD,
-    KindRuntime,
     Result,
     shard_patch,
     usage_db_steps,

@@ -16,12 +16,12 @@ import yaml
 from kailab.errors import KailabError
 from kailab.labels import KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_PROCESS
 from kailab.progress import Progress
-from kailab.runtimes import kind, local_kai
+from kailab.runtimes import kind_plan, local_kai
 from kailab.runtimes.existing import ExistingRuntime
-from kailab.runtimes.kind import (
+from kailab.runtimes.kind import KindRuntime
+from kailab.runtimes.kind_plan import (
     KAI_CONFIG,
     SCHEDULER_SHARD,
-    KindRuntime,
     Result,
     scheduler_start_plan,
     scheduler_stop_plan,
@@ -95,8 +95,8 @@ def test_default_settings_are_kai_defaults_and_give_the_lab_config_unchanged():
     assert local_kai.scheduler_config(s) == local_kai.SCHEDULER_CONFIG.read_text()
     # beyond KAI's defaults only the lab's cycle period, on both runtimes
     assert local_kai.scheduler_flags(s) == ["--schedule-period=250ms"] and s.args() == {"schedule-period": "250ms"}
-    shard_args = {k: v for k, v in kind.shard_patch(s)["spec"]["args"].items() if v is not None}
-    assert kind.kai_values()["scheduler"]["args"] == s.args() == shard_args
+    shard_args = {k: v for k, v in kind_plan.shard_patch(s)["spec"]["args"].items() if v is not None}
+    assert kind_plan.kai_values()["scheduler"]["args"] == s.args() == shard_args
 
 
 @pytest.mark.parametrize(
@@ -346,5 +346,5 @@ def test_kind_stop_that_never_ends_says_what_is_left(tmp_path):
 
 
 def test_kind_runtime_constants_match_the_operator_names():
-    assert KAI_SCHEDULER_DEPLOYMENT in kind.KAI_DEPLOYMENTS
-    assert kind.SCHEDULER_METRICS.endswith(f"/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics")
+    assert KAI_SCHEDULER_DEPLOYMENT in kind_plan.KAI_DEPLOYMENTS
+    assert kind_plan.SCHEDULER_METRICS.endswith(f"/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics")
