@@ -1,6 +1,7 @@
-"""The kailab command line: the commands (kailab/commands/, one module per group) in the order ``--help`` lists
-them, and the one place an error is printed: a KailabError once, with what to do, exit code 1; no tracebacks
-unless ``KAILAB_DEBUG=1``.
+"""The kailab command line: every command in ``--help``'s order, and the one place an error is printed.
+
+The commands are in kailab/commands/, one module per group. A KailabError is printed once, with what to do, exit
+code 1; no tracebacks unless ``KAILAB_DEBUG=1``.
 """
 
 from __future__ import annotations

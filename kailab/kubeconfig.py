@@ -1,5 +1,7 @@
-"""A kubeconfig read as kailab reads it: one clear error for a file that cannot be used (not YAML, bad base64, a
-server that is not a URL), and its credential (exec) plugin asked first, bounded in time."""
+"""A kubeconfig read as kailab reads it: one clear error for a file it cannot use, its credential plugin bounded.
+
+A file that is not YAML, holds bad base64 or names a server that is not a URL gets one message; its credential
+(exec) plugin is asked first, bounded in time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Formatters: verdicts, status, queues, explanations, bench runs, findings and a class as rich tables or JSON.
+"""Formatters: verdicts, status, queues, explanations, bench runs and findings as rich tables or JSON.
 
 Nothing here reads the cluster: each command hands over what its one call returned.
 

@@ -1,4 +1,7 @@
-"""One command's run of scenarios on its lab (:meth:`kailab.lab.Lab.session`): checked, played, every verdict kept."""
+"""One command's run of scenarios on its lab: checked before anything runs, played, every verdict kept.
+
+:meth:`kailab.lab.Lab.session` makes one.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""What kailab reads of a cluster it did not make: the facts its preflight checks before adopting it
-(``kailab.preflight`` turns them into findings), and what the adopted lab offers (KAI's scheduler metrics through
-the API server's proxy, GPU sharing as KAI's Config says). Reads only; nothing here changes the cluster."""
+"""What kailab reads of a cluster it did not make: its preflight facts, KAI's metrics, GPU sharing.
+
+The facts the preflight checks before adopting it (``kailab.preflight`` turns them into findings), and what the
+adopted lab offers (KAI's scheduler metrics through the API server's proxy, GPU sharing as KAI's Config says).
+Reads only; nothing here changes the cluster."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""An image archive written by hand in ``docker save``'s layout (manifest.json, a config, layer tars): images made from
-binaries never pass through Docker (kind_offline.py loads them into a kind node)."""
+"""Image archives written by hand in ``docker save``'s layout, so images made from binaries never pass through Docker.
+
+An archive holds manifest.json, a config and layer tars; kind_offline.py loads them into a kind node."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The kind runtime's bring-up as data: ``plan()`` is a list of steps, each a list of commands (kind, helm, kubectl),
-files to write and what to wait for — so it is tested by reading it, and run by a :class:`Runner` that can be swapped
+"""The kind runtime's bring-up as data: a plan of steps, each a list of commands.
+
+``plan()`` is a list of steps, each a list of commands (kind, helm, kubectl), files to write and what to wait for — so it is tested by reading it, and run by a :class:`Runner` that can be swapped
 for a recording fake (``kind.py`` runs it). Every step is idempotent: a second ``up`` changes nothing, and an ``up``
 interrupted half-way is completed by the next one. The scheduler's stop, start and configuration are plans too.
 """

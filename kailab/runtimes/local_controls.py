@@ -1,5 +1,7 @@
-"""The local runtime's controls of its processes: KAI's scheduler (the lab's, and a partition's for the supervisor) and
-kailab's GPU ledger, each stopped by its recorded identity and started again as ``up`` starts it."""
+"""The local runtime's controls of its processes: KAI's scheduler and kailab's GPU ledger.
+
+The scheduler is the lab's, or a partition's for the supervisor; each process is stopped by its recorded identity
+and started again as ``up`` starts it."""
 
 from __future__ import annotations
 

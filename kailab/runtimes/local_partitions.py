@@ -1,5 +1,6 @@
-"""The local runtime's partitions: kailab's supervisor (``shard_supervisor.py``) runs each SchedulingShard as a
-``kai-scheduler`` process, and this machine's memory says how many fit."""
+"""The local runtime's partitions: each shard a scheduler process, as many as this machine's memory holds.
+
+kailab's supervisor (``shard_supervisor.py``) runs each SchedulingShard as a ``kai-scheduler`` process."""
 
 from __future__ import annotations
 

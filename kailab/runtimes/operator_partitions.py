@@ -1,5 +1,6 @@
-"""Partitions on kind and existing clusters: KAI's operator turns each SchedulingShard into a scheduler Deployment,
-and KWOK's controller (which kind's lab and ``--kwok`` install) runs the partitions' nodes."""
+"""Partitions on kind and existing clusters: KAI's operator runs each SchedulingShard as a scheduler Deployment.
+
+KWOK's controller (which kind's lab and ``--kwok`` install) runs the partitions' nodes."""
 
 from __future__ import annotations
 

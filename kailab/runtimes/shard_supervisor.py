@@ -1,5 +1,6 @@
-"""The local runtime's stand-in for KAI's operator, for SchedulingShards only: each shard kailab made becomes a
-``kai-scheduler`` process, started again whenever the shard's spec changes.
+"""The local runtime's stand-in for KAI's operator, for SchedulingShards only: each shard a scheduler process.
+
+Each shard kailab made becomes a ``kai-scheduler`` process, started again whenever the shard's spec changes.
 
 KAI's operator (pkg/operator/controller/schedulingshard_controller.go) reconciles every SchedulingShard into a
 scheduler Deployment with a config file and flags made from the shard (pkg/operator/operands/scheduler/

@@ -1,5 +1,7 @@
-"""The engine's cluster when it is a real one: Kubernetes calls through :class:`~kailab.kube.Kube`,
-changes from watches of the scenario's pods and events, handed over through a queue."""
+"""The engine's cluster when it is a real one: calls through the client, changes from watches.
+
+Kubernetes calls go through :class:`~kailab.kube.Kube`; changes come from watches of the scenario's pods and
+events, handed over through a queue."""
 
 from __future__ import annotations
 

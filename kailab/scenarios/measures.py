@@ -1,5 +1,7 @@
-"""The measures a wait or expect step's condition may name (:data:`MEASURES`: key, value, the verdict row's title),
-and the conditions' shape made from them. A measure's check is in ``kailab/checks.py``."""
+"""The measures a wait or expect step's condition may name, and the conditions made of them.
+
+:data:`MEASURES`: each measure's key, value and verdict row's title; the conditions' shape is made from them. A
+measure's check is in ``kailab/checks.py``."""
 
 from __future__ import annotations
 

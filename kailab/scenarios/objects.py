@@ -1,5 +1,6 @@
-"""What a scenario declares: queues, priority classes, topologies, workloads and the fleet it needs (each key a
-field, ``extra="forbid"``), and KAI's Queue object as ``manifests/queues.yaml`` writes it."""
+"""What a scenario declares (queues, priority classes, topologies, workloads, the fleet it needs); KAI's Queue.
+
+Each key is a field (``extra="forbid"``). KAI's Queue object is declared as ``manifests/queues.yaml`` writes it."""
 
 from __future__ import annotations
 

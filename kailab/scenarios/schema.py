@@ -1,6 +1,7 @@
-"""The scenario file as a whole (:class:`ScenarioFile`) and the graded predictions a lesson may ask
-(:data:`PREDICTIONS`: each kind's key, what it holds, the prediction it becomes; answers measured in
-``kailab/predictions.py``).
+"""The scenario file as a whole, and the graded predictions a lesson may ask.
+
+:class:`ScenarioFile` is the file; :data:`PREDICTIONS` each prediction kind's key, what it holds and the prediction
+it becomes (answers measured in ``kailab/predictions.py``).
 
 The vocabulary's other words have a module each: what a scenario declares (``objects.py``: queues, workloads…), the
 measures of its conditions (``measures.py``), its steps (``steps.py``); exercises/README.md is tested against them.

@@ -1,5 +1,6 @@
-"""The steps a scenario may take (:data:`STEPS`): each step's key, what the key holds, and the step it becomes (the
-step types are in ``model.py``, their players in ``engine.py``)."""
+"""The steps a scenario may take: each step's key, what the key holds, and the step it becomes.
+
+:data:`STEPS` declares them; the step types are in ``model.py``, their players in ``engine.py``."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run  # tests/unit/cli_run.py
 import pytest
 
 from kailab import tasks
@@ -29,10 +29,8 @@ CAUSE_WORDS = (
 
 
 def kailab(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "KAILAB_HOME": str(home / "lab")}
-    return subprocess.run(
-        [sys.executable, "-m", "kailab", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
-    )
+    """The command line in this process (tests/unit/cli_run.py), in ``cwd``, its home and lab folder in ``home``."""
+    return cli_run.kailab(*args, home=home / "lab", cwd=cwd, env={"HOME": str(home)})
 
 
 def test_every_lesson_has_a_task_and_every_task_and_challenge_a_solution():
