@@ -214,7 +214,7 @@ def node_name(pool: Pool, index: int) -> str:
 
 def node_objects(fleet: Fleet, prefix: str = "", labels: dict[str, str] | None = None) -> list[dict]:
     """The Node objects of the fleet, ready to create; ``prefix``: ``PREFIX-`` in front of each name and ``labels``
-    on each node (a class's learner's fleet, kailab/classroom)."""
+    on each node (a partition's fleet: kailab/partitions.py)."""
     nodes = []
     for pool in fleet.pools:
         for i in range(pool.nodes):

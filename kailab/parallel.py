@@ -41,7 +41,7 @@ from kailab.scenarios.model import Sleep
 
 PREFIX = "demo-"
 STATE = "demo-partitions.json"
-DEFAULT_PARALLEL = 6  # bench/exercises.py --side-by-side measured it on 2 cores (README "Run the exercises")
+DEFAULT_PARALLEL = 6  # bench/exercises.py --parallel N measured it on 2 cores (README "Performance")
 GRACE = 15.0  # seconds a lesson still running after Ctrl-C has to notice its partition is gone
 
 

@@ -1,6 +1,7 @@
 """The runtimes, and the registry that knows them: ``kailab up --runtime NAME``, ``--runtime auto`` and ``up`` itself.
 
-The registry imports each runtime only when asked for one; the runtime interface (``base.py``) imports none.
+The registry imports the built-in runtimes the first time one is asked for; the runtime interface (``base.py``)
+imports none.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ class LocalSchedulerControl(SchedulerControl):
     ):
         self.rt = runtime
         self.timeout = timeout
-        self.name = name  # its process name; a class's partition scheduler has its own (kailab/classroom)
+        self.name = name  # its process name; a partition's scheduler has its own (runtimes/local_partitions.py)
         self.partition = partition  # the node-pool label value it schedules; "" the lab's own scheduler
         self.workdir = workdir or runtime.home / "kai"
         self.args = (

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from kailab.runtimes.local import LocalRuntime
 
 # The memory a partition adds to a running lab: its scheduler process, five KWOK nodes and its lesson's objects
-# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.19 GiB
-# with 1 learner and 2.51 GiB with 8: about 0.19 GiB a learner on top of the lab, which runs already.
+# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.7 GiB
+# with 1 learner and 2.6 GiB with 8 (README "Performance"): about 0.13 GiB a learner on top of the lab, which runs
+# already. kailab asks 0.2 GiB a learner, what an earlier run of it measured (1.19 GiB with 1, 2.51 GiB with 8).
 GIB = 2**30
 MEMORY_PER_PARTITION = int(0.2 * GIB)
 MEMORY_RESERVE = int(0.5 * GIB)  # left to the machine and the lab's own lessons

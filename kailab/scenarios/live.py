@@ -33,7 +33,7 @@ class LiveChanges:
     """Watches of one namespace's pods, events and PodGroups and of the scenario's Queue objects, and a poll of the
     scheduler's fair shares; their threads only put changes on a queue."""
 
-    POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default)
+    POLL = 1.0  # seconds between reads; KAI divides fair shares once per cycle (250 ms in kailab's labs, 1 s KAI's default)
 
     def __init__(
         self,
