@@ -299,10 +299,22 @@ class Lab(ABC):
     def remove(self, progress: Progress) -> None:
         """``kailab down``."""
 
-    @abstractmethod
     def at_once(self, names: list[str], parallel: int | None, sequential_only: bool) -> tuple[int, str]:
         """How many of these lessons to run at once (``--parallel``; by default side by side for several where the
         lab can), and why one after another when it was asked for or is the default being given up ("" else)."""
+        from kailab.parallel import DEFAULT_PARALLEL
+
+        wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
+        if wanted <= 1 or len(names) <= 1:
+            return 1, ""
+        if sequential_only:
+            return 1, "--evidence and the golden recordings need the lab's own names"
+        fit, why = self.side_by_side()
+        return (1, why) if why else (min(wanted, fit, len(names)), "")
+
+    @abstractmethod
+    def side_by_side(self) -> tuple[int, str]:
+        """How many lessons fit side by side here, each in a partition of its own, and why not ("" they fit)."""
 
     def klass(self) -> Class:
         """The running lab's class; a clear error without a lab, or where the class is not this lab's to change."""
@@ -430,23 +442,13 @@ class OwnLab(Lab):
             return
         klass.down(kube, None, progress)
 
-    def at_once(self, names: list[str], parallel: int | None, sequential_only: bool) -> tuple[int, str]:
-        from kailab.parallel import DEFAULT_PARALLEL
-
-        wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
-        if wanted <= 1 or len(names) <= 1:
-            return 1, ""
-        if sequential_only:
-            return 1, "--evidence and the golden recordings need the lab's own names"
+    def side_by_side(self) -> tuple[int, str]:
+        """As the runtime's partitions host says (the local runtime's: this machine's memory)."""
         host = self.capabilities.partitions if self.runtime is not None else None
         if host is None:
-            return 1, "no lab is running"
+            return 0, "no lab is running"
         fit, why = host.side_by_side()
-        if not why and self.prefix:
-            why = f"this lab names its objects with the prefix {self.prefix!r}"
-        if why:
-            return 1, why
-        return min(wanted, fit, len(names)), ""
+        return fit, why or (f"this lab names its objects with the prefix {self.prefix!r}" if self.prefix else "")
 
     def klass(self) -> Class:
         from kailab.classroom.klass import Class
@@ -555,15 +557,8 @@ class LearnerSlice(Lab):
         with progress.step(f"Removing {self.learner}'s lesson objects (their namespaces stay, the instructor's)") as st:
             st.note(f"{len(leave(self.joined, self.home))} emptied or deleted")
 
-    def at_once(self, names: list[str], parallel: int | None, sequential_only: bool) -> tuple[int, str]:
-        from kailab.parallel import DEFAULT_PARALLEL
-
-        wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
-        if wanted <= 1 or len(names) <= 1:
-            return 1, ""
-        if sequential_only:
-            return 1, "--evidence and the golden recordings need the lab's own names"
-        return 1, "you run a class learner's slice"
+    def side_by_side(self) -> tuple[int, str]:
+        return 0, "you run a class learner's slice"
 
     def klass(self) -> Class:
         raise KailabError(

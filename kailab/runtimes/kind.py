@@ -268,15 +268,7 @@ class KindRuntime(Runtime):
             missing = [d for d in step.wait_for if d not in healthy]
             return not missing or Pending(", ".join(missing))
 
-        until(
-            ready,
-            self.timeout,
-            2,
-            fail=lambda last: KailabError(
-                f"Step failed: {step.title}: not Ready after {self.timeout:.0f}s: {seen(last)}.",
-                hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
-            ),
-        )
+        self._wait(step, ready, 2, "not Ready")
 
     def wait_pods_gone(self, step: Step) -> None:
         """Until no pod of the named Deployments is left (the operator deletes them a moment after it is told)."""
@@ -294,12 +286,16 @@ class KindRuntime(Runtime):
                 left = ["(the API server does not answer)"]
             return not left or Pending(", ".join(left))
 
+        self._wait(step, gone, 1, "still there")
+
+    def _wait(self, step: Step, holds: Callable[[], bool | Pending], every: float, unlike: str) -> None:
+        """Until ``holds``, asked ``every`` seconds; at the timeout the step fails with what was ``unlike`` it."""
         until(
-            gone,
+            holds,
             self.timeout,
-            1,
+            every,
             fail=lambda last: KailabError(
-                f"Step failed: {step.title}: still there after {self.timeout:.0f}s: {seen(last)}.",
+                f"Step failed: {step.title}: {unlike} after {self.timeout:.0f}s: {seen(last)}.",
                 hint=f"Look at them: kubectl --kubeconfig {self.kubeconfig()} -n {KAI_NAMESPACE} get pods,events",
             ),
         )
