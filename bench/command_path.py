@@ -7,7 +7,8 @@ Runs the command in this process with a profiler on the main thread and prints, 
 step of a scenario (the whole command when it plays none):
 
 - module hops: calls from a function of one kailab module into a function of another (each call counted; also how
-  many distinct caller → callee module pairs, and modules, those calls touched);
+  many distinct caller → callee module pairs, and modules, those calls touched); and at the first step, the hops
+  on the call stack from the command's function down to the step's player (kailab frames only);
 - lab.json reads: calls of ``LabState.read`` (every reader of the lab's state goes through it);
 - runtimes built: calls of ``Runtime.__init__`` (the base class of every runtime).
 
@@ -57,7 +58,17 @@ def main() -> None:
     def module(filename: str) -> str | None:
         return filename[len(package) :] if filename.startswith(package) else None
 
-    def report(where: str) -> None:
+    def stack_hops(frame) -> list[str]:
+        """The kailab modules on the stack, outermost first, each once per run of frames in it."""
+        chain: list[str] = []
+        while frame is not None:
+            m = module(frame.f_code.co_filename)
+            if m and (not chain or chain[-1] != m):
+                chain.append(m)
+            frame = frame.f_back
+        return list(reversed(chain))
+
+    def report(where: str, stack: list[str] | None = None) -> None:
         print(
             json.dumps(
                 {
@@ -69,6 +80,7 @@ def main() -> None:
                     "modules": len({m for pair in pairs for m in pair}),
                     "lab_json_reads": counts["reads"],
                     "runtimes_built": counts["runtimes"],
+                    **({"stack_hops": len(stack) - 1, "stack": " → ".join(stack)} if stack else {}),
                 },
                 indent=1,
             ),
@@ -84,7 +96,7 @@ def main() -> None:
             return
         if frame.f_code.co_filename == engine and frame.f_code.co_name == "_":  # a step's player: the first step
             sys.setprofile(None)
-            report("the first step")
+            report("the first step", stack_hops(frame))
             os._exit(0)
         caller = frame.f_back and module(frame.f_back.f_code.co_filename)
         if caller and caller != callee:

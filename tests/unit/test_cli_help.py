@@ -78,3 +78,13 @@ def test_lesson_lists_every_exercise_in_teaching_order_with_a_whole_sentence():
     assert [name for name, _ in rows] == list(EXERCISE_NAMES)
     for name, summary in rows:
         assert summary.endswith(".") and 60 <= len(summary) <= 170 and "*" not in summary, (name, summary)
+
+
+def test_kailabs_one_change_to_typer_is_made_once_and_only_for_flags():
+    from typer.core import TyperOption
+
+    from kailab.commands import typer_help
+
+    assert typer_help.flags_without_a_type() is False  # made when kailab.cli was imported; not twice
+    assert hasattr(TyperOption.display_type_rich, "__wrapped__")
+    assert "<int range>" in help_of("bench")  # an option that takes a value keeps its type
