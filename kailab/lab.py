@@ -190,7 +190,8 @@ class Lab(ABC):
             kube = self.kube
         except NotRunning:
             kube = None
-        return lab_status(info, kube, with_queues, self.view.fair_shares() if with_queues and kube else None)
+        fair_shares = self.view.fair_shares() if with_queues and kube else None
+        return lab_status(info, kube, with_queues, fair_shares, self.view.metrics)
 
     def lesson_queues(self) -> tuple[QueueFile, ...]:
         """The lesson's queue hierarchy (manifests/queues.yaml), named as this lab names its queues."""

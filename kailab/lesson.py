@@ -107,13 +107,13 @@ def run_lesson(
     session,
     predict: Callable[[], tuple[dict, str]],
     frame: Callable[[], object],
-) -> bool:
+) -> int:
     """The walk-through of ``les``: concept, the scenario's graded questions and a free-text prediction
     (``predict`` gives both: answers by key, and the text), the ``scenario`` run in the lab's ``session``
     (kailab/session.py), what the cluster looks like then (``frame``), the result, the predictions graded against what
-    KAI did, and why; kept by the session (evidence; a class's learner: in the cluster too). True if KAI did what the
-    lesson teaches (or the lesson does not apply to this cluster). ``kailab lesson`` (kailab/commands/lessons.py)
-    binds it to a lab."""
+    KAI did, and why; kept by the session (evidence; a class's learner: in the cluster too). Its exit status
+    (checks.Verdict.exit_code): 0 if KAI did what the lesson teaches (or the lesson does not apply to this cluster),
+    1 if not, 3 if the host was too busy to tell. ``kailab lesson`` (kailab/commands/lessons.py) binds it to a lab."""
     from rich.markdown import Markdown
     from rich.panel import Panel
     from rich.text import Text
@@ -162,12 +162,14 @@ def run_lesson(
     }
     session.keep(verdict, lesson=lesson, prediction=prediction, graded=marks)
     out.print("Recorded for your evidence: kailab evidence")
-    return verdict.ok
+    return verdict.exit_code
 
 
 def _what_kai_did(verdict) -> str:
     if verdict.passed:
         return "what the lesson expects"
+    if verdict.undecided:
+        return "what could not be told: the host was too busy (see the UNDECIDED rows)"
     if verdict.not_applicable:
         return f"nothing — the lesson is not applicable {verdict.not_applicable}"
     return "something else — see the FAIL rows"

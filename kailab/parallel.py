@@ -201,7 +201,7 @@ class SideBySide:
             self.parts.write([p for p in self.parts.names() if p != part])
 
     def _line(self, verdict: Verdict, part: str, seconds: float) -> None:
-        mark, colour = ("✓", "green") if verdict.ok else ("✗", "red")
+        mark, colour = ("✓", "green") if verdict.ok else ("?", "yellow") if verdict.undecided else ("✗", "red")
         where = part if part.startswith(PREFIX) else part + " partition"
         with self.state_lock:  # one line at a time
             self.progress.info(

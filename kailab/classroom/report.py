@@ -205,7 +205,30 @@ def text(report: dict, learners: list[str]) -> list[str]:
             if r.get("predictions"):
                 out.append(f"  {lesson} predictions: " + "; ".join(map(graded_words, r["predictions"])))
         out.extend(f"  stuck: {stuck_line(name, s)}" for s in row["stuck"])
+    if said := outcome_counts(report):
+        out.append(said)
     return out
+
+
+def outcome_counts(report: dict) -> str:
+    """The class's verdicts counted apart — PASS, FAIL, UNDECIDED (the host too busy to tell), still running — and,
+    when some are UNDECIDED, what to do; "" before any lesson ran."""
+    from kailab.checks import UNDECIDED
+
+    counts: dict[str, int] = {}
+    for row in report.values():
+        for r in row["lessons"].values():
+            counts[r.get("outcome", "")] = counts.get(r.get("outcome", ""), 0) + 1
+    if not counts:
+        return ""
+    order = ["PASS", "FAIL", UNDECIDED, *sorted(set(counts) - {"PASS", "FAIL", UNDECIDED})]
+    said = "Verdicts: " + ", ".join(f"{counts[k]} {k or 'unknown'}" for k in order if counts.get(k))
+    if counts.get(UNDECIDED):
+        said += (
+            f". {counts[UNDECIDED]} UNDECIDED: the host was too busy to tell, not KAI failing — "
+            "fewer learners at once (a smaller class on this machine), then run those lessons again"
+        )
+    return said
 
 
 def graded_words(g: dict) -> str:

@@ -129,6 +129,7 @@ def demo(
 ) -> None:
     """Run a built-in exercise in a learner's slice, as they would."""
     from kailab.classroom.klass import slice_line
+    from kailab.commands.lessons import report
     from kailab.lesson import lesson_names
 
     names = lesson_names() if name == "all" else [name]
@@ -138,7 +139,4 @@ def demo(
     klass = lab.klass()
     klass.known(learner)  # an unknown learner is refused before anything is applied
     stderr.print(slice_line(learner), markup=False, highlight=False)
-    verdicts = klass.run(lab.kube, learner, names, Progress(quiet or as_json))
-    render.print_verdicts(verdicts, as_json)
-    if not all(v.ok for v in verdicts):
-        raise typer.Exit(1)
+    report(klass.run(lab.kube, learner, names, Progress(quiet or as_json)), as_json)

@@ -112,9 +112,12 @@ def run_and_report(
 
 
 def report(verdicts: list, as_json: bool) -> None:
+    """The verdicts printed; the command's exit status theirs: 1 when one failed, 3 when one was undecided (README)."""
+    from kailab.checks import exit_code
+
     render.print_verdicts(verdicts, as_json)
-    if not all(v.ok for v in verdicts):
-        raise typer.Exit(1)
+    if code := exit_code(verdicts):
+        raise typer.Exit(code)
 
 
 def lesson(
@@ -174,8 +177,8 @@ def lesson(
         answers = {**given, **({p.key: v for p in left if (v := ask_prediction(p)) is not None} if asking else {})}
         return answers, ask("Anything else you predict (optional)")  # piped text answers this one
 
-    if not run_lesson(les, scenario, session, predictions, frame=lab.frame):
-        raise typer.Exit(1)
+    if code := run_lesson(les, scenario, session, predictions, frame=lab.frame):
+        raise typer.Exit(code)
 
 
 def _complete_challenges(incomplete: str) -> list[tuple[str, str]]:
@@ -227,6 +230,9 @@ def set_or_check(task: Task, file: Path | None) -> None:
     elif verdict.not_applicable:  # the check could not be made here: not a pass
         out.print(f"Not checked: this cluster cannot run this {task.kind} (above, why).", markup=False)
         raise typer.Exit(1)
+    elif verdict.undecided:  # neither solved nor not: the host was too busy to tell
+        out.print(f"Not decided: the host was too busy to tell (above, why). Check {file} again.", markup=False)
+        raise typer.Exit(verdict.exit_code)
     elif not verdict.passed:
         out.print(f"Not yet: edit {file} and check it again.", markup=False)
         raise typer.Exit(1)

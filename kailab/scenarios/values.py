@@ -89,6 +89,14 @@ def _go_duration(text: Any) -> str:
     return text
 
 
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_seconds(text: str) -> float:
+    """A Go duration that GO_DURATION accepts (``15s``, ``1m30s``) → seconds."""
+    return sum(float(n) * _GO_UNITS[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", text))
+
+
 def _signed_go_duration(text: Any) -> str:
     """A Go duration that may be negative (KAI reads a negative staleness grace period as "never evict")."""
     if not isinstance(text, str) or not GO_DURATION.match(text.removeprefix("-")):
