@@ -15,7 +15,7 @@
    class size: each learner's scheduler watches every learner's pods) × learners, over twice one learner's time —
    and the memory (the lab without a class, plus the memory each learner adds, fitted the same way). Sizes beyond
    the largest measured are the fitted lines carried on, and said so. ``kailab class up`` warns with these figures
-   (kailab/classroom/plan.py, ``cores_needed``).
+   (kailab/runtimes/local_partitions.py, ``cores_needed``).
 """
 
 from __future__ import annotations
@@ -27,15 +27,16 @@ import time
 
 from cpu_split import CpuSplit
 
-from kailab import lab
+from kailab import shards
 from kailab.bench import PeakMemory
-from kailab.classroom import roster, shards
-from kailab.classroom.lessons import run_lessons
-from kailab.classroom.partitions import LocalClass
+from kailab.classroom import roster
+from kailab.classroom.klass import Class
 from kailab.fleet import load_fleet
 from kailab.kube import Kube
+from kailab.lab import Lab, OwnLab
 from kailab.lesson import lesson_names
 from kailab.progress import Progress
+from kailab.runtimes.local import LocalRuntime
 
 GIB = 1024  # MiB
 
@@ -45,7 +46,7 @@ def lab_cpu(split: CpuSplit) -> float:
     return sum(split.by_group().values())
 
 
-def each_lesson(klass: LocalClass, kube: Kube, lessons: list[str], base_mib: float) -> list[dict]:
+def each_lesson(rt: LocalRuntime, klass: Class, kube: Kube, lessons: list[str], base_mib: float) -> list[dict]:
     """One learner, each lesson alone in turn: wall seconds, CPU seconds, memory (MiB) above the lab without a
     class, verdict; printed as they come."""
     names = roster.from_count(1)
@@ -53,9 +54,9 @@ def each_lesson(klass: LocalClass, kube: Kube, lessons: list[str], base_mib: flo
     learner, rows = names.names[0], []
     try:
         for lesson in lessons:
-            with PeakMemory(klass.rt.memory_mib) as peak, CpuSplit(klass.rt.processes) as split:
+            with PeakMemory(rt.memory_mib) as peak, CpuSplit(rt.processes) as split:
                 start = time.monotonic()
-                (verdict,) = run_lessons(klass, Kube(klass.rt.kubeconfig()), learner, [lesson], Progress(quiet=True))
+                (verdict,) = klass.run(Kube(rt.kubeconfig()), learner, [lesson], Progress(quiet=True))
                 wall = time.monotonic() - start
             row = {
                 "lesson": lesson,
@@ -75,7 +76,7 @@ def each_lesson(klass: LocalClass, kube: Kube, lessons: list[str], base_mib: flo
     return rows
 
 
-def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str], base_mib: float) -> dict:
+def one_size(rt: LocalRuntime, klass: Class, kube: Kube, count: int, lessons: list[str], base_mib: float) -> dict:
     names = roster.from_count(count)
     start = time.monotonic()
     klass.up(kube, names, load_fleet(), Progress(quiet=True))
@@ -85,20 +86,20 @@ def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str], base
 
     def play(learner: str) -> None:
         try:
-            got = run_lessons(klass, Kube(klass.rt.kubeconfig()), learner, lessons, Progress(quiet=True))
+            got = klass.run(Kube(rt.kubeconfig()), learner, lessons, Progress(quiet=True))
             verdicts[learner] = [v.to_dict() for v in got]
         except Exception as e:  # noqa: BLE001 (said in the figures, with the learner)
             errors[learner] = f"{type(e).__name__}: {getattr(e, 'message', e)}"
 
     threads = [threading.Thread(target=play, args=(n,)) for n in names.names]
-    with PeakMemory(klass.rt.memory_mib) as peak, CpuSplit(klass.rt.processes) as split:
+    with PeakMemory(rt.memory_mib) as peak, CpuSplit(rt.processes) as split:
         start = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         wall = time.monotonic() - start
-    scheduler_rss = [shard_scheduler_rss(klass, n) for n in names.names]
+    scheduler_rss = [shard_scheduler_rss(rt, n) for n in names.names]
     klass.down(kube, None, Progress(quiet=True))
     failed = [
         (learner, v["scenario"], v["outcome"], [c["title"] for c in v["checks"] if not c["passed"]] or [v.get("error")])
@@ -124,10 +125,10 @@ def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str], base
     }
 
 
-def shard_scheduler_rss(klass: LocalClass, learner: str) -> float:
+def shard_scheduler_rss(rt: LocalRuntime, learner: str) -> float:
     import psutil
 
-    ident = klass.rt.kai_processes.identity(shards.scheduler_name(learner))
+    ident = rt.kai_processes.identity(shards.scheduler_name(learner))
     try:
         return psutil.Process(ident.pid).memory_info().rss / 2**20 if ident else 0.0
     except psutil.Error:
@@ -185,24 +186,22 @@ def main() -> None:
     parser.add_argument("--each", default="all", help="lessons measured alone (step 1); 'all' or a list; '' none")
     parser.add_argument("--sizes", default="4,8,16,30")
     args = parser.parse_args()
-    from kailab.classroom.cli import lab_class
-
-    klass = lab_class()
-    if not isinstance(klass, LocalClass):
+    lab = Lab.open()
+    if not isinstance(lab, OwnLab) or not isinstance(lab.runtime, LocalRuntime):
         raise SystemExit("bench/class.py measures the local runtime's processes: kailab up --runtime local first.")
-    kube = lab.connect()
+    rt, klass, kube = lab.runtime, lab.klass(), lab.kube
     if klass.learners():
         raise SystemExit(f"This lab already has a class ({', '.join(klass.learners())}); run kailab class down first.")
-    base_mib = klass.rt.memory_mib() or 0.0
+    base_mib = rt.memory_mib() or 0.0
     print(f"The lab without a class: {base_mib / GIB:.2f} GiB (every process it started, RSS).", flush=True)
 
     # time-fairshare: a minute of usage history in the lab's Prometheus, demo-only for a class
     each = [n for n in lesson_names() if n != "time-fairshare"] if args.each == "all" else args.each.split(",")
-    per_lesson = each_lesson(klass, kube, [n for n in each if n], base_mib)
+    per_lesson = each_lesson(rt, klass, kube, [n for n in each if n], base_mib)
     lessons = args.lessons.split(",")
     runs = []
     for count in (int(n) for n in args.learners.split(",")):
-        got = one_size(klass, kube, count, lessons, base_mib)
+        got = one_size(rt, klass, kube, count, lessons, base_mib)
         runs.append(got)
         first = runs[0]["wall"] if runs[0]["count"] == 1 else None
         print(

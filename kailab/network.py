@@ -1,5 +1,7 @@
-"""Opening a lab to a network (``kailab up --address ADDR``): which addresses are this machine's, whether a port is
-free at one, and the URL learners on other machines reach the lab's API server at.
+"""A lab opened to a network (``kailab up --address``): this machine's addresses, a free port, the learners' URL.
+
+Which addresses are this machine's, whether a port is free at one, and the URL learners on other machines reach the
+lab's API server at.
 
 A lab listens on loopback unless ``--address`` names an address of this machine; then its API server — and only
 its API server — answers there too, with a serving certificate valid for that address. Pure checks and words; the

@@ -14,7 +14,7 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
   and a Queue under another's parent queue;
 - their own SchedulingShard (``<learner>-shard``): get and patch (RBAC ``resourceNames``) — their scheduler's
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
-  classroom/shards.py), its ``args`` to the flags and values kailab's settings set (no ``--partition-label-value``
+  kailab/shards.py), its ``args`` to the flags and values kailab's settings set (no ``--partition-label-value``
   of another's, no scheduling cycle shorter than the lab's), its other fields to those kailab's settings write, and
   its usage database to the lab's (:func:`shard_rules`); and, in KAI's namespace only (kind, existing), their
   scheduler's metrics through the API server's proxy to its Service and its Deployment (get: whether KAI's
@@ -22,7 +22,7 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
 - the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
   Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
   and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
-  (``kailab.io/partition``, see ``plan.taint``) nor every taint (a toleration without a key), and a pod for any
+  (``kailab.io/partition``, see ``kailab.partitions.taint``) nor every taint (a toleration without a key), and a pod for any
   scheduler but KAI's (kube-scheduler knows no partitions) selects their node pool; and a PodGroup they
   make by hand (``scheduling.run.ai``) carries their node-pool label and names only their queues (``spec.queue``,
   and the queue label if it has one), since KAI's schedulers pick PodGroups by that label and charge that queue.
@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import base64
 
-from kailab.classroom.plan import LAB_ID_PREFIX
-from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 from kailab.labels import (
     KAI_NAMESPACE,
     KAI_SCHEDULER_NAME,
@@ -52,7 +50,9 @@ from kailab.labels import (
     TOPOLOGY_API,
 )
 from kailab.ownership import Owner
+from kailab.partitions import LAB_ID_PREFIX
 from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, USAGE_DB_CLIENT, SchedulerSettings
+from kailab.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 
 SHARD_GROUP = SHARD_API.split("/")[0]
 
@@ -111,7 +111,7 @@ def admission_policy(labels: dict[str, str], usage_db_url: str | None = None) ->
     """One policy for every learner: the learner is read from the request's user name."""
     prefix = f"system:serviceaccount:{CLASS_NAMESPACE}:{SA_PREFIX}"
     # named theirs and labelled theirs: their node pool, and the owner labels `class down` and a learner's `down`
-    # delete by (plan.owner: managed by kailab, lab id class-<learner>)
+    # delete by (kailab.partitions.owner: managed by kailab, lab id class-<learner>)
     owner = {
         **MANAGED,
         NODEPOOL_LABEL: "' + variables.learner + '",
@@ -217,7 +217,7 @@ def pod_rules() -> list[dict]:
 
     It carries their node-pool label (their scheduler, and no one else's, places it) and, if it names a queue, one
     of theirs; it names in ``nodeName`` only a node of theirs; its nodeSelector asks for no other node pool; it
-    tolerates no other partition's taint (``plan.taint``) nor every taint (a toleration without a key)."""
+    tolerates no other partition's taint (``kailab.partitions.taint``) nor every taint (a toleration without a key)."""
     pool = "{v} == variables.learner"
     queue = "{v}.startsWith(variables.learner + '-')"
     who = "' + variables.learner + '"
@@ -455,7 +455,7 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
                     {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": lesson},
                     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
-                    {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups"], "verbs": lesson},
+                    {"apiGroups": [PODGROUP_API.split("/")[0]], "resources": ["podgroups"], "verbs": lesson},
                 ],
             }
         )

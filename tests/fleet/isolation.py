@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
-from kailab.classroom import credentials, plan, shards
+from kailab import partitions, shards
+from kailab.classroom import access, credentials
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE
 
@@ -116,7 +117,7 @@ def expected(learner: str) -> dict[str, Matrix]:
     def each(verbs, names=ANY) -> dict:
         return {v: names for v in verbs}
 
-    own_namespaces = frozenset(plan.lesson_namespaces(learner))
+    own_namespaces = frozenset(access.lesson_namespaces(learner))
     scheduler = shards.scheduler_name(learner)
     return {
         "own namespace": {
@@ -198,7 +199,7 @@ def queue(name: str, owner: str, **spec) -> dict:
     return {
         "apiVersion": QUEUE_API,
         "kind": "Queue",
-        "metadata": {"name": name, "labels": dict(plan.owner(owner).labels)},
+        "metadata": {"name": name, "labels": dict(partitions.owner(owner).labels)},
         "spec": {"resources": resources, **spec},
     }
 
@@ -207,7 +208,7 @@ def priority_class(name: str, owner: str, value: int = 10, default: bool = False
     return {
         "apiVersion": PC_API,
         "kind": "PriorityClass",
-        "metadata": {"name": name, "labels": dict(plan.owner(owner).labels)},
+        "metadata": {"name": name, "labels": dict(partitions.owner(owner).labels)},
         "value": value,
         "globalDefault": default,
     }
@@ -217,7 +218,7 @@ def topology(name: str, owner: str) -> dict:
     return {
         "apiVersion": TOPOLOGY_API,
         "kind": "Topology",
-        "metadata": {"name": name, "labels": dict(plan.owner(owner).labels)},
+        "metadata": {"name": name, "labels": dict(partitions.owner(owner).labels)},
         "spec": {"levels": [{"nodeLabel": "topology.kailab.io/zone"}]},
     }
 
@@ -247,7 +248,7 @@ def pod(name: str, namespace: str, learner: str, *, labels=None, **spec) -> dict
                 "containers": [{"name": "c", "image": "x"}],
             },
         },
-        plan.owner(learner),
+        partitions.owner(learner),
     )
     made["metadata"]["labels"].update(labels or {})
     made["spec"].update(spec)
@@ -259,8 +260,8 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
     state: description → (who refuses: "policy" or "rbac", the call)."""
     from kailab.labels import NODEPOOL_LABEL, QUEUE_LABEL
 
-    ns = plan.lesson_namespaces(a)[0]
-    b_ns = plan.lesson_namespaces(b)[0]
+    ns = access.lesson_namespaces(a)[0]
+    b_ns = access.lesson_namespaces(b)[0]
     b_node = f"{b}-kwok-a100-0"
     shard = ann.resource(SHARD_API, "SchedulingShard")
 
@@ -275,7 +276,7 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": "aimed", "namespace": ns, "labels": dict(plan.owner(a).labels)},
+        "metadata": {"name": "aimed", "namespace": ns, "labels": dict(partitions.owner(a).labels)},
         "spec": {
             "template": {
                 "metadata": {"labels": job_template["metadata"]["labels"]},
@@ -288,7 +289,7 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "aimed", "namespace": ns, "labels": dict(plan.owner(a).labels)},
+        "metadata": {"name": "aimed", "namespace": ns, "labels": dict(partitions.owner(a).labels)},
         "spec": {
             "selector": {"matchLabels": {"app": "x"}},
             "template": {
@@ -300,7 +301,7 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
     group = {
         "apiVersion": PODGROUP_API,
         "kind": "PodGroup",
-        "metadata": {"name": "aimed", "namespace": ns, "labels": dict(plan.owner(a).labels)},
+        "metadata": {"name": "aimed", "namespace": ns, "labels": dict(partitions.owner(a).labels)},
         "spec": {"minMember": 1, "queue": f"{b}-team"},
     }
     binding = {
@@ -315,7 +316,7 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
         "create a queue of A's name in B's partition": (
             "policy",
             lambda: ann.apply(
-                {**queue(f"{a}-x", a), "metadata": {"name": f"{a}-x", "labels": dict(plan.owner(b).labels)}}
+                {**queue(f"{a}-x", a), "metadata": {"name": f"{a}-x", "labels": dict(partitions.owner(b).labels)}}
             ),
         ),
         "create a queue of A's under B's parent queue": (
@@ -375,7 +376,7 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
         ),
         "a pod of A's tolerating B's taint": (
             "policy",
-            lambda: ann.apply(pod("p5", ns, a, tolerations=[plan.toleration(b)])),
+            lambda: ann.apply(pod("p5", ns, a, tolerations=[partitions.toleration(b)])),
         ),
         "a pod of A's tolerating every taint": (
             "policy",
@@ -399,7 +400,7 @@ def guarded_writes(a: str, ann: Kube, b: str) -> dict[str, tuple[str, object]]:
 
 def allowed_writes(a: str, ann: Kube) -> dict[str, tuple[object, object]]:
     """What learner ``a`` may do in their slice, with the call that undoes it: the refusals above are not all-refusing."""
-    ns = plan.lesson_namespaces(a)[0]
+    ns = access.lesson_namespaces(a)[0]
     from kailab.labels import NODEPOOL_LABEL
 
     # kube-scheduler's, confined as kailab confines it: their node pool selected

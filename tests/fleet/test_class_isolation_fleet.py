@@ -14,7 +14,7 @@ import itertools
 import isolation  # tests/fleet/isolation.py
 import pytest
 
-from kailab.classroom import plan
+from kailab.classroom import access
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE
 
@@ -46,12 +46,12 @@ def test_each_learner_is_refused_everything_outside_their_slice(kai_lab, a_class
     lab_namespaces = sorted(
         ns.metadata.name
         for ns in admin.core.list_namespace().items
-        if not any(ns.metadata.name in plan.lesson_namespaces(n) for n in LEARNERS)
+        if not any(ns.metadata.name in access.lesson_namespaces(n) for n in LEARNERS)
     )
     checked = 0
     for learner, creds in a_class_of_three.items():
         want = isolation.expected(learner)
-        own = plan.lesson_namespaces(learner)
+        own = access.lesson_namespaces(learner)
         seen: dict[str, isolation.Matrix] = {}
         for ns in own:
             found = isolation.rules(creds, ns)
@@ -61,7 +61,7 @@ def test_each_learner_is_refused_everything_outside_their_slice(kai_lab, a_class
             assert seen["cluster"] == want["cluster"], (learner, ns, seen["cluster"])
             checked += 1
         for other in (n for n in LEARNERS if n != learner):
-            for ns in plan.lesson_namespaces(other):
+            for ns in access.lesson_namespaces(other):
                 got = isolation.matrix(isolation.rules(creds, ns), kinds, verbs, namespaced=True)
                 assert got == want["another learner's namespace"], (learner, other, ns, got)
                 seen["another learner's namespace"] = got
@@ -116,7 +116,7 @@ def test_each_learners_writes_on_shared_kinds_stay_in_their_slice(kai_lab, a_cla
         assert changeable(admin.get(api, kind, name)) == obj, (kind, name)
     for n in LEARNERS:
         assert admin.get(isolation.PC_API, "PriorityClass", f"{n}-everyone") is None
-        assert admin.core.list_namespaced_pod(plan.lesson_namespaces(n)[0]).items == []
+        assert admin.core.list_namespaced_pod(access.lesson_namespaces(n)[0]).items == []
     for learner, creds in a_class_of_three.items():  # and what is theirs to do is allowed
         for what, (do, undo) in isolation.allowed_writes(learner, creds).items():
             assert isolation.refusal(do) == (0, ""), (learner, what)

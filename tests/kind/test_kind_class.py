@@ -29,12 +29,12 @@ import pytest
 import yaml
 from test_kind_e2e import assert_down_left_nothing, docker_before, kailab, same_on_kind
 
-from kailab import network
-from kailab.classroom import credentials, plan, shards
+from kailab import network, partitions, shards
+from kailab.classroom import access, credentials
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL, PODGROUP_API
-from kailab.runtimes.kind import SCHEDULER_RESOURCES
 from kailab.runtimes.kind_offline import KAI_REGISTRY
+from kailab.runtimes.kind_plan import SCHEDULER_RESOURCES
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 sys.path.insert(0, str(Path(__file__).parent.parent / "fleet"))
@@ -75,7 +75,7 @@ def podgroup(name: str, namespace: str, pool: str, queue: str) -> dict:
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {**plan.owner("ann").labels, NODEPOOL_LABEL: pool},
+            "labels": {**partitions.owner("ann").labels, NODEPOOL_LABEL: pool},
         },
         "spec": {"minMember": 1, "queue": queue},
     }
@@ -90,7 +90,7 @@ def assert_isolated(admin: Kube, learners: dict[str, Kube]) -> None:
     for name in learners:
         for obj in isolation.others_objects(name):
             admin.apply(obj)
-    everyone = {ns for n in learners for ns in plan.lesson_namespaces(n)}
+    everyone = {ns for n in learners for ns in access.lesson_namespaces(n)}
     for name, creds in learners.items():
         want, seen = isolation.expected(name), {}
         for ns in [n.metadata.name for n in admin.core.list_namespace().items]:
@@ -98,7 +98,7 @@ def assert_isolated(admin: Kube, learners: dict[str, Kube]) -> None:
             got = isolation.matrix(found, kinds, verbs, namespaced=True)
             scope = (
                 "own namespace"
-                if ns in plan.lesson_namespaces(name)
+                if ns in access.lesson_namespaces(name)
                 else "another learner's namespace"
                 if ns in everyone
                 else KAI_NAMESPACE
@@ -153,7 +153,7 @@ def test_a_class_of_two_on_kind_runs_each_learners_scheduler_and_lessons_as_on_a
         assert kailab("join", str(creds / "ann.kubeconfig"), env=ann_env, timeout=120).returncode == 0
         ann = Kube(creds / "ann.kubeconfig")
         assert_isolated(admin, {n: Kube(creds / f"{n}.kubeconfig") for n in LESSONS})
-        ns = plan.lesson_namespaces("ann")[0]
+        ns = access.lesson_namespaces("ann")[0]
         theirs = refusal(lambda: ann.apply(podgroup("aimed", ns, "bob", "bob-team")))
         assert theirs[0] == 403 and credentials.POLICY in theirs[1] and "PodGroup" in theirs[1], theirs
         assert refusal(lambda: ann.apply(podgroup("hers", ns, "ann", "ann-team"))) == (0, "")

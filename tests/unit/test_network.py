@@ -11,11 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 from kailab import network
-from kailab.classroom.partitions import LocalClass, OperatorClass
+from kailab.classroom.klass import Class
 from kailab.errors import KailabError
 from kailab.labstate import LabState
-from kailab.runtimes.kind import kind_config
+from kailab.runtimes.kind_plan import kind_config
 from kailab.runtimes.local import LocalRuntime
+from kailab.runtimes.local_partitions import LocalPartitions
+from kailab.runtimes.operator_partitions import OperatorPartitions
 
 HERE = ["127.0.0.1", "::1", "10.20.0.1", "192.168.1.23", "fe80::1", "2001:db8::5"]
 
@@ -104,7 +106,7 @@ def _local_class(tmp_path, address: str, listening=()):
     rt = LocalRuntime(home=tmp_path)
     LabState("local", str(rt.kubeconfig()), address=address).write(tmp_path)
     rt.listening_beyond_loopback = lambda: list(listening)  # type: ignore[method-assign]
-    return LocalClass(rt)
+    return Class(LocalPartitions(rt), address=LabState.read(tmp_path).address)
 
 
 def test_class_up_names_the_labs_address_in_every_kubeconfig_and_says_what_is_open(tmp_path, monkeypatch):
@@ -138,7 +140,7 @@ def test_class_up_at_an_address_the_lab_does_not_listen_at_is_refused_before_any
 
 
 def test_on_an_adopted_cluster_learners_get_its_api_server_as_the_kubeconfig_names_it(tmp_path):
-    adopted = OperatorClass(SimpleNamespace(makes_cluster=False, home=tmp_path, name="existing"))
+    adopted = Class(OperatorPartitions(SimpleNamespace(home=tmp_path)), adopted=True)  # type: ignore[arg-type]
     server, said = adopted.learners_server(_kube("https://cluster.example:6443"))
     assert server == "https://cluster.example:6443" and "must be an address they reach" in said
     with pytest.raises(KailabError, match="--address is for labs kailab makes"):
