@@ -39,6 +39,7 @@ from kailab.runtimes.base import PartitionHost, SchedulerControl
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.model import DeletePods, NodeStep, Scenario, Wait
 from kailab.scenarios.prefix import prefixed
+from kailab.scheduler_settings import SchedulerSettings
 
 LAB_ID_PREFIX = "class-"
 CLASS_STATE = "class.json"  # the class's partitions (its learners), in the host's folder
@@ -188,6 +189,34 @@ class Partitions:
         self.host.ready(kube)
         kube.apply(shards.shard_object(partition, owner(partition).labels))
         self.control(partition, kube).start()
+
+    def reset(self, kube: Kube, fleet: Fleet, partition: str) -> None:
+        """A partition back to clean, as made: its scheduler running with the lab's defaults (its shard made again if
+        it is gone), its lesson namespaces emptied (the namespaces, and the lesson records in them, stay), its queues,
+        priority classes and topologies deleted, its nodes made again as the fleet has them (a lesson cut short may
+        have cordoned, tainted or relabelled one)."""
+        selector = owner(partition).selector()
+        self.host.ready(kube)
+        if kube.get(SHARD_API, shards.KIND, shards.shard_name(partition)) is None:
+            kube.apply(shards.shard_object(partition, owner(partition).labels))
+        self.control(partition, kube).start(SchedulerSettings())
+        for ns in kube.core.list_namespace(label_selector=selector).items:
+            kube.empty_namespace(ns.metadata.name)
+        for api, kind in CLUSTER_KINDS:
+            for obj in kube.list(api, kind, label_selector=selector):
+                kube.delete(api, kind, obj["metadata"]["name"])
+        kube.core.delete_collection_node(label_selector=f"{node_selector(partition)},{selector}")
+        if not wait_until_gone(
+            lambda: kube.core.list_node(label_selector=f"{node_selector(partition)},{selector}").items, 60
+        ):
+            raise KailabError(f"{partition}'s nodes were not deleted within 60s.", hint="See: kubectl get nodes")
+        create_fleet(
+            kube,
+            fleet,
+            timeout=60,
+            nodes=nodes(fleet, partition),
+            logs_hint="Is the KWOK controller running? See: kailab status",
+        )
 
     def stop_scheduler(self, kube: Kube, partition: str) -> None:
         """The partition's scheduler gone at once: its shard deleted (what ran it stops it), and what the host keeps

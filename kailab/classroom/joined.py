@@ -25,8 +25,9 @@ from kailab import labdir, partitions
 from kailab.classroom import access, credentials
 from kailab.errors import KailabError
 from kailab.kube import Kube
-from kailab.labels import RECORD_LABEL
 from kailab.ownership import CLUSTER_KINDS
+from kailab.scheduler_settings import SchedulerSettings
+from kailab.shards import ShardSchedulerControl
 
 FILE = "class-credential.json"
 CONTEXT_PREFIX = "kailab-class-"
@@ -115,9 +116,11 @@ def whoami(kube: Kube, path: Path) -> str:
 
 
 def leave(joined: Joined, home: Path) -> list[str]:
-    """A learner's ``down``: empty their lesson namespaces and delete their queues, priority classes and lesson
-    records (their own only: the credential allows nothing else), then forget the credential. A class that has
-    ended (the credential revoked, the cluster gone) is left all the same, and said so (KailabError, after)."""
+    """A learner's ``down``: empty their lesson namespaces and delete their queues and priority classes (their own
+    only: the credential allows nothing else), their scheduler left running with the lab's defaults, then forget
+    the credential. Their lesson records stay, for the instructor's ``class status``; their namespaces and shard
+    stay, so the next lesson (after ``kailab join`` again) starts clean. A class that has ended (the credential
+    revoked, the cluster gone) is left all the same, and said so (KailabError, after)."""
     kube = Kube(joined.kubeconfig)
     try:
         whoami(kube, joined.kubeconfig)
@@ -132,11 +135,11 @@ def leave(joined: Joined, home: Path) -> list[str]:
     for name in access.lesson_namespaces(joined.learner):
         if kube.get("v1", "Namespace", name) is not None:
             kube.empty_namespace(name)
-            kube.core.delete_collection_namespaced_config_map(name, label_selector=RECORD_LABEL)
             done.append(name)
     for api, kind in CLUSTER_KINDS:
         for obj in kube.list(api, kind, label_selector=owner.selector()):
             kube.delete(api, kind, obj["metadata"]["name"])
             done.append(obj["metadata"]["name"])
+    ShardSchedulerControl(kube, joined.learner).start(SchedulerSettings())  # a no-op when it runs so already
     (home / FILE).unlink(missing_ok=True)
     return done

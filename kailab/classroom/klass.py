@@ -220,6 +220,48 @@ class Class:
                 access.grant(kube, done, out, self.host.usage_db_url(), server)
         return new
 
+    def add(
+        self,
+        kube: Kube,
+        roster: Roster,
+        fleet: Fleet,
+        progress: Progress,
+        out: Path | None = None,
+        server: str | None = None,
+    ) -> list[str]:
+        """``class add``: late joiners, each a partition and (with ``out``) a kubeconfig of their own; nobody else's
+        partition or kubeconfig is touched. A name already in the class is refused before anything is applied."""
+        have = [n for n in roster.names if n in self.learners()]
+        if have:
+            raise RosterError(
+                f"Already in this lab's class: {', '.join(have)}. Nothing was applied.",
+                hint="A learner whose slice is in a bad state: kailab class reset --learner NAME",
+            )
+        added = self.up(kube, roster, fleet, progress, available=None)
+        if out is not None:
+            with progress.step(f"Credentials: a kubeconfig for {', '.join(added)} in {out}"):
+                access.grant(kube, added, out, self.host.usage_db_url(), server)
+        return added
+
+    def reset(self, kube: Kube, learners: list[str], fleet: Fleet, progress: Progress) -> list[str]:
+        """``class reset``: these learners' slices back to clean (:meth:`~kailab.partitions.Partitions.reset`) —
+        their records and credential kept, so their kubeconfig keeps working; nobody else's slice is touched. A name
+        not in the class is refused before anything is changed."""
+        unknown = [n for n in learners if n not in self.learners()]
+        if unknown or not learners:
+            raise KailabError(
+                f"No learner named {', '.join(unknown)} in this lab's class."
+                if unknown
+                else "Say whose slice to reset: --learner NAME.",
+                hint=f"Learners: {', '.join(self.learners()) or 'none'}.",
+            )
+        with progress.step(
+            f"Resetting {', '.join(learners)}: scheduler to the lab's defaults, lesson namespaces emptied, queues and "
+            "priority classes deleted, nodes made again (records and credentials kept)"
+        ):
+            each(learners, lambda learner: self.parts.reset(Kube(kube.kubeconfig, kube.context), fleet, learner))
+        return learners
+
     def down(self, kube: Kube, learners: list[str] | None, progress: Progress) -> list[str]:
         """Remove these learners (None: all): their scheduler, namespaces, queues, priority classes and nodes."""
         have = self.learners()

@@ -85,6 +85,42 @@ def up(
         render.stdout.print(said, markup=False, highlight=False)
 
 
+@app.command("add")
+def add(
+    learner: list[str] = typer.Option(..., "--learner", help="A late joiner by name (repeat for each)."),
+    out: Path | None = typer.Option(None, "--out", help="Write their kubeconfig here (NAME.kubeconfig)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Add late joiners mid-class: a fleet, a KAI partition and a kubeconfig each; nobody else's is touched."""
+    from kailab.classroom import roster
+    from kailab.fleet import load_fleet
+
+    wanted = roster.from_names(learner)  # checked before anything is applied
+    lab = Lab.open()
+    klass = lab.klass()
+    server, said = klass.learners_server(lab.kube)
+    added = klass.add(lab.kube, wanted, load_fleet(), Progress(quiet), out, server=server)
+    render.stdout.print(
+        f"Added: {', '.join(added)}. Class: {', '.join(klass.learners())}.", markup=False, highlight=False
+    )
+    if out is not None:
+        render.stdout.print(said, markup=False, highlight=False)
+
+
+@app.command("reset")
+def reset(
+    learner: list[str] = typer.Option(..., "--learner", help="Whose slice to reset (repeat for each)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Put a learner's slice back to clean: their scheduler running with the lab's defaults, lesson namespaces
+    emptied, queues deleted, nodes made again. Their records and kubeconfig stay; nobody else is touched."""
+    from kailab.fleet import load_fleet
+
+    lab = Lab.open()
+    done = lab.klass().reset(lab.kube, learner, load_fleet(), Progress(quiet))
+    render.stdout.print(f"Reset: {', '.join(done)} (records and kubeconfig kept).", markup=False, highlight=False)
+
+
 @app.command("down")
 def down(
     learner: list[str] = typer.Option([], "--learner", help="Remove only this learner (repeat for each)."),

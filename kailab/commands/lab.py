@@ -137,7 +137,16 @@ def pool_counts(items: list[str]) -> dict[str, int]:
 
 def down(quiet: bool = QuietOpt) -> None:
     """Stop the lab and remove everything it made (uncaptured verdicts are kept for kailab evidence)."""
-    Lab.open().remove(Progress(quiet))
+    lab = Lab.open()
+    lab.remove(Progress(quiet))
+    if (joined := getattr(lab, "joined", None)) is not None:  # a class's learner: their slice stays
+        render.stdout.print(
+            "Left the class: your lesson records stay for your instructor, your slice for your next lesson. "
+            f"Back in: kailab join {joined.kubeconfig}",
+            markup=False,
+            highlight=False,
+        )
+        return
     render.stdout.print("Lab removed.")
 
 
