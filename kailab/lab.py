@@ -179,7 +179,7 @@ class Lab(ABC):
 
     def info(self) -> LabInfo:
         """The running lab's components; NotRunning when there is none."""
-        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+        raise no_lab(self.home)
 
     def status(self, with_queues: bool) -> dict:
         """``kailab status``: components, GPU nodes, and with ``with_queues`` each queue with its fair share."""
@@ -319,7 +319,19 @@ class Lab(ABC):
 
     def klass(self) -> Class:
         """The running lab's class; a clear error without a lab, or where the class is not this lab's to change."""
-        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+        raise no_lab(self.home)
+
+
+def no_lab(home: Path) -> NotRunning:
+    """No lab runs in ``home``: start one — or, in a folder that joined a class and left it, join it again."""
+    from kailab.classroom.joined import left
+
+    if (file := left(home)) is not None:
+        return NotRunning(
+            "No lab is running here: this folder left its class (kailab down).",
+            hint=f"Join it again: kailab join {file}",
+        )
+    return NotRunning("No lab is running.", hint="Start one: kailab up")
 
 
 class OwnLab(Lab):
@@ -340,7 +352,7 @@ class OwnLab(Lab):
         if os.environ.get("KAILAB_KUBECONFIG"):
             return Path(os.environ["KAILAB_KUBECONFIG"])
         if self.state is None:
-            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+            raise no_lab(self.home)
         return Path(self.state.kubeconfig)
 
     def context(self) -> str | None:
@@ -398,7 +410,7 @@ class OwnLab(Lab):
     def info(self) -> LabInfo:
         info = self.runtime.info() if self.runtime is not None else None
         if info is None:
-            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+            raise no_lab(self.home)
         return info
 
     def remove(self, progress: Progress) -> None:
@@ -456,7 +468,7 @@ class OwnLab(Lab):
 
         host = self.capabilities.partitions if self.runtime is not None else None
         if self.runtime is None:
-            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+            raise no_lab(self.home)
         if host is None:
             raise KailabError(f"The {self.runtime.traits.name} runtime cannot hold a class.")
         address = self.state.address if self.state is not None else ""
@@ -556,6 +568,27 @@ class LearnerSlice(Lab):
         labdir.refuse_unless_ours(self.home)
         with progress.step(f"Removing {self.learner}'s lesson objects (their namespaces stay, the instructor's)") as st:
             st.note(f"{len(leave(self.joined, self.home))} emptied or deleted")
+
+    def explain(self, name: str, namespace: str) -> list[Explanation]:
+        """As any lab's, but a Pending pod of theirs while their scheduler is stopped says that first (a lesson cut
+        short leaves it so; their next lesson, or the instructor's ``class reset``, starts it again)."""
+        found = super().explain(name, namespace)
+        if any(e.state == "Pending" for e in found) and not self._scheduler_runs():
+            for e in found:
+                if e.state == "Pending":
+                    e.details.insert(
+                        0,
+                        f"{self.learner}'s scheduler is stopped, so nothing in their partition is placed: a lesson "
+                        "cut short left it so. Your next kailab lesson or demo starts it again (or ask your "
+                        f"instructor: kailab class reset --learner {self.learner}).",
+                    )
+        return found
+
+    def _scheduler_runs(self) -> bool:
+        try:
+            return bool(self.control.running())
+        except KailabError:
+            return False
 
     def side_by_side(self) -> tuple[int, str]:
         return 0, "you run a class learner's slice"

@@ -40,12 +40,29 @@ class Joined:
 
 
 def current(home: Path) -> Joined | None:
-    """The class credential this lab folder joined with; None when it joined none."""
+    """The class credential this lab folder joined with; None when it joined none (or left: :func:`left`)."""
     try:
         data = json.loads((home / FILE).read_text())
-        return Joined(str(data["learner"]), Path(data["kubeconfig"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        return None if data.get("left") else Joined(str(data["learner"]), Path(data["kubeconfig"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def left(home: Path) -> Path | None:
+    """The credential this lab folder joined a class with and left (``kailab down``), for the hint that brings the
+    learner back (``kailab join FILE``, never ``kailab up``); None otherwise."""
+    try:
+        data = json.loads((home / FILE).read_text())
+        return Path(data["kubeconfig"]) if data.get("left") else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _leave_folder(joined: Joined, home: Path) -> None:
+    """This folder no longer acts in the class; it remembers the file it joined with, for the hints."""
+    (home / FILE).write_text(
+        json.dumps({"learner": joined.learner, "kubeconfig": str(joined.kubeconfig), "left": True}, indent=1)
+    )
 
 
 def learner_of(path: Path) -> str:
@@ -125,7 +142,7 @@ def leave(joined: Joined, home: Path) -> list[str]:
     try:
         whoami(kube, joined.kubeconfig)
     except KailabError as e:  # nothing of theirs to remove there, or nothing that answers: the class's to clear
-        (home / FILE).unlink(missing_ok=True)
+        _leave_folder(joined, home)
         raise KailabError(
             f"{e.message} Nothing was removed on the cluster; this folder has left the class.",
             hint="The instructor's kailab class down removes what is left of yours.",
@@ -141,5 +158,5 @@ def leave(joined: Joined, home: Path) -> list[str]:
             kube.delete(api, kind, obj["metadata"]["name"])
             done.append(obj["metadata"]["name"])
     ShardSchedulerControl(kube, joined.learner).start(SchedulerSettings())  # a no-op when it runs so already
-    (home / FILE).unlink(missing_ok=True)
+    _leave_folder(joined, home)
     return done

@@ -214,4 +214,33 @@ def test_a_learners_down_keeps_their_lesson_records_and_leaves_their_scheduler_r
     (tmp_path / joined.FILE).write_text("{}")
     done = joined.leave(joined.Joined("ann", tmp_path / "ann.kubeconfig"), tmp_path)
     assert "ann-kailab-quota" in done and started == [("ann", SchedulerSettings())]
-    assert not (tmp_path / joined.FILE).exists()  # this folder has left the class
+    assert joined.current(tmp_path) is None  # this folder has left the class, and says how to come back
+    assert joined.left(tmp_path) == tmp_path / "ann.kubeconfig"
+    from kailab.lab import Lab
+
+    with pytest.raises(KailabError, match="this folder left its class") as e:
+        Lab.open(tmp_path).info()
+    assert e.value.hint == f"Join it again: kailab join {tmp_path / 'ann.kubeconfig'}"
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_a_learners_explain_says_first_that_their_scheduler_is_stopped(tmp_path, monkeypatch, runs):
+    from kailab import explain
+    from kailab.lab import LearnerSlice
+
+    monkeypatch.setattr(
+        explain, "gather", lambda *a: [explain.Explanation("p", "Pending", "x"), explain.Explanation("q", "Bound", "y")]
+    )
+    lab = LearnerSlice(tmp_path, joined.Joined("ann", tmp_path / "ann.kubeconfig"))
+    lab.__dict__.update(
+        kube=None,
+        view=SimpleNamespace(fair_shares=lambda: {}, nodes=None),
+        control=SimpleNamespace(running=lambda: runs),
+    )
+    pending, bound = lab.explain("p", "ann-kailab-quota")
+    assert bound.details == []
+    if runs:
+        assert pending.details == []
+    else:
+        assert "ann's scheduler is stopped" in pending.details[0]
+        assert "kailab class reset --learner ann" in pending.details[0]
