@@ -122,6 +122,10 @@ def one_size(rt: LocalRuntime, klass: Class, kube: Kube, count: int, lessons: li
         "cpu_each": lab_cpu(split) / (count * len(lessons)),
         "scheduler_rss": sum(scheduler_rss) / max(1, len(scheduler_rss)),
         "split": split.report(wall),
+        "per_lesson": {
+            lesson: sorted(vs[i]["seconds"] for vs in verdicts.values() if len(vs) > i)
+            for i, lesson in enumerate(lessons)
+        },
     }
 
 
@@ -216,6 +220,9 @@ def main() -> None:
             print(f"    {learner} {lesson}: {outcome} — {'; '.join(map(str, why))[:300]}")
         for learner, error in got["errors"].items():
             print(f"    {learner}: {error[:300]}")
+        for lesson, secs in got["per_lesson"].items():  # each learner's time to that lesson's verdict
+            if secs:
+                print(f"    {lesson:<15} median {secs[len(secs) // 2]:5.1f} s, slowest {secs[-1]:5.1f} s", flush=True)
         print(got["split"], flush=True)
     if per_lesson and runs:
         print("\n".join(sizing(per_lesson, runs, base_mib, [int(n) for n in args.sizes.split(",")])))
