@@ -489,7 +489,9 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
 def recovers_mid_class(kai_lab, ann, out: Path, tmp_path: Path) -> None:
     """Issue 42, item 3, on the class of the test above (ann joined, bob beside her): a scheduler a lesson cut short
     left stopped is said and restored by ann's next lesson; ``class reset`` puts ann's slice back to clean, her
-    records and kubeconfig kept, bob untouched; ``class add`` brings cai in, writing her kubeconfig alone."""
+    records and kubeconfig kept, bob untouched; ``class add`` brings cai in, writing her kubeconfig alone. Prints
+    what it adds to the test's time (CI's budget)."""
+    began = time.monotonic()
     shards.ShardSchedulerControl(kai_lab.kube, "ann").stop()  # as an interrupted placement lesson leaves it
     assert json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)["ann"]["scheduler"] == "stopped"
     run = ann("demo", "quota", "--json")
@@ -543,6 +545,7 @@ def recovers_mid_class(kai_lab, ann, out: Path, tmp_path: Path) -> None:
     assert shards.ShardSchedulerControl(Kube(late / "cai.kubeconfig"), "cai").running()  # hers, through her file
     again = kai_lab.cli("class", "add", "--learner", "ann")
     assert again.returncode == 1 and "Already in this lab's class: ann" in again.stderr, again.stderr
+    print(f"recovers_mid_class: {time.monotonic() - began:.1f} s")
 
 
 def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_queues(kai_lab, tmp_path):
