@@ -190,6 +190,10 @@ def up(
     else:
         cls, why = choose_runtime(runtime)
     check_options(cls, options)
+    if cls.makes_cluster and not running:  # its nodes run on this machine: refused, with the figures, if they won't fit
+        from kailab.sizing import check_lab
+
+        check_lab(spec.node_count)
     progress.info(Text.assemble("Runtime: ", (cls.name, "bold"), f" ({why})"))
     rt = cls()
     found = rt.preflight(options)  # an adopted cluster is checked, and said, before anything changes
@@ -685,6 +689,7 @@ def bench(
     if pods > nodes * gpus_per_node:
         raise typer.BadParameter(f"{pods} pods do not fit on {nodes} × {gpus_per_node} GPUs.", param_hint="--pods")
     names = [b.SCHEDULERS[s] for s in (("default", "kai") if scheduler == "both" else (scheduler,))]
+    b.check_size(nodes, gpus_per_node, pods, names)  # a size this machine cannot hold: refused, nothing made
     runs = b.run(
         lab.connect(),
         names,
@@ -768,9 +773,11 @@ def _ask(question: str) -> str:
 def _ask_prediction(p):
     """A graded prediction's answer from the terminal, asked again until it is one; None if left empty."""
     from kailab.predictions import how_to_answer, parse
+    from kailab.termtext import plain
 
     while True:
-        text = typer.prompt(f"{p.ask} ({how_to_answer(p)}; Enter skips)", default="", show_default=False)
+        ask = plain(f"{p.ask} ({how_to_answer(p)}; Enter skips)")  # a scenario's text: never a terminal's command
+        text = typer.prompt(ask, default="", show_default=False)
         if not text.strip():
             return None
         try:
@@ -794,11 +801,18 @@ def join(file: Path = typer.Argument(..., help="The kubeconfig your instructor h
 
 
 @app.callback()
-def _slice() -> None:
-    """Every command of a learner who joined a class first says whose slice it acts on."""
+def _slice(ctx: typer.Context) -> None:
+    """Every command of a learner who joined a class first says whose slice it acts on; in a folder whose join
+    record is damaged, every command but ``down`` (which clears it), ``join`` and ``version`` says so instead."""
+    from kailab.classroom.joined import DamagedJoin
+
     try:
         j = lab.joined()
-    except Exception:  # noqa: BLE001 (a damaged file: the command itself says what is wrong)
+    except DamagedJoin:
+        if ctx.invoked_subcommand in ("down", "join", "version", "doctor"):
+            return
+        raise
+    except Exception:  # noqa: BLE001 (another damaged file: the command itself says what is wrong)
         j = None
     if j is not None:
         from kailab.classroom.lessons import slice_line

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
 from jinja2 import Environment, PackageLoader
 
-from kailab import labdir, versions
+from kailab import labdir, outfile, userfile, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL
@@ -36,17 +35,21 @@ class NothingToCapture(Exception):
 # -- verdicts between captures ----------------------------------------------------------------
 
 
+PENDING_HINT = "Move it out of the lab folder (kailab wrote no such thing there), then run again."
+
+
 def record_verdict(home: Path, record: dict) -> None:
     """Remember a verdict (with its timeline and applied objects) until the next capture."""
     labdir.claim(home)
-    with open(home / PENDING, "a") as fh:
-        fh.write(json.dumps(record) + "\n")
+    outfile.append_own(home / PENDING, json.dumps(record), root=home, hint=PENDING_HINT)
 
 
 def check_recordable(home: Path) -> None:
-    """Raise, before a run, when its verdict could not be kept in ``home`` (not kailab's, a file, not writable)."""
+    """Raise, before a run, when its verdict could not be kept in ``home`` (not kailab's, a file, not writable,
+    its verdicts file not a file kailab wrote)."""
     labdir.claim(home)
     pending = home / PENDING
+    outfile.check_own(pending, home, PENDING_HINT)
     if not os.access(home, os.W_OK | os.X_OK) or (pending.exists() and not os.access(pending, os.W_OK)):
         raise KailabError(
             f"The lab folder {home} cannot be written, so a verdict could not be kept there.",
@@ -54,11 +57,53 @@ def check_recordable(home: Path) -> None:
         )
 
 
-def pending_verdicts(home: Path) -> list[dict]:
+def pending_verdicts(home: Path, skipped: list[str] | None = None) -> list[dict]:
+    """The verdicts kept since the last capture, each checked whole. A line that is not one (a damaged file) is left
+    out, and said in ``skipped`` ("line N: why")."""
     path = home / PENDING
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def damaged(why: str) -> KailabError:
+        return KailabError(f"The verdicts not yet captured ({path}) cannot be read: {why}.", hint=PENDING_HINT)
+
+    text = userfile.read_own(path, damaged)
+    out = []
+    for n, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(_verdict_record(line))
+        except ValueError as e:
+            if skipped is not None:
+                skipped.append(f"line {n}: {e}")
+    return out
+
+
+def _verdict_record(line: str) -> dict:
+    """A line of the verdicts file as the record kailab kept, its fields checked (pydantic); ValueError saying why
+    it is not one."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from kailab.checks import Verdict
+
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        raise ValueError("not JSON") from None
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    known = {k: v for k, v in record.items() if k in Verdict.__dataclass_fields__}
+    try:
+        verdict = TypeAdapter(Verdict).validate_python(known)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if not all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], (int, float)) and isinstance(p[1], dict)
+        for p in verdict.timeline
+    ):
+        raise ValueError("its timeline is not [[seconds, {queue: GPUs}], …]")
+    lesson = record.get("lesson")
+    return {**verdict.to_record(), **({"lesson": lesson} if isinstance(lesson, dict) else {})}
 
 
 # -- what a snapshot holds --------------------------------------------------------------------
@@ -225,14 +270,8 @@ def snapshot_dir(root: Path, now: datetime | None = None) -> Path:
 
 
 def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) -> Path:
-    """Write every file under a temporary name, then rename: complete or absent, never overwriting."""
-    if target.exists():
-        raise FileExistsError(f"{target} exists; a snapshot is never overwritten")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.partial-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    """Write every file in a new folder (:func:`kailab.outfile.new_folder`): complete or absent, never overwriting."""
+    with outfile.new_folder(target, "a snapshot") as tmp:
         for name, text in files.items():
             (tmp / name).write_text(text)
         if any(v.get("timeline") for v in verdicts):
@@ -240,10 +279,6 @@ def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) ->
             (tmp / "timeline.json").write_text(
                 json.dumps({v["scenario"]: v["timeline"] for v in verdicts if v.get("timeline")}, indent=1)
             )
-        os.rename(tmp, target)  # the OS refuses a target that has files in it
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 
@@ -259,8 +294,13 @@ def capture(
     """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts.
 
     ``namespaces``: the label selector of the lab's exercise namespaces; ``slice_of``: see :func:`gather`."""
-    verdicts = pending_verdicts(home)
+    skipped: list[str] = []
+    verdicts = pending_verdicts(home, skipped)
     files = gather(kube, verdicts, fair_shares, namespaces, slice_of)
+    if skipped:
+        files["verdicts-unreadable.txt"] = f"Lines of {home / PENDING} that were not verdicts, left out:\n" + "".join(
+            f"{line}\n" for line in skipped
+        )
     target = write_snapshot(files, verdicts, out or snapshot_dir(root))
     (home / PENDING).unlink(missing_ok=True)
     return target

@@ -95,6 +95,64 @@ def check_credential_plugin(path: Path, data: dict, context: str | None) -> str 
     return None
 
 
+# What the official client reads as text in a kubeconfig's cluster and user entries (anything else there is passed by)
+_TEXT_FIELDS = {
+    "cluster": ("server", "certificate-authority", "certificate-authority-data", "tls-server-name", "proxy-url"),
+    "user": (
+        "token",
+        "tokenFile",
+        "client-certificate",
+        "client-certificate-data",
+        "client-key",
+        "client-key-data",
+        "username",
+        "password",
+    ),
+}
+
+
+def kubeconfig_problem(data: dict, context: str | None = None) -> str | None:
+    """What in a kubeconfig's shape the official client would trip over (a traceback, not a message), in words;
+    None when there is nothing. ``context``: the one to use (None: its current one); a ``context`` that is not there
+    is left to the client, whose error the caller turns into a list of the contexts there are."""
+
+    def kind(value: object) -> str:
+        return "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else repr(value)[:40]
+
+    entries: dict[str, dict[str, dict]] = {}
+    for key, inner in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
+        items = data.get(key)
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            return f"its {key} are {kind(items)}, not a list"
+        entries[key] = {}
+        for n, item in enumerate(items, 1):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                return f"{key}[{n}] is not a mapping with a name"
+            body = item.get(inner)
+            if not isinstance(body, dict) and not (inner == "user" and body is None):
+                return f"{key}[{n}] ({item['name']}) has no {inner} mapping (found {kind(body)})"
+            for field in _TEXT_FIELDS.get(inner, ()):
+                if isinstance(body, dict) and field in body and not isinstance(body[field], str):
+                    return f"{key}[{n}] ({item['name']}): {field} is {kind(body[field])}, not text"
+            entries[key][item["name"]] = body or {}
+    name = context or data.get("current-context")
+    if not isinstance(name, str) or not name:
+        return "it names no current context (current-context)"
+    if name not in entries["contexts"]:
+        return None if context else f"its current context {name!r} is not one of its contexts"
+    ctx = entries["contexts"][name]
+    for ref, key in (("cluster", "clusters"), ("user", "users")):
+        if ref == "user" and ctx.get("user") in (None, ""):
+            continue
+        if not isinstance(ctx.get(ref), str) or ctx[ref] not in entries[key]:
+            return f"its context {name!r} names the {ref} {ctx.get(ref)!r}, which is not one of its {key}"
+    if not isinstance(entries["clusters"][ctx["cluster"]].get("server"), str):
+        return f"its cluster {ctx['cluster']!r} has no server"
+    return None
+
+
 def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
     """The client configuration for a kubeconfig's context; a :class:`KailabError` that names what is wrong
     with the file (not a file, too large, not YAML, not a mapping, bad base64 data, a server that is not a URL,
@@ -104,6 +162,8 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
     hint = "Check it with: kubectl --kubeconfig PATH get nodes"
     f = YamlFile(Path(path), KailabError, hint)
     data = f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    if problem := kubeconfig_problem(data, context):
+        raise KailabError(f"The kubeconfig {path} cannot be used: {problem}.", hint=hint)
     failure = check_credential_plugin(Path(path), data, context)
     if failure:
         raise KailabError(
@@ -119,6 +179,10 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
             f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
             hint=hint,
         ) from None
+    except config.ConfigException as e:
+        if context and f"name {context} in" in str(e):  # a context that is not there: the caller names the others
+            raise
+        raise KailabError(f"The kubeconfig {path} cannot be used: {str(e)[:300]}.", hint=hint) from None
     url = urllib.parse.urlsplit(cfg.host or "")
     if url.scheme not in ("http", "https") or not url.hostname:
         raise KailabError(

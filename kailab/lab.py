@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from kailab import labdir
-from kailab.errors import NotRunning
+from kailab.errors import KailabError, NotRunning
 from kailab.kube import Kube
 from kailab.labstate import LabState
 from kailab.ownership import Owner
@@ -32,7 +32,14 @@ def remove(progress: Progress) -> None:
     what it can find of its own (processes by identity, files it writes) — nothing else."""
     home = lab_home()
     labdir.refuse_unless_ours(home)
-    if j := joined():  # a learner's down: their own objects only, then the credential is forgotten
+    from kailab.classroom.joined import DamagedJoin, forget
+
+    try:
+        j = joined()
+    except DamagedJoin as e:  # a join whose record cannot be read: the record goes, nothing on the cluster
+        forget(home, progress, e)
+        return
+    if j:  # a learner's down: their own objects only, then the credential is forgotten
         from kailab.classroom.joined import leave
 
         with progress.step(f"Removing {j.learner}'s lesson objects (their namespaces stay, the instructor's)") as st:
@@ -61,7 +68,12 @@ def remove_class(rt: Runtime, progress: Progress) -> None:
     if rt.makes_cluster:
         klass.forget()  # the class goes with the cluster; on kind its state file is in the lab folder
         return
-    if not klass.learners():
+    try:
+        if not klass.learners():
+            return
+    except KailabError as e:  # a damaged class file: the lab goes all the same, and what is left is said
+        progress.info(f"{e.message} The class's learners are left on the cluster.", style="yellow")
+        klass.forget()
         return
     try:
         kube = connect()

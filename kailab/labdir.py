@@ -7,9 +7,13 @@ has not yet captured as evidence are kept across ``down`` and the next ``up``.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import stat
 from pathlib import Path
 
+from kailab import outfile
 from kailab.errors import KailabError
 from kailab.progress import Progress
 
@@ -18,7 +22,11 @@ VERDICTS = "verdicts-since-capture.jsonl"  # what `kailab evidence` has not capt
 
 
 def is_ours(home: Path) -> bool:
-    return (home / MARKER).is_file()
+    """True when ``home`` holds kailab's marker: a regular file (a symbolic link there is not kailab's)."""
+    try:
+        return stat.S_ISREG(os.lstat(home / MARKER).st_mode)
+    except OSError:
+        return False
 
 
 def claim(home: Path) -> Path:
@@ -40,11 +48,16 @@ def claim(home: Path) -> Path:
         )
     try:
         home.mkdir(parents=True, exist_ok=True)
-        (home / MARKER).write_text("This folder was made by kailab for its lab; `kailab down` removes it.\n")
     except OSError as e:
         raise KailabError(
             f"The lab folder {home} cannot be written: {e.strerror or e}.",
             hint="Point KAILAB_HOME at a folder you can write.",
+        ) from e
+    try:
+        outfile.write_own(home / MARKER, "This folder was made by kailab for its lab; `kailab down` removes it.\n")
+    except outfile.WriteRefused as e:
+        raise KailabError(
+            f"The lab folder {home} cannot be written: {e.message}", hint="Point KAILAB_HOME at a folder you can write."
         ) from e
     return home
 
@@ -66,17 +79,25 @@ def remove(home: Path, entries: list[str]) -> list[str]:
     refuse_unless_ours(home)
     if not home.exists():
         return []
-    for name in entries:
+    for name in entries:  # each on its own: one that cannot be removed leaves the rest removed, and is said (left)
         path = home / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    if not (home / VERDICTS).exists():
-        (home / MARKER).unlink(missing_ok=True)
-    left = sorted(p.name for p in home.iterdir())
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass
+    with contextlib.suppress(OSError):
+        if not os.path.lexists(home / VERDICTS):
+            (home / MARKER).unlink(missing_ok=True)
+    try:
+        left = sorted(p.name for p in home.iterdir())
+    except OSError:
+        return []
     if not left:
-        home.rmdir()
+        with contextlib.suppress(OSError):
+            home.rmdir()
     return left
 
 

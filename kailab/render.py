@@ -1,7 +1,8 @@
 """Formatters: verdicts, status, queues, bench runs and findings as rich tables or JSON. Nothing here reads the cluster.
 
-Text from users and clusters (titles, notes, names, messages) is printed as it is: :data:`stdout` has Rich
-markup off, and colour is given as a style or a :class:`~rich.text.Text`, never as ``[red]`` in a string.
+Text from users and clusters (titles, notes, names, messages) is data: :data:`stdout` has Rich markup off (colour
+is given as a style or a :class:`~rich.text.Text`, never as ``[red]`` in a string) and takes every control and escape
+sequence out of what it prints (:class:`kailab.termtext.PlainConsole`).
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ import json
 import sys
 from collections.abc import Callable
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from kailab.checks import Verdict
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
+from kailab.termtext import PlainConsole
 
-stdout = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 140)
+stdout = PlainConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 
 
 def verdict_table(v: Verdict) -> Table:

@@ -68,15 +68,21 @@ def up(
     learner: list[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
     roster: Path | None = typer.Option(None, "--roster", help="A file with one learner name a line."),
     out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace kubeconfigs in --out that kailab did not write (or that were changed)."
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI partition (a SchedulingShard) of their own."""
+    from kailab.classroom import access
     from kailab.fleet import load_fleet
 
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
     klass = lab_class()
+    if out is not None:  # nor anything applied when a kubeconfig could not be written
+        access.check_out(out, [*klass.learners(), *wanted.names], force)
     progress = Progress(quiet)
-    added = klass.up(lab.connect(), wanted, load_fleet(), progress, out)
+    added = klass.up(lab.connect(), wanted, load_fleet(), progress, out, force=force)
     render.stdout.print(
         f"Class: {', '.join(klass.learners())} ({len(added)} added). "
         "A learner's lessons: kailab class demo NAME --learner LEARNER",
@@ -113,7 +119,7 @@ def status(
     stuck (a lesson running for minutes, a pod Pending with KAI's reason)."""
     import json
 
-    from kailab.classroom.records import class_status, stuck_line
+    from kailab.classroom.records import class_status, stuck_line, unreadable_line
     from kailab.classroom.report import when
 
     klass = lab_class()
@@ -153,6 +159,8 @@ def status(
                 )
         for s in row["stuck"]:
             render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
+        for u in row.get("unreadable", []):
+            render.stdout.print(f"  {unreadable_line(name, u)}", markup=False, highlight=False)
 
 
 def _graded_words(g: dict) -> str:
@@ -168,16 +176,21 @@ def evidence(
         Path("class-report.md"), "--out", help="The page: NAME.html (one file) or NAME.md (pictures beside it)."
     ),
     stuck_after: float = StuckOpt,
+    force: bool = typer.Option(
+        False, "--force", help="Replace --out even if kailab did not write it (or it was changed since)."
+    ),
 ) -> None:
     """Write the class's status as a page to hand round: learners × lessons, predictions, who is stuck, and each
     learner's GPU timelines."""
+    from kailab import outfile
     from kailab.classroom import report
     from kailab.classroom.records import class_status
     from kailab.lesson import lesson_names
 
     klass = lab_class()
+    outfile.check_user_file(out, force, "the class report")  # before the cluster is read
     status = class_status(lab.connect(), klass.learners(), stuck_after=stuck_after, timelines=True)
-    written = report.write(status, lesson_names(), out)
+    written = report.write(status, lesson_names(), out, force)
     render.stdout.print(f"Wrote {', '.join(map(str, written))}", markup=False, highlight=False)
 
 

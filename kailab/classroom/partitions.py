@@ -38,6 +38,8 @@ from kailab.labels import (
     SHARD_API,
     SHARD_SUPERVISOR,
 )
+from kailab.labstate import DamagedState
+from kailab.outfile import write_own
 from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
 from kailab.runtimes import shard_supervisor
@@ -46,6 +48,8 @@ from kailab.runtimes.kind import KindRuntime
 from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
 from kailab.runtimes.local_kai import wait_healthy
 from kailab.scenarios.live import LiveCluster
+from kailab.scenarios.prefix import check_prefix
+from kailab.userfile import read_own_json
 
 STATE = "class.json"  # local: in the lab's KAI folder, which `kailab down` removes; else in the lab folder
 
@@ -61,19 +65,33 @@ class ShardClass:
         self.state_file = folder / state  # the partitions this lab made (a class's; demo all's own in another)
 
     def learners(self) -> list[str]:
-        try:
-            data = json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
+        """The class's learners, from its state file; [] without one; DamagedState (naming the file and
+        ``kailab down``) when it cannot be read."""
+        data = read_own_json(self.state_file, self._damaged)
+        if data is None:
             return []
         names = data.get("learners") if isinstance(data, dict) else None
-        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise self._damaged("it holds no list of learners' names")
+        for name in names:  # a name goes into paths and label selectors: only a learner's name will do
+            try:
+                check_prefix(name)
+            except ValueError:
+                raise self._damaged(f"{name[:80]!r} is not a learner's name") from None
+        return names
+
+    def _damaged(self, why: str) -> DamagedState:
+        return DamagedState(
+            f"The class's state file {self.state_file} is damaged: {why}.",
+            hint="Remove the lab, its class with it, and start again: kailab down && kailab up",
+        )
 
     def _write(self, learners: list[str]) -> None:
         if not learners:  # no class: no file (the lab's down then finds only what it wrote)
             self.forget()
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.state_file.write_text(json.dumps({"learners": learners}, indent=1))
+        write_own(self.state_file, json.dumps({"learners": learners}, indent=1), root=self.rt.home)
 
     def forget(self) -> None:
         """The class's state file gone: for a class whose cluster goes with it (kind, local), or that is empty."""
@@ -167,6 +185,7 @@ class ShardClass:
         progress: Progress,
         out: Path | None = None,
         available: int | None = None,
+        force: bool = False,
     ) -> list[str]:
         """Add the roster's new learners: their fleet, then their SchedulingShard; with ``out``, write every
         learner's kubeconfig there (classroom.access). Returns the learners added."""
@@ -185,7 +204,7 @@ class ShardClass:
                 done += new
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
-                access.grant(kube, done, out)
+                access.grant(kube, done, out, force)
         return new
 
     def make(self, kube: Kube, fleet: Fleet, learner: str) -> None:
