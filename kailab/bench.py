@@ -332,12 +332,10 @@ def clean_up(kube: Kube, names: list[str], pods: int, progress: Progress) -> Non
                 count = len(e.args[0]) if isinstance(e, NodesLeft) else len(names)
                 left.append(f"{what.format(n=count)} ({_words(e)})")
         if left:
-            st.fail(f"left: {'; '.join(left)}")
+            st.fail(f"some of the bench's objects are left: {'; '.join(left)}")
     if left:
         progress.console.print(
-            "Some of the bench's objects are left: " + "; ".join(left) + ". Run kailab bench again (it reuses and "
-            "removes them) or kailab down.",
-            style="yellow",
+            "Run kailab bench again (it reuses and removes what is left) or kailab down.", style="yellow"
         )
 
 
@@ -390,7 +388,7 @@ def check_size(
     ``timeout`` many times over."""
     from kailab import sizing
 
-    if short := sizing.memory_shortfall(nodes, pods * len(schedulers), available_mib=available_mib):
+    if short := sizing.memory_shortfall(nodes, pods, len(schedulers), available_mib=available_mib):
         room = (sizing.free_mib() if available_mib is None else available_mib) - sizing.RESERVE_MIB
         most = max(0, int((room - nodes * sizing.MIB_PER_NODE) / (sizing.MIB_PER_POD * len(schedulers))))
         raise KailabError(

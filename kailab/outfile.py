@@ -76,6 +76,16 @@ def kailab_wrote(data: bytes) -> bool:
 # -- its own folders ---------------------------------------------------------------------------------------------------
 
 
+def _lstat(path: Path) -> os.stat_result | None:
+    """What is at ``path`` itself (a link not followed); None when nothing is."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise _refused(path, e) from None
+
+
 def _link_words(path: Path) -> str:
     try:
         return f"a symbolic link (to {os.readlink(path)})"
@@ -93,12 +103,9 @@ def check_own(path: Path, root: Path | None, hint: str | None) -> None:
                 f"to {inside}).",
                 hint=hint or f"Remove the link in {root}; kailab makes none there.",
             )
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+    st = _lstat(path)
+    if st is None:
         return
-    except OSError as e:
-        raise _refused(path, e) from None
     if stat.S_ISLNK(st.st_mode):
         raise WriteRefused(
             f"kailab will not write {path}: it is {_link_words(path)}, which kailab did not make; it does not write "
@@ -173,12 +180,7 @@ def own_folder(path: Path, what: str) -> Path:
     (its marker there), or an empty one (then marked). Anything else at ``path`` is refused: kailab never writes
     into a folder it did not make, nor through a symbolic link."""
     path = Path(path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise _refused(path, e) from None
+    st = _lstat(path)
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
             raise WriteRefused(
@@ -219,12 +221,9 @@ def check_user_file(path: Path, force: bool = False, what: str = "it") -> None:
     write (or that was changed since), unless ``force``."""
     path = Path(path)
     check_folder(path.parent, path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+    st = _lstat(path)
+    if st is None:
         return
-    except OSError as e:
-        raise _refused(path, e) from None
     if stat.S_ISLNK(st.st_mode):
         if force:
             return  # the link itself is replaced, never what it points to

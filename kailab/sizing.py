@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 
+from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
+
 MIB_PER_NODE = 0.5  # a KWOK node, in the API server, etcd, KWOK and KAI's caches
 MIB_PER_POD = 0.7  # a pod while a bench's Job runs (KAI's figure; kube-scheduler's is lower)
 LAB_MIB = 1024  # a lab at rest, before its nodes: the control plane and KAI's components
 RESERVE_MIB = 512  # left free for the machine and kailab itself
-PODS_PER_SECOND_PER_CORE = {"kai-scheduler": 3.8, "default-scheduler": 33.0}  # binding, measured on 2 cores
+# pods bound a second per core, measured on 2 cores
+PODS_PER_SECOND_PER_CORE = {KAI_SCHEDULER_NAME: 3.8, DEFAULT_SCHEDULER_NAME: 33.0}
 
 
 def free_mib() -> float:
@@ -29,14 +32,18 @@ def _gib(mib: float) -> str:
     return f"{mib / 1024:,.1f} GiB"
 
 
-def memory_shortfall(nodes: int, pods: int = 0, lab: bool = False, available_mib: float | None = None) -> str:
-    """Why ``nodes`` more nodes and ``pods`` more pods (and, with ``lab``, a lab of their own) do not fit in the memory
-    available now, in words with the figures; "" when they fit."""
-    need = nodes * MIB_PER_NODE + pods * MIB_PER_POD + (LAB_MIB if lab else 0)
+def memory_shortfall(
+    nodes: int, pods: int = 0, runs: int = 1, lab: bool = False, available_mib: float | None = None
+) -> str:
+    """Why ``nodes`` more nodes and ``pods`` more pods in each of ``runs`` (and, with ``lab``, a lab of their own) do
+    not fit in the memory available now, in words with the figures; "" when they fit."""
+    need = nodes * MIB_PER_NODE + pods * runs * MIB_PER_POD + (LAB_MIB if lab else 0)
     available = free_mib() if available_mib is None else available_mib
     if need + RESERVE_MIB <= available:
         return ""
-    parts = [f"{nodes:,} nodes × {MIB_PER_NODE} MiB"] + ([f"{pods:,} pods × {MIB_PER_POD} MiB"] if pods else [])
+    parts = [f"{nodes:,} nodes × {MIB_PER_NODE} MiB"]
+    if pods:
+        parts.append(f"{pods:,} pods × {MIB_PER_POD} MiB" + (f" × {runs} runs (one per scheduler)" if runs > 1 else ""))
     if lab:
         parts.append(f"the lab itself {_gib(LAB_MIB)}")
     return (

@@ -16,6 +16,7 @@ from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE
 from kailab.ownership import Owner
+from kailab.userfile import read_bytes
 
 
 def cluster_name(kube: Kube) -> str:
@@ -27,7 +28,7 @@ def _ca_data(kube: Kube) -> str:
     path = kube.api.configuration.ssl_ca_cert
     if not path:
         raise KailabError("The lab's kubeconfig names no certificate authority; a learner's kubeconfig needs one.")
-    return base64.b64encode(Path(path).read_bytes()).decode()
+    return base64.b64encode(read_bytes(path, hint="Check the lab's kubeconfig: kailab kubeconfig")).decode()
 
 
 def kubeconfig_path(out: Path, learner: str) -> Path:

@@ -359,8 +359,8 @@ def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finish
                     "kind": "pod",
                     "pod": f"{ns}/{p['metadata']['name']}",
                     "pending_seconds": int((now - _created(p)).total_seconds()),
-                    "reason": why.reported,  # KAI's (or kube-scheduler's) own words; "" before it reported
-                    "explanation": why.summary,
+                    "reason": why.reported[:MAX_TEXT],  # KAI's (or kube-scheduler's) own words; "" before it reported
+                    "explanation": why.summary[:MAX_TEXT],
                     "runbook": why.runbook,
                 }
             )

@@ -33,7 +33,7 @@ from kailab.classroom import joined as joined_mod
 from kailab.classroom.records import RUNNING, record_name
 from kailab.errors import KailabError
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL
-from kailab.labstate import LabState
+from kailab.labstate import DamagedState, LabState
 from kailab.paths import EXERCISES
 
 # -- running a command in this process -----------------------------------------------------------------------------
@@ -532,17 +532,11 @@ def test_class_up_out_refuses_before_anything_is_applied(tmp_path, user, monkeyp
         assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("target", ["user-file", "link-out", "empty-folder", "full-folder", "read-only"])
+@pytest.mark.parametrize("target", ["user-file", "link-out", "folder", "fifo", "full-folder", "read-only"])
 def test_evidence_out_never_writes_over_anything(tmp_path, user, monkeypatch, target):
     out = tmp_path / "ev"
-    if target == "user-file":
-        out.write_text("mine")
-    elif target == "link-out":
-        out.symlink_to(user / "work")
-    elif target == "empty-folder":
-        out.mkdir()
-    elif target == "full-folder":
-        out.mkdir()
+    _in_the_way(target.replace("full-", ""), out, user)
+    if target == "full-folder":
         (out / "report.md").write_text("mine")
     before = snapshot(tmp_path)
     ctx = read_only(tmp_path / "ro") if target == "read-only" else contextlib.nullcontext()
@@ -759,18 +753,16 @@ def test_text_in_a_scenario_and_its_file_name_never_reaches_the_terminal_as_a_co
     from kailab.scenarios.loader import load_scenario
     from kailab.scenarios.replay import ReplayCluster
 
-    text = json.dumps(seq)[1:-1]  # as YAML's double-quoted escapes write it
     path = tmp_path / "s.yaml"
-    path.write_text(f"""name: marked
-title: "t{text}"
-queues: [{{name: q}}]
-workloads: [{{name: w, queue: q, pods: 1, gpus: 1}}]
-steps:
-  - apply: w
-  - wait: [{{queue: q, title: "w{text}", running: 1}}]
-    note: "n{text}"
-    timeout: 1s
-""")
+    wait = {"wait": [{"queue": "q", "title": f"w{seq}", "running": 1}], "note": f"n{seq}", "timeout": "1s"}
+    doc = {
+        "name": "marked",
+        "title": f"t{seq}",
+        "queues": [{"name": "q"}],
+        "workloads": [{"name": "w", "queue": "q", "pods": 1, "gpus": 1}],
+        "steps": [{"apply": "w"}, wait],
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))  # YAML writes the controls as escapes (\e, \x9b …)
     scenario = load_scenario(path)
     verdict = Engine(ReplayCluster([], node_gpus=[8]), Progress()).run(scenario)
     render.print_verdicts([verdict], as_json=False)
@@ -811,3 +803,101 @@ def test_every_renderer_prints_user_and_cluster_text_plain(capsys, name, seq):
 
 def _queue_numbers() -> dict:
     return {"priority": 1, "quota": 1, "limit": 1, "weight": 1, "fair_share": 1, "allocated": 1, "pending": 0}
+
+
+# -- sizes a machine cannot hold: refused up front, with the figure that decides it --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (
+            ["--nodes", "5000", "--gpus-per-node", "64", "--pods", "100000"],
+            "100,000 pods × 0.7 MiB × 2 runs (one per scheduler) need about 139.2 GiB of memory",
+        ),
+        (["--nodes", "100", "--gpus-per-node", "64", "--pods", "6400", "--scheduler", "kai"], "would take about"),
+    ],
+    ids=["memory", "time"],
+)
+def test_a_bench_this_machine_cannot_hold_is_refused_before_anything_is_made(
+    tmp_path, monkeypatch, capsys, args, words
+):
+    from kailab import sizing
+
+    monkeypatch.setattr(sizing, "free_mib", lambda: 20_000.0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(lab, "current_runtime", lambda: None)
+    monkeypatch.setattr(lab, "connect", lambda: pytest.fail("the lab was asked before the size was checked"))
+    r = run(monkeypatch, capsys, tmp_path / "lab", "bench", *args)
+    no_traceback(r)
+    assert r.code == 1 and words in r.said and "Nothing was made" in r.said, r.said
+
+
+def test_a_fleet_this_machine_cannot_hold_is_refused_before_anything_starts(tmp_path, monkeypatch, capsys):
+    from kailab import sizing
+
+    monkeypatch.setattr(sizing, "free_mib", lambda: 2_000.0)
+    fleet = tmp_path / "big.yaml"
+    fleet.write_text(
+        "pools:\n  - {name: big, nodes: 5000, gpusPerNode: 64, gpuProduct: NVIDIA-A100, gpuMemoryMiB: 81920}\n"
+    )
+    r = run(monkeypatch, capsys, tmp_path / "lab", "up", "--runtime", "local", "--fleet", str(fleet))
+    no_traceback(r)
+    assert r.code == 1 and "5,000 nodes × 0.5 MiB + the lab itself 1.0 GiB need about 3.4 GiB" in r.said, r.said
+    assert not (tmp_path / "lab").exists()
+
+
+def test_the_bench_clean_up_removes_what_it_can_when_parts_of_it_fail(monkeypatch, capsys):
+    from kailab import bench
+    from kailab.progress import Progress
+
+    deleted = []
+
+    class Flaky:
+        """A client whose namespace clean-up fails, and whose every third node delete raises a KeyError."""
+
+        def empty_namespace(self, name, timeout):
+            raise KeyError("kind")
+
+        def delete(self, api, kind, name, namespace=None):
+            if kind == "Node" and name.endswith(("3", "6", "9")):
+                raise KeyError(name)
+            deleted.append(name)
+
+    names = [f"kwok-bench-{i}" for i in range(10)]
+    bench.clean_up(Flaky(), names, 32, Progress())
+    err = capsys.readouterr().err
+    assert set(deleted) == {bench.QUEUE, *(n for n in names if not n.endswith(("3", "6", "9")))}
+    assert (
+        "some of the bench's objects are left: its Job and pods in namespace kailab-bench (KeyError: 'kind'); " in err
+    )
+    assert "3 of its nodes kwok-bench-*" in err and "Traceback" not in err, err
+
+
+def test_plain_keeps_what_shows_and_takes_out_whole_sequences():
+    from kailab.termtext import one_line, plain
+
+    shown = "ann — café 🚀 ﷽ 日本\n\tnext"
+    assert plain(shown) == shown
+    assert plain("a\x1b[1;31mb\x1b[0m") == "ab"
+    assert plain("a\x1b]0;title\x07b") == "ab" and plain("a\x1b]52;c;Zm9v\x1b\\b") == "ab"
+    assert plain("a\x1b]0;never terminated") == "a"  # a string control runs to its end: none of it shows
+    assert plain("\u202eabc\u2066d\u2069") == "abcd" and plain("x\x9b2Jy") == "xy"
+    assert one_line("a\r\nb\x1b[2J  c") == "a b c"
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "names-that-are-paths"])
+def test_a_damaged_class_file_names_itself_and_the_command_that_clears_it(tmp_path, user, kind):
+    from kailab.classroom.partitions import LocalClass
+
+    home = lab_folder(tmp_path / "lab")
+    klass = LocalClass(SimpleNamespace(home=home))
+    klass.folder.mkdir(parents=True)
+    if kind == "names-that-are-paths":  # a name goes into paths (rmtree of a partition's folder): never one of these
+        klass.state_file.write_text(json.dumps({"learners": ["ann", "../../../etc"]}))
+    else:
+        make(kind, klass.state_file, user)
+    with hang_guard(), pytest.raises(DamagedState) as err:
+        klass.learners()
+    assert err.value.message.startswith(f"The class's state file {klass.state_file} is damaged: ")
+    assert "kailab down" in err.value.hint
