@@ -331,15 +331,31 @@ def leave(joined: Joined, home: Path) -> list[str]:
             hint="The instructor's kailab class down removes what is left of yours.",
         ) from None
     owner = plan.owner(joined.learner)
-    done = []
+    done: list[str] = []
+    left: list[str] = []
+
+    def remove(name: str, how) -> None:  # each on its own: one that fails leaves the others removed
+        try:
+            how()
+            done.append(name)
+        except Exception as e:  # noqa: BLE001 (said below, with what is left)
+            left.append(f"{name} ({getattr(e, 'reason', None) or type(e).__name__})")
+
     for name in plan.lesson_namespaces(joined.learner):
         if kube.get("v1", "Namespace", name) is not None:
-            kube.empty_namespace(name)
-            kube.core.delete_collection_namespaced_config_map(name, label_selector=RECORD_LABEL)
-            done.append(name)
+            remove(name, lambda n=name: _empty(kube, n))
     for api, kind in CLUSTER_KINDS:
         for obj in kube.list(api, kind, label_selector=owner.selector()):
-            kube.delete(api, kind, obj["metadata"]["name"])
-            done.append(obj["metadata"]["name"])
+            remove(obj["metadata"]["name"], lambda a=api, k=kind, n=obj["metadata"]["name"]: kube.delete(a, k, n))
+    if left:  # the join is kept, so that kailab down can try again
+        raise KailabError(
+            f"Removed {len(done)} of your lesson objects; these are left: {', '.join(left[:5])}.",
+            hint="Run kailab down again (or ask your instructor: kailab class down removes what is left of yours).",
+        )
     labdir.remove(home, [FILE])
     return done
+
+
+def _empty(kube: Kube, namespace: str) -> None:
+    kube.empty_namespace(namespace)
+    kube.core.delete_collection_namespaced_config_map(namespace, label_selector=RECORD_LABEL)

@@ -901,3 +901,39 @@ def test_a_damaged_class_file_names_itself_and_the_command_that_clears_it(tmp_pa
         klass.learners()
     assert err.value.message.startswith(f"The class's state file {klass.state_file} is damaged: ")
     assert "kailab down" in err.value.hint
+
+
+def test_a_learners_down_removes_what_it_can_and_keeps_the_join_to_try_again(tmp_path, monkeypatch):
+    from kailab.classroom import plan
+
+    home = lab_folder(tmp_path / "lab")
+    cred = tmp_path / "ann.kubeconfig"
+    outfile.write_own(home / joined_mod.FILE, json.dumps({"learner": "ann", "kubeconfig": str(cred)}), root=home)
+    emptied, deleted = [], []
+    broken = plan.lesson_namespaces("ann")[1]
+
+    class Cluster:
+        def __init__(self, path, context=None):
+            self.core = SimpleNamespace(delete_collection_namespaced_config_map=lambda ns, label_selector: None)
+
+        def get(self, api, kind, name):
+            return {"metadata": {"name": name}}
+
+        def empty_namespace(self, name):
+            if name == broken:
+                raise KeyError(name)  # the kind of failure a busy API server's client has given
+            emptied.append(name)
+
+        def list(self, api, kind, label_selector):
+            return [{"metadata": {"name": f"ann-{kind.lower()}"}}]
+
+        def delete(self, api, kind, name):
+            deleted.append(name)
+
+    monkeypatch.setattr(joined_mod, "Kube", Cluster)
+    monkeypatch.setattr(joined_mod, "whoami", lambda kube, path: credentials.username("ann"))
+    with pytest.raises(KailabError) as err:
+        joined_mod.leave(joined_mod.current(home), home)
+    assert f"these are left: {broken} (KeyError)" in err.value.message and "kailab down again" in err.value.hint
+    assert len(emptied) == len(plan.lesson_namespaces("ann")) - 1 and len(deleted) == 3
+    assert joined_mod.current(home).learner == "ann"  # kept: kailab down tries again
