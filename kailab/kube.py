@@ -153,6 +153,31 @@ def kubeconfig_problem(data: dict, context: str | None = None) -> str | None:
     return None
 
 
+_FILE_FIELDS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def check_named_files(path: Path, data: dict, context: str | None, hint: str) -> None:
+    """The files the kubeconfig's context names (a certificate authority, a client certificate or key, a token file)
+    read by the rule for files kailab reads (:mod:`kailab.userfile`) before the client reads them: a FIFO would block
+    it, a device never end. Relative paths are the kubeconfig's folder's, as kubectl reads them."""
+    from kailab.userfile import read_bytes
+
+    name = context or data.get("current-context")
+    ctx = next((c["context"] for c in data.get("contexts") or [] if c.get("name") == name), None)
+    if not isinstance(ctx, dict):
+        return
+    for kind, key in (("cluster", "clusters"), ("user", "users")):
+        body = next((e.get(kind) for e in data.get(key) or [] if e.get("name") == ctx.get(kind)), None) or {}
+        for field in _FILE_FIELDS[kind]:
+            if isinstance(body.get(field), str) and body[field]:
+                named = path.parent / os.path.expanduser(body[field])
+                try:
+                    read_bytes(named, limit=1024 * 1024)
+                except KailabError as e:
+                    why = e.message.removeprefix(f"Cannot read {named}: ")
+                    raise KailabError(f"The kubeconfig {path} names the {field} {named}: {why}", hint=hint) from None
+
+
 def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
     """The client configuration for a kubeconfig's context; a :class:`KailabError` that names what is wrong
     with the file (not a file, too large, not YAML, not a mapping, bad base64 data, a server that is not a URL,
@@ -164,6 +189,7 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
     data = f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
     if problem := kubeconfig_problem(data, context):
         raise KailabError(f"The kubeconfig {path} cannot be used: {problem}.", hint=hint)
+    check_named_files(Path(path), data, context, hint)
     failure = check_credential_plugin(Path(path), data, context)
     if failure:
         raise KailabError(

@@ -937,3 +937,21 @@ def test_a_learners_down_removes_what_it_can_and_keeps_the_join_to_try_again(tmp
     assert f"these are left: {broken} (KeyError)" in err.value.message and "kailab down again" in err.value.hint
     assert len(emptied) == len(plan.lesson_namespaces("ann")) - 1 and len(deleted) == 3
     assert joined_mod.current(home).learner == "ann"  # kept: kailab down tries again
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge", "folder"])
+@pytest.mark.parametrize("where, field", [("cluster", "certificate-authority"), ("user", "client-certificate"),
+                                          ("user", "client-key"), ("user", "tokenFile")])  # fmt: skip
+def test_a_file_a_kubeconfig_names_is_read_by_the_same_rule(tmp_path, user, monkeypatch, capsys, where, field, kind):
+    named = tmp_path / "named" / field
+    make(kind, named, user)
+    conf = class_credential()
+    (conf["clusters"] if where == "cluster" else conf["users"])[0][where][field] = str(named)
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(conf))
+    for args in (["up", "--runtime", "existing", "--kubeconfig", str(path)], ["join", str(path)]):
+        r = run(monkeypatch, capsys, tmp_path / "lab", *args)
+        no_traceback(r)
+        # join refuses a user who signs in with anything but a token before it reads anything
+        words = "is not a class credential" if args[0] == "join" and where == "user" else f"names the {field} {named}: "
+        assert r.code == 1 and words in r.said, r.said
