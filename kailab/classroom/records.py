@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from kubernetes.client.exceptions import ApiException
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from kailab.checks import Verdict
+from kailab.checks import UNDECIDED, Verdict
 from kailab.classroom import plan
 from kailab.explain import explain_pods
 from kailab.kube import Kube
@@ -119,7 +119,7 @@ MAX_TEXT = 2000  # characters of a title or a prediction
 MAX_JSON = 512 * 1024  # characters of a record's JSON field (a timeline, the verdict)
 MAX_POINTS = 10_000  # points of a GPU timeline
 MAX_QUEUES = 64  # queues in a timeline's point
-OUTCOMES = (RUNNING, "PASS", "FAIL", "NOT APPLICABLE")
+OUTCOMES = (RUNNING, "PASS", "FAIL", UNDECIDED, "NOT APPLICABLE")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a lesson's, a queue's name
 
 
