@@ -22,6 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
 from kailab.checks import UNDECIDED, Verdict
 from kailab.classroom import plan
 from kailab.explain import explain_pods
+from kailab.gpus import NO_QUEUE
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.pods import api_time, pod_view
@@ -175,7 +176,8 @@ def _graded(value: Any) -> list[dict]:
 
 
 def _timeline(value: Any) -> list:
-    """[[seconds, {queue: GPUs}], …] as the engine keeps it (kailab/scenarios/engine.py)."""
+    """[[seconds, {queue: GPUs}], …] as the engine keeps it (kailab/scenarios/engine.py; pods of no queue under
+    gpus.NO_QUEUE)."""
     if not isinstance(value, list) or len(value) > MAX_POINTS:
         raise ValueError(f"is not a timeline of at most {MAX_POINTS:,} points")
     for point in value:
@@ -186,7 +188,7 @@ def _timeline(value: Any) -> list:
             raise ValueError("is not a timeline: a point's time is not a number of seconds")
         if len(gpus) > MAX_QUEUES or not all(
             isinstance(q, str)
-            and DNS_LABEL.match(q)
+            and (DNS_LABEL.match(q) or q == NO_QUEUE)
             and isinstance(g, (int, float))
             and not isinstance(g, bool)
             and math.isfinite(g)

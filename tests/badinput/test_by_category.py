@@ -955,3 +955,25 @@ def test_a_file_a_kubeconfig_names_is_read_by_the_same_rule(tmp_path, user, monk
         # join refuses a user who signs in with anything but a token before it reads anything
         words = "is not a class credential" if args[0] == "join" and where == "user" else f"names the {field} {named}: "
         assert r.code == 1 and words in r.said, r.said
+
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+
+
+@pytest.mark.parametrize("lesson", sorted(p.name for p in GOLDEN.iterdir() if (p / "changes.jsonl").exists()))
+def test_every_record_kailab_writes_is_one_class_status_reads(lesson):
+    """The other side of the check: a lesson's record as kailab writes it (its golden run's verdict, timeline and
+    graded predictions) is never taken for a bad one."""
+    from kailab.classroom.records import read_record, record_object
+    from kailab.predictions import graded
+    from kailab.scenarios.loader import load_scenario
+    from kailab.scenarios.replay import replay
+
+    scenario = load_scenario(EXERCISES / f"{lesson}.yaml")
+    verdict = replay(scenario, GOLDEN / lesson)
+    verdict.namespace = f"ann-{scenario.namespace}"
+    marks = [g.to_dict() for g in graded(scenario.predictions, {}, verdict.answers)]
+    obj = record_object("ann", verdict, "team-a gets 8", marks)
+    meta = SimpleNamespace(**{k: obj["metadata"][k] for k in ("name", "namespace", "labels")})
+    row = read_record(SimpleNamespace(metadata=meta, data=obj["data"]), "ann")
+    assert row["outcome"] == verdict.outcome and row["timeline"] == verdict.timeline
