@@ -1,5 +1,7 @@
-"""The one rule for files kailab writes: never over a file kailab did not create, never through a symbolic link out of
-its own folder, and complete or not at all.
+"""The one rule for files kailab writes: never over a file it did not create, never through a link out, never half.
+
+Never over a file kailab did not create (unless the user says ``--force``), never through a symbolic link out of its
+own folder, and complete or not at all.
 
 Three places kailab writes, one function each:
 

@@ -1,11 +1,12 @@
-"""What this machine can hold: the memory and time a number of nodes and pods take, from figures measured here, so
-that a size it cannot hold is refused before anything is made — with the figure that decides it.
+"""What this machine can hold: a size it cannot hold is refused before anything is made, with the deciding figure.
+
+The memory and time a number of nodes and pods take, from figures measured here.
 
 Measured on the local runtime (KAI v0.17.0, 2 cores, 24 GiB; ``kailab bench`` reports the lab's peak memory):
 a lab at rest 985 MiB; 1,000 KWOK nodes added 471 MiB; a Job of 1,000 one-GPU pods added 232 MiB under
 kube-scheduler and 672 MiB more under KAI (its PodGroups and BindRequests too), none of it given back between runs.
 KAI bound 2,000 pods in 259 s (README, Performance), kube-scheduler in 30 s. A class's learners have their own
-figures (``classroom/plan.py``).
+figures (``runtimes/local_partitions.py``).
 """
 
 from __future__ import annotations

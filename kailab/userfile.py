@@ -1,5 +1,7 @@
-"""The one rule for files kailab reads: a regular file only, at most so many bytes (counted while reading, never
-taken from ``stat``), never a read that blocks, and for anything else one message that names the file.
+"""The one rule for files kailab reads: a regular file only, bounded while reading, never a read that blocks.
+
+At most so many bytes, counted while reading (never taken from ``stat``), and for anything else one message that
+names the file.
 
 Two kinds of file come through here:
 

@@ -12,7 +12,7 @@ made again); the token expired, or the cluster no longer accepts it (revoked); t
 it was made for another cluster's class. A folder that holds a lab of its own, or another learner's join, is not
 joined; a damaged join record is cleared by ``kailab down``.
 
-Their partition's scheduler is their SchedulingShard (``shards.py``), which their credential may read and patch:
+Their partition's scheduler is their SchedulingShard (``kailab/shards.py``), which their credential may read and patch:
 the placement, consolidation and fair-share lessons stop, start and reconfigure it through the API server, and
 wait until the supervisor (local runtime) or KAI's operator (kind, existing) runs it; its metrics (fair shares)
 come from the address the supervisor writes on the shard (the instructor's loopback: read only on that machine,
@@ -34,10 +34,11 @@ from pathlib import Path
 
 from kubernetes import client
 
-from kailab import labdir, outfile, userfile
-from kailab.classroom import credentials, plan
+from kailab import labdir, outfile, partitions, userfile
+from kailab.classroom import access, credentials
 from kailab.errors import KailabError
-from kailab.kube import Kube, kubeconfig_problem
+from kailab.kube import Kube
+from kailab.kubeconfig import kubeconfig_problem
 from kailab.labels import RECORD_LABEL
 from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
@@ -330,7 +331,7 @@ def leave(joined: Joined, home: Path) -> list[str]:
             f"{e.message} Nothing was removed on the cluster; this folder has left the class.",
             hint="The instructor's kailab class down removes what is left of yours.",
         ) from None
-    owner = plan.owner(joined.learner)
+    owner = partitions.owner(joined.learner)
     done: list[str] = []
     left: list[str] = []
 
@@ -341,7 +342,7 @@ def leave(joined: Joined, home: Path) -> list[str]:
         except Exception as e:  # noqa: BLE001 (said below, with what is left)
             left.append(f"{name} ({getattr(e, 'reason', None) or type(e).__name__})")
 
-    for name in plan.lesson_namespaces(joined.learner):
+    for name in access.lesson_namespaces(joined.learner):
         if kube.get("v1", "Namespace", name) is not None:
             remove(name, lambda n=name: _empty(kube, n))
     for api, kind in CLUSTER_KINDS:

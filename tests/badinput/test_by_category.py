@@ -26,8 +26,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from kailab import cli, evidence, lab, labdir, outfile
-from kailab.classroom import cli as class_cli
+from kailab import cli, evidence, labdir, outfile
 from kailab.classroom import credentials
 from kailab.classroom import joined as joined_mod
 from kailab.classroom.records import RUNNING, record_name
@@ -391,22 +390,17 @@ def read_only(folder: Path):
         subprocess.run(["umount", str(folder)], capture_output=True)
 
 
-class FakeClass:
-    """A running lab's class, as the class commands see it: its learners; nothing is applied."""
+class FakeHost:
+    """What runs a class's schedulers (a PartitionHost), as the class commands see it: every learner's scheduler
+    runs; the class is never changed."""
 
-    def __init__(self, learners):
-        self._learners = list(learners)
+    def __init__(self, home: Path, folder: Path | None = None):
+        self.home, self.folder = home, folder or home
 
-    def learners(self):
-        return list(self._learners)
-
-    def control(self, learner, kube):
+    def control(self, kube, learner):
         return SimpleNamespace(running=lambda: True)
 
-    def known(self, learner):
-        pass
-
-    def up(self, *args, **kwargs):
+    def check(self, kube, adding, available):
         raise AssertionError("the class was changed before its output was checked")
 
 
@@ -448,11 +442,24 @@ class FakeKube:
 
 
 @pytest.fixture
-def a_class(monkeypatch):
-    """A class of ann and bob with a PASS each; the test may add records."""
+def a_class(monkeypatch, tmp_path):
+    """A class of ann and bob with a PASS each (the real class, on a host that runs nothing, its state file in a lab
+    folder of its own); the test may add records."""
+    from kailab.lab import Lab, OwnLab
+    from kailab.partitions import Partitions
+    from kailab.runtimes.base import Capabilities
+
     records = [record("ann", "quota"), record("bob", "quota")]
-    monkeypatch.setattr(class_cli, "lab_class", lambda: FakeClass(["ann", "bob"]))
-    monkeypatch.setattr(lab, "connect", lambda: FakeKube(records))
+    host = FakeHost(lab_folder(tmp_path / "class-lab"))
+    Partitions(host).write(["ann", "bob"])
+
+    def opened(home: Path | None = None) -> OwnLab:
+        own = OwnLab(host.home)
+        own.__dict__.update(runtime=SimpleNamespace(), capabilities=Capabilities(partitions=host))
+        own.__dict__["kube"] = FakeKube(records)
+        return own
+
+    monkeypatch.setattr(Lab, "open", staticmethod(opened))
     return records
 
 
@@ -586,7 +593,7 @@ def test_a_tasks_copy_is_written_only_where_nothing_is(tmp_path, user, monkeypat
 
 
 def test_a_recording_is_written_whole_and_never_over_a_file_that_is_not_one(tmp_path, user):
-    from kailab.scenarios.engine import Recorder
+    from kailab.scenarios.run import Recorder
 
     class NoChanges:
         def next(self, timeout):
@@ -826,8 +833,11 @@ def test_a_bench_this_machine_cannot_hold_is_refused_before_anything_is_made(
 
     monkeypatch.setattr(sizing, "free_mib", lambda: 20_000.0)
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
-    monkeypatch.setattr(lab, "current_runtime", lambda: None)
-    monkeypatch.setattr(lab, "connect", lambda: pytest.fail("the lab was asked before the size was checked"))
+    from kailab.lab import OwnLab
+
+    monkeypatch.setattr(
+        OwnLab, "kube", property(lambda self: pytest.fail("the lab was asked before the size was checked"))
+    )
     r = run(monkeypatch, capsys, tmp_path / "lab", "bench", *args)
     no_traceback(r)
     assert r.code == 1 and words in r.said and "Nothing was made" in r.said, r.said
@@ -888,29 +898,29 @@ def test_plain_keeps_what_shows_and_takes_out_whole_sequences():
 
 @pytest.mark.parametrize("kind", [*KINDS, "names-that-are-paths"])
 def test_a_damaged_class_file_names_itself_and_the_command_that_clears_it(tmp_path, user, kind):
-    from kailab.classroom.partitions import LocalClass
+    from kailab.classroom.klass import Class
 
     home = lab_folder(tmp_path / "lab")
-    klass = LocalClass(SimpleNamespace(home=home))
-    klass.folder.mkdir(parents=True)
+    klass = Class(FakeHost(home, home / "kai"))  # the local runtime keeps the class's state in its KAI folder
+    (home / "kai").mkdir()
     if kind == "names-that-are-paths":  # a name goes into paths (rmtree of a partition's folder): never one of these
         klass.state_file.write_text(json.dumps({"learners": ["ann", "../../../etc"]}))
     else:
         make(kind, klass.state_file, user)
     with hang_guard(), pytest.raises(DamagedState) as err:
         klass.learners()
-    assert err.value.message.startswith(f"The class's state file {klass.state_file} is damaged: ")
+    assert err.value.message.startswith(f"The state file of this lab's partitions {klass.state_file} is damaged: ")
     assert "kailab down" in err.value.hint
 
 
 def test_a_learners_down_removes_what_it_can_and_keeps_the_join_to_try_again(tmp_path, monkeypatch):
-    from kailab.classroom import plan
+    from kailab.classroom.access import lesson_namespaces
 
     home = lab_folder(tmp_path / "lab")
     cred = tmp_path / "ann.kubeconfig"
     outfile.write_own(home / joined_mod.FILE, json.dumps({"learner": "ann", "kubeconfig": str(cred)}), root=home)
     emptied, deleted = [], []
-    broken = plan.lesson_namespaces("ann")[1]
+    broken = lesson_namespaces("ann")[1]
 
     class Cluster:
         def __init__(self, path, context=None):
@@ -935,7 +945,7 @@ def test_a_learners_down_removes_what_it_can_and_keeps_the_join_to_try_again(tmp
     with pytest.raises(KailabError) as err:
         joined_mod.leave(joined_mod.current(home), home)
     assert f"these are left: {broken} (KeyError)" in err.value.message and "kailab down again" in err.value.hint
-    assert len(emptied) == len(plan.lesson_namespaces("ann")) - 1 and len(deleted) == 3
+    assert len(emptied) == len(lesson_namespaces("ann")) - 1 and len(deleted) == 3
     assert joined_mod.current(home).learner == "ann"  # kept: kailab down tries again
 
 
