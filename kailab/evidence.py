@@ -4,7 +4,10 @@ A snapshot is a folder ``evidence/<UTC timestamp>/`` written completely or not a
 (written under a hidden temporary name, then renamed); an existing one is never
 overwritten. It holds the objects kailab applied, queues, PodGroups, pods, events,
 nodes, versions, the verdicts of the exercises run since the last capture, a
-``report.md`` to read first and a ``timeline.png`` of GPUs per queue.
+``report.md`` to read first and a ``timeline.png`` of GPUs per queue. Its text files (``report.md``, ``*.txt``,
+``queues.md``) hold what users and clusters wrote without control or escape sequences, as a terminal shows it
+(:func:`kailab.termtext.one_line`): a snapshot handed in and read with ``cat`` commands nothing; YAML and JSON
+write such characters as escapes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL
 from kailab.pods import EventView, event_view, pod_view
 from kailab.render import QUEUE_COLUMNS, num
 from kailab.status import nodes_and_gpus, queues
+from kailab.termtext import one_line
 
 PENDING = labdir.VERDICTS
 
@@ -196,7 +200,7 @@ def gather(
 def _table(header: list[str], rows: list[list]) -> str:
     """A Markdown table (also readable as plain text)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(one_line(c).replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -217,7 +221,12 @@ def before_after(verdict: dict) -> list[dict]:
 
 
 def render_report(verdicts: list[dict], queue_rows: list[dict], events: list[EventView], has_timeline: bool) -> str:
-    env = Environment(loader=PackageLoader("kailab", "templates"), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("kailab", "templates"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=lambda value: one_line(value) if isinstance(value, str) else value,  # text, never a terminal's command
+    )
     evictions = [{"time": _when(e), "object": f"{e.kind}/{e.name}", "message": e.message} for e in events if e.victim]
     return env.get_template("report.md.j2").render(
         taken=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -243,10 +252,10 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
         queues_seen = sorted({q for _, point in v["timeline"] for q in point})
         times = [t for t, _ in v["timeline"]]
         for q in queues_seen:
-            ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=q)
-        ax.set_title(
-            f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False
-        )  # a title's $ is text
+            ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=one_line(q))
+        ax.set_title(  # a title's $ is text; its controls are none (matplotlib would warn of them on stderr)
+            f"{one_line(v['title'])} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False
+        )
         ax.set_ylabel("GPUs allocated")
         ax.set_xlabel("seconds since the exercise started")
         ax.legend(loc="upper left", fontsize=8)

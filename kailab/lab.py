@@ -90,6 +90,7 @@ class Lab(ABC):
         from kailab.classroom.joined import current
 
         home = home or lab_home()
+        labdir.check_home(home)
         joined = current(home)
         return OwnLab(home) if joined is None else LearnerSlice(home, joined)
 
@@ -114,7 +115,7 @@ class Lab(ABC):
         from kailab.kube import Kube
 
         path = self.kubeconfig()
-        if not path.is_file():
+        if not os.path.lexists(path):  # anything else there is read by the rule for files kailab reads, and said
             raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
         kube = Kube(path, context=self.context())
         self._answers(kube, path)

@@ -29,6 +29,22 @@ def is_ours(home: Path) -> bool:
         return False
 
 
+def check_home(home: Path) -> None:
+    """Refuse a lab folder that is there but is not a folder (a file, a FIFO, a device, a link to one), in words."""
+    from kailab.userfile import what_it_is
+
+    try:
+        mode = os.stat(home).st_mode
+    except OSError:
+        return  # not there (a new lab), or a link to nothing: what comes next says so
+    if not stat.S_ISDIR(mode):
+        what = "a file" if stat.S_ISREG(mode) else what_it_is(mode)
+        raise KailabError(
+            f"The lab folder {home} is {what}, not a folder.",
+            hint="Point KAILAB_HOME at a folder: a new one, or a lab kailab made.",
+        )
+
+
 def claim(home: Path) -> Path:
     """Make ``home`` the lab folder: create it (or adopt it while empty) and mark it as kailab's.
 
@@ -36,10 +52,7 @@ def claim(home: Path) -> Path:
     """
     if is_ours(home):
         return home
-    if home.exists() and not home.is_dir():
-        raise KailabError(
-            f"The lab folder {home} is a file, not a folder.", hint="Point KAILAB_HOME at a new or empty folder."
-        )
+    check_home(home)
     if home.is_dir() and any(home.iterdir()):
         raise KailabError(
             f"The lab folder {home} already holds files that kailab did not write.",
@@ -64,6 +77,7 @@ def claim(home: Path) -> Path:
 
 def refuse_unless_ours(home: Path) -> None:
     """Raise when ``home`` exists but kailab did not make it (nothing is touched then)."""
+    check_home(home)
     if home.exists() and not is_ours(home):
         raise KailabError(
             f"{home} is not a lab folder made by kailab (it has no {MARKER} file), so kailab leaves it alone.",

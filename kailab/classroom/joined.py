@@ -184,6 +184,7 @@ def learner_of(path: Path) -> str:
 
 def refuse_folder(home: Path, learner: str) -> None:
     """Refuse to join in a folder that holds a lab of its own (``kailab up``'s), or another learner's join."""
+    labdir.check_home(home)
     if not labdir.is_ours(home):
         return  # a new folder, or one kailab did not make (which labdir.claim refuses unless it is empty)
     lab_entries = sorted(p.name for p in home.iterdir() if p.name not in (labdir.MARKER, labdir.VERDICTS, FILE))

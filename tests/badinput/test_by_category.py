@@ -19,6 +19,7 @@ import signal
 import stat
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -323,6 +324,40 @@ def test_a_damaged_state_file_names_itself_and_down_clears_it(
     assert down.code == 0, down
     assert not os.path.lexists(path), sorted(p.name for p in home.iterdir())
     assert snapshot(user) == before
+
+
+NOT_A_FOLDER = ["fifo", "device", "link-out", "huge", "empty", "binary"]
+
+
+@pytest.mark.parametrize("kind", NOT_A_FOLDER)
+@pytest.mark.parametrize(
+    "argv",
+    [["status"], ["down"], ["demo", "quota"], ["class", "status"], ["join", "CRED"], ["up", "--runtime", "local"]],
+)
+def test_a_lab_folder_that_is_not_a_folder_is_said_as_such(tmp_path, user, monkeypatch, capsys, argv, kind):
+    home = tmp_path / "lab"
+    make(kind, home, user)
+    cred = tmp_path / "ann.kubeconfig"
+    cred.write_text(yaml.safe_dump(class_credential()))
+    before = snapshot(user)
+    r = run(monkeypatch, capsys, home, *[str(cred) if a == "CRED" else a for a in argv])
+    no_traceback(r)
+    assert r.code == 1 and r.err.count("✗ Error:") == 1, r
+    assert f"The lab folder {home} is " in r.said and "not a folder" in r.said, r.said
+    assert snapshot(user) == before and not home.is_dir()
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "link-out"])
+@pytest.mark.parametrize("argv", [["queues"], ["explain", "pod"], ["evidence"], ["bench"]])
+def test_a_kubeconfig_named_by_kailab_kubeconfig_is_read_by_the_same_rule(
+    tmp_path, user, monkeypatch, capsys, argv, kind
+):
+    path = tmp_path / "in" / "kubeconfig"
+    make(kind, path, user)
+    r = run(monkeypatch, capsys, tmp_path / "lab", *argv, env={"KAILAB_KUBECONFIG": str(path)})
+    no_traceback(r)
+    assert r.code == 1 and r.err.count("✗ Error:") == 1, r
+    assert str(path) in r.said and "is missing" not in r.said, r.said  # what it is, not that it is not there
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -739,6 +774,7 @@ def test_text_in_a_learners_record_never_reaches_the_terminal_as_a_command(
             [{"key": "k", "ask": f"a{seq}", "given": f"g{seq}", "answer": f"x{seq}", "mark": "right"}]
         ),
         right=f"1{seq}",
+        timeline=json.dumps([[0, {f"ann-q{seq}": 0}], [1.5, {f"ann-q{seq}": 8}]]),
     )
     r = run(monkeypatch, capsys, tmp_path / "lab", "class", "status")
     no_traceback(r)
@@ -746,6 +782,15 @@ def test_text_in_a_learners_record_never_reaches_the_terminal_as_a_command(
     assert "predicted" in r.out and "bob (scheduler running)" in r.out
     as_json = run(monkeypatch, capsys, tmp_path / "lab", "class", "status", "--json")
     assert clean(as_json.out)  # JSON writes them as \\uXXXX
+    (tmp_path / "cwd").mkdir()
+    for page in ("page.md", "page.html"):  # the page, and its timelines drawn without a warning on the terminal
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            written = run(
+                monkeypatch, capsys, tmp_path / "lab", "class", "evidence", "--out", page, cwd=tmp_path / "cwd"
+            )
+        assert written.code == 0 and clean(written.out + written.err), repr(written.out + written.err)
+        assert clean((tmp_path / "cwd" / page).read_text())
 
 
 @pytest.mark.parametrize("name, seq", list(ESCAPES.items()), ids=list(ESCAPES))
@@ -806,6 +851,40 @@ def test_every_renderer_prints_user_and_cluster_text_plain(capsys, name, seq):
     out, err = capsys.readouterr()
     assert clean(out + err), repr(out + err)
     assert "cell" in out and "step" in err
+
+
+@pytest.mark.parametrize("name, seq", list(ESCAPES.items()), ids=list(ESCAPES))
+def test_a_snapshots_text_files_hold_nothing_a_terminal_obeys(tmp_path, name, seq):
+    """A snapshot a learner hands in is read with cat: report.md and the tables (pods.txt, events.txt, nodes.txt,
+    queues.md) carry user and cluster text plain; YAML and JSON write such characters as escapes."""
+    from kailab.checks import Check, Verdict
+    from kailab.evidence import _table, render_report, write_snapshot
+    from kailab.pods import EventView
+
+    verdict = Verdict(
+        scenario="s",
+        title=f"t{seq}",
+        namespace=f"ns{seq}",
+        checks=[Check(f"c{seq}", f"e{seq}", f"o{seq}", False).undecide(f"u{seq}")],
+        timeline=[[0.0, {f"q{seq}": 1}]],
+    ).to_record()
+    verdict["lesson"] = {"prediction": f"p{seq}", "expected": f"x{seq}", "right": f"r{seq}",
+                         "predictions": [{"key": f"k{seq}", "mark": "right", "given": f"g{seq}", "answer": f"a{seq}"}]}  # fmt: skip
+    events = [EventView("Pod", f"pod{seq}", "Evicted", f"evicted {seq}\nsecond line", 1.0, f"ns{seq}")]
+    row = dict.fromkeys(("name", "parent"), f"q{seq}") | _queue_numbers()
+    files = {
+        "report.md": render_report([verdict], [row], events, False),
+        "events.txt": _table(["message"], [[e.message] for e in events]),
+        "pods.yaml": yaml.safe_dump_all([{"metadata": {"name": f"pod{seq}"}}]),
+        "verdicts.json": json.dumps([verdict]),
+    }
+    assert "second line" in files["report.md"] and "Pod/pod" in files["report.md"]
+    with warnings.catch_warnings():  # a warning is printed on the terminal too (matplotlib's of a missing glyph)
+        warnings.simplefilter("error")
+        snap = write_snapshot(files, [verdict], tmp_path / "snap")
+    for f in snap.iterdir():
+        if f.suffix != ".png":
+            assert clean(f.read_text()), (f.name, f.read_text())
 
 
 def _queue_numbers() -> dict:
