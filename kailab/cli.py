@@ -132,7 +132,10 @@ def _stop_like_ctrl_c(signum, frame) -> None:
 def main() -> None:
     """Entry point. Typer reports usage errors itself (exit 2); a KailabError is printed once, exit 1.
     SIGTERM (a CI timeout, ``kill``) stops a command as Ctrl-C does, so its clean-up runs."""
+    from kailab.termtext import plain_library_output
+
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
+    plain_library_output()  # a library's warning or log line on stderr is text, never a terminal's command
     try:
         try:
             app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import urllib.parse
 from pathlib import Path
 
@@ -162,6 +163,33 @@ def check_named_files(path: Path, data: dict, context: str | None, hint: str) ->
                     raise KailabError(f"The kubeconfig {path} names the {field} {named}: {why}", hint=hint) from None
 
 
+def _load_bounded(path: Path, context: str | None, cfg: client.Configuration) -> None:
+    """The official client reads the kubeconfig into ``cfg``, within EXEC_TIMEOUT: a user's ``auth-provider``
+    (OIDC) refreshes an expired token from its issuer with no time limit. ``persist_config=False``: the client never
+    writes the user's kubeconfig back (a refreshed token)."""
+    done, failed = threading.Event(), []
+
+    def load() -> None:
+        try:
+            config.load_kube_config(
+                config_file=str(path), context=context, client_configuration=cfg, persist_config=False
+            )
+        except BaseException as e:  # noqa: BLE001 (raised again in the caller's thread)
+            failed.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=load, name="kubeconfig", daemon=True).start()  # daemon: a hung one never holds the exit
+    if not done.wait(EXEC_TIMEOUT):
+        raise KailabError(
+            f"The kubeconfig {path} could not be read within {EXEC_TIMEOUT:.0f}s: its user's auth provider "
+            "did not answer (an OIDC issuer refreshing an expired token).",
+            hint="Log in again so that its token is fresh (kubectl --kubeconfig PATH get nodes), then try again.",
+        )
+    if failed:
+        raise failed[0]
+
+
 def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
     """The client configuration for a kubeconfig's context; a :class:`KailabError` that names what is wrong
     with the file (not a file, too large, not YAML, not a mapping, bad base64 data, a server that is not a URL,
@@ -182,7 +210,7 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
         )
     cfg = client.Configuration()
     try:
-        config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
+        _load_bounded(Path(path), context, cfg)
     except (binascii.Error, ValueError) as e:
         raise KailabError(
             f"The kubeconfig {path} holds data that is not valid base64 "
@@ -193,6 +221,12 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
         if context and f"name {context} in" in str(e):  # a context that is not there: the caller names the others
             raise
         raise KailabError(f"The kubeconfig {path} cannot be used: {str(e)[:300]}.", hint=hint) from None
+    except KailabError:
+        raise
+    except Exception as e:  # an auth provider's token refresh (OIDC: its issuer does not answer), a file it names
+        raise KailabError(
+            f"The kubeconfig {path} cannot be used: {type(e).__name__}: {str(e)[:300]}.", hint=hint
+        ) from None
     url = urllib.parse.urlsplit(cfg.host or "")
     if url.scheme not in ("http", "https") or not url.hostname:
         raise KailabError(

@@ -71,3 +71,27 @@ class PlainConsole(Console):
                 yield segment
             else:
                 yield Segment(plain(segment.text), segment.style)
+
+
+def plain_library_output() -> None:
+    """What libraries print on stderr by themselves made plain too: Python's warnings (matplotlib's of a missing
+    glyph quotes the text it was drawing) and log records no handler took (logging's last resort)."""
+    import logging
+    import sys
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        try:
+            (file or sys.stderr).write(plain(warnings.formatwarning(message, category, filename, lineno, line)))
+        except (OSError, ValueError):  # a closed or full stderr: the warning is lost, as Python's own would be
+            pass
+
+    class PlainStderr(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                sys.stderr.write(plain(self.format(record)) + "\n")
+            except Exception:  # noqa: BLE001 (logging's own rule: a handler never raises)
+                self.handleError(record)
+
+    warnings.showwarning = show
+    logging.lastResort = PlainStderr(logging.WARNING)

@@ -887,6 +887,25 @@ def test_a_snapshots_text_files_hold_nothing_a_terminal_obeys(tmp_path, name, se
             assert clean(f.read_text()), (f.name, f.read_text())
 
 
+@pytest.mark.parametrize("name, seq", list(ESCAPES.items()), ids=list(ESCAPES))
+def test_a_librarys_own_warning_or_log_line_reaches_the_terminal_plain(monkeypatch, capsys, name, seq):
+    """Text a library prints on stderr by itself (a warning quoting what it drew, a log record of the client's)."""
+    import logging
+
+    from kailab.termtext import plain_library_output
+
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # both put back after the test
+    monkeypatch.setattr(logging, "lastResort", logging.lastResort)
+    plain_library_output()
+    with warnings.catch_warnings():  # it keeps the showwarning installed above
+        warnings.simplefilter("always")
+        warnings.warn(f"Glyph missing from {seq}", UserWarning, stacklevel=1)
+    # what logging does with a record no handler takes (pytest's own handlers take them all here)
+    logging.lastResort.handle(logging.makeLogRecord({"msg": "a response: %s", "args": (seq,), "levelno": 30}))
+    err = capsys.readouterr().err
+    assert "Glyph missing from" in err and "a response:" in err and clean(err), repr(err)
+
+
 def _queue_numbers() -> dict:
     return {"priority": 1, "quota": 1, "limit": 1, "weight": 1, "fair_share": 1, "allocated": 1, "pending": 0}
 
@@ -1044,6 +1063,53 @@ def test_a_file_a_kubeconfig_names_is_read_by_the_same_rule(tmp_path, user, monk
         # join refuses a user who signs in with anything but a token before it reads anything
         words = "is not a class credential" if args[0] == "join" and where == "user" else f"names the {field} {named}: "
         assert r.code == 1 and words in r.said, r.said
+
+
+def oidc_kubeconfig(issuer: str) -> dict:
+    """A kubeconfig whose user signs in with an OIDC auth provider and an expired token (the client refreshes it)."""
+    import base64
+
+    def part(d: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(d).encode()).decode().rstrip("=")
+
+    token = f"{part({'alg': 'none'})}.{part({'exp': 1, 'iss': issuer})}.sig"
+    provider = {
+        "client-id": "a",
+        "client-secret": "b",
+        "id-token": token,
+        "refresh-token": "r",
+        "idp-issuer-url": issuer,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "users": [{"name": "u", "user": {"auth-provider": {"name": "oidc", "config": provider}}}],
+    }
+
+
+@pytest.mark.parametrize("issuer", ["refuses", "never-answers"])
+def test_a_kubeconfigs_auth_provider_that_cannot_refresh_is_one_message_within_the_bound(
+    tmp_path, monkeypatch, capsys, issuer
+):
+    import socket
+
+    from kailab import kubeconfig
+
+    monkeypatch.setattr(kubeconfig, "EXEC_TIMEOUT", 1.0)
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(8)  # connections wait in its backlog: nothing ever answers them
+        url = "https://127.0.0.1:1" if issuer == "refuses" else f"https://127.0.0.1:{listening.getsockname()[1]}"
+        path = tmp_path / "oidc.kubeconfig"
+        path.write_text(yaml.safe_dump(oidc_kubeconfig(url)))
+        before = path.read_bytes()
+        r = run(monkeypatch, capsys, tmp_path / "lab", "up", "--runtime", "existing", "--kubeconfig", str(path))
+    no_traceback(r)
+    assert r.code == 1 and r.err.count("✗ Error:") == 1 and f"The kubeconfig {path} " in r.said, r.said
+    assert path.read_bytes() == before  # the client never writes a refreshed token back into it
 
 
 GOLDEN = Path(__file__).parent.parent / "golden"
