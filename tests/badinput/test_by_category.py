@@ -360,6 +360,29 @@ def test_a_kubeconfig_named_by_kailab_kubeconfig_is_read_by_the_same_rule(
     assert str(path) in r.said and "is missing" not in r.said, r.said  # what it is, not that it is not there
 
 
+@pytest.mark.parametrize("kind", ["missing", *KINDS])
+def test_a_joined_folders_damaged_credential_names_itself_and_down_clears_the_join(
+    tmp_path, user, monkeypatch, capsys, kind
+):
+    home = lab_folder(tmp_path / "lab")
+    cred = tmp_path / "creds" / "ann.kubeconfig"
+    if kind == "missing":
+        cred.parent.mkdir()
+    else:
+        make(kind, cred, user)
+    outfile.write_own(home / joined_mod.FILE, json.dumps({"learner": "ann", "kubeconfig": str(cred)}), root=home)
+    before = snapshot(user)
+    for argv in (["queues"], ["demo", "quota"], ["explain", "pod"]):
+        r = run(monkeypatch, capsys, home, *argv)
+        no_traceback(r)
+        assert r.code == 1 and r.err.count("✗ Error:") == 1, r
+        assert str(cred) in r.said and "kailab down, then kailab join FILE" in r.said, r.said
+    down = run(monkeypatch, capsys, home, "down")
+    no_traceback(down)
+    assert "this folder has left the class" in down.said and not os.path.lexists(home / joined_mod.FILE), down
+    assert snapshot(user) == before
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_verdicts_file_is_never_written_through_nor_read_as_anything_but_kailabs(tmp_path, user, kind):
     home = lab_folder(tmp_path / "lab")
