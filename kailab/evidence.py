@@ -239,6 +239,19 @@ def render_report(verdicts: list[dict], queue_rows: list[dict], events: list[Eve
     )
 
 
+# What a panel draws of a timeline: a lesson's has far fewer points and queues; a learner's record may hold more.
+DRAWN_POINTS = 500
+DRAWN_QUEUES = 16
+
+
+def drawn(timeline: list) -> list:
+    """The points of a timeline a panel draws: all of them, or every n-th (and the last) of a longer one."""
+    if len(timeline) <= DRAWN_POINTS:
+        return timeline
+    step = -(-len(timeline) // DRAWN_POINTS)
+    return [*timeline[:-1:step], timeline[-1]]
+
+
 def timeline_png(verdicts: list[dict], path: Path) -> None:
     """One panel per exercise: GPUs allocated per queue over the exercise's time, one line per queue."""
     import matplotlib
@@ -249,10 +262,11 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
     shown = [v for v in verdicts if v.get("timeline")]
     fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.8 * len(shown)), squeeze=False)
     for ax, v in zip(axes[:, 0], shown, strict=True):
-        queues_seen = sorted({q for _, point in v["timeline"] for q in point})
-        times = [t for t, _ in v["timeline"]]
+        timeline = drawn(v["timeline"])
+        queues_seen = sorted({q for _, point in timeline for q in point})[:DRAWN_QUEUES]
+        times = [t for t, _ in timeline]
         for q in queues_seen:
-            ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=one_line(q))
+            ax.step(times, [point.get(q, 0) for _, point in timeline], where="post", label=one_line(q))
         ax.set_title(  # a title's $ is text; its controls are none (matplotlib would warn of them on stderr)
             f"{one_line(v['title'])} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False
         )

@@ -84,13 +84,18 @@ def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None
         out.append(Section("Records that could not be read", lines=unreadable))
     for name in learners:
         if pictures and name in pictures:
-            out.append(Section(f"GPU timelines: {name}", picture=(name, pictures[name])))
+            kept = sum(1 for r in report[name]["lessons"].values() if r.get("timeline"))
+            more = f" (the first {PANELS} of {kept} drawn)" if kept > PANELS else ""
+            out.append(Section(f"GPU timelines: {name}{more}", picture=(name, pictures[name])))
     return out
 
 
+PANELS = 24  # lessons drawn a learner: the 17 lessons and some tasks; a record is a learner's to write, many of them
+
+
 def timelines(report: dict) -> dict[str, bytes]:
-    """learner → a PNG of their lessons' GPU timelines (one panel a lesson, as ``kailab evidence`` draws them);
-    learners without a timeline are left out."""
+    """learner → a PNG of their lessons' GPU timelines (one panel a lesson, as ``kailab evidence`` draws them, at most
+    :data:`PANELS`); learners without a timeline are left out."""
     from kailab.evidence import timeline_png
 
     out = {}
@@ -100,7 +105,7 @@ def timelines(report: dict) -> dict[str, bytes]:
                 {"title": r.get("title") or lesson, "passed": r.get("outcome") == "PASS", "timeline": r["timeline"]}
                 for lesson, r in sorted(report[name]["lessons"].items())
                 if r.get("timeline")
-            ]
+            ][:PANELS]
             if verdicts:
                 path = Path(tmp) / f"{i}.png"
                 timeline_png(verdicts, path)

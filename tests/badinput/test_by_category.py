@@ -761,6 +761,26 @@ def test_more_records_than_a_class_holds_are_said_and_the_rest_read(tmp_path, mo
     assert report["bob"]["lessons"]["quota"]["outcome"] == "PASS"
 
 
+def test_a_learners_many_long_timelines_are_drawn_within_a_bound(tmp_path, monkeypatch, capsys, a_class):
+    """A record is a learner's to write: as many as class status reads, each with the longest timeline a record
+    holds, are drawn as the first PANELS lessons, each from at most DRAWN_POINTS points and DRAWN_QUEUES queues."""
+    from kailab.classroom.records import MAX_JSON, MAX_POINTS
+    from kailab.classroom.report import PANELS
+    from kailab.evidence import DRAWN_POINTS, drawn
+
+    long = [[i, {f"ann-q{j}": (i + j) % 8 for j in range(3)}] for i in range(MAX_POINTS)]
+    assert len(json.dumps(long)) <= MAX_JSON  # the longest a record holds
+    a_class.extend(record("ann", f"task-{i:02d}", timeline=json.dumps(long)) for i in range(PANELS + 6))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    page = run(monkeypatch, capsys, tmp_path / "lab", "class", "evidence", "--out", "c.html", cwd=cwd)
+    assert page.code == 0, page
+    assert f"GPU timelines: ann (the first {PANELS} of {PANELS + 7} drawn)" in (cwd / "c.html").read_text()
+    thinned = drawn(long)
+    assert len(thinned) <= DRAWN_POINTS + 1 and thinned[0] == long[0] and thinned[-1] == long[-1]
+    assert drawn(long[:10]) == long[:10]
+
+
 # -- printed text fields: escape sequences never reach a terminal ----------------------------------------------------
 
 ESCAPES = {
