@@ -49,7 +49,7 @@ def from_file(path: Path) -> Roster:
         raise RosterError(f"No roster file {path}.", hint="Give a file with one learner name a line.")
     text = read_text(path, RosterError, "A roster is a text file with one learner name a line.", MAX_ROSTER_BYTES)
     names, lines = [], []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), 1):  # a BOM: Windows editors save one
         name = line.split("#", 1)[0].strip()
         if name:
             names.append(name)

@@ -39,6 +39,8 @@ def test_a_roster_file_skips_comments_and_blank_lines(tmp_path):
     f = tmp_path / "class.txt"
     f.write_text("# period 2\nann\n\nbob  # back row\n")
     assert roster.from_file(f).names == ("ann", "bob")
+    f.write_text("\ufeffann\r\nbob\r\n")  # as Notepad saves it: a byte-order mark, CRLF
+    assert roster.from_file(f).names == ("ann", "bob")
 
 
 @pytest.mark.parametrize(
