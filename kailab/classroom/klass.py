@@ -179,7 +179,7 @@ class Class:
         unknown = [n for n in learners if n not in have]
         if unknown:
             raise KailabError(
-                f"No learner named {', '.join(unknown)} in this lab's class.",
+                f"No learner named {', '.join(repr(n[:80]) for n in unknown)} in this lab's class.",
                 hint=f"Learners: {', '.join(have) or 'none'}.",
             )
         if learners:
