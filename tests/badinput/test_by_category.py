@@ -383,6 +383,28 @@ def test_a_joined_folders_damaged_credential_names_itself_and_down_clears_the_jo
     assert snapshot(user) == before
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "link-out", "folder"])
+@pytest.mark.parametrize("name", [".lock", "build-times.json", ".write-test"])
+def test_the_binary_caches_own_files_are_never_waited_on_nor_written_through(tmp_path, user, name, kind):
+    """The build cache (``KAILAB_CACHE``) is kailab's own folder too: its build lock, its build times and the file
+    that tried whether it can be written."""
+    from kailab import build
+    from kailab.versions import PROMETHEUS_BUILD
+
+    cache = tmp_path / "cache"
+    make(kind, cache / name, user)
+    before = snapshot(user)
+    with hang_guard():
+        build.check_cache(cache)  # it writes a file of a new name to try
+        try:
+            build._record_build_time(cache, PROMETHEUS_BUILD, 1.0)
+            with build._locked(cache):
+                pass
+        except KailabError as e:
+            assert name == ".lock" and str(cache / name) in e.message, e.message
+    assert snapshot(user) == before
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_verdicts_file_is_never_written_through_nor_read_as_anything_but_kailabs(tmp_path, user, kind):
     home = lab_folder(tmp_path / "lab")
