@@ -19,10 +19,19 @@ app = typer.Typer(
     help="One lab for a whole class: each learner a fleet and a KAI partition of their own.",
 )
 
+
+def _finite(value: float) -> float:
+    """A number of seconds, refused when it is not a number (nan) or endless (inf)."""
+    if value != value or value in (float("inf"), float("-inf")):
+        raise typer.BadParameter("give a number of seconds, e.g. 300")
+    return value
+
+
 StuckOpt = typer.Option(
     STUCK_SECONDS,
     "--stuck-after",
     min=0,
+    callback=_finite,
     help="Seconds a lesson may run without a verdict, or a pod wait for a scheduler, before it counts as stuck.",
 )
 

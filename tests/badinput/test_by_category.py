@@ -1197,3 +1197,13 @@ def test_every_record_kailab_writes_is_one_class_status_reads(lesson):
     meta = SimpleNamespace(**{k: obj["metadata"][k] for k in ("name", "namespace", "labels")})
     row = read_record(SimpleNamespace(metadata=meta, data=obj["data"]), "ann")
     assert row["outcome"] == verdict.outcome and row["timeline"] == verdict.timeline
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "-1", "ten"])
+@pytest.mark.parametrize("command", ["status", "evidence"])
+def test_a_number_of_seconds_that_is_no_number_is_refused_as_an_argument(tmp_path, monkeypatch, capsys, command, value):
+    """--stuck-after takes a finite number of seconds: nan, inf and negatives are usage errors, before the lab is read."""
+    r = run(monkeypatch, capsys, tmp_path / "lab", "class", command, "--stuck-after", value)
+    no_traceback(r)
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert "--stuck-after" in r.err
