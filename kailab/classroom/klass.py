@@ -91,13 +91,14 @@ class Class:
                 report[name]["scheduler"] = "missing"
         return report
 
-    def page(self, kube: Kube, out: Path, stuck_after: float) -> list[Path]:
-        """``class evidence``: the class's status as a page (classroom/report.py), with each learner's timelines."""
+    def page(self, kube: Kube, out: Path, stuck_after: float, force: bool = False) -> list[Path]:
+        """``class evidence``: the class's status as a page (classroom/report.py), with each learner's timelines;
+        a file at ``out`` that kailab did not write is replaced only with ``force`` (:mod:`kailab.outfile`)."""
         from kailab.classroom import report
         from kailab.lesson import lesson_names
 
         status = records.class_status(kube, self.learners(), stuck_after=stuck_after, timelines=True)
-        return report.write(status, lesson_names(), out)
+        return report.write(status, lesson_names(), out, force)
 
     def learners_server(self, kube: Kube, asked: str | None = None) -> tuple[str, str]:
         """(the API server address the learners' kubeconfigs name, what ``class up`` says about it): the address the
@@ -196,10 +197,14 @@ class Class:
         out: Path | None = None,
         available: int | None = None,
         server: str | None = None,
+        force: bool = False,
     ) -> list[str]:
         """Add the roster's new learners: their fleet, then their SchedulingShard; with ``out``, write every
         learner's kubeconfig there (classroom.access), naming ``server`` (None: the API server as ``kube`` reaches
-        it). Returns the learners added."""
+        it; one that kailab did not write is replaced only with ``force``, and that is checked before anything is
+        applied). Returns the learners added."""
+        if out is not None:
+            access.check_out(out, [*self.learners(), *roster.names], force)
         new = self.check(kube, roster, available)
         done = self.learners()
         if new and (slow := self.host.cores_short(len(done) + len(new))):
@@ -217,7 +222,7 @@ class Class:
                 done += new
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
-                access.grant(kube, done, out, self.host.usage_db_url(), server)
+                access.grant(kube, done, out, force, self.host.usage_db_url(), server)
         return new
 
     def add(
@@ -240,7 +245,7 @@ class Class:
         added = self.up(kube, roster, fleet, progress, available=None)
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig for {', '.join(added)} in {out}"):
-                access.grant(kube, added, out, self.host.usage_db_url(), server)
+                access.grant(kube, added, out, False, self.host.usage_db_url(), server)
         return added
 
     def reset(self, kube: Kube, learners: list[str], fleet: Fleet, progress: Progress) -> list[str]:
@@ -270,7 +275,7 @@ class Class:
         unknown = [n for n in learners if n not in have]
         if unknown:
             raise KailabError(
-                f"No learner named {', '.join(unknown)} in this lab's class.",
+                f"No learner named {', '.join(repr(n[:80]) for n in unknown)} in this lab's class.",
                 hint=f"Learners: {', '.join(have) or 'none'}.",
             )
         if learners:

@@ -137,8 +137,17 @@ def pool_counts(items: list[str]) -> dict[str, int]:
 
 def down(quiet: bool = QuietOpt) -> None:
     """Stop the lab and remove everything it made (uncaptured verdicts are kept for kailab evidence)."""
-    lab = Lab.open()
-    lab.remove(Progress(quiet))
+    from kailab.classroom.joined import DamagedJoin, forget
+    from kailab.paths import lab_home
+
+    progress = Progress(quiet)
+    lab = None
+    try:
+        lab = Lab.open()
+    except DamagedJoin as e:  # a join whose record cannot be read: the record goes, nothing on the cluster
+        forget(lab_home(), progress, e)
+    else:
+        lab.remove(progress)
     if (joined := getattr(lab, "joined", None)) is not None:  # a class's learner: their slice stays
         render.stdout.print(
             "Left the class: your lesson records stay for your instructor, your slice for your next lesson. "

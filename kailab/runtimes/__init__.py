@@ -132,6 +132,12 @@ def bring_up(
                 f"The lab that is up listens {where}; kailab up does not move a running lab to {options.address}.",
                 hint=f"Start again there: kailab down && kailab up --address {options.address}",
             )
+    if (
+        cls.traits.makes_cluster and not running
+    ):  # its nodes run on this machine: refused, with the figures, if too many
+        from kailab.sizing import check_lab
+
+        check_lab(options.fleet.node_count)
     progress.info(Text.assemble("Runtime: ", (cls.traits.name, "bold"), f" ({why})"))
     rt = cls(home)
     if found := rt.preflight(options):  # an adopted cluster is checked, and said, before anything changes

@@ -26,6 +26,7 @@ class OperatorPartitions:
         usage_db_url: str | None = None,
     ):
         self.rt = runtime
+        self.home: Path = runtime.home
         self.folder: Path = runtime.home
         self.usage_db = usage_db
         self._usage_db_url = usage_db_url
