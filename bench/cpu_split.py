@@ -135,6 +135,11 @@ class CpuSplit:
             lines.append(
                 f"  {group:<10} {groups.get(group, 0):6.1f}  ({', '.join(f'{n} {s:.1f}' for s, n in top) or 'none'})"
             )
+        lab = sum(groups.get(g, 0) for g in ("Kubernetes", "KAI", "kailab"))
+        lines.append(
+            f"  kailab's share: {100 * groups.get('kailab', 0) / max(lab, 1e-9):.1f}% of the lab's CPU "
+            f"(the sampling's own {self.sampling:.1f} s left out)"
+        )
         floor = (groups.get("Kubernetes", 0) + groups.get("KAI", 0)) / cores
         lines.append(
             f"  Kubernetes and KAI alone need at least {floor:.0f} s of wall time here "
