@@ -13,6 +13,7 @@ from pathlib import Path
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
 from kailab.labstate import LabState
+from kailab.operators import OperatorControl
 from kailab.progress import Progress
 from kailab.scheduler_settings import SchedulerSettings
 
@@ -198,6 +199,11 @@ class Runtime(ABC):
             f"The {self.name} runtime cannot stop or start what gives KAI's GPU reservation pods their GPU "
             "(only a lab the local runtime made runs kailab's GPU ledger for it)."
         )
+
+    def operators(self) -> OperatorControl:
+        """The workload operators of this lab (KubeRay, training-operator, JobSet, LWS), each started on first need
+        (:class:`kailab.operators.OperatorControl`)."""
+        raise KailabError(f"The {self.name} runtime cannot run workload operators (KubeRay, JobSet, …).")
 
     def scheduler_metrics(self) -> Callable[[], str | None] | None:
         """A reader of KAI's scheduler metrics (fair shares), or None when this lab cannot read them."""

@@ -35,9 +35,10 @@ from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDU
 from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
-from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, blocking, findings
+from kailab.preflight import KAI_CRDS, OK, Facts, Finding, SchedulerDeployment, blocking, findings
 from kailab.progress import Progress
 from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions
+from kailab.runtimes.existing_operators import ExistingOperators, operator_findings
 from kailab.runtimes.kind import KWOK_RELEASE
 from kailab.waiting import until
 
@@ -333,7 +334,9 @@ class ExistingRuntime(Runtime):
 
     def preflight(self, options: UpOptions) -> list[Finding]:
         path, context = self._target(options)
-        return findings(read_facts(connect(path, context), self._owner(), options.fleet if options.kwok else None))
+        kube = connect(path, context)
+        rows = findings(read_facts(kube, self._owner(), options.fleet if options.kwok else None))
+        return rows + operator_findings(kube) if rows and rows[0].status == OK else rows
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
         state = self.state()
@@ -615,6 +618,9 @@ class ExistingRuntime(Runtime):
                 return None
 
         return read
+
+    def operators(self) -> ExistingOperators:
+        return ExistingOperators(self.kube())
 
     def gpu_sharing(self) -> bool:
         try:

@@ -35,6 +35,7 @@ from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger, usage_db
 from kailab.runtimes import local_kai as kai
 from kailab.runtimes.base import ComponentHealth, GpuLedgerControl, LabInfo, Runtime, SchedulerControl, UpOptions
+from kailab.runtimes.local_operators import LocalOperators, forget_host_files
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import until
@@ -317,6 +318,9 @@ class LocalRuntime(Runtime):
     def scheduler_control(self) -> LocalSchedulerControl:
         return LocalSchedulerControl(self)
 
+    def operators(self) -> LocalOperators:
+        return LocalOperators(self)
+
     def gpu_ledger_control(self) -> LocalGpuLedgerControl:
         state = self.state()
         if state is not None and gpu_ledger.PROCESS_NAME not in state.kai_components:
@@ -349,6 +353,7 @@ class LocalRuntime(Runtime):
     def _teardown(self) -> list[str]:
         """Stop every process this lab started and remove what it wrote; return what is left in its folder."""
         self.kai_processes.stop_all(first=(SHARD_SUPERVISOR,))  # it starts schedulers: stopped before them
+        forget_host_files(self.kai_processes.root)
         kwokctl = build.binary_dir(versions.build("kwok"), self.cache) / "kwokctl"
         if kwokctl.exists() and self.cluster_dir.exists():
             env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir)}
