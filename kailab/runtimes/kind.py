@@ -34,6 +34,7 @@ from kailab.labels import (
     RESERVATION_NAMESPACE,
 )
 from kailab.labstate import LabState
+from kailab.operators import OperatorControl
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger, kind_usage_db, usage_db
@@ -784,6 +785,11 @@ class KindRuntime(Runtime):
 
     def scheduler_control(self) -> KindSchedulerControl:
         return KindSchedulerControl(self)
+
+    def operators(self) -> OperatorControl:
+        from kailab.runtimes.kind_operators import KindOperators
+
+        return KindOperators(self, CLUSTER, {LAB_LABEL: "true"}, Step)
 
     def start_ledger(self) -> None:
         """kailab's GPU ledger (as the local runtime runs it), on this host against the cluster, until down."""

@@ -259,3 +259,31 @@ def test_what_kailab_knows_of_each_operator_is_what_its_module_installs(operator
 def _served(crd: dict) -> set[tuple[str, str]]:
     group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
     return {(f"{group}/{v['name']}", kind) for v in crd["spec"]["versions"] if v.get("served")}
+
+
+# Objects only the operator's own validating webhook refuses (their CRDs' schemas accept them), and that webhook.
+REFUSED_BY_WEBHOOK = {
+    "training-operator": (  # pytorchjob_webhook.go: a replica needs a container named "pytorch"
+        {**PYTORCH_JOB, "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template("main")}}}},
+        "validator.pytorchjob.training-operator.kubeflow.org",
+    ),
+    "jobset": (  # jobset_webhook.go: a replicatedJob's groupName must be a DNS-1035 label
+        {**JOBSET, "spec": {"replicatedJobs": [{**JOBSET["spec"]["replicatedJobs"][0], "groupName": "Not_DNS"}]}},
+        "vjobset.kb.io",
+    ),
+    "lws": ({**LWS, "spec": {**LWS["spec"], "replicas": -1}}, "vleaderworkerset.kb.io"),  # leaderworkerset_webhook.go
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED_BY_WEBHOOK))
+def test_each_operators_webhooks_are_served_and_called_by_the_api_server(proof, name):
+    from kubernetes.client.exceptions import ApiException
+
+    obj, webhook = REFUSED_BY_WEBHOOK[name]
+    proof.runtime.operators().ensure(name, Progress())
+    kube = proof.kube
+    resource = kube.resource(obj["apiVersion"], obj["kind"])
+    body = {**copy.deepcopy(obj), "metadata": {**obj["metadata"], "name": f"refused-{name}"}}
+    with pytest.raises(ApiException) as refused:
+        kube.dyn.create(resource, body=body, namespace=NAMESPACE, dry_run="All")
+    assert f'admission webhook "{webhook}" denied the request' in str(refused.value.body)

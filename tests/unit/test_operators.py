@@ -257,3 +257,49 @@ def test_a_crd_someone_else_installed_is_used_never_replaced_and_kailabs_own_is_
     assert cluster.crds["rayjobs.ray.io"]["metadata"]["labels"] == {"upstream": "yes", **MANAGED}
     assert operators.install_crds(cluster, ray, objects) == ["rayclusters.ray.io"]  # type: ignore[arg-type]
     assert cluster.applied[2:] == ["rayjobs.ray.io", "rayservices.ray.io"]
+
+
+# ---------------------------------------------------------------- the kind runtime
+
+
+def test_on_kind_upstreams_install_runs_kailabs_image_with_the_labs_label_and_requests_and_no_crds():
+    from kailab.runtimes import kind_operators
+
+    ray = operators.OPERATORS["kuberay"]
+    upstream = [
+        {"kind": "CustomResourceDefinition", "metadata": {"name": "rayclusters.ray.io"}},
+        {"kind": "ServiceAccount", "metadata": {"name": "kuberay-operator", "namespace": "default"}},
+        {
+            "kind": "Deployment",
+            "metadata": {"name": "kuberay-operator", "namespace": "default", "labels": {"app": "x"}},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "image": "quay.io/kuberay/operator:v1.5.1",
+                                "args": ["--feature-gates=RayClusterStatusConditions=true"],
+                                "resources": {"limits": {"memory": "512Mi"}, "requests": {"cpu": "100m"}},
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    ]
+    objects = kind_operators.install_objects(ray, upstream, {"kailab.io/lab": "true"})
+    assert [o["kind"] for o in objects] == ["ServiceAccount", "Deployment"]
+    assert all(o["metadata"]["labels"]["kailab.io/lab"] == "true" for o in objects)
+    (container,) = objects[1]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"kailab.local/kuberay:{versions.KUBERAY_VERSION}"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    assert container["args"] == ["--feature-gates=RayClusterStatusConditions=true", "--batch-scheduler=kai-scheduler"]
+    assert container["resources"] == {"limits": {"memory": "512Mi"}, "requests": kind_operators.LAB_REQUESTS}
+    assert upstream[2]["spec"]["template"]["spec"]["containers"][0]["image"].startswith("quay.io")  # not changed
+
+    (load, start) = kind_operators.steps(Path("/lab"), "kailab", ray, Path("/c/kuberay.tar"), upstream, {})
+    assert load[1] == [["kind", "load", "image-archive", "/c/kuberay.tar", "--name", "kailab"]]
+    title, commands, files = start
+    assert commands[0][-2:] == ["-f", "/lab/operator-kuberay.yaml"] and "--server-side" in commands[0]
+    assert commands[1][-3:] == ["status", "deployment/kuberay-operator", "--timeout=180s"]
+    assert [d["kind"] for d in yaml.safe_load_all(files["operator-kuberay.yaml"])] == ["ServiceAccount", "Deployment"]
