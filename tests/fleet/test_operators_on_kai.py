@@ -10,6 +10,7 @@ of it.
 from __future__ import annotations
 
 import copy
+import json
 import os
 
 import pytest
@@ -271,7 +272,19 @@ REFUSED_BY_WEBHOOK = {
         {**JOBSET, "spec": {"replicatedJobs": [{**JOBSET["spec"]["replicatedJobs"][0], "groupName": "Not_DNS"}]}},
         "vjobset.kb.io",
     ),
-    "lws": ({**LWS, "spec": {**LWS["spec"], "replicas": -1}}, "vleaderworkerset.kb.io"),  # leaderworkerset_webhook.go
+    "lws": (  # leaderworkerset_webhook.go: maxSurge and maxUnavailable may not both be 0
+        {
+            **LWS,
+            "spec": {
+                **LWS["spec"],
+                "rolloutStrategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 0},
+                },
+            },
+        },
+        "vleaderworkerset.kb.io",
+    ),
 }
 
 
@@ -286,4 +299,47 @@ def test_each_operators_webhooks_are_served_and_called_by_the_api_server(proof, 
     body = {**copy.deepcopy(obj), "metadata": {**obj["metadata"], "name": f"refused-{name}"}}
     with pytest.raises(ApiException) as refused:
         kube.dyn.create(resource, body=body, namespace=NAMESPACE, dry_run="All")
-    assert f'admission webhook "{webhook}" denied the request' in str(refused.value.body)
+    said = json.loads(refused.value.body)["message"]
+    assert said.startswith(f'admission webhook "{webhook}" denied the request'), said
+
+
+def test_a_cluster_kailab_did_not_make_is_read_for_its_operators_never_changed(proof):
+    """The existing runtime's view, on this lab's API server: KubeRay's CRDs (installed above) without a controller
+    Deployment is not installed; a ready Deployment of upstream's name makes it installed; nothing is applied."""
+    from kailab.errors import KailabError
+    from kailab.preflight import OK, WARN
+    from kailab.runtimes.existing_operators import ExistingOperators, operator_findings
+
+    kube = proof.kube
+    ray = operators.OPERATORS["kuberay"]
+    proof.runtime.operators().ensure("kuberay", Progress())  # its CRDs, and a process (no Deployment)
+    control = ExistingOperators(kube)
+    with pytest.raises(KailabError) as lacking:
+        control.ensure("kuberay", Progress())
+    assert "no ready controller" in lacking.value.message and "--set batchScheduler.name=kai-scheduler" in str(
+        lacking.value.hint
+    )
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": ray.deployment, "namespace": NAMESPACE, "labels": dict(MANAGED)},
+        "spec": {
+            "selector": {"matchLabels": {"app": "ray-operator-stand-in"}},
+            "template": {
+                "metadata": {"labels": {"app": "ray-operator-stand-in"}},
+                "spec": {
+                    "tolerations": GPU_TEMPLATE["spec"]["tolerations"],  # KWOK runs it, as a Deployment elsewhere
+                    "containers": [{"name": "manager", "image": "quay.io/kuberay/operator:v1.5.1"}],
+                },
+            },
+        },
+    }
+    kube.apply(deployment)
+    try:
+        until("the stand-in Deployment ready", lambda: control.status()[0].running, timeout=60)
+        control.ensure("kuberay", Progress())  # found: nothing to do
+        rows = {f.check: f for f in operator_findings(kube)}
+        assert rows["KubeRay"].status == OK and f"{NAMESPACE}/{ray.deployment}" in rows["KubeRay"].found
+        assert rows["LeaderWorkerSet"].status in (OK, WARN)
+    finally:
+        kube.delete("apps/v1", "Deployment", ray.deployment, NAMESPACE)
