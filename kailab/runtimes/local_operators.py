@@ -13,7 +13,7 @@ signed by the lab's CA: ``kwok/clusters/kailab/pki``), and each webhook configur
 on loopback, where upstream names its Service. The configurations are applied before the operator starts (as an
 install applies them with its Deployment), so no object of its kinds is ever admitted unseen by its webhooks.
 
-Everything lives in ``kai/operators/<name>/`` (config, certificates, a record of its ports); its process in the
+Everything lives in ``kai/operators/<name>/`` (its config file and certificates); its process in the
 lab's process group (``kai/pids``), so ``kailab down`` stops it with KAI's components.
 """
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +93,7 @@ class LocalOperators(OperatorControl):
             kubectl = build.ensure_built([versions.build("kubernetes")], Progress(quiet=True), self.rt.cache)["kubectl"]
             objects = operators.manifests(op, kubectl, self.rt.cache)
             kube = Kube(self.rt.kubeconfig())
-            with progress.step(f"Starting {op.describe()} (first use in this lab)") as step:
+            with progress.step(f"Starting {op.describe()} in this lab") as step:
                 theirs = operators.install_crds(kube, op, objects)
                 launch = LAUNCHERS[op.name](self, op, bins[op.binary], objects, work)
                 for obj in launch.objects:
@@ -103,11 +102,6 @@ class LocalOperators(OperatorControl):
                     self._ensure_cert_check(work)
                 self.group.start(launch.spec)
                 self._wait_serving(op, launch, work)
-                (work / "record.json").write_text(
-                    json.dumps(
-                        {"version": op.version, "health": launch.spec.health_url, "webhook": launch.webhook_port}
-                    )
-                )
                 step.note(
                     f"pid {self.group.pid(op.binary)}"
                     + (f"; CRDs already there: {', '.join(theirs)}" if theirs else "")
