@@ -3,7 +3,7 @@
     python bench/operators.py     # builds what is missing first (minutes each, once); run under the fleet lock
 
 Prints per operator: its cold build time (as recorded by its first build, ``build-times.json`` in the cache), its
-binary's size, the time ``operators().ensure`` takes on a lab where it is built but not yet started (CRDs, webhook
+binary's size, the time ``capabilities().operators.ensure`` takes on a lab where it is built but not yet started (CRDs, webhook
 configurations, the process, until it serves), and its RSS idle and while it runs the fleet proof's object
 (tests/fleet/test_operators_on_kai.py), sampled every second until KAI has bound that object's pods and for
 10 s after. The lab is brought up in a fresh KAILAB_HOME and taken down at the end.
@@ -61,7 +61,7 @@ def main() -> None:
             }
         )
         kube.ensure_namespace(NAMESPACE)
-        control = runtime.operators()
+        control = runtime.capabilities().operators
         for name, (obj, count, _) in EXPECTED.items():
             op = operators.OPERATORS[name]
             start = time.monotonic()

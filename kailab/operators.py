@@ -1,5 +1,6 @@
-"""The workload operators whose pods KAI's pod-grouper gangs: what each is, which kinds it serves, where its manifests
-are, and the one interface every runtime gives to run them (:class:`OperatorControl`).
+"""The workload operators whose pods KAI's pod-grouper gangs, and the one interface a runtime gives to run them.
+
+What each operator is, which kinds it serves, where its manifests are, and :class:`OperatorControl`.
 
 KAI v0.17.0's pod-grouper has a plugin for each operator's kinds (pkg/podgrouper/podgrouper/hub/hub.go maps the
 kind to its grouper; plugins/{ray,kubeflow,jobset,leaderworkerset}/ compute the PodGroup), and its go.mod pins the
@@ -7,7 +8,7 @@ operators' modules: KubeRay's ray-operator, Kubeflow's training-operator, JobSet
 those very versions (``versions.OPERATOR_BUILDS``), built from their Go modules, never a fake: the pods a lesson
 watches are the ones the operator made.
 
-An operator runs only once a lesson needs it: a scenario asks ``runtime.operators().ensure(name, progress)`` (or
+An operator runs only once a lesson needs it: a scenario asks ``runtime.capabilities().operators.ensure(name, progress)`` (or
 :meth:`OperatorControl.ensure_for` with the objects it is about to apply), and the runtime builds it the first time,
 installs its CRDs and starts it. The CRDs, webhook configurations and Deployment come from upstream's own
 kustomization inside the module (:func:`manifests`), read from Go's module cache, never copied into kailab.

@@ -130,7 +130,7 @@ class KindOperators(OperatorControl):
 
     def ensure(self, name: str, progress: Progress) -> None:
         op = operators.operator(name)
-        if self.rt.state() is None:
+        if self.rt._state() is None:
             raise KailabError(f"No kind lab is running to start {op.describe()} in.", hint="kailab up --runtime kind")
         if self._ready(op):
             return

@@ -79,7 +79,7 @@ class LocalOperators(OperatorControl):
 
     def ensure(self, name: str, progress: Progress) -> None:
         op = operators.operator(name)
-        if self.rt.state() is None:
+        if self.rt._state() is None:
             raise KailabError(
                 f"No local lab is running to start {op.describe()} in.", hint="Bring one up: kailab up --runtime local"
             )

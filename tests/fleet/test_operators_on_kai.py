@@ -209,7 +209,7 @@ def gang_of(pg: dict) -> tuple:
 def test_the_operators_pods_are_ganged_and_bound_by_kai(proof, name):
     kube = proof.kube
     obj, pod_count, gangs = EXPECTED[name]
-    proof.runtime.operators().ensure(name, Progress())
+    proof.runtime.capabilities().operators.ensure(name, Progress())
     kube.apply(copy.deepcopy(obj))
 
     def bound() -> list[dict] | None:
@@ -293,7 +293,7 @@ def test_each_operators_webhooks_are_served_and_called_by_the_api_server(proof, 
     from kubernetes.client.exceptions import ApiException
 
     obj, webhook = REFUSED_BY_WEBHOOK[name]
-    proof.runtime.operators().ensure(name, Progress())
+    proof.runtime.capabilities().operators.ensure(name, Progress())
     kube = proof.kube
     resource = kube.resource(obj["apiVersion"], obj["kind"])
     body = {**copy.deepcopy(obj), "metadata": {**obj["metadata"], "name": f"refused-{name}"}}
@@ -312,7 +312,7 @@ def test_a_cluster_kailab_did_not_make_is_read_for_its_operators_never_changed(p
 
     kube = proof.kube
     ray = operators.OPERATORS["kuberay"]
-    proof.runtime.operators().ensure("kuberay", Progress())  # its CRDs, and a process (no Deployment)
+    proof.runtime.capabilities().operators.ensure("kuberay", Progress())  # its CRDs, and a process (no Deployment)
     control = ExistingOperators(kube)
     with pytest.raises(KailabError) as lacking:
         control.ensure("kuberay", Progress())
