@@ -27,7 +27,7 @@ import yaml
 from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube, wait_crds_established
-from kailab.labels import MANAGED
+from kailab.labels import MANAGED, RAY_API
 from kailab.paths import cache_home
 from kailab.progress import Progress
 from kailab.versions import GoBuild
@@ -45,6 +45,8 @@ class Operator:
     ``image_name``: the end of its image's repository (a cluster kailab did not make is searched for it).
     ``webhooks``: whether upstream's install serves admission webhooks.
     ``grouper``: the KAI pod-grouper plugin that decides this operator's PodGroups.
+    ``pod_labels``: the labels the operator puts on its pods that that plugin reads to put each pod in its subgroup
+    (tests/fleet/test_operators_on_kai.py holds the operator's real pods to them).
     """
 
     name: str
@@ -56,6 +58,7 @@ class Operator:
     image_name: str
     grouper: str
     install_hint: str
+    pod_labels: tuple[str, ...]
     webhooks: bool = True
 
     @property
@@ -86,12 +89,13 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             name="kuberay",
             title="KubeRay",
-            kinds=(("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayJob"), ("ray.io/v1", "RayService")),
+            kinds=((RAY_API, "RayCluster"), (RAY_API, "RayJob"), (RAY_API, "RayService")),
             kustomization="config/default",
             crds=("rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"),
             deployment="kuberay-operator",
             image_name="kuberay/operator",
             grouper=f"{KAI_GROUPERS}/ray/",
+            pod_labels=("ray.io/group",),  # ray_grouper.go assignRayPodToSubGroup: utils.RayNodeGroupLabelKey
             # KubeRay's guide for KAI (docs.ray.io, k8s-ecosystem/kai-scheduler): the chart's batchScheduler.name
             install_hint="helm install kuberay-operator kuberay/kuberay-operator --version 1.5.1 "
             "--set batchScheduler.name=kai-scheduler",
@@ -113,6 +117,8 @@ OPERATORS: dict[str, Operator] = {
             deployment="training-operator",
             image_name="training-operator",
             grouper=f"{KAI_GROUPERS}/kubeflow/",
+            # kubeflow/pytorch/pytorch_grouper.go: the replica type (master, worker) and a worker's index
+            pod_labels=("training.kubeflow.org/replica-type", "training.kubeflow.org/replica-index"),
             install_hint='kubectl apply --server-side -k "github.com/kubeflow/training-operator.git/manifests/'
             'overlays/standalone?ref=v1.9.3"',
         ),
@@ -125,6 +131,8 @@ OPERATORS: dict[str, Operator] = {
             deployment="jobset-controller-manager",
             image_name="jobset/jobset",
             grouper=f"{KAI_GROUPERS}/jobset/",
+            # jobset/jobset_grouper.go: which replicatedJob, and which replica of it
+            pod_labels=("jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index"),
             install_hint="kubectl apply --server-side -f "
             "https://github.com/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml",
         ),
@@ -137,6 +145,8 @@ OPERATORS: dict[str, Operator] = {
             deployment="lws-controller-manager",
             image_name="lws/lws",
             grouper=f"{KAI_GROUPERS}/leaderworkerset/",
+            # leaderworkerset/lws_grouper.go: which group, and leader (index 0) or worker
+            pod_labels=("leaderworkerset.sigs.k8s.io/group-index", "leaderworkerset.sigs.k8s.io/worker-index"),
             install_hint="kubectl apply --server-side -f "
             "https://github.com/kubernetes-sigs/lws/releases/download/v0.7.0/manifests.yaml",
         ),
@@ -237,8 +247,11 @@ def install_crds(kube: Kube, op: Operator, objects: list[dict]) -> list[str]:
 
 def delete_workloads(kube: Kube, namespace: str) -> None:
     """Delete every object of an operator's kinds in ``namespace`` (those the cluster serves), so its operator makes
-    no more pods there: ``Kube.empty_namespace`` knows only Kubernetes' own workloads."""
+    no more pods there: ``Kube.empty_namespace`` knows only Kubernetes' own workloads. An operator none of whose
+    CRDs the cluster has costs one read per CRD (never an API discovery)."""
     for op in OPERATORS.values():
+        if not any(kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", c) for c in op.crds):
+            continue
         for api_version, kind in op.kinds:
             for obj in kube.list(api_version, kind, namespace=namespace):
                 kube.delete(api_version, kind, obj["metadata"]["name"], namespace)
@@ -272,6 +285,14 @@ class OperatorControl(ABC):
     @abstractmethod
     def status(self) -> list[OperatorStatus]:
         """Each operator kailab knows, as this lab has it now."""
+
+    def can_run(self) -> frozenset[str]:
+        """The operators a lesson may ask of this lab: every one where kailab starts them (a lab it made)."""
+        return frozenset(OPERATORS)
+
+    def kinds(self) -> frozenset[str]:
+        """The kinds whose pods this lab's operators can make (``RayCluster`` …): what a scenario may apply."""
+        return frozenset(kind for name in self.can_run() for _, kind in OPERATORS[name].kinds)
 
     def ensure_for(self, objects: Iterable[dict], progress: Progress) -> list[str]:
         """Every operator ``objects`` need (by apiVersion and kind), ensured; their names."""

@@ -120,3 +120,12 @@ class ExistingOperators(OperatorControl):
 
     def status(self) -> list[OperatorStatus]:
         return [OperatorStatus(f.op.name, f.installed, f.describe()) for f in find_all(self.kube)]
+
+    def can_run(self) -> frozenset[str]:
+        """Only those installed here (or whose CRDs are served where its controller could not be read: ensure says
+        so and goes on); never one kailab would have to install."""
+        try:
+            found = find_all(self.kube)
+        except Exception:  # the cluster does not answer: no operator to count on
+            return frozenset()
+        return frozenset(f.op.name for f in found if f.installed or (not f.missing_crds and f.unread))

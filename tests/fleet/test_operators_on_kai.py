@@ -12,12 +12,13 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections import Counter
 
 import pytest
 from waits import until  # tests/fleet/waits.py
 
 from kailab import build, operators, versions
-from kailab.labels import MANAGED, POD_GROUP_ANNOTATION, QUEUE_API, QUEUE_LABEL
+from kailab.labels import MANAGED, POD_GROUP_ANNOTATION, QUEUE_API, QUEUE_LABEL, SUBGROUP_LABEL
 from kailab.progress import Progress
 
 NAMESPACE = "operators-proof"
@@ -146,6 +147,42 @@ EXPECTED = {
 }
 
 
+# Where KAI's pod-grouper put each pod: (PodGroup, subgroup) → pods, from the pods' kai.scheduler/subgroup-name,
+# which the pod-grouper sets from the labels the operator gave the pod (Operator.pod_labels). The operator's pods
+# must look as the grouper expects: a pod without them is in no subgroup (ray_grouper.go only logs it).
+MEMBERS = {
+    "kuberay": {("ray-gang", "headgroup"): 1, ("ray-gang", "gpu-workers"): 3},
+    "training-operator": {("torch-gang", "master"): 1, ("torch-gang", "worker"): 3},
+    "jobset": {
+        ("jobset-gang", "driver-replica-0"): 1,
+        ("jobset-gang", "workers-replica-0"): 2,
+        ("jobset-gang", "workers-replica-1"): 2,
+    },
+    "lws": {(f"lws-gang-group-{i}", sub): n for i in range(2) for sub, n in (("leader", 1), ("workers", 2))},
+}
+
+
+def test_the_ray_gang_lesson_passes_on_kai_and_kuberay_and_replays_to_the_same_verdict(kai_lab, tmp_path):
+    """ray-gang on the real KAI with the real KubeRay (started by the lesson itself): every row PASS, and its
+    recorded change stream, replayed offline, gives the same rows. First in this file: the operators' own
+    proofs below hold 19 GPUs until the module ends."""
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.loader import load_scenario
+    from kailab.scenarios.replay import replay
+
+    proc = kai_lab.cli("demo", "ray-gang", "--json", "--record", str(tmp_path))
+    result = json.loads(proc.stdout or "{}")
+    (live,) = result.get("verdicts") or [{"checks": [], "scenario": "?"}]
+    failed = [
+        f"{c['title']}: expected {c['expected']}, observed {c['observed']}" for c in live["checks"] if not c["passed"]
+    ]
+    assert proc.returncode == 0 and live["checks"] and not failed, "\n".join(failed) + proc.stderr[-3000:]
+    assert not live.get("not_applicable")
+    again = replay(load_scenario(EXERCISES / "ray-gang.yaml"), tmp_path / "ray-gang")
+    rows = lambda checks: [(c["title"], c["expected"], c["observed"], c["passed"]) for c in checks]  # noqa: E731
+    assert rows(c.to_dict() for c in again.checks) == rows(live["checks"])
+
+
 @pytest.fixture(scope="session")
 def operators_built(kai_reason):
     """Every operator built before the module enters its worker's own network (builds download Go modules)."""
@@ -232,6 +269,14 @@ def test_the_operators_pods_are_ganged_and_bound_by_kai(proof, name):
         assert pg["spec"]["queue"] == QUEUE
         made[_short(group, obj, pg)] = gang_of(pg)
     assert made == gangs
+    # the facts the grouper reads are on the operator's own pods, and put each pod where the grouper's source says
+    op = operators.OPERATORS[name]
+    assert [(p["metadata"]["name"], k) for p in pods for k in op.pod_labels if k not in p["metadata"]["labels"]] == []
+    members: Counter = Counter()
+    for p in pods:
+        group = p["metadata"]["annotations"][POD_GROUP_ANNOTATION]
+        members[(_short(group, obj, found[group]), p["metadata"]["labels"].get(SUBGROUP_LABEL))] += 1
+    assert members == MEMBERS[name]
 
 
 def _short(group: str, obj: dict, pg: dict) -> str:
