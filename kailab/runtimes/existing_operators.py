@@ -78,19 +78,35 @@ def find_all(kube: Kube) -> list[Found]:
     return [find(kube, op, deployments, unread) for op in operators.OPERATORS.values()]
 
 
+def lessons_of(op: Operator) -> list[str]:
+    """The built-in lessons with a workload of ``op``'s kinds, in teaching order."""
+    from kailab.lesson import EXERCISE_NAMES
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.loader import load_scenario
+
+    kinds = {kind for _, kind in op.kinds}
+    return [
+        name
+        for name in EXERCISE_NAMES
+        if any(w.kind in kinds for w in load_scenario(EXERCISES / f"{name}.yaml").workloads)
+    ]
+
+
 def operator_findings(kube: Kube) -> list[Finding]:
     """One preflight row per operator: installed (its lessons apply) or not (they do not, and how to install it)."""
     rows = []
     for found in find_all(kube):
         kinds = ", ".join(kind for _, kind in found.op.kinds)
+        lessons = lessons_of(found.op)
+        which = f"the lessons {', '.join(lessons)} and any" if lessons else "lessons"
         if found.installed:
-            rows.append(Finding(found.op.title, OK, f"{found.describe()}; lessons with {kinds} apply"))
+            rows.append(Finding(found.op.title, OK, f"{found.describe()}; {which} with {kinds} apply"))
         else:
             rows.append(
                 Finding(
                     found.op.title,
                     WARN,
-                    f"{found.describe()}; lessons with {kinds} do not apply",
+                    f"{found.describe()}; {which} with {kinds} do not apply",
                     f"To run them, install it: {found.op.install_hint}",
                 )
             )
