@@ -162,7 +162,9 @@ MEMBERS = {
 }
 
 
-def test_the_ray_gang_lesson_passes_on_kai_and_kuberay_and_replays_to_the_same_verdict(kai_lab, tmp_path):
+def test_the_ray_gang_lesson_passes_on_kai_and_kuberay_and_replays_to_the_same_verdict(
+    kai_lab, kuberay_built, tmp_path
+):
     """ray-gang on the real KAI with the real KubeRay (started by the lesson itself): every row PASS, and its
     recorded change stream, replayed offline, gives the same rows. First in this file: the operators' own
     proofs below hold 19 GPUs until the module ends."""
@@ -181,13 +183,6 @@ def test_the_ray_gang_lesson_passes_on_kai_and_kuberay_and_replays_to_the_same_v
     again = replay(load_scenario(EXERCISES / "ray-gang.yaml"), tmp_path / "ray-gang")
     rows = lambda checks: [(c["title"], c["expected"], c["observed"], c["passed"]) for c in checks]  # noqa: E731
     assert rows(c.to_dict() for c in again.checks) == rows(live["checks"])
-
-
-@pytest.fixture(scope="session")
-def operators_built(kai_reason):
-    """Every operator built before the module enters its worker's own network (builds download Go modules)."""
-    if kai_reason is None:
-        build.ensure_built([op.build for op in operators.OPERATORS.values()], Progress())
 
 
 @pytest.fixture(scope="module")
