@@ -54,7 +54,7 @@ def each_lesson(rt: LocalRuntime, klass: Class, kube: Kube, lessons: list[str], 
     learner, rows = names.names[0], []
     try:
         for lesson in lessons:
-            with PeakMemory(rt.memory_mib) as peak, CpuSplit(rt.processes) as split:
+            with PeakMemory(rt.memory_mib) as peak, CpuSplit(str(rt.home)) as split:
                 start = time.monotonic()
                 (verdict,) = klass.run(Kube(rt.kubeconfig()), learner, [lesson], Progress(quiet=True))
                 wall = time.monotonic() - start
@@ -92,7 +92,7 @@ def one_size(rt: LocalRuntime, klass: Class, kube: Kube, count: int, lessons: li
             errors[learner] = f"{type(e).__name__}: {getattr(e, 'message', e)}"
 
     threads = [threading.Thread(target=play, args=(n,)) for n in names.names]
-    with PeakMemory(rt.memory_mib) as peak, CpuSplit(rt.processes) as split:
+    with PeakMemory(rt.memory_mib) as peak, CpuSplit(str(rt.home)) as split:
         start = time.monotonic()
         for t in threads:
             t.start()

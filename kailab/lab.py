@@ -402,6 +402,7 @@ class OwnLab(Lab):
             gpu_sharing=caps.gpu_sharing if self.runtime is not None else True,
             node_selector=self.view.fleet,
             gpu_ledger=caps.gpu_ledger,
+            operators=caps.operators,
         )
 
     def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:

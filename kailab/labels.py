@@ -10,6 +10,10 @@ PRIORITY_CLASS_LABEL = "priorityClassName"  # KAI's pod-grouper reads it before 
 MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
 POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+# KubeRay's group of a RayCluster's head (ray-operator utils.RayNodeHeadGroupLabelValue), also the name of KAI's
+# subgroup for it (pkg/podgrouper/podgrouper/plugins/ray/ray_grouper.go)
+RAY_HEAD_GROUP = "headgroup"
+RAY_API = "ray.io/v1"  # KubeRay's RayCluster, RayJob, RayService
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
 SKIP_PODGROUPER_ANNOTATION = "kai.scheduler/skip-podgrouper"
 # Read by KAI's pod-grouper from a workload's owners, then its pods, into the PodGroup's spec (policies lessons)

@@ -62,7 +62,9 @@ class SideBySide:
         at_once: int,
         own: Callable[[Kube], LiveCluster] | None = None,
     ):
-        self.own = own  # the lab's own partition, for the lessons without KAI
+        self.own = (
+            own  # the lab's own partition, for the lessons that run in the lab itself (parallel.in_the_lab_itself)
+        )
         self.parts = Partitions(host, STATE)
         self.klass = Partitions(host, CLASS_STATE)  # a class's learners' partitions, whose names are taken
         self.fleet = fleet
@@ -115,7 +117,7 @@ class SideBySide:
         kube = self.connect()
         self.check(kube, names)
         results: dict[str, Verdict] = {}
-        alone = [n for n in names if self.own is not None and without_kai(n)]
+        alone = [n for n in names if self.own is not None and in_the_lab_itself(n)]
         for n in alone:
             ns = load_scenario(EXERCISES / f"{n}.yaml").namespace
             found = kube.get("v1", "Namespace", ns)
@@ -237,6 +239,11 @@ def asleep(scenario) -> float:
     return sum(step.seconds for step in scenario.steps if isinstance(step, Sleep))
 
 
-def without_kai(lesson: str) -> bool:
-    """True for a lesson whose pods all go to the default kube-scheduler."""
-    return all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in load_scenario(EXERCISES / f"{lesson}.yaml").workloads)
+def in_the_lab_itself(lesson: str) -> bool:
+    """True for a lesson that runs in the lab's own partition, after the others: its pods all go to the default
+    kube-scheduler, or one of its KAI workloads has no queue — KAI puts it in ``default-queue``, which is the lab's
+    own (a partition's scheduler sees only the queues of its node pool)."""
+    workloads = load_scenario(EXERCISES / f"{lesson}.yaml").workloads
+    if all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in workloads):
+        return True
+    return any(w.scheduler != DEFAULT_SCHEDULER_NAME and w.queue is None for w in workloads)

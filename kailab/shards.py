@@ -223,5 +223,5 @@ class ShardSchedulerControl(SchedulerControl):
             return self.kube.core.connect_get_namespaced_service_proxy_with_path(
                 f"{scheduler_name(self.learner)}:http-metrics", KAI_NAMESPACE, "metrics", _request_timeout=5
             )
-        except Exception:  # a scheduler being restarted, or a Service not there yet
+        except Exception:  # a Service not there yet
             return None

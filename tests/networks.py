@@ -84,7 +84,7 @@ def private_network() -> Iterator[None]:
     host = _namespace_fd()
     try:
         if _private is None:
-            _machine = os.dup(host)
+            _machine = _namespace_fd()
             _libc_call("unshare", CLONE_NEWNET)
             _loopback_up()
             _private = _namespace_fd()
@@ -98,8 +98,8 @@ def private_network() -> Iterator[None]:
 
 @contextmanager
 def machine_network() -> Iterator[None]:
-    """Run the block (and what it starts) on the machine's network even inside :func:`private_network`: builds that
-    download Go modules, before a test makes network namespaces of its own."""
+    """Run the block (and what it starts) on the machine's network, from inside this worker's own (a build that
+    downloads Go modules, first needed by a test that runs there); as it is where there is no namespace of its own."""
     if _machine is None:
         yield
         return

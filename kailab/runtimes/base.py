@@ -1,8 +1,8 @@
 """The runtime interface: how a cluster comes to be, and what a runtime offers beyond a kubeconfig.
 
 A runtime has ten members (:class:`Runtime`) and one value of optional parts (:class:`Capabilities`: scheduler
-control, GPU ledger, metrics, partitions, GPU sharing, memory — None where it has none). This module imports no
-runtime: the runtimes import it, and the registry (``kailab.runtimes``) knows them all.
+control, GPU ledger, metrics, partitions, GPU sharing, memory, workload operators — None where it has none). This
+module imports no runtime: the runtimes import it, and the registry (``kailab.runtimes``) knows them all.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from kailab.scheduler_settings import SchedulerSettings
 if TYPE_CHECKING:
     from kailab.fleet import Fleet
     from kailab.kube import Kube
+    from kailab.operators import OperatorControl
 
 
 @dataclass
@@ -177,6 +178,7 @@ class Capabilities:
     partitions: PartitionHost | None = None  # what runs partitions' schedulers (a class, lessons side by side)
     gpu_sharing: bool = False  # KAI's GPU sharing is on
     memory: Callable[[], float | None] | None = None  # MiB of every process the lab runs, together
+    operators: OperatorControl | None = None  # the workload operators (KubeRay, JobSet…), each run on first need
 
 
 @dataclass(frozen=True)

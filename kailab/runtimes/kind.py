@@ -327,7 +327,8 @@ class KindRuntime(Runtime):
 
     def capabilities(self) -> Capabilities:
         """KAI's scheduler through the objects its operator reads; partitions through the operator too (time-based
-        fair share with the lab's Prometheus)."""
+        fair share with the lab's Prometheus); workload operators installed in the cluster on first need."""
+        from kailab.runtimes.kind_operators import KindOperators
         from kailab.runtimes.operator_partitions import OperatorPartitions
 
         control = self.scheduler_control()
@@ -336,6 +337,7 @@ class KindRuntime(Runtime):
             metrics=control.metrics,
             partitions=OperatorPartitions(self, usage_db=control.usage_db, usage_db_url=kind_usage_db.URL),
             gpu_sharing=True,
+            operators=KindOperators(self, CLUSTER, {LAB_LABEL: "true"}, Step),
         )
 
     def scheduler_control(self) -> KindSchedulerControl:

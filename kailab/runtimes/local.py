@@ -37,6 +37,7 @@ from kailab.runtimes import gpu_ledger, usage_db
 from kailab.runtimes import local_kai as kai
 from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime, Traits, UpOptions
 from kailab.runtimes.local_controls import LocalGpuLedgerControl, LocalSchedulerControl
+from kailab.runtimes.local_operators import LocalOperators, forget_host_files
 from kailab.runtimes.processes import Identity, ProcessGroup, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.userfile import peek_text, tail
@@ -368,7 +369,8 @@ class LocalRuntime(Runtime):
         return bins
 
     def capabilities(self) -> Capabilities:
-        """Its scheduler and GPU ledger are processes kailab started; its partitions' schedulers too."""
+        """Its scheduler and GPU ledger are processes kailab started; its partitions' schedulers and the workload
+        operators a lesson needs too."""
         from kailab.runtimes.local_partitions import LocalPartitions
 
         control = self.scheduler_control()
@@ -382,6 +384,7 @@ class LocalRuntime(Runtime):
             partitions=LocalPartitions(self),
             gpu_sharing=True,
             memory=self.memory_mib,
+            operators=LocalOperators(self),
         )
 
     def scheduler_control(self) -> LocalSchedulerControl:
@@ -418,6 +421,7 @@ class LocalRuntime(Runtime):
     def _teardown(self) -> list[str]:
         """Stop every process this lab started and remove what it wrote; return what is left in its folder."""
         self.kai_processes.stop_all(first=(SHARD_SUPERVISOR,))  # it starts schedulers: stopped before them
+        forget_host_files(self.kai_processes.root)
         kwokctl = build.binary_dir(versions.build("kwok"), self.cache) / "kwokctl"
         if kwokctl.exists() and self.cluster_dir.exists():
             env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir)}

@@ -22,6 +22,7 @@ from kailab.labels import (
     PREEMPTION_DELAY_ANNOTATION,
     QUEUE_API,
     QUEUE_LABEL,
+    RAY_HEAD_GROUP,
     SKIP_PODGROUPER_ANNOTATION,
     STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
@@ -107,6 +108,29 @@ class SubGroupFile(FileModel):
     name: Name
     pods: Count
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
+class RayWorkerGroupFile(FileModel):
+    """A RayCluster's worker group: ``replicas`` pods of ``gpus`` each, ``minReplicas`` of them in KAI's gang."""
+
+    name: Name
+    replicas: Count
+    minReplicas: Count = 0
+    gpus: Gpus = 1
+
+    @model_validator(mode="after")
+    def _min_within_replicas(self):
+        # KAI refuses such a group (ray_grouper.go, getReplicaCountersForWorkerGroup), and makes no PodGroup
+        if self.minReplicas > self.replicas:
+            raise ValueError(
+                f"minReplicas {self.minReplicas} is more than replicas {self.replicas}; KAI's Ray grouper makes no "
+                "PodGroup for such a group: raise replicas or lower minReplicas"
+            )
+        if self.name == RAY_HEAD_GROUP:
+            raise ValueError(f"'{RAY_HEAD_GROUP}' is the head's group (KubeRay's name, and KAI's subgroup of it)")
+        if 0 < self.gpus < 1:
+            raise ValueError("GPU fractions in a RayCluster are not among kailab's words yet: give whole GPUs")
+        return self
 
 
 class TopologyLevelFile(FileModel):
@@ -227,11 +251,17 @@ def _own_key(key: str) -> str | None:
     return None if prefix is None else f"kailab and KAI set the keys under {prefix} themselves"
 
 
+# The workload kinds whose pods an operator makes (kailab/operators.py runs it); kailab applies the kind, the
+# operator makes the pods, KAI's pod-grouper gangs them.
+OPERATED_KINDS = ("RayCluster",)
+
+
 class WorkloadFile(FileModel):
-    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment."""
+    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment;
+    or a RayCluster (KubeRay's): a head (``gpus``: its GPUs) and ``workerGroups``."""
 
     name: Name
-    kind: Literal["Job", "Pod", "PodGroup", "Deployment"] = "Job"
+    kind: Literal["Job", "Pod", "PodGroup", "Deployment", "RayCluster"] = "Job"
     pods: Count = 1  # per Job when ``jobs`` is set
     jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs <name>-0 …
     gpus: Gpus = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
@@ -263,6 +293,7 @@ class WorkloadFile(FileModel):
     tolerations: tuple[TolerationFile, ...] | None = None  # unset: KWOK's fake-node taint, which every lab node has
     nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
     schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
+    workerGroups: tuple[RayWorkerGroupFile, ...] = ()  # a RayCluster's worker groups (its head: the pods' words)
 
     @model_validator(mode="after")
     def _requests_within_limits(self):
@@ -289,6 +320,43 @@ class WorkloadFile(FileModel):
                     "a workload that joins another's PodGroup (podGroup:) takes that PodGroup's minMember, "
                     "preemptionDelay and stalenessGracePeriod: set them on the PodGroup's workload"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _ray_words(self):
+        if self.workerGroups and self.kind != "RayCluster":
+            raise ValueError("workerGroups are a RayCluster's: they need kind: RayCluster")
+        if self.kind != "RayCluster":
+            return self
+        if not self.workerGroups:
+            raise ValueError(
+                "a RayCluster needs at least one worker group (workerGroups: [{name: …, replicas: N, minReplicas: M}])"
+            )
+        names = [g.name for g in self.workerGroups]
+        if len(set(names)) != len(names):
+            raise ValueError("two worker groups have the same name (KubeRay names pods and KAI subgroups by it)")
+        if "pods" in self.model_fields_set:
+            raise ValueError("a RayCluster's pods are its head and its worker groups' replicas: leave pods out")
+        refused = [
+            word
+            for word in (
+                "jobs",
+                "minMember",
+                "subGroups",
+                "podGroup",
+                "podGroupAfterPods",
+                "completeAfter",
+                "scheduler",
+            )
+            if word in self.model_fields_set
+        ]
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)}: not for a RayCluster — KAI's Ray grouper sizes its gang from the head and "
+                "each group's minReplicas, and KubeRay (run with --batch-scheduler=kai-scheduler) makes its pods"
+            )
+        if self.fraction:
+            raise ValueError("GPU fractions in a RayCluster are not among kailab's words yet: give whole GPUs")
         return self
 
     @model_validator(mode="after")
@@ -355,6 +423,8 @@ class WorkloadFile(FileModel):
 
     @property
     def total_pods(self) -> int:
+        if self.kind == "RayCluster":
+            return 1 + sum(g.replicas for g in self.workerGroups)  # the head, and every worker
         return self.pods * (self.jobs or 1)
 
 
