@@ -231,25 +231,23 @@ def gpu_ledger_control():
 
 
 def engine(kube: Kube, progress, record=None):
-    """The engine that plays this lab's scenarios; a class learner's keeps each lesson in the cluster as it goes
-    (started, then its verdict: see kailab/classroom/records.py)."""
+    """The engine that plays this lab's scenarios, keeping each lesson in the cluster as it goes (started, each
+    expectation decided, its verdict: see kailab/classroom/records.py) — for a class learner's ``class status``, and
+    for the pages (kailab/web)."""
+    from kailab.classroom.records import Recording
     from kailab.scenarios.engine import Engine
 
-    played = Engine(live_cluster(kube), progress, record=record)
-    if j := joined():
-        from kailab.classroom.records import Recording
-
-        return Recording(played, kube, j.learner)
-    return played
+    j = joined()
+    return Recording(Engine(live_cluster(kube), progress, record=record), kube, j.learner if j else None, owner())
 
 
 def record_in_class(kube: Kube, verdict, prediction: str = "", graded: list | None = None) -> None:
-    """A joined learner's verdict (and predictions: free text, and graded ones right or wrong), kept in their
-    namespace for the instructor's ``class status``; else nothing."""
-    if j := joined():
-        from kailab.classroom.records import record_object
+    """A lesson's verdict with its predictions (free text, and graded ones right or wrong), kept in its namespace: for
+    a joined learner's instructor (``class status``) and for the pages."""
+    from kailab.classroom.records import record_object
 
-        kube.apply(record_object(j.learner, verdict, prediction, graded or []))
+    j = joined()
+    kube.apply(record_object(j.learner if j else None, verdict, prediction, graded or [], owner()))
 
 
 def slice_selectors() -> tuple[str, str]:

@@ -114,7 +114,8 @@ def status(
     import json
 
     from kailab.classroom.records import class_status, stuck_line
-    from kailab.classroom.report import when
+    from kailab.classroom.report import lesson_summary, when
+    from kailab.lesson import lesson_names
 
     klass = lab_class()
     learners = klass.learners()
@@ -153,6 +154,8 @@ def status(
                 )
         for s in row["stuck"]:
             render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
+    for summary in lesson_summary(report, lesson_names()):
+        render.stdout.print(f"Class: {summary['line']}", markup=False, highlight=False)
 
 
 def _graded_words(g: dict) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import singledispatchmethod
 from pathlib import Path
@@ -107,6 +107,9 @@ class Engine:
         self.cluster = cluster
         self.progress = progress
         self.record = record
+        # Called with the verdict so far each time an expect step is decided (kailab/classroom/records.py publishes
+        # it for the pages); nothing by default.
+        self.decided: Callable[[Verdict], None] = lambda verdict: None
 
     def run(self, scenario: Scenario) -> Verdict:
         """Play every step until one fails; an API error ends the scenario with the error on its verdict."""
@@ -128,7 +131,10 @@ class Engine:
             run = _Run(self.cluster, scenario, verdict, start, self._changes(scenario))
             try:
                 for step in scenario.steps:
-                    if not self.play(step, run):
+                    held = self.play(step, run)
+                    if isinstance(step, schema.Expect):
+                        self.decided(verdict)
+                    if not held:
                         break
                 step = None
             finally:

@@ -173,11 +173,9 @@ def test_each_lesson_measures_its_predictions_on_the_recorded_kai_run(name):
 
 def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_page(tmp_path):
     """The learner's record (what ``kailab lesson`` keeps in the cluster) → ``class status`` → the class page."""
-    from types import SimpleNamespace
-
     from kailab.checks import Verdict
     from kailab.classroom import report
-    from kailab.classroom.records import class_status, record_object
+    from kailab.classroom.records import class_view, record_object
 
     s = load(tmp_path)
     p = by_key(s)["a-gpus"]
@@ -187,14 +185,10 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     ]
     obj = record_object("ann", Verdict(scenario="tiny", title="t", namespace="ann-kailab-tiny"), "x", marks)
     assert obj["data"]["right"] == "0 of 1 right"  # a-gpus wrong (4, not 9); loser not measured; low-binds unanswered
-    configmaps = SimpleNamespace(items=[SimpleNamespace(data=obj["data"], metadata=SimpleNamespace(namespace="ns"))])
-    kube = SimpleNamespace(
-        core=SimpleNamespace(
-            list_config_map_for_all_namespaces=lambda label_selector: configmaps,
-            list_namespace=lambda label_selector: SimpleNamespace(items=[]),
-        )
-    )
-    row = class_status(kube, ["ann"])["ann"]["lessons"]["tiny"]
+    explained = []
+    row = class_view(["ann"], [obj], {"ann": ["ann-kailab-tiny"]}, {}, lambda *a: explained.append(a) or [])
+    row = row["ann"]["lessons"]["tiny"]
+    assert explained == []  # no pod waits: nothing to explain
     assert row["right"] == "0 of 1 right"
     assert [(g["key"], g["given"], g["answer"], g["mark"]) for g in row["predictions"]] == [
         ("a-gpus", "9", "4", "wrong"),
