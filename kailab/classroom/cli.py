@@ -165,6 +165,21 @@ def _graded_words(g: dict) -> str:
     return f"{g.get('key')} {g.get('mark')} ({said}, {did})"
 
 
+@app.command("serve")
+def serve(
+    address: str = typer.Option("127.0.0.1", "--address", help="Where to listen; 0.0.0.0 shows the page to the room."),
+    port: int = typer.Option(8391, "--port", min=0, max=65535, help="The port (0: any free one)."),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """A live page for the projector: learners × lessons, the class per lesson, who is stuck and why (KAI's words);
+    click a learner to open their lessons. Read-only; no credential reaches it. Ctrl-C ends it."""
+    from kailab.web.serve import serve_class
+
+    serve_class(
+        lab_class(), address, port, stuck_after, lambda s: render.stdout.print(s, markup=False, highlight=False)
+    )
+
+
 @app.command("evidence")
 def evidence(
     out: Path = typer.Option(

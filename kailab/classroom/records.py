@@ -12,6 +12,7 @@ serve``) list or watch them by label. This is the one place a lesson's progress 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -165,19 +166,25 @@ def record_row(cm: dict, details: bool = False) -> tuple[str, dict]:
     d = cm.get("data") or {}
     meta = cm.get("metadata") or {}
     name = str(d.get("lesson", "?"))
-    row = {k: str(d.get(k, "")) for k in ("outcome", "started", "finished", "seconds", "prediction", "right")}
+    row: dict = {k: str(d.get(k, "")) for k in ("outcome", "started", "finished", "seconds", "prediction", "right")}
     row["predictions"] = _graded(d.get("predictions"))
     row["namespace"] = meta.get("namespace", "")
     if details:
         verdict = _json(d.get("verdict"), dict) or {}
+        row["lesson"] = name
         row["title"] = str(d.get("title") or name)
         row["record"] = meta.get("name", "")
         row["timeline"] = _timeline(d.get("timeline"))
         checks = verdict.get("checks") if verdict else _json(d.get("checks"), list)
         row["checks"] = [c for c in checks or [] if isinstance(c, dict)]
-        decided = {str(c.get("title")) for c in row["checks"]}
-        expected = _json(d.get("expectations"), list) or []
-        row["waiting"] = [str(t) for t in expected if str(t) not in decided] if row["outcome"] == RUNNING else []
+        decided = Counter(str(c.get("title")) for c in row["checks"])
+        waiting = []
+        for title in map(str, _json(d.get("expectations"), list) or []):  # in order; a title twice is two rows
+            if decided[title]:
+                decided[title] -= 1
+            else:
+                waiting.append(title)
+        row["waiting"] = waiting if row["outcome"] == RUNNING else []
         row["error"] = str(verdict.get("error") or "")
         row["not_applicable"] = str(verdict.get("not_applicable") or "")
     return name, row
@@ -312,8 +319,11 @@ def _created(pod: dict) -> datetime:
 
 
 def _unbound(pod: dict) -> bool:
-    view = pod_view(pod)
-    return view.phase == "Pending" and not view.node
+    """Pending and on no node, read as :func:`kailab.pods.pod_view` reads them (from the JSON alone: a class's
+    every pod is asked this on each look, and a view of each costs more)."""
+    return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending" and not (pod.get("spec") or {}).get(
+        "nodeName"
+    )
 
 
 def _pending(
@@ -325,7 +335,7 @@ def _pending(
     explain: Explainer,
 ) -> list[dict]:
     """The learner's pods waiting for a scheduler ``stuck_after`` seconds or more, each with KAI's reason."""
-    visible = [pod_view(p) for items in pods.values() for p in items]  # what the learner's nodes hold
+    visible: list = []  # what the learner's nodes hold, read once one of their pods is stuck
     stuck = []
     for ns, items in pods.items():
         done = finished_at.get(ns)
@@ -338,6 +348,7 @@ def _pending(
         ]
         if not waiting:
             continue
+        visible = visible or [pod_view(p) for items in pods.values() for p in items]
         for p, why in zip(waiting, explain(learner, ns, waiting, visible), strict=True):
             stuck.append(
                 {

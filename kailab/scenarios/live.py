@@ -59,14 +59,14 @@ class LiveChanges:
                 lambda kind, o: Change(kind, event=event_view(o)),
             ),
         ]
-        if _serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
+        if serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
             group, version = PODGROUP_API.split("/")
             pod_groups = partial(
                 client.CustomObjectsApi(kube.api).list_namespaced_custom_object, group, version, namespace, "podgroups"
             )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         wanted = frozenset(queues)
-        if wanted and _serves(kube, QUEUE_API, "Queue"):
+        if wanted and serves(kube, QUEUE_API, "Queue"):
             group, version = QUEUE_API.split("/")
             all_queues = partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
             self._watches.append(
@@ -124,7 +124,7 @@ class LiveChanges:
             self._poller.join(5)
 
 
-def _serves(kube: Kube, api_version: str, kind: str) -> bool:
+def serves(kube: Kube, api_version: str, kind: str) -> bool:
     try:
         kube.resource(api_version, kind)
         return True
@@ -233,7 +233,7 @@ class LiveCluster:
         classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
         topologies = (
             self.kube.list(TOPOLOGY_API, "Topology", label_selector=selector)
-            if _serves(self.kube, TOPOLOGY_API, "Topology")
+            if serves(self.kube, TOPOLOGY_API, "Topology")
             else []
         )
         return (
