@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
+import sys
 from collections.abc import Callable
 
 from kailab.errors import KailabError
@@ -112,6 +113,7 @@ def run(hub: Hub, page, sock: socket.socket, said: Callable[[str], None]) -> Non
                 "class's progress only, never a credential."
             )
         said("Ctrl-C stops it.")
+        sys.stdout.flush()  # the address now, also through a pipe
         try:
             uvicorn.Server(config).run(sockets=[sock])
         except KeyboardInterrupt:  # uvicorn stops on the signal, then raises it again for the caller: done
