@@ -46,7 +46,11 @@ def chromium(width: int = 1400, height: int = 1000) -> Iterator:
     try:
         with sync_playwright() as p:
             ctx = p.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": width, "height": height}
+                profile,
+                executable_path=CHROMIUM,
+                headless=True,
+                args=FLAGS,
+                viewport={"width": width, "height": height},
             )
             try:
                 yield ctx.pages[0] if ctx.pages else ctx.new_page()
