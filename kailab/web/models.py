@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from kailab import gpus, lab
+from kailab import gpus
 from kailab.classroom import plan, records, report, shards
 from kailab.explain import Explanation, gather
 from kailab.kube import Kube
@@ -134,15 +134,6 @@ class LabScope:
     queue_selector: str = ""
     node_selector: str = ""
     record_selector: str = RECORD_LABEL
-
-    @classmethod
-    def of_this_lab(cls, kube: Kube) -> LabScope:
-        """This lab's, as ``kailab watch`` and ``kailab status`` see it: a joined learner's slice, or the lab."""
-        queues, nodes = lab.slice_selectors()
-        found = lab.pod_namespaces(kube)
-        if j := lab.joined():
-            return cls(f"learner {j.learner}", tuple(found or ()), queues, nodes)
-        return cls("the lab", None, queues, nodes, lab.owner().selector(RECORD_LABEL, f"!{LEARNER_LABEL}"))
 
 
 class LabModel:

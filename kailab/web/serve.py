@@ -1,4 +1,4 @@
-"""Serving a page: the address checked and bound before anything starts (a port in use, an address that is not this
+"""Serving a page (a command's layer: it opens the running lab): the address checked and bound before anything starts (a port in use, an address that is not this
 machine's: one clear error), the hub's watches started (the lab answers, or one clear error), then uvicorn until
 Ctrl-C or SIGTERM, which stop it cleanly (watches ended, no thread left)."""
 
@@ -127,12 +127,12 @@ def serve_lab(address: str, port: int, said: Callable[[str], None]) -> None:
     """``kailab serve``: this lab's page (a joined learner's: their slice), until Ctrl-C."""
     from kailab import lab
     from kailab.web.app import Page
-    from kailab.web.models import LabModel, LabScope
+    from kailab.web.models import LabModel
 
     sock = bind(address, port)  # a taken port or a wrong address is said before the lab is asked anything
     try:
         kube = lab.connect()
-        model = LabModel(kube, LabScope.of_this_lab(kube), lab.fair_shares)
+        model = LabModel(kube, scope_of_this_lab(kube), lab.fair_shares)
     except BaseException:
         sock.close()
         raise
@@ -152,3 +152,17 @@ def serve_class(klass, address: str, port: int, stuck_after: float, said: Callab
         sock.close()
         raise
     run(Hub(model), Page(model), sock, said)
+
+
+def scope_of_this_lab(kube):
+    """What this lab's page shows, as ``kailab watch`` and ``kailab status`` see it: a joined learner's slice (their
+    namespaces, queues and nodes), or the lab (its lesson records: not a class learner's)."""
+    from kailab import lab
+    from kailab.labels import LEARNER_LABEL, RECORD_LABEL
+    from kailab.web.models import LabScope
+
+    queues, nodes = lab.slice_selectors()
+    found = lab.pod_namespaces(kube)
+    if j := lab.joined():
+        return LabScope(f"learner {j.learner}", tuple(found or ()), queues, nodes)
+    return LabScope("the lab", None, queues, nodes, lab.owner().selector(RECORD_LABEL, f"!{LEARNER_LABEL}"))

@@ -82,7 +82,7 @@ def test_a_lesson_turns_pass_on_the_open_page_and_a_pending_pod_says_why(kai_lab
             page.on("load", lambda: loads.append(time.monotonic()))
             page.goto(serving.url)
             live(page)
-            assert page.locator(".gpu").count() == 32  # the fleet: one cell a GPU
+            assert page.locator("td.cells .gpu").count() == 32  # the fleet: one cell a GPU
 
             # gang: three expect steps, decided one after another while the page is open
             lesson = kailab(kai_lab.home, "demo", "gang", "-q")
@@ -97,7 +97,7 @@ def test_a_lesson_turns_pass_on_the_open_page_and_a_pending_pod_says_why(kai_lab
             rows = page.locator(".lesson table.checks tbody tr")
             assert rows.count() == 6 and page.locator(".lesson tr.pass").count() == 6
             assert page.locator(".lesson figure img").evaluate("img => img.naturalWidth") > 0
-            assert page.locator(".gpu.q0, .gpu.q1, .gpu.q2, .gpu.q3, .gpu.q4, .gpu.q5").count() == 32  # all held
+            assert page.locator("td.cells .gpu:not(.free)").count() == 32  # the gang holds every GPU
             screenshot(page, "page-lab")
 
             # borrow: 8 inference pods wait, non-preemptible over quota; one clicked says so in KAI's words

@@ -28,6 +28,7 @@ COMMANDS = {
     "kailab.classroom.partitions",
     "kailab.classroom.lessons",
     "kailab.classroom.side_by_side",
+    "kailab.web.serve",  # the pages' command layer: opens the running lab, binds, serves
 }  # demo lessons side by side: partitions of the local runtime
 
 
