@@ -157,7 +157,8 @@ def make_app(hub: Hub, page: Page, local_only: bool = True) -> Starlette:
         if row is None or not row.get("timeline"):
             return PlainTextResponse("No such finished lesson on this page.", 404, headers=HEADERS)
         png = await run_in_threadpool(timeline_png, row)
-        return Response(png, media_type="image/png", headers=HEADERS)
+        # A finished lesson's picture never changes (its URL names when it finished): kept, not drawn again.
+        return Response(png, media_type="image/png", headers={**HEADERS, "Cache-Control": "private, max-age=86400"})
 
     async def runbook(request: Request) -> Response:
         text = runbook_text(f"runbooks/{request.path_params['name']}")

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 from browser import chromium, live, screenshot
+from waits import until  # tests/fleet/waits.py
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
@@ -96,7 +97,8 @@ def test_a_lesson_turns_pass_on_the_open_page_and_a_pending_pod_says_why(kai_lab
             page.wait_for_selector(".lesson figure img", timeout=30_000)  # its GPU timeline, drawn when it ended
             rows = page.locator(".lesson table.checks tbody tr")
             assert rows.count() == 6 and page.locator(".lesson tr.pass").count() == 6
-            assert page.locator(".lesson figure img").evaluate("img => img.naturalWidth") > 0
+            drawn = page.locator(".lesson figure img")
+            until("the timeline is drawn", lambda: drawn.evaluate("img => img.complete && img.naturalWidth") > 0)
             assert page.locator("td.cells .gpu:not(.free)").count() == 32  # the gang holds every GPU
             screenshot(page, "page-lab")
 
