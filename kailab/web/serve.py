@@ -100,7 +100,7 @@ def run(hub: Hub, page, sock: socket.socket, said: Callable[[str], None]) -> Non
         sock.close()
         raise
     try:
-        app = make_app(hub, page, local_only=local)
+        app = make_app(hub, page, local_only=address.startswith("127."))  # Host: 127.0.0.1 or localhost
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1, server_header=False
         )
