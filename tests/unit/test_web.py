@@ -332,3 +332,28 @@ def _json(value: dict):
     import json
 
     return SimpleNamespace(data=json.dumps(value).encode())
+
+
+def test_the_hub_makes_the_view_again_on_a_change_and_says_when_the_cluster_fails():
+    model = FakeModel("lab", {"whose": "the lab", "lessons": []})
+    hub = Hub(model)
+    news = threading.Event()
+    hub.listen(news.set)
+    hub.start()
+    try:
+        assert hub.view["whose"] == "the lab" and hub.version == 1
+        news.clear()
+        model.change({"whose": "learner ann", "lessons": []})
+        assert news.wait(5) and hub.view["whose"] == "learner ann"
+        news.clear()
+
+        def failing() -> dict:
+            raise ConnectionRefusedError("Connection refused")
+
+        model.view = failing  # type: ignore[method-assign]
+        model.change({})
+        assert news.wait(5) and "refuses connections" in hub.view["down"]
+        assert hub.view["whose"] == "learner ann"  # what it saw last, still shown
+    finally:
+        hub.stop()
+    assert not any(t.name == "kailab-page" for t in threading.enumerate())
