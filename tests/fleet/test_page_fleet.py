@@ -27,6 +27,8 @@ import yaml
 from browser import chromium, live, screenshot
 from waits import until  # tests/fleet/waits.py
 
+from kailab.paths import RUNBOOKS
+
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
 HOSTILE = "<script>alert(1)</script> {{ 7*7 }}"
@@ -102,14 +104,15 @@ def test_a_lesson_turns_pass_on_the_open_page_and_a_pending_pod_says_why(kai_lab
             assert page.locator("td.cells .gpu:not(.free)").count() == 32  # the gang holds every GPU
             screenshot(page, "page-lab")
 
-            # borrow: 8 inference pods wait, non-preemptible over quota; one clicked says so in KAI's words
-            finished(kailab(kai_lab.home, "demo", "borrow", "-q"))
-            page.wait_for_selector("ul.pending button", timeout=30_000)
-            page.locator("ul.pending button").first.click()
+            # the pending-forever runbook's pods wait, each for its reason; one clicked says why in KAI's words
+            finished(kailab(kai_lab.home, "run", str(RUNBOOKS / "scenarios" / "pending-forever.yaml"), "-q"))
+            waiting = page.locator("ul.pending button", has_text="/missing-queue")
+            waiting.first.wait_for(timeout=30_000)
+            waiting.first.click()
             page.wait_for_selector("#explain .explained .kai", timeout=30_000)
             said = page.inner_text("#explain")
-            assert "The scheduler says: “Non-preemptible workload is over quota" in said, said
-            assert "runbooks/borrowing-not-happening.md" in said and "# " in said  # the runbook, and its text
+            assert re.search(r"The scheduler says: “Queue '[\w-]+' does not exist", said), said
+            assert "runbooks/pod-pending-forever.md" in said and "# " in said  # the runbook, and its text
             screenshot(page, "page-explain")
             assert len(loads) == 1  # all of it without a reload
     finally:
@@ -158,6 +161,10 @@ class Relay:
                 pass
 
     def close(self) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the thread in accept(): the port is free at once
+        except OSError:
+            pass
         self.listener.close()
         for c in self.conns:
             try:
