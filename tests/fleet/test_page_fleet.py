@@ -243,6 +243,8 @@ def test_the_instructors_page_shows_one_learners_verdict_while_the_others_lesson
             page.locator("button[data-select=ann]").first.click()
             page.wait_for_selector("#learner h2", timeout=10_000)
             assert f"Predicted: “{HOSTILE}”" in page.inner_text("#learner")  # as she typed it
+            drawn = page.locator("#learner figure img").first
+            until("ann's timeline is drawn", lambda: drawn.evaluate("img => img.complete && img.naturalWidth") > 0)
             screenshot(page, "page-class")
             finished(bob)
             page.wait_for_selector("tr:has(button[data-select=bob]) td.cell.pass", timeout=30_000)
