@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kailab.checks import UNDECIDED
 from kailab.classroom.records import RUNNING, stuck_line
 
 MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!{}&")  # what makes markup inside a line (& an entity); a cell starts none
@@ -75,6 +76,7 @@ def lesson_summary(report: dict, lessons: list[str]) -> list[dict]:
             "failed": outcomes.count("FAIL"),
             "running": outcomes.count(RUNNING),
             "not_applicable": outcomes.count("NOT APPLICABLE"),
+            "undecided": outcomes.count(UNDECIDED),
             "predictions": predictions,
         }
         summary["line"] = _summary_line(summary)
@@ -84,6 +86,7 @@ def lesson_summary(report: dict, lessons: list[str]) -> list[dict]:
 
 def _summary_line(s: dict) -> str:
     more = [f"{s[k]} {word}" for k, word in (("running", "running"), ("failed", "failed")) if s[k]]
+    more += [f"{s['undecided']} UNDECIDED (the host too busy to tell)"] if s["undecided"] else []
     more += [f"{s['not_applicable']} not applicable"] if s["not_applicable"] else []
     line = f"{s['passed']} of {s['learners']} passed {s['lesson']}" + (f" ({', '.join(more)})" if more else "")
     for p in s["predictions"]:
