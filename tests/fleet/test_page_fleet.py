@@ -111,7 +111,7 @@ def test_a_lesson_turns_pass_on_the_open_page_and_a_pending_pod_says_why(kai_lab
             waiting.first.click()
             page.wait_for_selector("#explain .explained .kai", timeout=30_000)
             said = page.inner_text("#explain")
-            assert re.search(r"The scheduler says: “Queue '[\w-]+' does not exist", said), said
+            assert re.search(r"The scheduler says: “(QueueDoesNotExist: )?Queue '[\w-]+' does not exist", said), said
             assert "runbooks/pod-pending-forever.md" in said and "# " in said  # the runbook, and its text
             screenshot(page, "page-explain")
             assert len(loads) == 1  # all of it without a reload
