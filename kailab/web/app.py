@@ -28,8 +28,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.routing import Route
 
 from kailab.classroom.records import stuck_line
 from kailab.paths import RUNBOOKS
@@ -37,6 +36,7 @@ from kailab.web.hub import Hub
 from kailab.web.models import EMPTY
 
 STATIC = Path(__file__).parent / "static"
+TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 KEEP_ALIVE = 15.0  # seconds between comments on a quiet stream (a proxy or browser may close a silent one)
 # The browser runs only the package's own script and style: even a name that got past escaping could not run.
 HEADERS = {
@@ -166,6 +166,14 @@ def make_app(hub: Hub, page: Page, local_only: bool = True) -> Starlette:
             return PlainTextResponse("No such runbook.", 404, headers=HEADERS)
         return PlainTextResponse(text, headers=HEADERS)
 
+    files = {p.name: p.read_bytes() for p in STATIC.iterdir() if p.suffix in TYPES}  # small: read once, no thread
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in files:
+            return PlainTextResponse("No such file.", 404, headers=HEADERS)
+        return Response(files[name], media_type=TYPES[Path(name).suffix], headers=HEADERS)
+
     async def no_icon(request: Request) -> Response:
         return Response(status_code=204, headers=HEADERS)
 
@@ -175,7 +183,7 @@ def make_app(hub: Hub, page: Page, local_only: bool = True) -> Starlette:
         Route("/events", events),
         Route("/timeline.png", timeline),
         Route("/runbook/{name}", runbook),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/static/{name}", static),
     ]
     if page.kind == "lab":
         routes.append(Route("/explain", explain))

@@ -194,6 +194,8 @@ def test_a_browser_that_comes_and_goes_100_times_leaves_no_thread_and_no_open_fi
         while b"event: regions" not in seen:  # the page's first update: the browser is live
             seen += r.fp.readline()
         conn.close()
+        for path in ("/", "/static/page.js", "/static/page.css"):  # what a browser loads besides
+            assert served.get(path)[0] == 200
 
     try:
         one_visit()  # the server's first request made what it keeps (its loop's own objects)
