@@ -27,13 +27,12 @@ from pathlib import Path
 
 import psutil
 
-from kailab import lab
-from kailab.classroom import plan, roster
-from kailab.classroom.lessons import run_lessons
-from kailab.classroom.partitions import LocalClass
+from kailab import partitions
+from kailab.classroom import roster
 from kailab.classroom.records import RUNNING
 from kailab.fleet import load_fleet
 from kailab.kube import Kube
+from kailab.lab import Lab, OwnLab
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL
 from kailab.progress import Progress
 
@@ -103,7 +102,7 @@ def probe(kube: Kube, learner: str, n: int) -> dict:
         "metadata": {
             "name": "kailab-record-bench-probe",
             "namespace": ns,
-            "labels": {**plan.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: "bench-probe"},
+            "labels": {**partitions.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: "bench-probe"},
         },
         "data": {"lesson": f"probe-{n}", "title": "bench probe", "outcome": RUNNING, "started": ""},
     }
@@ -148,16 +147,18 @@ def main() -> None:
     ap.add_argument("--visits", type=int, default=100)
     args = ap.parse_args()
 
-    rt = lab.current_runtime()
-    if rt is None or rt.name != "local":
-        raise SystemExit("Needs a running local lab with KAI: kailab up")
-    klass = LocalClass(rt)
-    kube = lab.connect()
+    lab = Lab.open()
+    if not isinstance(lab, OwnLab) or lab.runtime is None or lab.runtime.traits.name != "local":
+        raise SystemExit("Needs a running local lab with KAI: kailab up --runtime local")
+    klass = lab.klass()
+    if klass.learners():
+        raise SystemExit(f"This lab already has a class ({', '.join(klass.learners())}); run kailab class down first.")
+    kube = lab.kube
     names = roster.from_count(args.learners)
     start = time.monotonic()
     klass.up(kube, names, load_fleet(), Progress(quiet=True))
     print(f"class up of {args.learners}: {time.monotonic() - start:.0f} s")
-    kube.ensure_namespace(probe_namespace(names.names[0]), plan.owner(names.names[0]).labels)
+    kube.ensure_namespace(probe_namespace(names.names[0]), partitions.owner(names.names[0]).labels)
     server, url = serve()
     proc = psutil.Process(server.pid)
     try:
@@ -169,7 +170,7 @@ def main() -> None:
         results: dict[str, bool] = {}
 
         def play(learner: str) -> None:
-            verdicts = run_lessons(klass, Kube(rt.kubeconfig()), learner, [args.lesson], Progress(quiet=True))
+            verdicts = klass.run(Kube(lab.kubeconfig()), learner, [args.lesson], Progress(quiet=True))
             results[learner] = all(v.ok for v in verdicts)
 
         threads = [threading.Thread(target=play, args=(n,)) for n in names.names]

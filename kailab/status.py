@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kailab import gpus
 from kailab.kube import Kube, as_json
-from kailab.labels import GPU, POOL_LABEL, QUEUE_API
+from kailab.labels import POOL_LABEL, QUEUE_API
 from kailab.pods import PodView, pod_view
 from kailab.runtimes.base import LabInfo
 
@@ -27,7 +27,7 @@ def node_rows(nodes: list[dict], pods: list[PodView]) -> list[dict]:
     out = []
     for n in nodes:
         meta = n.get("metadata") or {}
-        count = gpus.quantity(((n.get("status") or {}).get("allocatable") or {}).get(GPU, 0))
+        count = gpus.node_gpus((n.get("status") or {}).get("allocatable"))
         out.append(
             {
                 "name": meta.get("name", ""),

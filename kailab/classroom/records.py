@@ -18,19 +18,19 @@ from datetime import UTC, datetime
 
 from kubernetes.client.exceptions import ApiException
 
+from kailab import partitions
 from kailab.checks import Verdict
-from kailab.classroom import plan
+from kailab.classroom import STUCK_SECONDS
 from kailab.explain import explain_pods
 from kailab.kube import Kube, as_json
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.ownership import Owner
 from kailab.pods import api_time, pod_view
 from kailab.predictions import tally
-from kailab.scenarios import schema
+from kailab.scenarios import model
 
 NAME = "kailab-record"
 RUNNING = "RUNNING"  # a record's outcome from a lesson's start until its verdict
-STUCK_SECONDS = 120  # a lesson running, or a pod Pending, this long in a learner's slice is worth the instructor's look
 
 
 def record_name(scenario: str) -> str:
@@ -43,7 +43,7 @@ def record_name(scenario: str) -> str:
 
 def _labels(learner: str | None, lesson: str, owner: Owner | None) -> dict:
     """A record's labels: its owner's (a learner's by default), the learner's name if it is a learner's, the lesson."""
-    whose = owner if owner is not None else plan.owner(learner) if learner else Owner()
+    whose = owner if owner is not None else partitions.owner(learner) if learner else Owner()
     return {**whose.labels, **({LEARNER_LABEL: learner} if learner else {}), RECORD_LABEL: lesson}
 
 
@@ -59,7 +59,7 @@ def _record(learner: str | None, lesson: str, namespace: str, owner: Owner | Non
 def expectations(scenario) -> list[str]:
     """The titles of the expectations a scenario's expect steps decide, in order: what a page shows as still to come.
     A task's hidden checks (no line in the learner's file) are not named before they are decided."""
-    return [e.title for s in scenario.steps if isinstance(s, schema.Expect) for e in s.expectations if e.line]
+    return [e.title for s in scenario.steps if isinstance(s, model.Expect) for e in s.expectations if e.line]
 
 
 def started_object(
@@ -196,7 +196,8 @@ def gather(kube: Kube, learners: list[str]) -> tuple[list[dict], dict[str, list[
     records = as_json(kube.core.list_config_map_for_all_namespaces)(label_selector=f"{LEARNER_LABEL},{RECORD_LABEL}")
     namespaces = {
         learner: [
-            ns.metadata.name for ns in kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
+            ns.metadata.name
+            for ns in kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
         ]
         for learner in learners
     }
@@ -211,7 +212,7 @@ def explainer(kube: Kube) -> Explainer:
     """Why a learner's pods wait, as ``kailab explain`` reads it: from KAI's events, the queues and their nodes."""
 
     def explain(learner: str, namespace: str, waiting: list[dict], visible: list) -> list:
-        return explain_pods(kube, waiting, namespace, visible=visible, node_selector=plan.node_selector(learner))
+        return explain_pods(kube, waiting, namespace, visible=visible, node_selector=partitions.node_selector(learner))
 
     return explain
 

@@ -13,6 +13,7 @@ from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     DEFAULT_SCHEDULER_NAME,
+    HOSTNAME_LABEL,
     KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
@@ -35,14 +36,7 @@ from kailab.labels import (
     WORKLOAD_LABEL,
 )
 from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import (
-    HOSTNAME_LABEL,
-    PriorityClassFile,
-    QueueFile,
-    ResourceFile,
-    TopologyFile,
-    WorkloadFile,
-)
+from kailab.scenarios.objects import PriorityClassFile, QueueFile, ResourceFile, TopologyFile, WorkloadFile
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 

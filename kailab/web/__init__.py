@@ -1,5 +1,6 @@
-"""The live pages: ``kailab serve`` (one lab, or one joined learner's slice) and ``kailab class serve`` (the class, for
-the projector).
+"""The live pages: ``kailab serve`` (a lab, or a joined learner's slice) and ``kailab class serve`` (the class).
+
+For the projector, or a learner's browser beside their terminal.
 
 - :mod:`.watches` — the cluster, watched once per server (pods, nodes, queues, lesson records, namespaces, shards);
 - :mod:`.models` — what each page shows, made by the same views ``status``, ``watch``, ``explain`` and ``class status``

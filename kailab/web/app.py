@@ -1,6 +1,7 @@
-"""The pages as a Starlette app: read-only (GET only), every page and update made by Jinja2 with autoescape on, so
-a name, a prediction or a pod name is text, never markup; everything the browser loads is served from the
-package (no CDN, no build step).
+"""The pages as a Starlette app: read-only, every text escaped, everything the browser loads served from the package.
+
+GET only; every page and update is made by Jinja2 with autoescape on, so a name, a prediction or a pod name is text,
+never markup; no CDN, no build step.
 
 - ``/``: the whole page; ``/events``: its regions again as server-sent events each time the hub's view is new
   (only the regions that changed for that browser); ``?selected=`` names the learner (class) or lesson record (lab)

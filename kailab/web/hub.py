@@ -1,7 +1,8 @@
-"""The server's one thread between the cluster and the browsers: it makes a page's view again when its watches
-change (a burst of changes once, :data:`Hub.SETTLE` after the first), or when the model says the view changes by
-itself (a lesson becoming stuck, fair shares due), and tells the listeners when the view is new. Browsers only
-read :attr:`Hub.view`: connecting, leaving and coming back costs no thread and no watch."""
+"""The server's one thread between the cluster and the browsers: a page's view made again when its watches change.
+
+A burst of changes is taken once, :data:`Hub.SETTLE` after the first; the view is made again too when the model
+says it changes by itself (a lesson becoming stuck, fair shares due); the listeners are told when it is new.
+Browsers only read :attr:`Hub.view`: connecting, leaving and coming back costs no thread and no watch."""
 
 from __future__ import annotations
 

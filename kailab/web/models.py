@@ -1,4 +1,4 @@
-"""What each page shows, computed from its watches by the views the terminal commands use — never a second copy:
+"""What each page shows, made from its watches by the views the terminal commands use — never a second copy.
 
 - the lab's page (``kailab serve``): queues with quota, limit, weight, KAI's fair share and allocated GPUs
   (:func:`kailab.status.queue_rows`), every GPU of every node coloured by queue (:func:`kailab.gpus.in_use`,
@@ -6,7 +6,7 @@
   (:func:`kailab.classroom.records.record_row`): its expectations decided so far, then its verdict and GPU timeline;
 - the class's page (``kailab class serve``): ``class status``'s view (:func:`kailab.classroom.records.class_view`),
   its per-lesson summary (:func:`kailab.classroom.report.lesson_summary`) and each learner's scheduler
-  (:func:`kailab.classroom.shards.runs`).
+  (:func:`kailab.shards.runs`).
 
 A model holds its watches (started once, for every browser), says when it changed (:meth:`version`), and gives its
 view as plain data (:meth:`view`). Nothing in a view is a credential, a kubeconfig or a path on this machine.
@@ -17,11 +17,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from kailab import gpus
-from kailab.classroom import plan, records, report, shards
+from kailab import gpus, partitions, shards
+from kailab.classroom import STUCK_SECONDS, records, report
 from kailab.explain import Explanation, gather
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API, RECORD_LABEL, SHARD_API
@@ -31,6 +31,9 @@ from kailab.scenarios.live import serves
 from kailab.status import node_rows, pool_rows, queue_rows
 from kailab.watch import colour_order
 from kailab.web import watches
+
+if TYPE_CHECKING:
+    from kailab.lab import View
 
 MAX_NODES = 128  # more nodes than this are shown as one row per pool
 MAX_PENDING = 60  # waiting pods listed; the rest are counted
@@ -124,34 +127,25 @@ def lessons(record_objects: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["started"], r["key"]), reverse=True)
 
 
-@dataclass(frozen=True)
-class LabScope:
-    """What the lab's page shows: whose it is, the namespaces of its pods and lesson records (None: every
-    namespace), its queues and nodes (label selectors) and, across namespaces, its records."""
-
-    whose: str
-    namespaces: tuple[str, ...] | None
-    queue_selector: str = ""
-    node_selector: str = ""
-    record_selector: str = RECORD_LABEL
-
-
 class LabModel:
-    """The lab's page: its watches and its view."""
+    """The lab's page: its watches and its view. ``view``: what the lab sees (:class:`kailab.lab.View`, the one
+    ``kailab status``, ``watch`` and ``explain`` read): its queues, nodes, pod namespaces and fair shares; ``whose``:
+    the page's name for it; ``record_selector``: its lesson records, across the namespaces it sees."""
 
     kind = "lab"
 
-    def __init__(self, kube: Kube, scope: LabScope, fair_shares: Callable[[], dict[str, float] | None] = lambda: None):
-        self.kube, self.scope, self._fair_shares = kube, scope, fair_shares
+    def __init__(self, kube: Kube, view: View, whose: str, record_selector: str = RECORD_LABEL):
+        self.kube, self.lab_view, self.whose = kube, view, whose
+        self.namespaces = view.pod_namespaces(kube)  # None: every namespace
         self.watches = watches.Watches()
         self.pods = watches.PodViews()
         cond, w = self.watches.cond, self.watches
-        for ns in scope.namespaces if scope.namespaces is not None else [None]:
+        for ns in self.namespaces if self.namespaces is not None else [None]:
             w.add("pods", self.pods.listen(watches.pods(kube, cond, ns)))
-            w.add("records", watches.config_maps(kube, cond, scope.record_selector, ns))
-        w.add("nodes", watches.nodes(kube, cond, scope.node_selector))
+            w.add("records", watches.config_maps(kube, cond, record_selector, ns))
+        w.add("nodes", watches.nodes(kube, cond, view.nodes))
         if serves(kube, QUEUE_API, "Queue"):  # a lab without KAI has no queues
-            w.add("queues", watches.custom(kube, cond, QUEUE_API, "queues", scope.queue_selector))
+            w.add("queues", watches.custom(kube, cond, QUEUE_API, "queues", view.queues))
         self.shares: dict[str, float] | None = None
         self._shares_at = 0.0
         self._shares_version = 0
@@ -172,7 +166,7 @@ class LabModel:
         left = self._shares_at + FAIR_SHARE_SECONDS - time.monotonic()
         if left <= 0:
             self._shares_at = time.monotonic()
-            shares = self._fair_shares()
+            shares = self.lab_view.fair_shares()
             if shares != self.shares:
                 self.shares, self._shares_version = shares, self._shares_version + 1
             left = FAIR_SHARE_SECONDS
@@ -184,7 +178,7 @@ class LabModel:
         nodes = node_rows(self.watches.objects("nodes"), pods)
         pending, waiting = waiting_pods(pods)
         return {
-            "whose": self.scope.whose,
+            "whose": self.whose,
             "down": self.watches.failing(),
             "queues": queues,
             "fair_shares": self.shares is not None,
@@ -199,9 +193,8 @@ class LabModel:
         if not self.pods.has(pod):
             return None
         namespace, name = pod.split("/", 1)
-        learner = self.scope.namespaces is not None
-        visible = self.pods.all() if learner else None
-        found = gather(self.kube, name, namespace, self.shares, visible, self.scope.node_selector)
+        nodes = self.lab_view.nodes  # as :meth:`kailab.lab.Lab.explain` asks: a slice's pods are those it sees
+        found = gather(self.kube, name, namespace, self.shares, self.pods.all() if nodes else None, nodes)
         return [e for e in found if e.pod == pod] or found
 
 
@@ -212,7 +205,7 @@ class ClassModel:
     kind = "class"
     EXPLAINED_SECONDS = 10.0  # a stuck pod's reason is asked again at most this often (KAI repeats it every cycle)
 
-    def __init__(self, kube: Kube, learners: Callable[[], list[str]], stuck_after: float = records.STUCK_SECONDS):
+    def __init__(self, kube: Kube, learners: Callable[[], list[str]], stuck_after: float = STUCK_SECONDS):
         self.kube, self.learners, self.stuck_after = kube, learners, stuck_after
         self.watches = watches.Watches()
         cond, w = self.watches.cond, self.watches
@@ -247,7 +240,7 @@ class ClassModel:
             learner: sorted(
                 n["metadata"]["name"]
                 for n in ns_objects
-                if plan.owner(learner).owns((n.get("metadata") or {}).get("labels"))
+                if partitions.owner(learner).owns((n.get("metadata") or {}).get("labels"))
             )
             for learner in learners
         }

@@ -1,6 +1,8 @@
-"""Serving a page (a command's layer: it opens the running lab): the address checked and bound before anything starts (a port in use, an address that is not this
-machine's: one clear error), the hub's watches started (the lab answers, or one clear error), then uvicorn until
-Ctrl-C or SIGTERM, which stop it cleanly (watches ended, no thread left)."""
+"""Serving a page of the lab a command opened: the address bound, the watches started, uvicorn until Ctrl-C.
+
+The address is checked and bound before anything starts (a port in use, an address that is not this machine's: one
+clear error), then the hub's watches (the lab answers, or one clear error), then uvicorn until Ctrl-C or SIGTERM,
+which stop it cleanly (watches ended, no thread left)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,13 @@ import ipaddress
 import socket
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kailab.errors import KailabError
 from kailab.web.hub import Hub
+
+if TYPE_CHECKING:
+    from kailab.lab import Lab
 
 LOOPBACK = "127.0.0.1"
 LAB_PORT = 8390  # kailab serve
@@ -123,46 +129,36 @@ def run(hub: Hub, page, sock: socket.socket, said: Callable[[str], None]) -> Non
         hub.stop()
 
 
-def serve_lab(address: str, port: int, said: Callable[[str], None]) -> None:
-    """``kailab serve``: this lab's page (a joined learner's: their slice), until Ctrl-C."""
-    from kailab import lab
+def serve_lab(lab: Lab, address: str, port: int, said: Callable[[str], None]) -> None:
+    """``kailab serve``: this lab's page (a joined learner's: their slice, as ``kailab watch`` sees it), until
+    Ctrl-C."""
+    from kailab.labels import LEARNER_LABEL, RECORD_LABEL
     from kailab.web.app import Page
     from kailab.web.models import LabModel
 
     sock = bind(address, port)  # a taken port or a wrong address is said before the lab is asked anything
     try:
-        kube = lab.connect()
-        model = LabModel(kube, scope_of_this_lab(kube), lab.fair_shares)
+        kube = lab.kube
+        if lab.learner:
+            model = LabModel(kube, lab.view, f"learner {lab.learner}")
+        else:  # the lab's own lesson records, not a class learner's
+            model = LabModel(kube, lab.view, "the lab", lab.owner.selector(RECORD_LABEL, f"!{LEARNER_LABEL}"))
     except BaseException:
         sock.close()
         raise
     run(Hub(model), Page(model), sock, said)
 
 
-def serve_class(klass, address: str, port: int, stuck_after: float, said: Callable[[str], None]) -> None:
+def serve_class(lab: Lab, address: str, port: int, stuck_after: float, said: Callable[[str], None]) -> None:
     """``kailab class serve``: the class's page, with the instructor's kubeconfig alone, until Ctrl-C."""
-    from kailab import lab
     from kailab.web.app import Page
     from kailab.web.models import ClassModel
 
+    klass = lab.klass()  # no lab, or a learner's folder: said before anything is bound
     sock = bind(address, port)
     try:
-        model = ClassModel(lab.connect(), klass.learners, stuck_after)
+        model = ClassModel(lab.kube, klass.learners, stuck_after)
     except BaseException:
         sock.close()
         raise
     run(Hub(model), Page(model), sock, said)
-
-
-def scope_of_this_lab(kube):
-    """What this lab's page shows, as ``kailab watch`` and ``kailab status`` see it: a joined learner's slice (their
-    namespaces, queues and nodes), or the lab (its lesson records: not a class learner's)."""
-    from kailab import lab
-    from kailab.labels import LEARNER_LABEL, RECORD_LABEL
-    from kailab.web.models import LabScope
-
-    queues, nodes = lab.slice_selectors()
-    found = lab.pod_namespaces(kube)
-    if j := lab.joined():
-        return LabScope(f"learner {j.learner}", tuple(found or ()), queues, nodes)
-    return LabScope("the lab", None, queues, nodes, lab.owner().selector(RECORD_LABEL, f"!{LEARNER_LABEL}"))

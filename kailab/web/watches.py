@@ -1,5 +1,7 @@
-"""A page's watches of the cluster: several :class:`~kailab.kube.Watched` sharing one condition, started and stopped
-together, read without asking the API server again. One set per server, whatever the number of browsers."""
+"""A page's watches of the cluster, one set per server whatever the number of browsers.
+
+Several :class:`~kailab.kube.Watched` sharing one condition, started and stopped together, read without asking the
+API server again."""
 
 from __future__ import annotations
 

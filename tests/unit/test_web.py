@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import pytest
 from browser import chromium, live
 
-from kailab.classroom import plan
+from kailab import partitions
 from kailab.classroom.records import class_status, record_object, started_object
 from kailab.classroom.report import lesson_summary
 from kailab.errors import KailabError
@@ -286,7 +286,7 @@ def test_the_class_page_shows_what_class_status_says_from_the_same_objects():
     from kailab.checks import Check, Verdict
 
     now = datetime.now(UTC)
-    ann, bob = plan.owner("ann"), plan.owner("bob")
+    ann, bob = partitions.owner("ann"), partitions.owner("bob")
     finished = Verdict(scenario="quota", title="Quota", namespace="ann-kailab-quota", started=now.isoformat())
     finished.checks.append(Check("q", "8", "8", True))
     started = started_object("bob", "gang", "Gang", "bob-kailab-gang")
@@ -309,7 +309,9 @@ def test_the_class_page_shows_what_class_status_says_from_the_same_objects():
                 items=[
                     SimpleNamespace(metadata=SimpleNamespace(name=n["metadata"]["name"]))
                     for n in namespaces
-                    if plan.owner(label_selector.split("lab-id=class-")[1].split(",")[0]).owns(n["metadata"]["labels"])
+                    if partitions.owner(label_selector.split("lab-id=class-")[1].split(",")[0]).owns(
+                        n["metadata"]["labels"]
+                    )
                 ]
             ),
         ),
