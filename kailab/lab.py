@@ -5,7 +5,8 @@
 client (:attr:`Lab.kube`), the owner labels of what it makes, the :class:`View` of what it sees (queues, nodes,
 namespaces, fair shares), its scenarios as it runs them (prefixed, or renamed for a learner), and a
 :meth:`Lab.session` that alone checks the evidence folder, builds the engine, refuses foreign objects, runs and keeps
-each verdict (evidence; a learner's class record). What differs between the two is the difference of two classes.
+each verdict (evidence; a lesson's record in the cluster). What differs between the two is the difference of two
+classes.
 """
 
 from __future__ import annotations
