@@ -58,7 +58,7 @@ def one_size(lab: OwnLab, klass: Class, count: int, lessons: list[str]) -> None:
 
     start = time.monotonic()
     threads = [threading.Thread(target=play, args=(n,)) for n in names.names]
-    with CpuSplit() as split:
+    with CpuSplit(str(lab.home)) as split:
         for t in threads:
             t.start()
         for t in threads:

@@ -96,6 +96,7 @@ class Lab(ABC):
         from kailab.classroom.joined import current
 
         home = home or lab_home()
+        labdir.check_home(home)
         joined = current(home)
         return OwnLab(home) if joined is None else LearnerSlice(home, joined)
 
@@ -120,11 +121,17 @@ class Lab(ABC):
         from kailab.kube import Kube
 
         path = self.kubeconfig()
-        if not path.is_file():
-            raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
-        kube = Kube(path, context=self.context())
+        clears = None if os.environ.get("KAILAB_KUBECONFIG") else self.CLEARS  # the user's own file: its error says
+        try:
+            if not os.path.lexists(path):  # anything else there is read by the rule for files kailab reads, and said
+                raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Unset KAILAB_KUBECONFIG.")
+            kube = Kube(path, context=self.context())
+        except KailabError as e:  # a damaged credential names itself and the one command that clears it
+            raise type(e)(e.message, hint=clears or e.hint, details=e.details) from None
         self._answers(kube, path)
         return kube
+
+    CLEARS = "Start again: kailab down && kailab up"  # what clears a kubeconfig of the lab's that cannot be used
 
     @abstractmethod
     def _answers(self, kube: Kube, path: Path) -> None:
@@ -444,7 +451,12 @@ class OwnLab(Lab):
         if self.runtime.traits.makes_cluster:
             klass.forget()  # the class goes with the cluster; on kind its state file is in the lab folder
             return
-        if not klass.learners():
+        try:
+            if not klass.learners():
+                return
+        except KailabError as e:  # a damaged class file: the lab goes all the same, and what is left is said
+            progress.info(f"{e.message} The class's learners are left on the cluster.", style="yellow")
+            klass.forget()
             return
         try:
             kube = self.kube
@@ -484,6 +496,8 @@ class LearnerSlice(Lab):
     @property
     def learner(self) -> str:
         return self.joined.learner
+
+    CLEARS = "Leave the class here and join again: kailab down, then kailab join FILE"
 
     def kubeconfig(self) -> Path:
         if os.environ.get("KAILAB_KUBECONFIG"):

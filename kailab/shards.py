@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +66,15 @@ def shard_scheduler(shard: str) -> str:
 def scheduler_name(learner: str) -> str:
     """What runs the learner's shard (:func:`shard_scheduler`)."""
     return shard_scheduler(shard_name(learner))
+
+
+def _read_metrics(url: str) -> str | None:
+    """A scheduler's metrics page on the loopback, None when nothing answers (a scheduler being restarted)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.read().decode(errors="replace")
+    except Exception:  # noqa: BLE001 (said as None: the caller reads the shard again)
+        return None
 
 
 def stopped(learner: str) -> str:
@@ -163,6 +173,7 @@ class ShardSchedulerControl(SchedulerControl):
         self.learner = learner
         self.name = shard_name(learner)
         self.timeout = timeout
+        self._answered: tuple[str, float] | None = None  # (metrics address that last answered, when it was read)
 
     def shard(self) -> dict:
         got = self.kube.get(SHARD_API, KIND, self.name)
@@ -193,6 +204,7 @@ class ShardSchedulerControl(SchedulerControl):
         )
 
     def _patch(self, spec: dict, what: str) -> None:
+        self._answered = None  # a scheduler started or stopped here: its metrics address is read afresh
         self.kube.dyn.patch(
             self.kube.resource(SHARD_API, KIND),
             body={"spec": spec},
@@ -247,26 +259,41 @@ class ShardSchedulerControl(SchedulerControl):
             )
         return ""
 
+    # How long an address that answers is trusted without reading the shard again. A lesson reads the metrics every
+    # second (kailab/scenarios/live.py); reading the shard each time was a GET — and, with the lesson's watches on
+    # the same client, often a fresh TLS handshake — per lesson per second, kailab's largest CPU cost in `demo all`.
+    # The address changes only when the scheduler restarts: through this control (which forgets it), or elsewhere
+    # (the old address stops answering, and the shard is read again).
+    METRICS_ADDRESS_FOR = 10.0
+
     def metrics(self) -> str | None:
         """The scheduler's metrics: from the address the supervisor wrote on the shard (local runtime; only on the
         loopback it names, :meth:`metrics_unreachable`), else through the API server's proxy to the operator's
         Service ``kai-scheduler-<shard>`` (port http-metrics)."""
+        answered = self._answered
+        if answered is not None and time.monotonic() - answered[1] < self.METRICS_ADDRESS_FOR:
+            text = _read_metrics(answered[0])
+            if text is not None:
+                return text
+            self._answered = None
         try:
             shard = self.shard()
         except Exception:
             return None
         annotations = shard["metadata"].get("annotations") or {}
         url = annotations.get(SHARD_METRICS_ANNOTATION)
+        if url:
+            if not url.startswith("http://127.0.0.1:") or annotations.get(SHARD_METRICS_HOST_ANNOTATION) != (
+                loopback_host()
+            ):  # another machine's (or network namespace's) loopback: nothing of ours answers there
+                return None
+            read = time.monotonic()
+            text = _read_metrics(url)
+            self._answered = (url, read) if text is not None else None
+            return text
         try:
-            if url:
-                if not url.startswith("http://127.0.0.1:") or annotations.get(SHARD_METRICS_HOST_ANNOTATION) != (
-                    loopback_host()
-                ):  # another machine's (or network namespace's) loopback: nothing of ours answers there
-                    return None
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    return r.read().decode(errors="replace")
             return self.kube.core.connect_get_namespaced_service_proxy_with_path(
                 f"{scheduler_name(self.learner)}:http-metrics", KAI_NAMESPACE, "metrics", _request_timeout=5
             )
-        except Exception:  # a scheduler being restarted, or a Service not there yet
+        except Exception:  # a Service not there yet
             return None

@@ -12,17 +12,22 @@ serve``) list or watch them by label. This is the one place a lesson's progress 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 from kubernetes.client.exceptions import ApiException
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from kailab import partitions
-from kailab.checks import Verdict
+from kailab.checks import UNDECIDED, Verdict
 from kailab.classroom import STUCK_SECONDS
 from kailab.explain import explain_pods
-from kailab.kube import Kube, as_json
+from kailab.gpus import NO_QUEUE
+from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.ownership import Owner
 from kailab.pods import api_time, pod_view
@@ -151,49 +156,263 @@ class Recording:
         self.kube.apply(progress_object(self.learner, verdict, self._expected, self.owner))
 
 
-def _time(text: str | None) -> datetime | None:
+# -- reading records: a learner wrote them, so each is checked whole before it is used ----------------------------------
+
+MAX_RECORDS = 100  # a learner's records read by class status (17 lessons, their tasks and the challenges: far fewer)
+MAX_TEXT = 2000  # characters of a title or a prediction
+MAX_JSON = 512 * 1024  # characters of a record's JSON field (a timeline, the verdict)
+MAX_POINTS = 10_000  # points of a GPU timeline
+MAX_QUEUES = 64  # queues in a timeline's point
+MAX_CHECKS = 500  # expectations of a lesson (decided or still to come) and lines of one's detail
+OUTCOMES = (RUNNING, "PASS", "FAIL", UNDECIDED, "NOT APPLICABLE")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a lesson's, a queue's name
+
+
+def _when(text: str) -> str:
+    """A record's time: "" or ISO 8601 with a time zone (what kailab writes); ValueError otherwise."""
+    if text == "":
+        return text
+    if len(text) > 40:
+        raise ValueError("is not a time")
     try:
-        return datetime.fromisoformat(text) if text else None
+        when = datetime.fromisoformat(text)
     except ValueError:
-        return None
+        raise ValueError("is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        raise ValueError("has no time zone")
+    return text
 
 
-def record_row(cm: dict, details: bool = False) -> tuple[str, dict]:
-    """A lesson record (a ConfigMap as the API's JSON) as ``class status`` and the pages show it: (its lesson, a row of
-    outcome, when, prediction, graded predictions and how many were right, its namespace). ``details``: its title, the
-    record's name, its expectations decided so far (all of them once it ended), those still to come, why it did not
-    run or stopped, and its GPU timeline (for ``class evidence`` and the pages)."""
-    d = cm.get("data") or {}
-    meta = cm.get("metadata") or {}
-    name = str(d.get("lesson", "?"))
-    row: dict = {k: str(d.get(k, "")) for k in ("outcome", "started", "finished", "seconds", "prediction", "right")}
-    row["predictions"] = _graded(d.get("predictions"))
-    row["namespace"] = meta.get("namespace", "")
+def _json(kind: str, shape: Callable[[Any], Any]):
+    """A record field that holds JSON (text), parsed and checked by ``shape``."""
+
+    def parse(text: str) -> Any:
+        if len(text) > MAX_JSON:
+            raise ValueError(f"is larger than {MAX_JSON // 1024} KiB")
+        try:
+            value = json.loads(text) if text else []
+        except (ValueError, RecursionError):
+            raise ValueError(f"is not JSON ({kind})") from None
+        return shape(value)
+
+    return parse
+
+
+class _Graded(BaseModel):
+    """A graded prediction as kailab/predictions.py's ``Graded.to_dict`` writes it."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    key: Annotated[str, Field(max_length=100)]
+    ask: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    given: Annotated[str, Field(max_length=MAX_TEXT)] | None = ""
+    answer: Annotated[str, Field(max_length=MAX_TEXT)] | None = ""
+    right: bool | None = None
+    mark: Literal["right", "wrong", "not graded"]
+
+
+_GRADED = TypeAdapter(list[_Graded])
+
+
+def _graded(value: Any) -> list[dict]:
+    if not isinstance(value, list) or len(value) > 100:
+        raise ValueError("is not a list of graded predictions")
+    return [g.model_dump() for g in _GRADED.validate_python(value)]
+
+
+def _timeline(value: Any) -> list:
+    """[[seconds, {queue: GPUs}], …] as the engine keeps it (kailab/scenarios/engine.py; pods of no queue under
+    gpus.NO_QUEUE)."""
+    if not isinstance(value, list) or len(value) > MAX_POINTS:
+        raise ValueError(f"is not a timeline of at most {MAX_POINTS:,} points")
+    for point in value:
+        if not (isinstance(point, list) and len(point) == 2 and isinstance(point[1], dict)):
+            raise ValueError("is not a timeline: each point is [seconds, {queue: GPUs}]")
+        t, gpus = point
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 <= t < 1e7:
+            raise ValueError("is not a timeline: a point's time is not a number of seconds")
+        if len(gpus) > MAX_QUEUES or not all(
+            isinstance(q, str)
+            and (DNS_LABEL.match(q) or q == NO_QUEUE)
+            and isinstance(g, (int, float))
+            and not isinstance(g, bool)
+            and math.isfinite(g)
+            and 0 <= g <= 1e6
+            for q, g in gpus.items()
+        ):
+            raise ValueError("is not a timeline: a point holds something other than queue names and GPU counts")
+    return value
+
+
+class _CheckRow(BaseModel):
+    """A decided expectation as :meth:`kailab.checks.Check.to_dict` writes it (a row the pages show)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    title: str
+    expected: str = ""
+    observed: str = ""
+    passed: bool = False
+    scope: str = ""
+    measure: str = ""
+    detail: Annotated[list[str], Field(max_length=MAX_CHECKS)] = []
+    undecided: str = ""
+
+
+_CHECKS = TypeAdapter(Annotated[list[_CheckRow], Field(max_length=MAX_CHECKS)])
+
+
+def _checks(value: Any) -> list[dict]:
+    """The expectations decided so far (a running lesson's record: :func:`progress_object`)."""
+    if not isinstance(value, list):
+        raise ValueError("is not a list of decided expectations")
+    return [c.model_dump() for c in _CHECKS.validate_python(value)]
+
+
+def _titles(value: Any) -> list[str]:
+    """The titles of the expectations a lesson will decide (:func:`started_object`)."""
+    if not (
+        isinstance(value, list)
+        and len(value) <= MAX_CHECKS
+        and all(isinstance(t, str) and len(t) <= MAX_TEXT for t in value)
+    ):
+        raise ValueError(f"is not a list of at most {MAX_CHECKS} expectations' titles")
+    return value
+
+
+def _verdict(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError("is not a verdict (a JSON object)")
+    if not all(isinstance(value.get(k) or "", str) for k in ("error", "not_applicable")):
+        raise ValueError("is not a verdict: its error or why it did not apply is not text")
+    if "checks" in value:
+        value["checks"] = _checks(value["checks"])
+    return value
+
+
+class RecordData(BaseModel):
+    """A lesson record's ``data`` (:func:`record_object`, :func:`started_object`), checked whole: a learner can write
+    their own records, so any of it may be wrong, too large, or made to look like something else. A field that holds
+    JSON holds its parsed value once checked (absent: [] or {}); ``expectations`` and ``checks`` are a running
+    lesson's (:func:`started_object`, :func:`progress_object`), for the pages."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, validate_default=True)
+    lesson: Annotated[str, Field(pattern=DNS_LABEL.pattern)]
+    title: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    outcome: Literal[OUTCOMES]  # type: ignore[valid-type]
+    started: Annotated[str, AfterValidator(_when)] = ""
+    finished: Annotated[str, AfterValidator(_when)] = ""
+    seconds: Annotated[str, Field(max_length=20, pattern=r"^(\d{1,9}(\.\d{1,3})?)?$")] = ""
+    prediction: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    predictions: Annotated[str, AfterValidator(_json("graded predictions", _graded))] = ""
+    right: Annotated[str, Field(max_length=40)] = ""
+    verdict: Annotated[str, AfterValidator(_json("a verdict", _verdict))] = "{}"
+    timeline: Annotated[str, AfterValidator(_json("a GPU timeline", _timeline))] = ""
+    expectations: Annotated[str, AfterValidator(_json("expectations' titles", _titles))] = ""
+    checks: Annotated[str, AfterValidator(_json("decided expectations", _checks))] = ""
+
+
+def _parts(cm) -> tuple[str, str, dict, Any]:
+    """A ConfigMap's namespace, name, labels and data, as the API's JSON (the pages' watches) or the client's object
+    (``class status``)."""
+    if isinstance(cm, dict):
+        meta = cm.get("metadata") or {}
+        return meta.get("namespace") or "", meta.get("name") or "", meta.get("labels") or {}, cm.get("data") or {}
+    return cm.metadata.namespace or "", cm.metadata.name or "", cm.metadata.labels or {}, cm.data or {}
+
+
+def _checked(cm, learner: str | None) -> tuple[str, str, RecordData]:
+    """A record's namespace, name and data checked whole; ValueError saying why it is not a record: in a namespace not
+    ``learner``'s, not named as its lesson's record, or data that is not kailab's. ``learner`` None: a lab's own record
+    (in any namespace the lab sees)."""
+    namespace, name, labels, raw = _parts(cm)
+    if learner is not None and not namespace.startswith(f"{learner}-"):
+        raise ValueError(f"it is in namespace {namespace[:63]!r}, not one of {learner}'s")
+    try:
+        data = RecordData.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"][:2]) or "its data"
+        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}{more}") from None
+    if labels.get(RECORD_LABEL) != data.lesson or name != record_name(data.lesson):
+        raise ValueError(f"it is named {name[:63]!r}, not as the record of {data.lesson}")
+    if data.outcome == RUNNING and not data.started:
+        raise ValueError("a running lesson's record says no start time")
+    return namespace, name, data
+
+
+def read_record(cm, learner: str) -> dict:
+    """A record (a ConfigMap: the client's object or the API's JSON) of ``learner``'s as a row of ``class status``;
+    ValueError saying why it is not one (:func:`_checked`)."""
+    namespace, _, data = _checked(cm, learner)
+    return {
+        **data.model_dump(include={"outcome", "started", "finished", "seconds", "prediction", "right", "title"}),
+        "predictions": data.predictions,
+        "timeline": data.timeline,
+        "namespace": namespace,
+        "lesson": data.lesson,
+    }
+
+
+def unreadable_row(cm, why: ValueError) -> dict:
+    """A record that could not be read: where it is (namespace/name) and why."""
+    namespace, name = _parts(cm)[:2]
+    return {"record": f"{str(namespace)[:63]}/{str(name)[:253]}", "why": str(why)}
+
+
+def _records(kube: Kube, learner: str) -> tuple[list, bool]:
+    """The learner's records (at most MAX_RECORDS), and whether there were more."""
+    listed = kube.core.list_config_map_for_all_namespaces(
+        label_selector=f"{LEARNER_LABEL}={learner},{RECORD_LABEL}", limit=MAX_RECORDS + 1
+    )
+    items = list(listed.items or [])
+    more = len(items) > MAX_RECORDS or bool(getattr(listed.metadata, "_continue", None))
+    return items[:MAX_RECORDS], more
+
+
+def record_row(cm, details: bool = False, learner: str | None = None) -> tuple[str, dict]:
+    """A lesson record (the client's object or the API's JSON), checked whole (:func:`_checked`: ValueError for one
+    that is not a record of ``learner``'s, or, ``learner`` None, of the lab's), as ``class status`` and the pages show
+    it: (its lesson, a row of outcome, when, prediction, graded predictions and how many were right, its namespace).
+    ``details``: its title, the record's name, its expectations decided so far (all of them once it ended), those
+    still to come, why it did not run or stopped, and its GPU timeline (for ``class evidence`` and the pages)."""
+    namespace, record, d = _checked(cm, learner)
+    name = d.lesson
+    row: dict = {
+        **d.model_dump(include={"outcome", "started", "finished", "seconds", "prediction", "right"}),
+        "predictions": d.predictions,
+        "namespace": namespace,
+    }
     if details:
-        verdict = _json(d.get("verdict"), dict) or {}
+        verdict: dict = d.verdict  # type: ignore[assignment]  # parsed and checked: _verdict
         row["lesson"] = name
-        row["title"] = str(d.get("title") or name)
-        row["record"] = meta.get("name", "")
-        row["timeline"] = _timeline(d.get("timeline"))
-        checks = verdict.get("checks") if verdict else _json(d.get("checks"), list)
-        row["checks"] = [c for c in checks or [] if isinstance(c, dict)]
-        decided = Counter(str(c.get("title")) for c in row["checks"])
+        row["title"] = d.title or name
+        row["record"] = record
+        row["timeline"] = d.timeline
+        row["checks"] = verdict["checks"] if "checks" in verdict else d.checks
+        decided = Counter(c["title"] for c in row["checks"])
         waiting = []
-        for title in map(str, _json(d.get("expectations"), list) or []):  # in order; a title twice is two rows
+        for title in d.expectations:  # in order; a title twice is two rows
             if decided[title]:
                 decided[title] -= 1
             else:
                 waiting.append(title)
         row["waiting"] = waiting if row["outcome"] == RUNNING else []
-        row["error"] = str(verdict.get("error") or "")
-        row["not_applicable"] = str(verdict.get("not_applicable") or "")
+        row["error"] = verdict.get("error") or ""
+        row["not_applicable"] = verdict.get("not_applicable") or ""
     return name, row
 
 
-def gather(kube: Kube, learners: list[str]) -> tuple[list[dict], dict[str, list[str]], dict[str, list[dict]]]:
-    """What ``class status`` reads, in one list each: the learners' lesson records, each learner's namespaces, and the
-    pods of each of those (the API's JSON). The pages keep the same from watches (kailab/web)."""
-    records = as_json(kube.core.list_config_map_for_all_namespaces)(label_selector=f"{LEARNER_LABEL},{RECORD_LABEL}")
+def gather(kube: Kube, learners: list[str]) -> tuple[list, dict[str, list[str]], dict[str, list[dict]], set[str]]:
+    """What ``class status`` reads: the learners' lesson records (at most MAX_RECORDS each), each learner's
+    namespaces, the pods of each of those (the API's JSON), and the learners who have more records than were read.
+    The pages keep the same from watches (kailab/web)."""
+    records: list = []
+    more: set[str] = set()
+    for learner in learners:
+        theirs, too_many = _records(kube, learner)
+        records += theirs
+        if too_many:
+            more.add(learner)
     namespaces = {
         learner: [
             ns.metadata.name
@@ -202,7 +421,7 @@ def gather(kube: Kube, learners: list[str]) -> tuple[list[dict], dict[str, list[
         for learner in learners
     }
     pods = {ns: kube.pods(ns) for names in namespaces.values() for ns in names}
-    return records["items"], namespaces, pods
+    return records, namespaces, pods, more
 
 
 Explainer = Callable[[str, str, list[dict], list], list]  # (learner, namespace, waiting pods, visible) → Explanations
@@ -225,36 +444,48 @@ def class_status(
     timelines: bool = False,
 ) -> dict:
     """The class now, read from the cluster (:func:`gather`, then :func:`class_view`)."""
-    records, namespaces, pods = gather(kube, learners)
-    return class_view(learners, records, namespaces, pods, explainer(kube), now, stuck_after, timelines)
+    records, namespaces, pods, more = gather(kube, learners)
+    return class_view(learners, records, namespaces, pods, explainer(kube), now, stuck_after, timelines, more)
 
 
 def class_view(
     learners: list[str],
-    records: list[dict],
+    records: list,
     namespaces: dict[str, list[str]],
     pods: dict[str, list[dict]],
     explain: Explainer,
     now: datetime | None = None,
     stuck_after: float = STUCK_SECONDS,
     timelines: bool = False,
+    more: set[str] | frozenset[str] = frozenset(),
 ) -> dict:
     """Learners × lessons (outcome, when, prediction, graded predictions right or wrong) and who is stuck: a lesson
     running ``stuck_after`` seconds or more without a verdict, and a pod Pending as long, unbound, with KAI's reason
     (``explain``: as ``kailab explain`` reads it). A pod a finished lesson left Pending is that lesson's result, not a
-    learner stuck: only pods made after their namespace's lesson finished, or while it runs, count. A record counts
-    for a learner only in a namespace of theirs (``namespaces``). ``timelines``: each lesson's details too
-    (:func:`record_row`, for ``class evidence`` and the pages). Pure: what the cluster holds comes in."""
+    learner stuck: only pods made after their namespace's lesson finished, or while it runs, count. ``timelines``:
+    each lesson's details too (:func:`record_row`, for ``class evidence`` and the pages). A record is a learner's to
+    write: one that is not one (:func:`record_row`), or that is in no namespace of theirs (``namespaces``), is left
+    out and said, per learner, in ``unreadable``, as are records past MAX_RECORDS (``more``: learners with more than
+    were read); everyone else's, and the learner's other records, are shown. Pure: what the cluster holds comes in."""
     now = now or datetime.now(UTC)
     out = {}
     for learner in learners:
         theirs = set(namespaces.get(learner, []))
-        lessons, finished_at, stuck = {}, {}, []
-        for cm in records:
-            meta = cm.get("metadata") or {}
-            if (meta.get("labels") or {}).get(LEARNER_LABEL) != learner or meta.get("namespace") not in theirs:
+        lessons: dict[str, dict] = {}
+        finished_at: dict[str, datetime] = {}
+        stuck: list[dict] = []
+        unreadable: list[dict] = []
+        mine = [cm for cm in records if _parts(cm)[2].get(LEARNER_LABEL) == learner]
+        if learner in more or len(mine) > MAX_RECORDS:
+            unreadable.append({"record": "", "why": f"more than {MAX_RECORDS} records: only {MAX_RECORDS} were read"})
+        for cm in mine[:MAX_RECORDS]:
+            try:
+                name, row = record_row(cm, timelines, learner)
+                if row["namespace"] not in theirs:
+                    raise ValueError(f"it is in namespace {row['namespace'][:63]!r}, not one of {learner}'s")
+            except ValueError as e:
+                unreadable.append(unreadable_row(cm, e))
                 continue
-            name, row = record_row(cm, timelines)
             lessons[name] = row
             if (running := _running_for(row, now)) is not None:
                 if running >= stuck_after:
@@ -269,10 +500,15 @@ def class_view(
                     )
             elif done := _time(row["finished"]):
                 finished_at[row["namespace"]] = done
-        mine = {ns: pods.get(ns, []) for ns in sorted(theirs)}
-        stuck += _pending(learner, mine, now, stuck_after, finished_at, explain)
-        out[learner] = {"lessons": lessons, "stuck": stuck}
+        mine_pods = {ns: pods.get(ns, []) for ns in sorted(theirs)}
+        stuck += _pending(learner, mine_pods, now, stuck_after, finished_at, explain)
+        out[learner] = {"lessons": lessons, "stuck": stuck, "unreadable": unreadable}
     return out
+
+
+def unreadable_line(learner: str, u: dict) -> str:
+    """A record that could not be read, in words: ``ann: record unreadable (ns/name: why)``."""
+    return f"{learner}: record unreadable ({u['record'] + ': ' if u.get('record') else ''}{u['why']})"
 
 
 def next_stuck(report: dict, pods: dict[str, list[dict]], now: datetime, stuck_after: float = STUCK_SECONDS):
@@ -297,21 +533,12 @@ def _running_for(row: dict, now: datetime) -> float | None:
     return (now - started).total_seconds() if started else 0
 
 
-def _json(text, kind: type):
+def _time(text: str | None) -> datetime | None:
+    """A time kailab wrote (the record is checked: :func:`_checked`)."""
     try:
-        value = json.loads(text) if text else None
+        return datetime.fromisoformat(text) if text else None
     except ValueError:
         return None
-    return value if isinstance(value, kind) else None
-
-
-def _graded(text: str | None) -> list[dict]:
-    """A record's graded predictions; [] for a record without them (or not kailab's JSON)."""
-    return [g for g in _json(text, list) or [] if isinstance(g, dict)]
-
-
-def _timeline(text: str | None) -> list:
-    return _json(text, list) or []
 
 
 def _created(pod: dict) -> datetime:
@@ -356,8 +583,8 @@ def _pending(
                     "kind": "pod",
                     "pod": f"{ns}/{p['metadata']['name']}",
                     "pending_seconds": int((now - _created(p)).total_seconds()),
-                    "reason": why.reported,  # KAI's (or kube-scheduler's) own words; "" before it reported
-                    "explanation": why.summary,
+                    "reason": why.reported[:MAX_TEXT],  # KAI's (or kube-scheduler's) own words; "" before it reported
+                    "explanation": why.summary[:MAX_TEXT],
                     "runbook": why.runbook,
                 }
             )

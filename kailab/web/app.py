@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from kailab.classroom.records import stuck_line
+from kailab.classroom.records import stuck_line, unreadable_line
 from kailab.paths import RUNBOOKS
 from kailab.web.hub import Hub
 from kailab.web.models import EMPTY
@@ -240,7 +240,12 @@ class Page:
             colours = dict((view.get("grid") or {}).get("legend") or [])
             return {"view": view, "shown": shown, "colours": colours}
         learners = view.get("learners") or []
-        return {"view": view, "selected": selected if selected in learners else "", "stuck_line": stuck_line}
+        return {
+            "view": view,
+            "selected": selected if selected in learners else "",
+            "stuck_line": stuck_line,
+            "unreadable_line": unreadable_line,
+        }
 
     def explain(self, pod: str):
         return self.model.explain(pod) if self.kind == "lab" else None

@@ -51,6 +51,7 @@ EMPTY = {
         "pending": [],
         "waiting": 0,
         "lessons": [],
+        "unreadable": [],
     },
     "class": {"down": "", "learners": [], "lessons": [], "status": {}, "summary": [], "stuck_after": 0},
 }
@@ -118,13 +119,19 @@ def _key(p: PodView) -> tuple[str, str]:
     return p.namespace, p.name
 
 
-def lessons(record_objects: list[dict]) -> list[dict]:
-    """Each lesson record with its details (:func:`kailab.classroom.records.record_row`), the latest started first."""
-    rows = []
+def lessons(record_objects: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Each lesson record with its details (:func:`kailab.classroom.records.record_row`, which checks it whole), the
+    latest started first; and the records that are not kailab's, each with where it is and why."""
+    rows, unreadable = [], []
     for cm in record_objects:
-        name, row = records.record_row(cm, details=True)
+        try:
+            name, row = records.record_row(cm, details=True)
+        except ValueError as e:
+            unreadable.append(records.unreadable_row(cm, e))
+            continue
         rows.append({**row, "lesson": name, "key": f"{row['namespace']}/{row['record']}"})
-    return sorted(rows, key=lambda r: (r["started"], r["key"]), reverse=True)
+    rows.sort(key=lambda r: (r["started"], r["key"]), reverse=True)
+    return rows, sorted(unreadable, key=lambda u: u["record"])
 
 
 class LabModel:
@@ -173,6 +180,7 @@ class LabModel:
         return left
 
     def view(self) -> dict:
+        rows, unreadable = lessons(self.watches.objects("records"))
         pods = self.pods.all()
         queues = queue_tree(queue_rows(self.watches.objects("queues"), pods, self.shares))
         nodes = node_rows(self.watches.objects("nodes"), pods)
@@ -185,7 +193,8 @@ class LabModel:
             "grid": gpu_grid(queues, nodes, pods),
             "pending": pending,
             "waiting": waiting,
-            "lessons": lessons(self.watches.objects("records")),
+            "lessons": rows,
+            "unreadable": unreadable,
         }
 
     def explain(self, pod: str) -> list[Explanation] | None:

@@ -173,9 +173,11 @@ def test_each_lesson_measures_its_predictions_on_the_recorded_kai_run(name):
 
 def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_page(tmp_path):
     """The learner's record (what ``kailab lesson`` keeps in the cluster) → ``class status`` → the class page."""
+    from types import SimpleNamespace
+
     from kailab.checks import Verdict
     from kailab.classroom import report
-    from kailab.classroom.records import class_view, record_object
+    from kailab.classroom.records import class_status, class_view, record_object
 
     s = load(tmp_path)
     p = by_key(s)["a-gpus"]
@@ -189,6 +191,20 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     row = class_view(["ann"], [obj], {"ann": ["ann-kailab-tiny"]}, {}, lambda *a: explained.append(a) or [])
     row = row["ann"]["lessons"]["tiny"]
     assert explained == []  # no pod waits: nothing to explain
+    meta = SimpleNamespace(**{k: obj["metadata"][k] for k in ("name", "namespace", "labels")})
+    configmaps = SimpleNamespace(
+        items=[SimpleNamespace(data=obj["data"], metadata=meta)], metadata=SimpleNamespace(_continue=None)
+    )
+    kube = SimpleNamespace(
+        core=SimpleNamespace(
+            list_config_map_for_all_namespaces=lambda label_selector, limit: configmaps,
+            list_namespace=lambda label_selector: SimpleNamespace(
+                items=[SimpleNamespace(metadata=SimpleNamespace(name="ann-kailab-tiny"))]
+            ),
+        ),
+        pods=lambda namespace: [],
+    )
+    assert class_status(kube, ["ann"])["ann"]["lessons"]["tiny"] == row  # the client's objects read as the page's JSON
     assert row["right"] == "0 of 1 right"
     assert [(g["key"], g["given"], g["answer"], g["mark"]) for g in row["predictions"]] == [
         ("a-gpus", "9", "4", "wrong"),

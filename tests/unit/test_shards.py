@@ -457,3 +457,60 @@ def test_the_supervisor_runs_no_scheduler_for_a_stopped_partition_and_says_the_s
     [(_, body)] = [p for p in patches if p[0] == "status"]
     reported = {**shard, "status": body["status"]}
     assert shards.in_effect(reported) is True  # what ShardSchedulerControl.stop waits for
+
+
+def test_a_lessons_metrics_read_the_shard_again_only_when_its_address_stops_answering_or_ages():
+    """A lesson reads its scheduler's metrics every second: the address on the shard is read once and reused while it
+    answers (not a GET of the shard a second); a scheduler restarted elsewhere (the old address silent), one
+    restarted through this control (its patch) and an address older than METRICS_ADDRESS_FOR each read it again."""
+    import http.server
+    import threading
+
+    from kailab.labels import SHARD_METRICS_ANNOTATION, SHARD_METRICS_HOST_ANNOTATION
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(f"scheduler on {self.server.server_address[1]}\n".encode())
+
+        def log_message(self, *args):
+            pass
+
+    servers = [http.server.HTTPServer(("127.0.0.1", 0), Metrics) for _ in range(2)]
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    urls = [f"http://127.0.0.1:{s.server_address[1]}/metrics" for s in servers]
+
+    class OneShard:
+        reads = 0
+        url = urls[0]
+
+        def get(self, api, kind, name, namespace=None):
+            OneShard.reads += 1
+            host = shards.loopback_host()
+            return {
+                "metadata": {"annotations": {SHARD_METRICS_ANNOTATION: self.url, SHARD_METRICS_HOST_ANNOTATION: host}}
+            }
+
+    control = shards.ShardSchedulerControl(OneShard(), "ann")  # type: ignore[arg-type]
+    try:
+        first = [control.metrics() for _ in range(5)]
+        assert first == [f"scheduler on {servers[0].server_address[1]}\n"] * 5 and OneShard.reads == 1
+
+        OneShard.url = urls[1]  # restarted elsewhere (the supervisor): the old address stops answering
+        servers[0].shutdown()
+        servers[0].server_close()
+        assert control.metrics() == f"scheduler on {servers[1].server_address[1]}\n" and OneShard.reads == 2
+
+        control._answered = (urls[1], control._answered[1] - control.METRICS_ADDRESS_FOR)  # aged
+        assert control.metrics() and OneShard.reads == 3
+        control.metrics()
+        assert OneShard.reads == 3
+
+        with pytest.raises(Exception):  # noqa: B017 (the fake has no dynamic client: the patch is not the point)
+            control.stop()
+        control.metrics()
+        assert OneShard.reads == 4  # a scheduler started or stopped through the control: read afresh
+    finally:
+        servers[1].shutdown()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import http.client
+import json
 import os
 import socket
 import subprocess
@@ -139,6 +140,7 @@ def hostile_class() -> dict:
                 {"kind": "pod", "pod": f"ns/{text}", "pending_seconds": 130, "reason": text, "explanation": text},
                 {"kind": "lesson", "lesson": text, "namespace": "ns", "running_seconds": 200, "reason": text},
             ],
+            "unreadable": [{"record": f"ns/{text}", "why": text}],
             "scheduler": "running",
         }
         for i, text in enumerate(SCRIPTS)
@@ -172,6 +174,7 @@ def test_names_predictions_and_reasons_are_text_on_the_class_page_never_markup()
             for text in SCRIPTS:
                 assert text in shown, text  # shown as typed: a name, a prediction, a stuck pod, KAI's reason
             assert "49" not in shown  # {{ 7*7 }} was not a template
+            assert f"record unreadable (ns/{HOSTILE}: {HOSTILE})" in shown  # a record not kailab's, said as text
             assert page.locator("#grid script, #learner script, #stuck script, #learner img").count() == 0
             assert dialogs == []
     finally:
@@ -304,7 +307,7 @@ def test_the_class_page_shows_what_class_status_says_from_the_same_objects():
     ]
     kube = SimpleNamespace(  # what class status lists
         core=SimpleNamespace(
-            list_config_map_for_all_namespaces=lambda label_selector, _preload_content: _json({"items": cms}),
+            list_config_map_for_all_namespaces=lambda label_selector, limit: _listed(cms, label_selector, limit),
             list_namespace=lambda label_selector: SimpleNamespace(
                 items=[
                     SimpleNamespace(metadata=SimpleNamespace(name=n["metadata"]["name"]))
@@ -330,12 +333,36 @@ def test_the_class_page_shows_what_class_status_says_from_the_same_objects():
     assert [s["lesson"] for s in shown["bob"]["stuck"]] == ["gang"]  # running 300 s, no verdict: stuck
     assert shown["ann"]["lessons"]["quota"]["prediction"] == "about 8"  # ann's record in bob's namespace is not hers
     assert shown["ann"]["scheduler"] == "missing"  # no shard of hers
+    assert shown["ann"]["unreadable"] == listed["ann"]["unreadable"]  # a record not hers is said the same on both
+    assert [u["record"] for u in shown["ann"]["unreadable"]] == ["bob-kailab-gang/x"]
 
 
-def _json(value: dict):
-    import json
+def test_the_lab_page_checks_each_record_as_class_status_does():
+    """A record that is not kailab's (any field of it: a learner can write their own) is said as unreadable on the
+    lab's page, and the others are shown as usual."""
+    from kailab.checks import Check, Verdict
+    from kailab.web.models import lessons
 
-    return SimpleNamespace(data=json.dumps(value).encode())
+    good = Verdict(scenario="quota", title="Quota", namespace="kailab-quota", started="2026-11-24T10:00:00+00:00")
+    good.checks.append(Check("q", "8", "8", True))
+    bad = record_object(None, Verdict(scenario="gang", title=HOSTILE, namespace="kailab-gang", started="x"))
+    bad["data"]["checks"] = json.dumps([{"title": 1}])
+    rows, unreadable = lessons([record_object(None, good), bad])
+    assert [r["lesson"] for r in rows] == ["quota"] and rows[0]["checks"][0]["title"] == "q"
+    assert unreadable == [
+        {"record": "kailab-gang/kailab-record", "why": "started: is not an ISO 8601 time (and 1 more)"}
+    ]  # and its checks
+
+
+def _listed(cms: list[dict], label_selector: str, limit: int) -> SimpleNamespace:
+    """The ConfigMaps of one learner (``kailab.io/learner=NAME,…``) as the client lists them: its objects."""
+    learner = label_selector.split(",")[0].split("=")[1]
+    items = [
+        SimpleNamespace(metadata=SimpleNamespace(**cm["metadata"]), data=cm["data"])
+        for cm in cms
+        if cm["metadata"]["labels"].get("kailab.io/learner") == learner
+    ]
+    return SimpleNamespace(items=items[:limit], metadata=SimpleNamespace(_continue=None))
 
 
 def test_the_hub_makes_the_view_again_on_a_change_and_says_when_the_cluster_fails():
