@@ -38,6 +38,7 @@ for name, command in (
     ("demo", lessons.demo),
     ("explain", look.explain),
     ("watch", look.watch),
+    ("serve", look.serve),
     ("lesson", lessons.lesson),
     ("challenge", lessons.challenge),
     ("evidence", look.evidence),

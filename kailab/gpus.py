@@ -27,7 +27,7 @@ counts on its node, through its reservation pod).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kailab.labels import GPU, GPU_COUNT_LABEL, GPU_FRACTION_ANNOTATION, RESERVATION_NAMESPACE
@@ -162,6 +162,7 @@ class GpuInUse:
     ]  # the queue of its whole pod, or of each fractional pod on it (none: its reservation pod only)
     shared: bool = False
     portion: float = 1.0  # how much of it is taken: 1 when whole, the sum of the fractions on it when shared
+    pods: tuple[str, ...] = field(default=(), compare=False)  # "namespace/name" of the pods on it (a page links them)
 
     @property
     def queue(self) -> str:
@@ -180,7 +181,8 @@ def in_use(pods: Iterable[Pod]) -> dict[str, list[GpuInUse]]:
         if key is not None:
             shared.setdefault(key, []).append(p)
         elif p.gpus >= 1:
-            whole.setdefault(p.node, []).extend([GpuInUse((p.queue or NO_QUEUE,))] * int(p.gpus))
+            held = GpuInUse((p.queue or NO_QUEUE,), pods=(f"{p.namespace}/{p.name}",))
+            whole.setdefault(p.node, []).extend([held] * int(p.gpus))
     for (node, _), on_it in sorted(shared.items()):
         fractions = [p for p in on_it if not is_reservation(p.namespace, p.gpus)]
         whole.setdefault(node, []).append(
@@ -188,6 +190,7 @@ def in_use(pods: Iterable[Pod]) -> dict[str, list[GpuInUse]]:
                 tuple(p.queue or NO_QUEUE for p in fractions),
                 shared=True,
                 portion=round(sum(p.gpus for p in fractions), 6),
+                pods=tuple(f"{p.namespace}/{p.name}" for p in fractions),
             )
         )
     return whole

@@ -89,7 +89,7 @@ class Kube:
                 return f"the API server at {cfg.host} refuses these credentials ({e.status} {e.reason})"
             return f"the API server at {cfg.host} answers {e.status} {e.reason}"
         except Exception as e:
-            return f"the API server at {cfg.host} {_no_answer(e)}"
+            return f"the API server at {cfg.host} {no_answer(e)}"
         finally:
             api.close()
 
@@ -296,7 +296,7 @@ class Kube:
         return done({o.metadata.name for o in list_fn(*args, **kw).items})
 
 
-def _no_answer(e: Exception) -> str:
+def no_answer(e: Exception) -> str:
     """What a failed request says about the server: "does not answer within 3s", "refuses connections"..."""
     reason = getattr(e, "reason", None) or e
     chain = [reason, *(x for x in (getattr(reason, "__cause__", None), getattr(reason, "__context__", None)) if x)]

@@ -5,7 +5,8 @@
 client (:attr:`Lab.kube`), the owner labels of what it makes, the :class:`View` of what it sees (queues, nodes,
 namespaces, fair shares), its scenarios as it runs them (prefixed, or renamed for a learner), and a
 :meth:`Lab.session` that alone checks the evidence folder, builds the engine, refuses foreign objects, runs and keeps
-each verdict (evidence; a learner's class record). What differs between the two is the difference of two classes.
+each verdict (evidence; a lesson's record in the cluster). What differs between the two is the difference of two
+classes.
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ class Lab(ABC):
     def __init__(self, home: Path):
         self.home = home
 
+    @property
+    def learner(self) -> str | None:
+        """The class's learner whose slice this is; None: a lab of one's own."""
+        return None
+
     @staticmethod
     def open(home: Path | None = None) -> OwnLab | LearnerSlice:
         """The lab in ``home`` (KAILAB_HOME's by default): a learner's slice when the folder joined a class."""
@@ -156,14 +162,21 @@ class Lab(ABC):
         """The engine's view of this lab: its scheduler control and metrics (where it has them), owner, fleet."""
 
     def engine(self, kube: Kube, progress: Progress, record: Path | None = None) -> Engine:
-        """The engine that plays this lab's scenarios."""
+        """The engine that plays this lab's scenarios, keeping each lesson in the cluster as it goes (started, each
+        expectation decided, its verdict: kailab/classroom/records.py) — for the pages (kailab/web) and a learner's
+        instructor's ``class status``."""
+        from kailab.classroom.records import Recording
         from kailab.scenarios.engine import Engine
 
-        return Engine(self.cluster(kube), progress, record=record)
+        played = Engine(self.cluster(kube), progress, record=record)
+        return Recording(played, kube, self.learner, self.owner)  # type: ignore[return-value]
 
-    @abstractmethod
     def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
-        """Keep a lesson's verdict and predictions somewhere beside the evidence (a learner: in the class)."""
+        """A lesson's verdict and predictions (free text, and graded ones right or wrong), kept in its namespace
+        beside the evidence: for the pages and, a learner's, for the instructor's ``class status``."""
+        from kailab.classroom.records import record_object
+
+        self.kube.apply(record_object(self.learner, verdict, prediction, graded, self.owner))
 
     def session(self, progress: Progress, record: Path | None = None) -> Session:
         """A run of scenarios on this lab (kailab/session.py): the lab answers and can keep verdicts, or nothing
@@ -405,9 +418,6 @@ class OwnLab(Lab):
             operators=caps.operators,
         )
 
-    def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
-        """The evidence folder keeps them (:class:`~kailab.session.Session`); nothing more."""
-
     def info(self) -> LabInfo:
         info = self.runtime.info() if self.runtime is not None else None
         if info is None:
@@ -489,7 +499,10 @@ class LearnerSlice(Lab):
     def __init__(self, home: Path, joined: Joined):
         super().__init__(home)
         self.joined = joined
-        self.learner = joined.learner
+
+    @property
+    def learner(self) -> str:
+        return self.joined.learner
 
     CLEARS = "Leave the class here and join again: kailab down, then kailab join FILE"
 
@@ -555,19 +568,6 @@ class LearnerSlice(Lab):
 
         control = ShardSchedulerControl(kube, self.learner)  # its metrics: their fair shares, through the API server
         return LiveCluster(kube, control, owner=self.owner, node_selector=self.view.fleet)
-
-    def engine(self, kube: Kube, progress: Progress, record: Path | None = None) -> Engine:
-        """Theirs keeps each lesson in the cluster as it goes (started, then its verdict: classroom/records.py)."""
-        from kailab.classroom.records import Recording
-
-        return Recording(super().engine(kube, progress, record), kube, self.learner)  # type: ignore[return-value]
-
-    def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
-        """A lesson's verdict and predictions (free text, and graded ones right or wrong), kept in their namespace
-        for the instructor's ``class status``."""
-        from kailab.classroom.records import record_object
-
-        self.kube.apply(record_object(self.learner, verdict, prediction, graded))
 
     def remove(self, progress: Progress) -> None:
         """Their own objects only, then the credential is forgotten."""

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class Session:
     """One command's run of scenarios on a lab: the lab answers and the lab folder can keep each verdict (checked
     before anything runs), the engine refuses another's objects and nodes the fleet lacks before anything is
-    applied, and every verdict is kept for ``kailab evidence`` (a learner's, in the class too)."""
+    applied, and every verdict is kept for ``kailab evidence`` (a lesson's, in the cluster too)."""
 
     def __init__(self, lab: Lab, progress: Progress, record: Path | None = None):
         from kailab import evidence
@@ -42,7 +42,8 @@ class Session:
         return self.engine.run(scenario)
 
     def keep(self, verdict: Verdict, lesson: dict | None = None, prediction: str = "", graded: list | None = None):
-        """Keep the verdict for ``kailab evidence`` (with a lesson's predictions); a lesson's, in the class too."""
+        """Keep the verdict for ``kailab evidence`` (with a lesson's predictions); a lesson's, in its record in the
+        cluster too (for the pages, and a learner's instructor)."""
         from kailab import evidence
 
         record = verdict.to_record()

@@ -117,6 +117,15 @@ def in_effect(shard: dict | None) -> bool | Pending:
     return Pending("no status yet: is anything running the shard?")
 
 
+def runs(shard: dict | None, learner: str) -> bool:
+    """Whether the learner's scheduler runs: their shard points at their partition, and that is in effect."""
+    return (
+        bool(shard)
+        and ((shard or {}).get("spec") or {}).get("partitionLabelValue") == learner
+        and bool(in_effect(shard))
+    )
+
+
 class ShardSchedulerControl(SchedulerControl):
     """A learner's scheduler, through their SchedulingShard: patched with the learner's or the lab's client, then
     waited for until the supervisor (local) or KAI's operator (kind, existing) has put it in effect."""
@@ -152,8 +161,7 @@ class ShardSchedulerControl(SchedulerControl):
         return settings_of(self.shard())
 
     def running(self) -> bool:
-        shard = self.shard()
-        return (shard.get("spec") or {}).get("partitionLabelValue") == self.learner and bool(in_effect(shard))
+        return runs(self.shard(), self.learner)
 
     def stop(self) -> None:
         self._patch({"partitionLabelValue": stopped(self.learner)}, "to stop")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kailab import gpus
-from kailab.kube import Kube
+from kailab.kube import Kube, as_json
 from kailab.labels import POOL_LABEL, QUEUE_API
 from kailab.pods import PodView, pod_view
 from kailab.runtimes.base import LabInfo
@@ -15,19 +15,26 @@ def all_pods(kube: Kube) -> list[PodView]:
 
 
 def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None, selector: str = "") -> list[dict]:
-    """One row per node (of those ``selector`` selects): its pool, GPUs, GPUs in use (a shared GPU once, see
-    :mod:`kailab.gpus`), free GPUs."""
-    used = gpus.used_per_node(pods if pods is not None else all_pods(kube))
+    """One row per node (of those ``selector`` selects): :func:`node_rows` of the cluster's nodes now."""
+    nodes = as_json(kube.core.list_node)(label_selector=selector)["items"]
+    return node_rows(nodes, pods if pods is not None else all_pods(kube))
+
+
+def node_rows(nodes: list[dict], pods: list[PodView]) -> list[dict]:
+    """One row per node (the API's JSON): its pool, GPUs, GPUs in use (a shared GPU once, see :mod:`kailab.gpus`),
+    free GPUs. Pure: ``kailab status``, ``watch``, ``explain`` and the pages show these rows."""
+    used = gpus.used_per_node(pods)
     out = []
-    for n in kube.core.list_node(label_selector=selector).items:
-        count = gpus.node_gpus(n.status.allocatable)
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        count = gpus.node_gpus((n.get("status") or {}).get("allocatable"))
         out.append(
             {
-                "name": n.metadata.name,
-                "pool": (n.metadata.labels or {}).get(POOL_LABEL, "-"),
+                "name": meta.get("name", ""),
+                "pool": (meta.get("labels") or {}).get(POOL_LABEL, "-"),
                 "gpus": count,
-                "used": used.get(n.metadata.name, 0),
-                "free": count - used.get(n.metadata.name, 0),
+                "used": used.get(meta.get("name", ""), 0),
+                "free": count - used.get(meta.get("name", ""), 0),
             }
         )
     return out
@@ -50,16 +57,24 @@ def pool_rows(node_rows: list[dict]) -> list[dict]:
 def queues(
     kube: Kube, pods: list[PodView] | None = None, fair_shares: dict[str, float] | None = None, selector: str = ""
 ) -> list[dict]:
-    """One row per Queue (of those ``selector`` selects): its GPU quota, limit and weight, GPUs its pods hold (:func:`kailab.gpus.per_queue`), its
-    pending pods (parents sum children), and its fair share of GPUs when KAI's scheduler published one (``fair_shares``)."""
-    pods = pods if pods is not None else all_pods(kube)
+    """One row per Queue (of those ``selector`` selects): :func:`queue_rows` of the cluster's queues now."""
+    found = kube.list(QUEUE_API, "Queue", label_selector=selector or None)
+    return queue_rows(found, pods if pods is not None else all_pods(kube), fair_shares)
+
+
+def queue_rows(
+    queue_objects: list[dict], pods: list[PodView], fair_shares: dict[str, float] | None = None
+) -> list[dict]:
+    """One row per Queue object: its GPU quota, limit and weight, GPUs its pods hold (:func:`kailab.gpus.per_queue`),
+    its pending pods (parents sum children), and its fair share of GPUs when KAI's scheduler published one
+    (``fair_shares``). Pure: ``kailab status``, ``watch``, ``explain`` and the pages show these rows."""
     allocated = gpus.per_queue(pods)
     pending: dict[str, int] = {}
     for p in pods:
         if p.queue and not p.deleting and not p.node:
             pending[p.queue] = pending.get(p.queue, 0) + 1
     out = []
-    for q in kube.list(QUEUE_API, "Queue", label_selector=selector or None):
+    for q in queue_objects:
         spec = q.get("spec") or {}
         gpu = (spec.get("resources") or {}).get("gpu") or {}
         name = q["metadata"]["name"]

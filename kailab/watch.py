@@ -25,11 +25,19 @@ WHOLE = "■"
 SHARED = "◐"  # a GPU shared by fractional pods, shown once
 
 
+def colour_order(queue_rows: list[dict], cells: dict[str, list[GpuInUse]]) -> dict[str, int]:
+    """Each queue shown (and every queue a GPU is held for) → its colour's number, by name: a queue has the same
+    colour in the terminal and on the page (kailab/web), and in every frame while the queues stay the same."""
+    names = sorted({g.queue for used in cells.values() for g in used} | {q["name"] for q in queue_rows})
+    return {n: i for i, n in enumerate(names)}
+
+
 def frame(queue_rows: list[dict], node_rows: list[dict], cells: dict[str, list[GpuInUse]]) -> Group:
     """One screen: a queue table, then one row of GPU cells per node (``cells``: :func:`kailab.gpus.in_use`),
     coloured by queue."""
-    names = sorted({g.queue for used in cells.values() for g in used} | {q["name"] for q in queue_rows})
-    colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(names)}
+    order = colour_order(queue_rows, cells)
+    names = list(order)
+    colour = {n: COLOURS[i % len(COLOURS)] for n, i in order.items()}
     qt = queue_table(queue_rows, style_of=lambda name: colour.get(name, ""))
     if len(node_rows) > MAX_NODE_ROWS:  # a big fleet: one row per pool, GPUs used of all
         pt = Table(title=f"GPUs per pool ({len(node_rows)} nodes)", title_justify="left")

@@ -259,7 +259,7 @@ def whoami(kube: Kube, path: Path) -> str:
 
 def _failed(e: Exception | None, host: str, path: Path, kube: Kube) -> KailabError:
     """The one error for a SelfSubjectReview that did not answer: unreachable, certificate, expired, revoked."""
-    from kailab.kube import _no_answer
+    from kailab.kube import no_answer
 
     if e is None:
         return KailabError(
@@ -300,7 +300,7 @@ def _failed(e: Exception | None, host: str, path: Path, kube: Kube) -> KailabErr
             hint=HINT,
         )
     return KailabError(
-        f"The class's cluster at {host} that {path.name} names {_no_answer(e)}: is the class up, and this machine on "
+        f"The class's cluster at {host} that {path.name} names {no_answer(e)}: is the class up, and this machine on "
         "its network?",
         hint="Ask your instructor whether the class is up and which address it has.",
     )

@@ -1,10 +1,12 @@
-"""Lesson records in the cluster: each learner's verdicts, where the instructor's kubeconfig reads them.
+"""Lesson records in the cluster: each lesson's verdict, as it goes, where the instructor's kubeconfig and the pages read it.
 
-One ConfigMap per lesson a learner ran, in that lesson's namespace of theirs (``kailab-record``; a task's or challenge's,
-which runs in its lesson's namespace, is ``kailab-record-<its name>``), labelled with
-their owner labels and ``kailab.io/lesson-record``: written when the lesson starts (outcome ``RUNNING``) and
+One ConfigMap per lesson run, in that lesson's namespace (``kailab-record``; a task's or challenge's, which runs in its
+lesson's namespace, is ``kailab-record-<its name>``), labelled with the lab's (or learner's) owner labels and
+``kailab.io/lesson-record`` (and a learner's ``kailab.io/learner``): written when the lesson starts (outcome
+``RUNNING``, with the expectations it will decide), again each time an expect step is decided (the checks so far), and
 replaced by its verdict, kept whole (JSON) with its GPU timeline beside the few fields ``class status`` shows.
-Nobody collects anything by hand: ``class status`` and ``class evidence`` list them by label.
+Nobody collects anything by hand: ``class status``, ``class evidence`` and the pages (``kailab serve``, ``kailab class
+serve``) list or watch them by label. This is the one place a lesson's progress is published.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -27,9 +30,11 @@ from kailab.explain import explain_pods
 from kailab.gpus import NO_QUEUE
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
+from kailab.ownership import Owner
 from kailab.pods import api_time, pod_view
 from kailab.predictions import tally
 from kailab.progress import stderr
+from kailab.scenarios import model
 from kailab.scheduler_settings import SchedulerSettings
 
 NAME = "kailab-record"
@@ -44,65 +49,100 @@ def record_name(scenario: str) -> str:
     return NAME if scenario in lesson_names() else f"{NAME}-{scenario}"
 
 
-def _labels(learner: str, lesson: str) -> dict:
-    return {**partitions.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: lesson}
+def _labels(learner: str | None, lesson: str, owner: Owner | None) -> dict:
+    """A record's labels: its owner's (a learner's by default), the learner's name if it is a learner's, the lesson."""
+    whose = owner if owner is not None else partitions.owner(learner) if learner else Owner()
+    return {**whose.labels, **({LEARNER_LABEL: learner} if learner else {}), RECORD_LABEL: lesson}
 
 
-def started_object(learner: str, lesson: str, title: str, namespace: str) -> dict:
-    """The record of a lesson that has started and has no verdict yet: ``class status`` counts the minutes."""
+def _record(learner: str | None, lesson: str, namespace: str, owner: Owner | None, data: dict) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": record_name(lesson), "namespace": namespace, "labels": _labels(learner, lesson)},
-        "data": {
-            "lesson": lesson,
-            "title": title,
-            "outcome": RUNNING,
-            "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
+        "metadata": {"name": record_name(lesson), "namespace": namespace, "labels": _labels(learner, lesson, owner)},
+        "data": data,
     }
 
 
-def record_object(learner: str, verdict: Verdict, prediction: str = "", graded: list[dict] | None = None) -> dict:
+def expectations(scenario) -> list[str]:
+    """The titles of the expectations a scenario's expect steps decide, in order: what a page shows as still to come.
+    A task's hidden checks (no line in the learner's file) are not named before they are decided."""
+    return [e.title for s in scenario.steps if isinstance(s, model.Expect) for e in s.expectations if e.line]
+
+
+def started_object(
+    learner: str | None, lesson: str, title: str, namespace: str, expected=(), owner: Owner | None = None
+) -> dict:
+    """The record of a lesson that has started and has no verdict yet: ``class status`` counts the minutes; the
+    pages show its ``expected`` expectations as still to come."""
+    data = {
+        "lesson": lesson,
+        "title": title,
+        "outcome": RUNNING,
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "expectations": json.dumps(list(expected)),
+    }
+    return _record(learner, lesson, namespace, owner, data)
+
+
+def progress_object(learner: str | None, verdict: Verdict, expected=(), owner: Owner | None = None) -> dict:
+    """The record of a lesson still running, with the expectations decided so far (``verdict.checks``)."""
+    data = {
+        "lesson": verdict.scenario,
+        "title": verdict.title,
+        "outcome": RUNNING,
+        "started": verdict.started,
+        "expectations": json.dumps(list(expected)),
+        "checks": json.dumps([c.to_dict() for c in verdict.checks]),
+    }
+    return _record(learner, verdict.scenario, verdict.namespace, owner, data)
+
+
+def record_object(
+    learner: str | None,
+    verdict: Verdict,
+    prediction: str = "",
+    graded: list[dict] | None = None,
+    owner: Owner | None = None,
+) -> dict:
     """The record of a lesson's verdict (it replaces the started one): outcome, when, the prediction, the graded
     predictions (kailab/predictions.py's ``Graded.to_dict``: key, ask, given, answer, right, mark) and how many were
-    right, the verdict whole and its GPU timeline (the engine's, for ``class evidence``)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": record_name(verdict.scenario),
-            "namespace": verdict.namespace,
-            "labels": _labels(learner, verdict.scenario),
-        },
-        "data": {
-            "lesson": verdict.scenario,
-            "title": verdict.title,
-            "outcome": verdict.outcome,
-            "started": verdict.started,
-            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-            "seconds": f"{verdict.seconds:.1f}",
-            "prediction": prediction,
-            "predictions": json.dumps(graded or []),
-            "right": tally(graded or []),
-            "verdict": json.dumps(verdict.to_dict()),
-            "timeline": json.dumps(verdict.timeline),
-        },
+    right, the verdict whole and its GPU timeline (the engine's, for ``class evidence`` and the pages).
+    ``learner`` None: a lab's own lesson (``owner``: the lab's)."""
+    data = {
+        "lesson": verdict.scenario,
+        "title": verdict.title,
+        "outcome": verdict.outcome,
+        "started": verdict.started,
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seconds": f"{verdict.seconds:.1f}",
+        "prediction": prediction,
+        "predictions": json.dumps(graded or []),
+        "right": tally(graded or []),
+        "verdict": json.dumps(verdict.to_dict()),
+        "timeline": json.dumps(verdict.timeline),
     }
+    return _record(learner, verdict.scenario, verdict.namespace, owner, data)
 
 
 class Recording:
-    """An engine whose lessons a class's learner keeps in the cluster as they go: a record when one starts
-    (``RUNNING``), replaced by its verdict when it ends. Everything else is the engine's."""
+    """An engine whose lessons are kept in the cluster as they go: a record when one starts (``RUNNING``), updated as
+    each expect step is decided, replaced by its verdict when it ends. ``learner``: a class's learner's (their owner
+    labels); None: the lab's own (``owner``). Everything else is the engine's."""
 
-    def __init__(self, engine, kube: Kube, learner: str):
-        self.engine, self.kube, self.learner = engine, kube, learner
+    def __init__(self, engine, kube: Kube, learner: str | None, owner: Owner | None = None):
+        self.engine, self.kube, self.learner, self.owner = engine, kube, learner, owner
+        self._expected: list[str] = []
+        engine.decided = self._decided
 
     def __getattr__(self, name: str):
         return getattr(self.engine, name)
 
     def run(self, scenario) -> Verdict:
-        started = started_object(self.learner, scenario.name, scenario.title, scenario.namespace)
+        self._expected = expectations(scenario)
+        started = started_object(
+            self.learner, scenario.name, scenario.title, scenario.namespace, self._expected, self.owner
+        )
         try:
             self.kube.apply(started)
         except ApiException as e:
@@ -113,7 +153,7 @@ class Recording:
             self.kube.apply(started)
         self.restore_scheduler()
         verdict = self.engine.run(scenario)
-        self.kube.apply(record_object(self.learner, verdict))
+        self.kube.apply(record_object(self.learner, verdict, owner=self.owner))
         return verdict
 
     def restore_scheduler(self) -> None:
@@ -141,6 +181,9 @@ class Recording:
         with self.engine.progress.step(f"Restarting {self.learner}'s scheduler with the lab's defaults"):
             control.start(SchedulerSettings())
 
+    def _decided(self, verdict: Verdict) -> None:
+        self.kube.apply(progress_object(self.learner, verdict, self._expected, self.owner))
+
 
 # -- reading records: a learner wrote them, so each is checked whole before it is used ----------------------------------
 
@@ -149,6 +192,7 @@ MAX_TEXT = 2000  # characters of a title or a prediction
 MAX_JSON = 512 * 1024  # characters of a record's JSON field (a timeline, the verdict)
 MAX_POINTS = 10_000  # points of a GPU timeline
 MAX_QUEUES = 64  # queues in a timeline's point
+MAX_CHECKS = 500  # expectations of a lesson (decided or still to come) and lines of one's detail
 OUTCOMES = (RUNNING, "PASS", "FAIL", UNDECIDED, "NOT APPLICABLE")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a lesson's, a queue's name
 
@@ -228,17 +272,58 @@ def _timeline(value: Any) -> list:
     return value
 
 
+class _CheckRow(BaseModel):
+    """A decided expectation as :meth:`kailab.checks.Check.to_dict` writes it (a row the pages show)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    title: str
+    expected: str = ""
+    observed: str = ""
+    passed: bool = False
+    scope: str = ""
+    measure: str = ""
+    detail: Annotated[list[str], Field(max_length=MAX_CHECKS)] = []
+    undecided: str = ""
+
+
+_CHECKS = TypeAdapter(Annotated[list[_CheckRow], Field(max_length=MAX_CHECKS)])
+
+
+def _checks(value: Any) -> list[dict]:
+    """The expectations decided so far (a running lesson's record: :func:`progress_object`)."""
+    if not isinstance(value, list):
+        raise ValueError("is not a list of decided expectations")
+    return [c.model_dump() for c in _CHECKS.validate_python(value)]
+
+
+def _titles(value: Any) -> list[str]:
+    """The titles of the expectations a lesson will decide (:func:`started_object`)."""
+    if not (
+        isinstance(value, list)
+        and len(value) <= MAX_CHECKS
+        and all(isinstance(t, str) and len(t) <= MAX_TEXT for t in value)
+    ):
+        raise ValueError(f"is not a list of at most {MAX_CHECKS} expectations' titles")
+    return value
+
+
 def _verdict(value: Any) -> Any:
     if not isinstance(value, dict):
         raise ValueError("is not a verdict (a JSON object)")
+    if not all(isinstance(value.get(k) or "", str) for k in ("error", "not_applicable")):
+        raise ValueError("is not a verdict: its error or why it did not apply is not text")
+    if "checks" in value:
+        value["checks"] = _checks(value["checks"])
     return value
 
 
 class RecordData(BaseModel):
     """A lesson record's ``data`` (:func:`record_object`, :func:`started_object`), checked whole: a learner can write
-    their own records, so any of it may be wrong, too large, or made to look like something else."""
+    their own records, so any of it may be wrong, too large, or made to look like something else. A field that holds
+    JSON holds its parsed value once checked (absent: [] or {}); ``expectations`` and ``checks`` are a running
+    lesson's (:func:`started_object`, :func:`progress_object`), for the pages."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
+    model_config = ConfigDict(extra="ignore", strict=True, validate_default=True)
     lesson: Annotated[str, Field(pattern=DNS_LABEL.pattern)]
     title: Annotated[str, Field(max_length=MAX_TEXT)] = ""
     outcome: Literal[OUTCOMES]  # type: ignore[valid-type]
@@ -250,25 +335,44 @@ class RecordData(BaseModel):
     right: Annotated[str, Field(max_length=40)] = ""
     verdict: Annotated[str, AfterValidator(_json("a verdict", _verdict))] = "{}"
     timeline: Annotated[str, AfterValidator(_json("a GPU timeline", _timeline))] = ""
+    expectations: Annotated[str, AfterValidator(_json("expectations' titles", _titles))] = ""
+    checks: Annotated[str, AfterValidator(_json("decided expectations", _checks))] = ""
 
 
-def read_record(cm, learner: str) -> dict:
-    """A record (a ConfigMap, as the client gives it) of ``learner``'s as a row of ``class status``; ValueError saying
-    why it is not one: in another's namespace, not named as its lesson's record, or data that is not kailab's."""
-    namespace, name = cm.metadata.namespace or "", cm.metadata.name or ""
-    if not namespace.startswith(f"{learner}-"):
+def _parts(cm) -> tuple[str, str, dict, Any]:
+    """A ConfigMap's namespace, name, labels and data, as the API's JSON (the pages' watches) or the client's object
+    (``class status``)."""
+    if isinstance(cm, dict):
+        meta = cm.get("metadata") or {}
+        return meta.get("namespace") or "", meta.get("name") or "", meta.get("labels") or {}, cm.get("data") or {}
+    return cm.metadata.namespace or "", cm.metadata.name or "", cm.metadata.labels or {}, cm.data or {}
+
+
+def _checked(cm, learner: str | None) -> tuple[str, str, RecordData]:
+    """A record's namespace, name and data checked whole; ValueError saying why it is not a record: in a namespace not
+    ``learner``'s, not named as its lesson's record, or data that is not kailab's. ``learner`` None: a lab's own record
+    (in any namespace the lab sees)."""
+    namespace, name, labels, raw = _parts(cm)
+    if learner is not None and not namespace.startswith(f"{learner}-"):
         raise ValueError(f"it is in namespace {namespace[:63]!r}, not one of {learner}'s")
     try:
-        data = RecordData.model_validate(cm.data or {})
+        data = RecordData.model_validate(raw)
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"][:2]) or "its data"
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
         raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}{more}") from None
-    if (cm.metadata.labels or {}).get(RECORD_LABEL) != data.lesson or name != record_name(data.lesson):
+    if labels.get(RECORD_LABEL) != data.lesson or name != record_name(data.lesson):
         raise ValueError(f"it is named {name[:63]!r}, not as the record of {data.lesson}")
     if data.outcome == RUNNING and not data.started:
         raise ValueError("a running lesson's record says no start time")
+    return namespace, name, data
+
+
+def read_record(cm, learner: str) -> dict:
+    """A record (a ConfigMap: the client's object or the API's JSON) of ``learner``'s as a row of ``class status``;
+    ValueError saying why it is not one (:func:`_checked`)."""
+    namespace, _, data = _checked(cm, learner)
     return {
         **data.model_dump(include={"outcome", "started", "finished", "seconds", "prediction", "right", "title"}),
         "predictions": data.predictions,
@@ -276,6 +380,12 @@ def read_record(cm, learner: str) -> dict:
         "namespace": namespace,
         "lesson": data.lesson,
     }
+
+
+def unreadable_row(cm, why: ValueError) -> dict:
+    """A record that could not be read: where it is (namespace/name) and why."""
+    namespace, name = _parts(cm)[:2]
+    return {"record": f"{str(namespace)[:63]}/{str(name)[:253]}", "why": str(why)}
 
 
 def _records(kube: Kube, learner: str) -> tuple[list, bool]:
@@ -288,6 +398,73 @@ def _records(kube: Kube, learner: str) -> tuple[list, bool]:
     return items[:MAX_RECORDS], more
 
 
+def record_row(cm, details: bool = False, learner: str | None = None) -> tuple[str, dict]:
+    """A lesson record (the client's object or the API's JSON), checked whole (:func:`_checked`: ValueError for one
+    that is not a record of ``learner``'s, or, ``learner`` None, of the lab's), as ``class status`` and the pages show
+    it: (its lesson, a row of outcome, when, prediction, graded predictions and how many were right, its namespace).
+    ``details``: its title, the record's name, its expectations decided so far (all of them once it ended), those
+    still to come, why it did not run or stopped, and its GPU timeline (for ``class evidence`` and the pages)."""
+    namespace, record, d = _checked(cm, learner)
+    name = d.lesson
+    row: dict = {
+        **d.model_dump(include={"outcome", "started", "finished", "seconds", "prediction", "right"}),
+        "predictions": d.predictions,
+        "namespace": namespace,
+    }
+    if details:
+        verdict: dict = d.verdict  # type: ignore[assignment]  # parsed and checked: _verdict
+        row["lesson"] = name
+        row["title"] = d.title or name
+        row["record"] = record
+        row["timeline"] = d.timeline
+        row["checks"] = verdict["checks"] if "checks" in verdict else d.checks
+        decided = Counter(c["title"] for c in row["checks"])
+        waiting = []
+        for title in d.expectations:  # in order; a title twice is two rows
+            if decided[title]:
+                decided[title] -= 1
+            else:
+                waiting.append(title)
+        row["waiting"] = waiting if row["outcome"] == RUNNING else []
+        row["error"] = verdict.get("error") or ""
+        row["not_applicable"] = verdict.get("not_applicable") or ""
+    return name, row
+
+
+def gather(kube: Kube, learners: list[str]) -> tuple[list, dict[str, list[str]], dict[str, list[dict]], set[str]]:
+    """What ``class status`` reads: the learners' lesson records (at most MAX_RECORDS each), each learner's
+    namespaces, the pods of each of those (the API's JSON), and the learners who have more records than were read.
+    The pages keep the same from watches (kailab/web)."""
+    records: list = []
+    more: set[str] = set()
+    for learner in learners:
+        theirs, too_many = _records(kube, learner)
+        records += theirs
+        if too_many:
+            more.add(learner)
+    namespaces = {
+        learner: [
+            ns.metadata.name
+            for ns in kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
+        ]
+        for learner in learners
+    }
+    pods = {ns: kube.pods(ns) for names in namespaces.values() for ns in names}
+    return records, namespaces, pods, more
+
+
+Explainer = Callable[[str, str, list[dict], list], list]  # (learner, namespace, waiting pods, visible) → Explanations
+
+
+def explainer(kube: Kube) -> Explainer:
+    """Why a learner's pods wait, as ``kailab explain`` reads it: from KAI's events, the queues and their nodes."""
+
+    def explain(learner: str, namespace: str, waiting: list[dict], visible: list) -> list:
+        return explain_pods(kube, waiting, namespace, visible=visible, node_selector=partitions.node_selector(learner))
+
+    return explain
+
+
 def class_status(
     kube: Kube,
     learners: list[str],
@@ -295,38 +472,51 @@ def class_status(
     stuck_after: float = STUCK_SECONDS,
     timelines: bool = False,
 ) -> dict:
-    """Learners × lessons (outcome, when, prediction, graded predictions right or wrong) and who is stuck: a lesson running ``stuck_after`` seconds
-    or more without a verdict, and a pod Pending as long, unbound, with KAI's reason (read as ``kailab explain``
-    reads it). A pod a finished lesson left Pending is that lesson's result, not a learner stuck: only pods made
-    after their namespace's lesson finished, or while it runs, count. ``timelines``: each lesson's GPU timeline
-    and title too (for ``class evidence``). A record that is not one (:func:`read_record`) is left out and said,
-    per learner, in ``unreadable``: everyone else's, and the learner's other records, are shown."""
+    """The class now, read from the cluster (:func:`gather`, then :func:`class_view`)."""
+    records, namespaces, pods, more = gather(kube, learners)
+    return class_view(learners, records, namespaces, pods, explainer(kube), now, stuck_after, timelines, more)
+
+
+def class_view(
+    learners: list[str],
+    records: list,
+    namespaces: dict[str, list[str]],
+    pods: dict[str, list[dict]],
+    explain: Explainer,
+    now: datetime | None = None,
+    stuck_after: float = STUCK_SECONDS,
+    timelines: bool = False,
+    more: set[str] | frozenset[str] = frozenset(),
+) -> dict:
+    """Learners × lessons (outcome, when, prediction, graded predictions right or wrong) and who is stuck: a lesson
+    running ``stuck_after`` seconds or more without a verdict, and a pod Pending as long, unbound, with KAI's reason
+    (``explain``: as ``kailab explain`` reads it). A pod a finished lesson left Pending is that lesson's result, not a
+    learner stuck: only pods made after their namespace's lesson finished, or while it runs, count. ``timelines``:
+    each lesson's details too (:func:`record_row`, for ``class evidence`` and the pages). A record is a learner's to
+    write: one that is not one (:func:`record_row`), or that is in no namespace of theirs (``namespaces``), is left
+    out and said, per learner, in ``unreadable``, as are records past MAX_RECORDS (``more``: learners with more than
+    were read); everyone else's, and the learner's other records, are shown. Pure: what the cluster holds comes in."""
     now = now or datetime.now(UTC)
     out = {}
     for learner in learners:
+        theirs = set(namespaces.get(learner, []))
         lessons: dict[str, dict] = {}
         finished_at: dict[str, datetime] = {}
         stuck: list[dict] = []
         unreadable: list[dict] = []
-        records, more = _records(kube, learner)
-        if more:
+        mine = [cm for cm in records if _parts(cm)[2].get(LEARNER_LABEL) == learner]
+        if learner in more or len(mine) > MAX_RECORDS:
             unreadable.append({"record": "", "why": f"more than {MAX_RECORDS} records: only {MAX_RECORDS} were read"})
-        for cm in records:
+        for cm in mine[:MAX_RECORDS]:
             try:
-                row = read_record(cm, learner)
+                name, row = record_row(cm, timelines, learner)
+                if row["namespace"] not in theirs:
+                    raise ValueError(f"it is in namespace {row['namespace'][:63]!r}, not one of {learner}'s")
             except ValueError as e:
-                where = f"{(cm.metadata.namespace or '')[:63]}/{(cm.metadata.name or '')[:253]}"
-                unreadable.append({"record": where, "why": str(e)})
+                unreadable.append(unreadable_row(cm, e))
                 continue
-            name = row.pop("lesson")
-            if not timelines:
-                row.pop("title"), row.pop("timeline")
-            elif not row["title"]:
-                row["title"] = name
             lessons[name] = row
-            started = _time(row["started"])
-            if row["outcome"] == RUNNING:
-                running = (now - started).total_seconds() if started else 0
+            if (running := _running_for(row, now)) is not None:
                 if running >= stuck_after:
                     stuck.append(
                         {
@@ -339,7 +529,8 @@ def class_status(
                     )
             elif done := _time(row["finished"]):
                 finished_at[row["namespace"]] = done
-        stuck += _pending(kube, learner, now, stuck_after, finished_at)
+        mine_pods = {ns: pods.get(ns, []) for ns in sorted(theirs)}
+        stuck += _pending(learner, mine_pods, now, stuck_after, finished_at, explain)
         out[learner] = {"lessons": lessons, "stuck": stuck, "unreadable": unreadable}
     return out
 
@@ -349,8 +540,30 @@ def unreadable_line(learner: str, u: dict) -> str:
     return f"{learner}: record unreadable ({u['record'] + ': ' if u.get('record') else ''}{u['why']})"
 
 
+def next_stuck(report: dict, pods: dict[str, list[dict]], now: datetime, stuck_after: float = STUCK_SECONDS):
+    """When the next lesson or pod of this class view becomes stuck with no change in the cluster (seconds from
+    ``now``); None when nothing would. A page redraws then, rather than asking again and again."""
+    soon = []
+    for row in (r for learner in report.values() for r in learner["lessons"].values()):
+        if (running := _running_for(row, now)) is not None and running < stuck_after:
+            soon.append(stuck_after - running)
+    for items in pods.values():
+        for p in items:
+            if _unbound(p) and (age := (now - _created(p)).total_seconds()) < stuck_after:
+                soon.append(stuck_after - age)
+    return min(soon, default=None)
+
+
+def _running_for(row: dict, now: datetime) -> float | None:
+    """Seconds a lesson without a verdict has run; None for one that has its verdict."""
+    if row["outcome"] != RUNNING:
+        return None
+    started = _time(row["started"])
+    return (now - started).total_seconds() if started else 0
+
+
 def _time(text: str | None) -> datetime | None:
-    """A time kailab wrote (read_record has checked it)."""
+    """A time kailab wrote (the record is checked: :func:`_checked`)."""
     try:
         return datetime.fromisoformat(text) if text else None
     except ValueError:
@@ -362,29 +575,38 @@ def _created(pod: dict) -> datetime:
     return datetime.fromtimestamp(api_time(pod["metadata"].get("creationTimestamp")) or 0, UTC)
 
 
-def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finished_at: dict) -> list[dict]:
+def _unbound(pod: dict) -> bool:
+    """Pending and on no node, read as :func:`kailab.pods.pod_view` reads them (from the JSON alone: a class's
+    every pod is asked this on each look, and a view of each costs more)."""
+    return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending" and not (pod.get("spec") or {}).get(
+        "nodeName"
+    )
+
+
+def _pending(
+    learner: str,
+    pods: dict[str, list[dict]],
+    now: datetime,
+    stuck_after: float,
+    finished_at: dict,
+    explain: Explainer,
+) -> list[dict]:
     """The learner's pods waiting for a scheduler ``stuck_after`` seconds or more, each with KAI's reason."""
-    namespaces = [
-        ns.metadata.name for ns in kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
-    ]
-    pods = {ns: kube.pods(ns) for ns in namespaces}
-    visible = [pod_view(p) for items in pods.values() for p in items]  # what the learner's nodes hold
+    visible: list = []  # what the learner's nodes hold, read once one of their pods is stuck
     stuck = []
     for ns, items in pods.items():
         done = finished_at.get(ns)
         waiting = [
             p
             for p in items
-            if (view := pod_view(p)).phase == "Pending"
-            and not view.node
+            if _unbound(p)
             and (now - _created(p)).total_seconds() >= stuck_after
             and (done is None or _created(p) > done)
         ]
-        for p, why in zip(
-            waiting,
-            explain_pods(kube, waiting, ns, visible=visible, node_selector=partitions.node_selector(learner)),
-            strict=True,
-        ):
+        if not waiting:
+            continue
+        visible = visible or [pod_view(p) for items in pods.values() for p in items]
+        for p, why in zip(waiting, explain(learner, ns, waiting, visible), strict=True):
             stuck.append(
                 {
                     "kind": "pod",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kailab import outfile
+from kailab.checks import UNDECIDED
 from kailab.classroom.records import RUNNING, stuck_line, unreadable_line
 from kailab.termtext import one_line, plain
 
@@ -42,6 +43,60 @@ def when(row: dict) -> str:
     if row.get("outcome") == RUNNING:
         return f"{RUNNING} since {row.get('started', '')}"
     return f"{row.get('outcome', '')} {row.get('finished', '')}".strip()
+
+
+def lesson_summary(report: dict, lessons: list[str]) -> list[dict]:
+    """The class per lesson, for each lesson at least one learner started: how many of the class passed, failed, run
+    it now or could not run it here, and per graded prediction how many were right of those graded, and the wrong
+    answers the class gave most, with what KAI did (``3 predicted 24 for prod-gpus, KAI gave 16``). Its ``line`` says
+    it in words (plain text: a caller escapes it for its page)."""
+    out = []
+    for lesson in [*lessons, *sorted({n for r in report.values() for n in r["lessons"]} - set(lessons))]:
+        rows = [r["lessons"][lesson] for r in report.values() if lesson in r["lessons"]]
+        if not rows:
+            continue
+        outcomes = [r.get("outcome") for r in rows]
+        keys: dict[str, dict] = {}
+        for g in (g for r in rows for g in r.get("predictions") or []):
+            if g.get("right") is None:
+                continue
+            k = keys.setdefault(str(g.get("key", "")), {"key": str(g.get("key", "")), "right": 0, "graded": 0})
+            k["graded"] += 1
+            k["right"] += bool(g["right"])
+            if not g["right"]:
+                wrong = k.setdefault("wrong", {})
+                said = (str(g.get("given") or "–"), str(g.get("answer") or "not measured"))
+                wrong[said] = wrong.get(said, 0) + 1
+        predictions = []
+        for k in keys.values():
+            ranked = sorted((k.pop("wrong", {})).items(), key=lambda item: (-item[1], item[0]))
+            predictions.append({**k, "wrong": [{"given": g, "answer": a, "count": n} for (g, a), n in ranked]})
+        summary = {
+            "lesson": lesson,
+            "learners": len(report),
+            "passed": outcomes.count("PASS"),
+            "failed": outcomes.count("FAIL"),
+            "running": outcomes.count(RUNNING),
+            "not_applicable": outcomes.count("NOT APPLICABLE"),
+            "undecided": outcomes.count(UNDECIDED),
+            "predictions": predictions,
+        }
+        summary["line"] = _summary_line(summary)
+        out.append(summary)
+    return out
+
+
+def _summary_line(s: dict) -> str:
+    more = [f"{s[k]} {word}" for k, word in (("running", "running"), ("failed", "failed")) if s[k]]
+    more += [f"{s['undecided']} UNDECIDED (the host too busy to tell)"] if s["undecided"] else []
+    more += [f"{s['not_applicable']} not applicable"] if s["not_applicable"] else []
+    line = f"{s['passed']} of {s['learners']} passed {s['lesson']}" + (f" ({', '.join(more)})" if more else "")
+    for p in s["predictions"]:
+        line += f"; {p['key']}: {p['right']} of {p['graded']} right"
+        if p["wrong"]:
+            w = p["wrong"][0]
+            line += f", {w['count']} predicted {w['given']}, KAI gave {w['answer']}"
+    return line
 
 
 def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None = None) -> list[Section]:
@@ -78,6 +133,8 @@ def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None
     ]
     if graded:
         out.append(Section("Graded predictions", ["learner", "lesson", "question", "said", "KAI did", "mark"], graded))
+    summary = [s["line"] for s in lesson_summary(report, lessons)]
+    out.append(Section("Per lesson", lines=summary, none="No lesson started yet."))
     stuck = [stuck_line(name, s) for name in learners for s in report[name]["stuck"]]
     out.append(Section("Stuck", lines=stuck, none="Nobody."))
     if unreadable := [unreadable_line(name, u) for name in learners for u in report[name].get("unreadable", [])]:
@@ -200,19 +257,20 @@ def write(report: dict, lessons: list[str], out: Path, force: bool = False) -> l
     return written
 
 
-def text(report: dict, learners: list[str]) -> list[str]:
+def text(report: dict, learners: list[str], lessons: list[str]) -> list[str]:
     """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when,
-    predictions, who is stuck, and records that could not be read."""
+    predictions, who is stuck, and records that could not be read; then the class per lesson (:func:`lesson_summary`)
+    and its verdicts counted."""
     if not learners:
         return ["No class on this lab. Start one: kailab class up --learners N"]
     out = []
     for name in learners:
         row = report[name]
-        lessons = ", ".join(
+        done = ", ".join(
             f"{lesson} {when(r)}" + (f" (predictions {r['right']})" if r.get("right") else "")
             for lesson, r in sorted(row["lessons"].items())
         )
-        out.append(f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}")
+        out.append(f"{name} (scheduler {row['scheduler']}): {done or 'no lesson run yet'}")
         for lesson, r in sorted(row["lessons"].items()):
             if r.get("prediction"):
                 said = " ".join(str(r["prediction"]).split())  # one line, as typed
@@ -221,6 +279,7 @@ def text(report: dict, learners: list[str]) -> list[str]:
                 out.append(f"  {lesson} predictions: " + "; ".join(map(graded_words, r["predictions"])))
         out.extend(f"  stuck: {stuck_line(name, s)}" for s in row["stuck"])
         out.extend(f"  {unreadable_line(name, u)}" for u in row.get("unreadable", []))
+    out.extend(f"Class: {summary['line']}" for summary in lesson_summary(report, lessons))
     if said := outcome_counts(report):
         out.append(said)
     return out
@@ -229,8 +288,6 @@ def text(report: dict, learners: list[str]) -> list[str]:
 def outcome_counts(report: dict) -> str:
     """The class's verdicts counted apart — PASS, FAIL, UNDECIDED (the host too busy to tell), still running — and,
     when some are UNDECIDED, what to do; "" before any lesson ran."""
-    from kailab.checks import UNDECIDED
-
     counts: dict[str, int] = {}
     for row in report.values():
         for r in row["lessons"].values():

@@ -159,9 +159,23 @@ def status(
         render.print_json(report)
         return
     from kailab.classroom.report import text
+    from kailab.lesson import lesson_names
 
-    for line in text(report, klass.learners()):
+    for line in text(report, klass.learners(), lesson_names()):
         render.stdout.print(line, markup=False, highlight=False)
+
+
+@app.command("serve")
+def serve(
+    address: str = typer.Option("127.0.0.1", "--address", help="Where to listen; 0.0.0.0 shows the page to the room."),
+    port: int = typer.Option(8391, "--port", min=0, max=65535, help="The port (0: any free one)."),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """A live page for the projector: learners × lessons, the class per lesson, who is stuck and why (KAI's words);
+    click a learner to open their lessons. Read-only; no credential reaches it. Ctrl-C ends it."""
+    from kailab.web.serve import serve_class
+
+    serve_class(Lab.open(), address, port, stuck_after, lambda s: render.stdout.print(s, markup=False, highlight=False))
 
 
 @app.command("evidence")

@@ -1,4 +1,4 @@
-"""Looking at the lab: ``explain``, ``watch`` and ``evidence``."""
+"""Looking at the lab: ``explain``, ``watch``, ``serve`` and ``evidence``."""
 
 from __future__ import annotations
 
@@ -41,6 +41,17 @@ def watch(once: bool = typer.Option(False, "--once", help="Print one frame and e
         render.stdout.print(lab.frame())
         return
     lab.watch(render.stdout)
+
+
+def serve(
+    address: str = typer.Option("127.0.0.1", "--address", help="Where to listen; 0.0.0.0 shows the page to the room."),
+    port: int = typer.Option(8390, "--port", min=0, max=65535, help="The port (0: any free one)."),
+) -> None:
+    """A live page of this lab (or of your slice of a class): queues with KAI's fair shares, every GPU coloured by
+    queue, the lesson's expectations as KAI decides them; click a pod for kailab explain's answer. Ctrl-C ends it."""
+    from kailab.web.serve import serve_lab
+
+    serve_lab(Lab.open(), address, port, lambda line: render.stdout.print(line, markup=False, highlight=False))
 
 
 def evidence(

@@ -11,7 +11,7 @@ busy the lab is; what KAI times is decided by the cluster's clock; what the lab 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import singledispatchmethod
 from pathlib import Path
@@ -132,6 +132,9 @@ class Engine:
         self.cluster = cluster
         self.progress = progress
         self.record = record
+        # Called with the verdict so far each time an expect step is decided (kailab/classroom/records.py publishes
+        # it for the pages); nothing by default.
+        self.decided: Callable[[Verdict], None] = lambda verdict: None
 
     def run(self, scenario: Scenario) -> Verdict:
         """Play every step until one fails; an API error ends the scenario with the error on its verdict."""
@@ -154,7 +157,10 @@ class Engine:
             run = Run(self.cluster, scenario, verdict, start, self._changes(scenario))
             try:
                 for step in scenario.steps:
-                    if not self.play(step, run):
+                    held = self.play(step, run)
+                    if isinstance(step, model.Expect):
+                        self.decided(verdict)
+                    if not held:
                         break
                 step = None
             finally:

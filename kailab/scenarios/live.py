@@ -67,14 +67,14 @@ class LiveChanges:
                 _event_change,
             ),
         ]
-        if _serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
+        if serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
             group, version = PODGROUP_API.split("/")
             pod_groups = partial(
                 client.CustomObjectsApi(kube.api).list_namespaced_custom_object, group, version, namespace, "podgroups"
             )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         wanted = frozenset(queues)
-        if wanted and _serves(kube, QUEUE_API, "Queue"):
+        if wanted and serves(kube, QUEUE_API, "Queue"):
             group, version = QUEUE_API.split("/")
             all_queues = partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
             self._watches.append(
@@ -157,7 +157,7 @@ def written_at(obj: dict | None) -> float | None:
     return max(known) if known else None
 
 
-def _serves(kube: Kube, api_version: str, kind: str) -> bool:
+def serves(kube: Kube, api_version: str, kind: str) -> bool:
     try:
         kube.resource(api_version, kind)
         return True
@@ -278,7 +278,7 @@ class LiveCluster:
         classes = self.kube.list("scheduling.k8s.io/v1", "PriorityClass", label_selector=selector)
         topologies = (
             self.kube.list(TOPOLOGY_API, "Topology", label_selector=selector)
-            if _serves(self.kube, TOPOLOGY_API, "Topology")
+            if serves(self.kube, TOPOLOGY_API, "Topology")
             else []
         )
         return (

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from kailab import cli, evidence, labdir, outfile
+from kailab import cli, evidence, labdir, outfile, partitions
 from kailab.classroom import credentials
 from kailab.classroom import joined as joined_mod
 from kailab.classroom.records import RUNNING, record_name
@@ -505,7 +505,8 @@ def record(learner: str, lesson: str, /, **data) -> SimpleNamespace:
 
 
 class FakeKube:
-    """The instructor's client, as class status reads it: each learner's records, no pods."""
+    """The instructor's client, as class status reads it: each learner's records, the namespaces they are in (each
+    labelled as its learner's, the one before its first "-"), no pods."""
 
     def __init__(self, records):
         self.records = records
@@ -515,10 +516,13 @@ class FakeKube:
             items = [r for r in self.records if r.metadata.labels.get(LEARNER_LABEL) == learner]
             return SimpleNamespace(items=items[:limit], metadata=SimpleNamespace(_continue=None))
 
-        self.core = SimpleNamespace(
-            list_config_map_for_all_namespaces=configmaps,
-            list_namespace=lambda label_selector: SimpleNamespace(items=[]),
-        )
+        def namespaces(label_selector):
+            names = sorted({r.metadata.namespace for r in self.records})
+            theirs = [n for n in names if partitions.owner(n.split("-")[0]).selector() == label_selector]
+            return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in theirs])
+
+        self.core = SimpleNamespace(list_config_map_for_all_namespaces=configmaps, list_namespace=namespaces)
+        self.pods = lambda namespace: []
         # the API server as the instructor's kubeconfig names it (class up names it in each learner's kubeconfig)
         self.api = SimpleNamespace(configuration=SimpleNamespace(host="https://127.0.0.1:6443"))
 

@@ -177,7 +177,7 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
 
     from kailab.checks import Verdict
     from kailab.classroom import report
-    from kailab.classroom.records import class_status, record_object
+    from kailab.classroom.records import class_status, class_view, record_object
 
     s = load(tmp_path)
     p = by_key(s)["a-gpus"]
@@ -187,6 +187,10 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     ]
     obj = record_object("ann", Verdict(scenario="tiny", title="t", namespace="ann-kailab-tiny"), "x", marks)
     assert obj["data"]["right"] == "0 of 1 right"  # a-gpus wrong (4, not 9); loser not measured; low-binds unanswered
+    explained = []
+    row = class_view(["ann"], [obj], {"ann": ["ann-kailab-tiny"]}, {}, lambda *a: explained.append(a) or [])
+    row = row["ann"]["lessons"]["tiny"]
+    assert explained == []  # no pod waits: nothing to explain
     meta = SimpleNamespace(**{k: obj["metadata"][k] for k in ("name", "namespace", "labels")})
     configmaps = SimpleNamespace(
         items=[SimpleNamespace(data=obj["data"], metadata=meta)], metadata=SimpleNamespace(_continue=None)
@@ -194,10 +198,13 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     kube = SimpleNamespace(
         core=SimpleNamespace(
             list_config_map_for_all_namespaces=lambda label_selector, limit: configmaps,
-            list_namespace=lambda label_selector: SimpleNamespace(items=[]),
-        )
+            list_namespace=lambda label_selector: SimpleNamespace(
+                items=[SimpleNamespace(metadata=SimpleNamespace(name="ann-kailab-tiny"))]
+            ),
+        ),
+        pods=lambda namespace: [],
     )
-    row = class_status(kube, ["ann"])["ann"]["lessons"]["tiny"]
+    assert class_status(kube, ["ann"])["ann"]["lessons"]["tiny"] == row  # the client's objects read as the page's JSON
     assert row["right"] == "0 of 1 right"
     assert [(g["key"], g["given"], g["answer"], g["mark"]) for g in row["predictions"]] == [
         ("a-gpus", "9", "4", "wrong"),
