@@ -308,19 +308,22 @@ def demo(
         "its own (local runtime; default 6 for all); 1: one after another.",
     ),
 ) -> None:
-    """Run a built-in exercise (or all of them) and check what KAI did against the lesson."""
-    from kailab.paths import EXERCISES
+    """Run a built-in exercise (or all of them, or a lesson's variation) and check what KAI did against the lesson."""
+    from kailab.lesson import scenario_file, variation_names
     from kailab.scenarios.loader import load_scenario
 
     names = list(EXERCISE_NAMES) if name == "all" else [name]
     for n in names:
-        if n not in EXERCISE_NAMES:
-            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(EXERCISE_NAMES)}, all.")
+        if n not in EXERCISE_NAMES and n not in variation_names():
+            raise KailabError(
+                f"No exercise named {n!r}.",
+                hint=f"Choose one of: {', '.join([*EXERCISE_NAMES, *variation_names()])}, all.",
+            )
     at_once = _side_by_side(names, parallel, evidence or record is not None, quiet)
     if at_once > 1:
         _side_by_side_report(names, at_once, as_json, quiet)
         return
-    scenarios = [lab.for_this_lab(load_scenario(EXERCISES / f"{n}.yaml")) for n in names]
+    scenarios = [lab.for_this_lab(load_scenario(scenario_file(n))) for n in names]
     _run_and_report(scenarios, as_json, quiet, evidence, record)
 
 
@@ -433,7 +436,9 @@ def explain(
 
     kube = lab.connect()
     _, nodes = lab.slice_selectors()
-    found = gather(kube, name, namespace, lab.fair_shares(), lab.pods(kube) if nodes else None, nodes)
+    found = gather(
+        kube, name, namespace, lab.fair_shares(), lab.pods(kube) if nodes else None, nodes, lab.queue_usage()
+    )
     if not found:
         raise KailabError(
             f"No pod or Job named {name!r} in namespace {namespace}.",

@@ -9,11 +9,13 @@ fetches those objects.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
 from kailab.gpus import is_fraction
 from kailab.kube import Kube
 from kailab.labels import (
+    BIND_REQUEST_API,
     DEFAULT_SCHEDULER_NAME,
     NODEPOOL_LABEL,
     OLD_QUEUE_LABEL,
@@ -24,7 +26,7 @@ from kailab.labels import (
     QUEUE_LABEL,
 )
 from kailab.labels import KAI_SCHEDULER_NAME as KAI
-from kailab.pods import PodView, event_view, pod_view
+from kailab.pods import PodView, api_time, event_view, pod_view
 from kailab.status import nodes_and_gpus
 from kailab.status import queues as queue_rows
 
@@ -34,6 +36,22 @@ RESERVATION_FAILED = r"GPU reservation pod|could not create reservation pod"
 
 # KAI's StaleJob event on a running gang short of pods (pkg/scheduler/cache/status_updater/default_status_updater.go).
 STALE = r"Job is stale"
+
+# -- The words this module reads, as KAI v0.17.0 (and Kubernetes, whose filters KAI runs inside itself) writes them,
+# each with where: one place, so that a table checked against the pinned source can take them over.
+# NonPreemptibleOverQuota names the queue and the resource it was checked for, up the queue tree
+# (pkg/scheduler/api/unschedule_info.go, getOverCapacityMessageDetails; quota_check.go).
+OVER_QUOTA_DETAIL = re.compile(
+    r"Workload requested \S+ (?P<resource>GPUs|CPU cores|GB memory), but (?P<queue>\S+) quota is"
+)
+# The scheduler's ClusterInfo (pkg/scheduler/cache/cluster_info/cluster_info.go, validatePodgroupQueue).
+QUEUE_MISSING = re.compile(r"Queue '(?P<queue>[^']*)' does not exist")
+# KAI's admission webhook when GPU sharing is off (pkg/admission/webhook/v1alpha2/gpusharing/gpu_sharing.go).
+SHARING_OFF = r"with gpu sharing request, while GPU sharing is disabled"
+# The API server refusing a pod, in the Job controller's FailedCreate: a namespace's ResourceQuota
+# (k8s.io/apiserver's resourcequota admission: "exceeded quota: …"), a webhook ("admission webhook … denied the
+# request"), a ValidatingAdmissionPolicy ("… denied request").
+REFUSED = r"exceeded quota|denied the request|denied request"
 
 # KAI's words → (what it means, runbook). First match wins. Where KAI writes them (v0.17.0):
 # pkg/scheduler/cache/cluster_info/cluster_info.go (queue), pkg/scheduler/api/unschedule_info.go (over quota,
@@ -71,6 +89,12 @@ KNOWN_REASONS = [
         "runbooks/too-big.md",
     ),
     (
+        r"couldn't be satisfied|Requested topology .* does not exist",
+        "its topology constraint cannot be met: no domain of the required level can hold the whole gang "
+        "(or the Topology it names does not exist)",
+        "runbooks/topology-unmet.md",
+    ),
+    (
         STALE,
         "its gang ran with fewer pods than its minMember (stale): KAI evicts a stale gang's pods after the "
         "staleness grace period, and a Job makes them again — they wait for the whole gang",
@@ -85,6 +109,26 @@ KNOWN_REASONS = [
         RESERVATION_FAILED,
         "KAI chose a GPU to share, but its binder could not reserve it: the GPU reservation pod got no GPU",
         "runbooks/gpu-sharing-reservation.md",
+    ),
+    (
+        # pkg/scheduler/plugins/predicates/predicates.go: a gpu-memory request on a node without nvidia.com/gpu.memory
+        r"gpu memory count on the node was not synced",
+        "it asks for GPU memory (gpu-memory), and no node it may use says how much memory its GPUs have "
+        "(the nvidia.com/gpu.memory label)",
+        "runbooks/gpu-memory-label.md",
+    ),
+    (
+        # Kubernetes' InterPodAffinity filter (k8s.io/kubernetes .../interpodaffinity), run by KAI
+        r"didn't match pod (anti-)?affinity rules|didn't satisfy existing pods anti-affinity rules",
+        "its pod affinity or anti-affinity cannot be met on any node",
+        "runbooks/pod-affinity.md",
+    ),
+    (
+        # Kubernetes' VolumeBinding filter (k8s.io/kubernetes .../volumebinding), run by KAI
+        r"unbound immediate PersistentVolumeClaims|persistentvolumeclaim \S+ not found|"
+        r"didn't find available persistent volumes",
+        "a volume claim it mounts is not bound (or does not exist), and nothing will bind it",
+        "runbooks/unbound-volume.md",
     ),
     (
         r"node affinity/selector|untolerated taint|node\(s\) had taint",
@@ -130,6 +174,21 @@ class Explanation:
     details: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What else the cluster says about a pod, beyond KAI's words: each gathered by :func:`explain_pods`."""
+
+    finished: int = 0  # pods of its PodGroup that have succeeded
+    queue_annotation: str = ""  # a kai.scheduler/queue annotation on the pod or its owner (KAI reads the label only)
+    parent_outside: tuple[str, str, str] | None = None  # (its queue's parent, the parent's partition, its queue's)
+    budgets: tuple[str, ...] = ()  # PodDisruptionBudgets that select it
+    refused: str = ""  # the last FailedCreate its Job's controller reported: the API server refused a pod of it
+    bind_request: str = ""  # the node of the BindRequest KAI made for it, while it is not bound
+    usage: dict[str, float] | None = None  # each queue's recent GPU usage (KAI's time-based fair share), if known
+    quotas_past_fleet: tuple[float, float] | None = None  # (top-level GPU quotas, the fleet's GPUs) when more
+    waiting_for: float = 0.0  # seconds since the pod was made (0: not known)
+
+
 def explain_pod(
     pod: PodView,
     messages: list[str],
@@ -141,6 +200,7 @@ def explain_pod(
     evictions: list[str] | None = None,
     never_preemptors: frozenset[str] = frozenset(),
     ignored_class: tuple[str, str] | None = None,
+    facts: Facts = Facts(),
 ) -> Explanation:
     """Decide the explanation from plain data.
 
@@ -155,14 +215,21 @@ def explain_pod(
         never_preemptors: workloads ("ns/name") whose priority class says ``preemptionPolicy: Never``.
         ignored_class: (the priorityClassName label on the pod or its owner, the class its PodGroup got) when
             no PriorityClass has the label's name.
+        facts: what else the cluster says about it (:class:`Facts`).
     """
-    exp = _explain_now(pod, messages, queue_exists, is_leaf, nodes, standing)
+    exp = _explain_now(pod, messages, queue_exists, is_leaf, nodes, standing, facts)
     if pod.scheduler == KAI and not pod.queue and pod.old_queue:
         exp.details.append(
             f"It has the old {OLD_QUEUE_LABEL} label ('{pod.old_queue}'), which KAI v0.17.0 does not read: "
             f"KAI reads {QUEUE_LABEL} only, so it is in default-queue."
         )
         exp.runbook = "runbooks/old-queue-label.md"
+    elif pod.scheduler == KAI and not pod.queue and facts.queue_annotation:
+        exp.details.append(
+            f"Its queue is written as an annotation, {QUEUE_LABEL}: '{facts.queue_annotation}'. KAI reads only a "
+            "label of that name, on its owner or the pod, so it is in default-queue (quota 0)."
+        )
+        exp.runbook = "runbooks/queue-annotation.md"
     elif pod.scheduler == KAI and not pod.queue and exp.state == "Pending":
         exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
     # An eviction, or a class KAI did not take, is the story of a pod that is bound, or waits only for room (on a
@@ -176,11 +243,27 @@ def explain_pod(
         exp.details.append(class_note(*ignored_class, pod.priority_class))
         if first:
             exp.runbook, first = "runbooks/misspelt-priority-class.md", False
-    for detail, runbook in eviction_notes(evictions or [], never_preemptors):
+    notes = eviction_notes(evictions or [], never_preemptors)
+    for detail, runbook in notes:
         exp.details.append(detail)
         if first:
             exp.runbook, first = runbook, False
+    if notes and facts.budgets:
+        exp.details.append(
+            f"A PodDisruptionBudget covers it ({', '.join(facts.budgets)}), yet KAI evicted it: KAI deletes the pods "
+            "it evicts instead of asking the Eviction API, which is what honours a budget."
+        )
+        exp.runbook = "runbooks/pdb-not-honoured.md"
     stale = [m for m in messages if re.search(STALE, m)]
+    stale_evicted = any(rb == "runbooks/stale-gang.md" for _, rb in notes)
+    if facts.finished and (stale or stale_evicted):
+        exp.details.append(
+            f"{facts.finished} pod(s) of its gang had finished (Succeeded). KAI v0.17.0 does not count finished pods "
+            "(its scheduler's cache drops them), so it took the gang for short of pods and evicted the rest after "
+            "the staleness grace period — a bug fixed after v0.17.0 (upstream #1968); give such gangs a longer "
+            "stalenessGracePeriod."
+        )
+        exp.runbook, first = "runbooks/completing-gang-evicted.md", False
     if first and stale and exp.state == "Pending":
         # Its Evict event may be missing: KAI reports StaleJob every cycle, and client-go drops an object's events
         # past a burst of 25, so after a 60 s grace period the Evict that follows is often lost.
@@ -189,11 +272,24 @@ def explain_pod(
             "grace period KAI evicts such a gang's pods, and its Job makes them again: they wait for the whole gang."
         )
         exp.runbook = "runbooks/stale-gang.md"
+    if facts.refused and exp.state == "Pending":
+        exp.details.append(
+            f"Its Job could not make all its pods: the API server refused one (“{facts.refused}”). KAI sees only "
+            "the pods that exist."
+        )
+        if first or exp.runbook == "runbooks/gang-not-binding.md":
+            exp.runbook = "runbooks/pods-refused.md"
     return exp
 
 
 def _explain_now(
-    pod: PodView, messages: list[str], queue_exists: bool, is_leaf: bool, nodes: list[dict], standing: dict | None
+    pod: PodView,
+    messages: list[str],
+    queue_exists: bool,
+    is_leaf: bool,
+    nodes: list[dict],
+    standing: dict | None,
+    facts: Facts = Facts(),
 ) -> Explanation:
     """Why the pod is where it is now, from its scheduler's last words and its own fields."""
     name = f"{pod.namespace}/{pod.name}"
@@ -236,7 +332,15 @@ def _explain_now(
             name,
             "Pending",
             "KAI's pod-grouper has not given it a PodGroup yet (is kai-podgrouper running? kailab status).",
-            runbook="runbooks/pod-pending-forever.md",
+            runbook="runbooks/kai-component-down.md",
+        )
+    if scheduler == KAI and facts.bind_request:
+        return Explanation(
+            name,
+            "Pending",
+            f"KAI's scheduler chose {facts.bind_request} for it (a BindRequest), but its binder has not bound it: "
+            "is kai-binder running? kailab status.",
+            runbook="runbooks/kai-component-down.md",
         )
     q = pod.queue or "default-queue"
     if scheduler == KAI and queue_exists and not is_leaf:
@@ -255,6 +359,33 @@ def _explain_now(
             "looks at it, and none has said a word about it. If no scheduler serves that pool, none ever will.",
             runbook="runbooks/node-pool-unserved.md",
         )
+    missing = QUEUE_MISSING.search(last)
+    if scheduler == KAI and missing and queue_exists and facts.parent_outside:
+        parent, theirs, ours = facts.parent_outside
+        return Explanation(
+            name,
+            "Pending",
+            f"Pending because its queue '{q}' exists, but its parent '{parent}' is in another partition "
+            f"({_partition(theirs)}, its queue's is {_partition(ours)}): the scheduler of its queue's partition does "
+            "not see the parent, and drops the queue with it.",
+            reported=last,
+            runbook="runbooks/partition-parent.md",
+        )
+    over = OVER_QUOTA_DETAIL.search(last) if re.search(r"Non-preemptible workload is over quota", last) else None
+    if over and (over["resource"] != "GPUs" or over["queue"] != q):
+        what = (
+            f"its queue's {over['resource'].split()[0]} quota"
+            if over["queue"] == q
+            else f"the quota of '{over['queue']}', a queue above its own"
+        )
+        return Explanation(
+            name,
+            "Pending",
+            f"Pending because it is non-preemptible and {what} is used up: non-preemptible work may never go over "
+            f"quota, for any resource and at any level of the queue tree (queue '{q}').",
+            reported=last,
+            runbook="runbooks/non-preemptible-capped.md",
+        )
     for pattern, meaning, runbook in KNOWN_REASONS:
         if re.search(pattern, last):
             exp = Explanation(
@@ -264,12 +395,49 @@ def _explain_now(
                 exp.details.append(nearest_node(nodes, pod.gpus))
                 if standing:
                     exp.details.append(queue_standing(standing))
+                _room_notes(exp, q, standing, facts)
             return exp
     if last:
         return Explanation(name, "Pending", f"Pending (queue '{q}'); the scheduler says:", reported=last)
+    if scheduler == KAI and facts.waiting_for >= QUIET_SCHEDULER:
+        return Explanation(
+            name,
+            "Pending",
+            f"Pending for {facts.waiting_for:.0f}s, it has a PodGroup, and KAI's scheduler has not said a word about "
+            "it: is kai-scheduler running? kailab status.",
+            runbook="runbooks/kai-component-down.md",
+        )
     return Explanation(
         name, "Pending", "Pending, and no scheduler has reported on it yet; look again in a few seconds."
     )
+
+
+# A KAI pod with a PodGroup that KAI's scheduler has not reported on for this long: it reports at every cycle (1 s
+# by default), so the scheduler is likely down, or not serving its partition.
+QUIET_SCHEDULER = 15.0
+
+
+def _partition(value: str) -> str:
+    return f"partition '{value}'" if value else "the default partition"
+
+
+def _room_notes(exp: Explanation, queue: str, standing: dict | None, facts: Facts) -> None:
+    """What else keeps a pod that waits for room from getting it: quotas past the fleet, time-based fair share."""
+    if facts.quotas_past_fleet:
+        quotas, fleet = facts.quotas_past_fleet
+        exp.details.append(
+            f"The top-level queues' GPU quotas add up to {quotas:g}, more than the fleet's {fleet:g} GPUs: KAI cannot "
+            "give every queue its quota, and reclaims for a queue below its quota only from queues above their own."
+        )
+        exp.runbook = "runbooks/quotas-past-fleet.md"
+    usage = facts.usage or {}
+    mine = usage.get(queue, 0.0)
+    if mine > 0 and any(u < mine for q, u in usage.items() if q != queue):
+        exp.details.append(
+            f"KAI's time-based fair share is on: queue '{queue}' used {mine:.2f} of the fleet lately (KAI's "
+            "kai_queue_gpu_usage), more than others, so it gets a smaller part of the spare GPUs until that fades."
+        )
+        exp.runbook = "runbooks/time-based-fairshare.md"
 
 
 def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
@@ -304,6 +472,24 @@ def explain_podless_job(job: str, namespace: str, messages: list[str]) -> Explan
     """A Job with no pods: what its controller reported (FailedCreate events), oldest first."""
     name = f"{namespace}/{job}"
     last = messages[-1] if messages else ""
+    if re.search(SHARING_OFF, last):
+        return Explanation(
+            name,
+            "NoPods",
+            "The Job has no pods: KAI's admission webhook refuses them, as they ask for a fraction of a GPU and GPU "
+            "sharing is off in this KAI installation. KAI's scheduler never sees them.",
+            reported=last,
+            runbook="runbooks/gpu-sharing-off.md",
+        )
+    if re.search(REFUSED, last):
+        return Explanation(
+            name,
+            "NoPods",
+            "The Job has no pods: the API server refuses them (a namespace's ResourceQuota, an admission webhook or "
+            "policy). KAI never sees them.",
+            reported=last,
+            runbook="runbooks/pods-refused.md",
+        )
     m = FORBIDDEN_PRIORITY.search(last)
     if m:
         return Explanation(
@@ -356,9 +542,11 @@ def gather(
     fair_shares: dict[str, float] | None = None,
     visible: list | None = None,
     node_selector: str = "",
+    usage: dict[str, float] | None = None,
 ) -> list[Explanation]:
     """Explanations for a pod, or for every pod of a Job or PodGroup of that name (or for a Job that has none);
-    ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's)."""
+    ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's);
+    ``usage``: each queue's recent GPU usage as KAI's scheduler publishes it (time-based fair share), if known."""
 
     def owned_by(meta: dict) -> bool:
         refs = meta.get("ownerReferences") or []
@@ -373,9 +561,10 @@ def gather(
             or owned_by(meta)
         )
 
-    pods = [p for p in kube.pods(namespace) if named(p)]
+    everyone = kube.pods(namespace)
+    pods = [p for p in everyone if named(p)]
     if pods:
-        return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector)
+        return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector, usage, everyone)
     if kube.get("batch/v1", "Job", name, namespace) is None:
         return []
     events = [event_view(e) for e in kube.events(namespace)]
@@ -394,9 +583,12 @@ def explain_pods(
     fair_shares: dict[str, float] | None = None,
     visible: list | None = None,
     node_selector: str = "",
+    usage: dict[str, float] | None = None,
+    everyone: list | None = None,
 ) -> list[Explanation]:
     """Explanations for these pods of one namespace (the API's JSON), from its events, the queues and the
-    nodes (``visible``, ``node_selector``: as :func:`gather`)."""
+    nodes (``visible``, ``node_selector``, ``usage``: as :func:`gather`; ``everyone``: the namespace's pods, if
+    already read)."""
     if not pods:
         return []
     events = sorted((event_view(e) for e in kube.events(namespace)), key=lambda e: e.time)
@@ -406,6 +598,22 @@ def explain_pods(
     standing = {row["name"]: row for row in queue_rows(kube, visible, fair_shares)}
     out = []
     classes = {c["metadata"]["name"] for c in kube.list("scheduling.k8s.io/v1", "PriorityClass")}
+    everyone = everyone if everyone is not None else kube.pods(namespace)
+    finished: dict[str, int] = {}
+    for other in map(pod_view, everyone):
+        if other.pod_group and other.phase == "Succeeded":
+            finished[other.pod_group] = finished.get(other.pod_group, 0) + 1
+    budgets = kube.list("policy/v1", "PodDisruptionBudget", namespace=namespace)
+    binds = {
+        (b.get("spec") or {}).get("podName"): (b.get("spec") or {}).get("selectedNode", "")
+        for b in kube.list(BIND_REQUEST_API, "BindRequest", namespace=namespace)
+    }
+    refusals = {
+        e.name: e.message
+        for e in events
+        if e.kind == "Job" and e.reason == "FailedCreate" and re.search(f"{REFUSED}|{SHARING_OFF}", e.message)
+    }
+    over_fleet = quotas_past_fleet(list(queues.values()), nodes)
     for raw, p in zip(pods, map(pod_view, pods), strict=True):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
@@ -414,11 +622,28 @@ def explain_pods(
             e.message for e in events if e.reason == "Evict" and e.kind == "PodGroup" and e.name == p.pod_group
         ]
         q = p.queue or "default-queue"
-        label = priority_label(kube, raw)
+        chain = owner_chain(kube, raw)
+        label = priority_label(kube, raw, chain)
         ignored = None
         if label and label not in classes:
             group = kube.get(PODGROUP_API, "PodGroup", p.pod_group, namespace) if p.pod_group else None
             ignored = (label, ((group or {}).get("spec") or {}).get("priorityClassName") or "")
+        meta = raw.get("metadata") or {}
+        facts = Facts(
+            finished=finished.get(p.pod_group, 0) if p.pod_group else 0,
+            queue_annotation=next(
+                (a[QUEUE_LABEL] for m in chain if QUEUE_LABEL in (a := m.get("annotations") or {})), ""
+            ),
+            parent_outside=parent_outside(queues.get(q), queues),
+            budgets=tuple(
+                b["metadata"]["name"] for b in budgets if selects((b.get("spec") or {}).get("selector"), meta)
+            ),
+            refused=refusals.get((meta.get("labels") or {}).get("job-name", ""), ""),
+            bind_request=binds.get(p.name, "") if not p.node else "",
+            usage=usage,
+            quotas_past_fleet=over_fleet,
+            waiting_for=max(0.0, time.time() - (api_time(meta.get("creationTimestamp")) or time.time())),
+        )
         out.append(
             explain_pod(
                 p,
@@ -431,16 +656,17 @@ def explain_pods(
                 evictions,
                 never_preempting(kube, evictions),
                 ignored,
+                facts,
             )
         )
     return out
 
 
-def priority_label(kube: Kube, pod: dict) -> str:
-    """The priorityClassName label KAI's pod-grouper reads first: on the pod's top owner (a Job, a Deployment
-    through its ReplicaSet), else on the pod; "" when neither has one."""
+def owner_chain(kube: Kube, pod: dict) -> list[dict]:
+    """The metadata of the pod, its controller and that one's (a Job; a ReplicaSet, then its Deployment): where KAI's
+    pod-grouper reads labels, top owner first."""
     meta = pod.get("metadata") or {}
-    found = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, "")
+    chain = [meta]
     refs = meta.get("ownerReferences") or []
     for _ in range(2):  # a ReplicaSet's owner is the Deployment
         ref = next((r for r in refs if r.get("controller")), None)
@@ -448,9 +674,59 @@ def priority_label(kube: Kube, pod: dict) -> str:
         if owner is None:
             break
         owner_meta = owner.get("metadata") or {}
-        found = (owner_meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, found)
+        chain.insert(0, owner_meta)
         refs = owner_meta.get("ownerReferences") or []
-    return found
+    return chain
+
+
+def priority_label(kube: Kube, pod: dict, chain: list[dict] | None = None) -> str:
+    """The priorityClassName label KAI's pod-grouper reads first: on the pod's top owner (a Job, a Deployment
+    through its ReplicaSet), else on the pod; "" when neither has one. ``chain``: :func:`owner_chain`'s, if read."""
+    chain = chain if chain is not None else owner_chain(kube, pod)
+    return next(
+        (m["labels"][PRIORITY_CLASS_LABEL] for m in chain if PRIORITY_CLASS_LABEL in (m.get("labels") or {})), ""
+    )
+
+
+def parent_outside(queue: dict | None, queues: dict[str, dict]) -> tuple[str, str, str] | None:
+    """(parent, the parent's partition, the queue's) when a queue and its parent carry different node-pool labels —
+    a KAI scheduler lists only its own partition's queues (pkg/scheduler/conf/scheduler_conf.go, GetLabelSelector)
+    and drops a queue whose parent it does not list; None otherwise."""
+    parent = ((queue or {}).get("spec") or {}).get("parentQueue")
+    if not queue or not parent or parent not in queues:
+        return None
+    mine = (queue["metadata"].get("labels") or {}).get(NODEPOOL_LABEL, "")
+    theirs = (queues[parent]["metadata"].get("labels") or {}).get(NODEPOOL_LABEL, "")
+    return (parent, theirs, mine) if mine != theirs else None
+
+
+def selects(selector: dict | None, meta: dict) -> bool:
+    """Whether a label selector (matchLabels, matchExpressions) selects an object with this metadata."""
+    if not selector:
+        return False
+    labels = meta.get("labels") or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        held = key in labels
+        if not {
+            "In": held and labels.get(key) in values,
+            "NotIn": not held or labels.get(key) not in values,
+            "Exists": held,
+            "DoesNotExist": not held,
+        }.get(op, False):
+            return False
+    return True
+
+
+def quotas_past_fleet(queues: list[dict], nodes: list[dict]) -> tuple[float, float] | None:
+    """(top-level queues' GPU quotas summed, the fleet's GPUs) when the quotas are more; None otherwise. An unlimited
+    quota (-1) is not counted. The same rule as ``kailab status --queues``' warning (:func:`kailab.status.quota_warnings`)."""
+    from kailab.status import top_level_quotas
+
+    quotas, fleet = top_level_quotas(queues), sum(n["gpus"] for n in nodes)
+    return (quotas, fleet) if nodes and quotas > fleet else None
 
 
 def never_preempting(kube: Kube, evictions: list[str]) -> frozenset[str]:

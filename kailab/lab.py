@@ -122,6 +122,19 @@ def fair_shares() -> dict[str, float] | None:
     return {q: s.gpu for q, s in fairshare.parse(text).items()} if text else None
 
 
+def queue_usage() -> dict[str, float] | None:
+    """Each queue's recent GPU usage (0 to 1) as KAI's scheduler publishes it for time-based fair share; None when
+    this lab cannot say."""
+    from kailab import fairshare
+
+    try:
+        read = scheduler_metrics()
+        text = read() if read is not None else None
+    except Exception:  # as fair_shares: no usage is no reason to fail an explanation
+        return None
+    return {q: s.usage for q, s in fairshare.parse(text).items()} if text else None
+
+
 def scheduler_metrics():
     """A reader of the lab's KAI scheduler metrics (a joined learner's: their shard's scheduler's), or None when this
     lab cannot read them."""

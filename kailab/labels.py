@@ -11,6 +11,8 @@ MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
 POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
+GPU_MEMORY_ANNOTATION = "gpu-memory"  # MiB of one GPU (pkg/common/constants/constants.go, GpuMemory)
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # a node's MiB per GPU; KAI needs it for gpu-memory requests
 SKIP_PODGROUPER_ANNOTATION = "kai.scheduler/skip-podgrouper"
 # Read by KAI's pod-grouper from a workload's owners, then its pods, into the PodGroup's spec (policies lessons)
 PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"

@@ -121,7 +121,11 @@ def status_tables(status: dict) -> list[Table]:
             nodes.add_row(n["name"], n["pool"], num(n["gpus"]), num(n["used"]), num(n["free"]))
     tables = [comps, nodes]
     if status.get("queues") is not None:
-        tables.append(queue_table(status["queues"]))
+        table = queue_table(status["queues"])
+        if status.get("warnings"):
+            table.caption = Text("\n".join(f"⚠ {w}" for w in status["warnings"]), style="yellow")
+            table.caption_justify = "left"
+        tables.append(table)
     return tables
 
 

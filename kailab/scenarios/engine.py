@@ -28,7 +28,14 @@ from kailab.progress import Progress
 from kailab.queues import queue_ref
 from kailab.scenarios import schema
 from kailab.scenarios.fold import Change, RunState, fold, observe
-from kailab.scenarios.manifests import priority_class_object, queue_object, topology_object, workload_objects
+from kailab.scenarios.manifests import (
+    NAMESPACE_QUOTA,
+    namespace_objects,
+    priority_class_object,
+    queue_object,
+    topology_object,
+    workload_objects,
+)
 from kailab.scenarios.model import Scenario, Step
 from kailab.scenarios.schema import WorkloadFile
 from kailab.scheduler_settings import SchedulerSettings
@@ -214,6 +221,17 @@ class Engine:
                 self.cluster.apply(labelled(obj, scenario))
                 verdict.applied.append(obj)
             self.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
+            # A quota an earlier run of the file set is gone unless the file still says it (runbooks' causes).
+            self.cluster.delete(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ResourceQuota",
+                    "metadata": {"name": NAMESPACE_QUOTA, "namespace": scenario.namespace},
+                }
+            )
+            for obj in namespace_objects(scenario):
+                self.cluster.apply(obj)
+                verdict.applied.append(obj)
 
     def _changes(self, scenario: Scenario) -> Changes:
         queues = {q.name for q in scenario.queues} | set(scenario.missing_queues)

@@ -115,6 +115,7 @@ class _Build:
             workload_lines={w.name: self.line("workloads", i) for i, w in enumerate(doc.workloads)},
             topologies=tuple(doc.topologies),
             predictions=predictions,
+            namespace_quota={k: str(v) for k, v in (doc.namespaceQuota or {}).items()},
         )
 
     def queues(self, doc: schema.ScenarioFile) -> tuple[QueueFile, ...]:

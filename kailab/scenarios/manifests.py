@@ -1,4 +1,5 @@
-"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments).
+"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments, and what the
+runbooks' causes need: PodDisruptionBudgets, PersistentVolumeClaims, a namespace's ResourceQuota).
 
 Where KAI reads a setting matters, and the public course lab got it wrong:
 the queue label and the gang size (``kai.scheduler/batch-min-member``) go on
@@ -13,6 +14,7 @@ from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     DEFAULT_SCHEDULER_NAME,
+    GPU_MEMORY_ANNOTATION,
     KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
@@ -52,8 +54,8 @@ def _resource(r: ResourceFile) -> dict:
 
 
 def queue_object(q: QueueFile) -> dict:
-    """A scenario's queue as a KAI Queue (kailab.queues: the one shape)."""
-    return queues.queue_object(
+    """A scenario's queue as a KAI Queue (kailab.queues: the one shape); ``nodePool``: its partition's label."""
+    obj = queues.queue_object(
         q.name,
         _resource(q.gpu),
         _resource(q.cpu),
@@ -63,6 +65,9 @@ def queue_object(q: QueueFile) -> dict:
         preempt_min_runtime=q.preemptMinRuntime,
         reclaim_min_runtime=q.reclaimMinRuntime,
     )
+    if q.nodePool:
+        obj["metadata"].setdefault("labels", {})[NODEPOOL_LABEL] = q.nodePool
+    return obj
 
 
 def priority_class_object(pc: PriorityClassFile) -> dict:
@@ -145,7 +150,8 @@ def _policy_annotations(w: WorkloadFile) -> dict[str, str]:
 
 def _resources(w: WorkloadFile) -> dict:
     res: dict = {}
-    limits, _ = gpus.request(w.gpus)  # a fraction is KAI's gpu-fraction annotation, not a limit
+    # a fraction is KAI's gpu-fraction annotation, not a limit; so is a share of one GPU's memory (gpuMemory)
+    limits = gpus.request(w.gpus)[0] if w.gpuMemory is None else {}
     if limits:
         res["limits"] = limits
     requests = {k: v for k, v in (("cpu", w.cpu), ("memory", w.memory)) if v}
@@ -164,7 +170,10 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         annotations[COMPLETE_DELAY_ANNOTATION] = f"{w.completeAfter:g}s"
     if w.kind == "PodGroup" or w.podGroup is not None:
         annotations[POD_GROUP_ANNOTATION] = w.podGroup or w.name
-    annotations.update(gpus.request(w.gpus)[1])
+    if w.gpuMemory is None:
+        annotations.update(gpus.request(w.gpus)[1])
+    else:
+        annotations[GPU_MEMORY_ANNOTATION] = str(w.gpuMemory)
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
@@ -190,6 +199,17 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }
+    for word, pod_terms in (("podAffinity", w.podAffinity), ("podAntiAffinity", w.podAntiAffinity)):
+        if pod_terms:
+            spec.setdefault("affinity", {})[word] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": dict(t.matchLabels)}, "topologyKey": t.topologyKey}
+                    for t in pod_terms
+                ]
+            }
+    if w.volumeClaim:
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": w.volumeClaim}}]
+        spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     return {
@@ -201,8 +221,64 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
     }
 
 
+def namespace_objects(scenario: Scenario) -> list[dict]:
+    """What the scenario's namespace holds before any workload: its ResourceQuota (``namespaceQuota``) and the
+    PersistentVolumeClaims its workloads mount (``volumeClaim``: 1Gi, storage class "" — only a PersistentVolume
+    made for it could bind it, and the lab makes none)."""
+    ns = scenario.namespace
+    out: list[dict] = []
+    if scenario.namespace_quota:
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": NAMESPACE_QUOTA, "namespace": ns, "labels": dict(MANAGED)},
+                "spec": {"hard": dict(scenario.namespace_quota)},
+            }
+        )
+    for claim in sorted({w.volumeClaim for w in scenario.workloads if w.volumeClaim}):
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim, "namespace": ns, "labels": dict(MANAGED)},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        )
+    return out
+
+
+NAMESPACE_QUOTA = "kailab-quota"  # the ResourceQuota a scenario's namespaceQuota makes
+
+
+def disruption_budget(w: WorkloadFile, scenario: Scenario) -> list[dict]:
+    """The workload's PodDisruptionBudget (``disruptionBudget``), over its pods; none when it has none."""
+    if w.disruptionBudget is None:
+        return []
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": w.name, "namespace": scenario.namespace, "labels": dict(MANAGED)},
+            "spec": {
+                "minAvailable": w.disruptionBudget.minAvailable,
+                "selector": {"matchLabels": {WORKLOAD_LABEL: w.name}},
+            },
+        }
+    ]
+
+
 def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = None) -> list[dict]:
-    """The objects that make one workload; ``pods`` overrides its size (the scale step)."""
+    """The objects that make one workload (its PodDisruptionBudget last); ``pods`` overrides its size (the scale
+    step)."""
+    return [*_workload_objects(w, scenario, pods), *disruption_budget(w, scenario)]
+
+
+def _workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = None) -> list[dict]:
     n = w.pods if pods is None else pods
     ns = scenario.namespace
     meta = _owner_meta(w, scenario)

@@ -40,6 +40,7 @@ from kailab.labelfield import LabelKey, LabelValue
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     GPU_FRACTION_ANNOTATION,
+    GPU_MEMORY_ANNOTATION,
     HOSTNAME_LABEL,
     KAI_SCHEDULER_NAME,
     MANAGED,
@@ -77,6 +78,19 @@ MAX_SECONDS = 3600  # a sleep, timeout, hold or completeAfter: a lesson takes se
 MAX_NAME = 63  # a Kubernetes name that is also a label value or a DNS label
 
 Name = Annotated[StrictStr, Field(pattern=DNS_LABEL, max_length=MAX_NAME)]
+RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)?$")
+
+
+def _resource_name(text: str) -> str:
+    if not RESOURCE_NAME.match(text):
+        raise ValueError(
+            f"{text!r} is not a resource a ResourceQuota limits; want one such as pods, requests.cpu or "
+            "requests.nvidia.com/gpu"
+        )
+    return text
+
+
+ResourceName = Annotated[StrictStr, AfterValidator(_resource_name)]  # a ResourceQuota's key
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
 
 
@@ -176,6 +190,7 @@ class QueueFile(FileModel):
     memory: ResourceFile = _UNLIMITED
     preemptMinRuntime: GoDuration | None = None
     reclaimMinRuntime: GoDuration | None = None
+    nodePool: Name | None = None  # label kai.scheduler/node-pool: only the scheduler of that partition sees the queue
 
 
 class PriorityClassFile(FileModel):
@@ -293,6 +308,19 @@ class NodeRequirementFile(FileModel):
         return self
 
 
+class PodAffinityTermFile(FileModel):
+    """One required pod (anti-)affinity term: pods with these labels, in the same domain of ``topologyKey``."""
+
+    matchLabels: Annotated[dict[LabelKey, LabelValue], Field(min_length=1)]
+    topologyKey: LabelKey = HOSTNAME_LABEL
+
+
+class DisruptionBudgetFile(FileModel):
+    """A PodDisruptionBudget over the workload's pods (Kubernetes' ``policy/v1``)."""
+
+    minAvailable: Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
+
+
 # Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
 # ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
 OWN_KEYS = {
@@ -303,6 +331,7 @@ OWN_KEYS = {
     MIN_MEMBER_ANNOTATION: "write minMember: instead",
     SUBGROUP_LABEL: "write subGroups: instead",
     GPU_FRACTION_ANNOTATION: "write gpus: 0.5 instead",
+    GPU_MEMORY_ANNOTATION: "write gpuMemory: MiB instead",
     POD_GROUP_ANNOTATION: "write kind: PodGroup instead",
     SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
     COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
@@ -314,6 +343,11 @@ OWN_KEYS = {
     NODEPOOL_LABEL: "write nodePool: instead",
 }
 OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
+
+
+# KAI's keys a workload may still write as annotations: where KAI reads them only as labels, the annotation is the
+# mistake a runbook shows (runbooks/queue-annotation.md: KAI ignores it, the pods go to default-queue).
+ANNOTATION_MISTAKES = frozenset({QUEUE_LABEL})
 
 
 def _own_key(key: str) -> str | None:
@@ -360,6 +394,12 @@ class WorkloadFile(FileModel):
     tolerations: tuple[TolerationFile, ...] | None = None  # unset: KWOK's fake-node taint, which every lab node has
     nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
     schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
+    # Words of the runbooks' causes (runbooks/scenarios/): what a pod asks of its node, its neighbours, its volumes
+    gpuMemory: Annotated[StrictInt, Field(ge=1, le=1_048_576)] | None = None  # MiB of one GPU: KAI's gpu-memory
+    podAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on a node (domain) with such pods
+    podAntiAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on none with such pods
+    volumeClaim: Name | None = None  # the pods mount this PersistentVolumeClaim, which kailab makes and nothing binds
+    disruptionBudget: DisruptionBudgetFile | None = None  # a PodDisruptionBudget over the pods
 
     @model_validator(mode="after")
     def _requests_within_limits(self):
@@ -415,8 +455,16 @@ class WorkloadFile(FileModel):
                 f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
                 f"but the workload has pods: {self.pods}"
             )
+        if self.gpuMemory is not None and ("gpus" in self.model_fields_set or self.kind == "PodGroup"):
+            raise ValueError(
+                "gpuMemory asks for part of one GPU by its memory (KAI's gpu-memory annotation), instead of gpus: "
+                "give one or the other"
+                + ("; a hand-made PodGroup's pods ask by gpus" if self.kind == "PodGroup" else "")
+            )
         for words, keys in (("labels", self.labels), ("annotations", self.annotations)):
             for key in keys:
+                if words == "annotations" and key in ANNOTATION_MISTAKES:
+                    continue
                 if (instead := _own_key(key)) is not None:
                     raise ValueError(
                         f"{words}: '{key}' is kailab's or KAI's own (kailab finds and counts its pods "
@@ -448,7 +496,7 @@ class WorkloadFile(FileModel):
 
     @property
     def fraction(self) -> bool:
-        return 0 < self.gpus < 1
+        return 0 < self.gpus < 1 and self.gpuMemory is None
 
     @property
     def total_pods(self) -> int:
@@ -1082,6 +1130,8 @@ class ScenarioFile(FileModel):
     workloads: list[WorkloadFile] = []
     requires: RequiresFile | None = None
     topologies: list[TopologyFile] = []  # KAI Topology objects the scenario's workloads name
+    # A ResourceQuota in the scenario's namespace: the API server refuses pods past it (runbooks/pods-refused.md)
+    namespaceQuota: Annotated[dict[ResourceName, Quantity], Field(min_length=1)] | None = None
     steps: Annotated[list[StepFile], Field(min_length=1)]
     predictions: list[PredictionFile] = []
     verify: StrictStr = ""

@@ -41,6 +41,17 @@ def test_the_queue_that_used_the_gpus_gets_less_of_them_next(kai_lab):
     url = (processes.root / usage_db.PROCESS_NAME / "url").read_text().strip()
     held = _query(url, 'max_over_time(kai_queue_allocated_gpus{queue_name="team-early"}[5m])')
     assert held and float(held[0]["value"][1]) == 32  # team-early's whole-fleet phase is on record
+    # A pod of team-early that waits again (its Job made it anew after KAI reclaimed it): `kailab explain` sees the
+    # usage KAI published and names the runbook of "my queue gets less than its weight".
+    waiting = []
+    for i in range(32):
+        found = json.loads(kai_lab.cli("explain", f"early-flood-{i}", "-n", "kailab-time-fairshare", "--json").stdout)
+        waiting += [e for e in found if e["state"] == "Pending"]
+        if waiting:
+            break
+    assert waiting, "no pod of team-early waits after the lesson"
+    assert waiting[0]["runbook"] == "runbooks/time-based-fairshare.md", waiting[0]
+    assert any("kai_queue_gpu_usage" in d for d in waiting[0]["details"]), waiting[0]
 
 
 def test_without_the_usage_database_the_same_floods_split_evenly(kai_lab, tmp_path):
