@@ -425,7 +425,7 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
 
 @app.command()
 def explain(
-    name: str = typer.Argument(..., help="A pod, or a Job (explains each of its pods)."),
+    name: str = typer.Argument(..., help="A pod, a Job or a scenario's workload (explains each of its pods)."),
     namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace, as kubectl's -n."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:

@@ -17,6 +17,9 @@ from kailab.kube import Kube
 from kailab.labels import (
     BIND_REQUEST_API,
     DEFAULT_SCHEDULER_NAME,
+    GPU,
+    GPU_MEMORY_ANNOTATION,
+    GPU_MEMORY_LABEL,
     NODEPOOL_LABEL,
     OLD_QUEUE_LABEL,
     POD_GROUP_ANNOTATION,
@@ -24,6 +27,7 @@ from kailab.labels import (
     PRIORITY_CLASS_LABEL,
     QUEUE_API,
     QUEUE_LABEL,
+    WORKLOAD_LABEL,
 )
 from kailab.labels import KAI_SCHEDULER_NAME as KAI
 from kailab.pods import PodView, api_time, event_view, pod_view
@@ -111,10 +115,11 @@ KNOWN_REASONS = [
         "runbooks/gpu-sharing-reservation.md",
     ),
     (
-        # pkg/scheduler/plugins/predicates/predicates.go: a gpu-memory request on a node without nvidia.com/gpu.memory
-        r"gpu memory count on the node was not synced",
-        "it asks for GPU memory (gpu-memory), and no node it may use says how much memory its GPUs have "
-        "(the nvidia.com/gpu.memory label)",
+        # A gpu-memory request: pkg/scheduler/api/common_info/pod_errors.go (a node whose GPUs have too little, or
+        # without the nvidia.com/gpu.memory label: 100 MiB to KAI) and pkg/scheduler/plugins/predicates/predicates.go
+        r"didn't have enough resources: GPU memory|gpu memory count on the node was not synced",
+        "it asks for GPU memory (gpu-memory), and no node it may use has that much free on one GPU — as KAI "
+        "knows it: from the node's nvidia.com/gpu.memory label",
         "runbooks/gpu-memory-label.md",
     ),
     (
@@ -187,6 +192,7 @@ class Facts:
     usage: dict[str, float] | None = None  # each queue's recent GPU usage (KAI's time-based fair share), if known
     quotas_past_fleet: tuple[float, float] | None = None  # (top-level GPU quotas, the fleet's GPUs) when more
     waiting_for: float = 0.0  # seconds since the pod was made (0: not known)
+    memory_unknown: tuple[str, ...] = ()  # GPU nodes without nvidia.com/gpu.memory, when it asks for GPU memory
 
 
 def explain_pod(
@@ -234,10 +240,9 @@ def explain_pod(
         exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
     # An eviction, or a class KAI did not take, is the story of a pod that is bound, or waits only for room (on a
     # node, or for its whole gang): it names the runbook then.
-    first = (
-        not exp.runbook
-        or exp.summary.startswith("Pending because no node has room")
-        or exp.runbook == "runbooks/gang-not-binding.md"
+    first = not exp.runbook or exp.runbook in (
+        "runbooks/pod-pending-forever.md" if exp.summary.startswith("Pending because no node has room") else "",
+        "runbooks/gang-not-binding.md",
     )
     if ignored_class:
         exp.details.append(class_note(*ignored_class, pod.priority_class))
@@ -272,6 +277,9 @@ def explain_pod(
             "grace period KAI evicts such a gang's pods, and its Job makes them again: they wait for the whole gang."
         )
         exp.runbook = "runbooks/stale-gang.md"
+    if notes and exp.state == "Bound" and (note := _time_note(q_of(pod), facts)):
+        exp.details.append(note)  # its pods reclaimed: for a queue that used less of the fleet lately
+        exp.runbook = "runbooks/time-based-fairshare.md"
     if facts.refused and exp.state == "Pending":
         exp.details.append(
             f"Its Job could not make all its pods: the API server refused one (“{facts.refused}”). KAI sees only "
@@ -376,7 +384,7 @@ def _explain_now(
         what = (
             f"its queue's {over['resource'].split()[0]} quota"
             if over["queue"] == q
-            else f"the quota of '{over['queue']}', a queue above its own"
+            else f"the quota of '{over['queue']}', a queue above its own,"
         )
         return Explanation(
             name,
@@ -393,9 +401,12 @@ def _explain_now(
             )
             if meaning.startswith("no node has room"):
                 exp.details.append(nearest_node(nodes, pod.gpus))
-                if standing:
-                    exp.details.append(queue_standing(standing))
                 _room_notes(exp, q, standing, facts)
+            if runbook == "runbooks/gpu-memory-label.md" and facts.memory_unknown:
+                exp.details.append(
+                    f"GPU nodes without the {GPU_MEMORY_LABEL} label: {', '.join(facts.memory_unknown)} — KAI takes "
+                    "each of their GPUs for 100 MiB (pkg/scheduler/api/node_info/node_info.go)."
+                )
             return exp
     if last:
         return Explanation(name, "Pending", f"Pending (queue '{q}'); the scheduler says:", reported=last)
@@ -414,15 +425,22 @@ def _explain_now(
 
 # A KAI pod with a PodGroup that KAI's scheduler has not reported on for this long: it reports at every cycle (1 s
 # by default), so the scheduler is likely down, or not serving its partition.
-QUIET_SCHEDULER = 15.0
+QUIET_SCHEDULER = 10.0
 
 
 def _partition(value: str) -> str:
     return f"partition '{value}'" if value else "the default partition"
 
 
+def q_of(pod: PodView) -> str:
+    """The queue KAI puts the pod in: its label's, else default-queue."""
+    return pod.queue or "default-queue"
+
+
 def _room_notes(exp: Explanation, queue: str, standing: dict | None, facts: Facts) -> None:
-    """What else keeps a pod that waits for room from getting it: quotas past the fleet, time-based fair share."""
+    """Why a pod that waits for room does not get it: where its queue stands — unless the quotas add up to more than
+    the fleet, or time-based fair share counts its queue's past usage, which say more."""
+    note = _time_note(queue, facts)
     if facts.quotas_past_fleet:
         quotas, fleet = facts.quotas_past_fleet
         exp.details.append(
@@ -430,14 +448,25 @@ def _room_notes(exp: Explanation, queue: str, standing: dict | None, facts: Fact
             "give every queue its quota, and reclaims for a queue below its quota only from queues above their own."
         )
         exp.runbook = "runbooks/quotas-past-fleet.md"
+    elif standing:
+        exp.details.append(queue_standing(standing))
+    if note:
+        exp.details.append(note)
+        exp.runbook = "runbooks/time-based-fairshare.md"
+
+
+def _time_note(queue: str, facts: Facts) -> str:
+    """What time-based fair share does to the queue: "" unless KAI weighs past usage (it publishes some) and this
+    queue used more of the fleet lately than another queue did."""
     usage = facts.usage or {}
     mine = usage.get(queue, 0.0)
     if mine > 0 and any(u < mine for q, u in usage.items() if q != queue):
-        exp.details.append(
+        return (
             f"KAI's time-based fair share is on: queue '{queue}' used {mine:.2f} of the fleet lately (KAI's "
-            "kai_queue_gpu_usage), more than others, so it gets a smaller part of the spare GPUs until that fades."
+            "kai_queue_gpu_usage), more than other queues, so it gets a smaller part of the spare GPUs until that "
+            "fades."
         )
-        exp.runbook = "runbooks/time-based-fairshare.md"
+    return ""
 
 
 def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
@@ -544,7 +573,8 @@ def gather(
     node_selector: str = "",
     usage: dict[str, float] | None = None,
 ) -> list[Explanation]:
-    """Explanations for a pod, or for every pod of a Job or PodGroup of that name (or for a Job that has none);
+    """Explanations for a pod, or for every pod of a Job, PodGroup or scenario workload of that name (or for a Job
+    that has none);
     ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's);
     ``usage``: each queue's recent GPU usage as KAI's scheduler publishes it (time-based fair share), if known."""
 
@@ -557,6 +587,7 @@ def gather(
         return (
             meta.get("name") == name
             or (meta.get("labels") or {}).get("job-name") == name
+            or (meta.get("labels") or {}).get(WORKLOAD_LABEL) == name  # a scenario's workload (its Jobs, pods)
             or (meta.get("annotations") or {}).get(POD_GROUP_ANNOTATION) == name
             or owned_by(meta)
         )
@@ -614,6 +645,7 @@ def explain_pods(
         if e.kind == "Job" and e.reason == "FailedCreate" and re.search(f"{REFUSED}|{SHARING_OFF}", e.message)
     }
     over_fleet = quotas_past_fleet(list(queues.values()), nodes)
+    memory_unknown: tuple[str, ...] | None = None  # read once, for the first pod that asks for GPU memory
     for raw, p in zip(pods, map(pod_view, pods), strict=True):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
@@ -629,6 +661,13 @@ def explain_pods(
             group = kube.get(PODGROUP_API, "PodGroup", p.pod_group, namespace) if p.pod_group else None
             ignored = (label, ((group or {}).get("spec") or {}).get("priorityClassName") or "")
         meta = raw.get("metadata") or {}
+        if memory_unknown is None and GPU_MEMORY_ANNOTATION in (meta.get("annotations") or {}):
+            memory_unknown = tuple(
+                n.metadata.name
+                for n in kube.core.list_node(label_selector=node_selector).items
+                if float((n.status.allocatable or {}).get(GPU, 0) or 0) > 0
+                and GPU_MEMORY_LABEL not in (n.metadata.labels or {})
+            )
         facts = Facts(
             finished=finished.get(p.pod_group, 0) if p.pod_group else 0,
             queue_annotation=next(
@@ -643,6 +682,7 @@ def explain_pods(
             usage=usage,
             quotas_past_fleet=over_fleet,
             waiting_for=max(0.0, time.time() - (api_time(meta.get("creationTimestamp")) or time.time())),
+            memory_unknown=memory_unknown or (),
         )
         out.append(
             explain_pod(
@@ -701,8 +741,9 @@ def parent_outside(queue: dict | None, queues: dict[str, dict]) -> tuple[str, st
 
 
 def selects(selector: dict | None, meta: dict) -> bool:
-    """Whether a label selector (matchLabels, matchExpressions) selects an object with this metadata."""
-    if not selector:
+    """Whether a label selector (matchLabels, matchExpressions) selects an object with this metadata: an empty one
+    selects every object (policy/v1's PodDisruptionBudget), none selects none."""
+    if selector is None:
         return False
     labels = meta.get("labels") or {}
     if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):

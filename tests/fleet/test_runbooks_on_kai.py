@@ -100,7 +100,7 @@ def test_a_gpu_memory_request_on_a_node_without_the_memory_label_waits_and_is_ex
         proc = kai_lab.cli("run", str(path), "--json")
         failed = failures(json.loads(proc.stdout or "{}"))
         assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-2000:]
-        (waiting,) = _explained(kai_lab, "by-memory", load_scenario(path).namespace)
+        (waiting,) = _explained(kai_lab, "by-memory-0", load_scenario(path).namespace)  # a bare pod: by its name
         assert waiting["state"] == "Pending" and waiting["runbook"] == "runbooks/gpu-memory-label.md", waiting
     finally:
         kai_lab.kube.core.patch_node("kwok-l40s-1", {"metadata": {"labels": {GPU_MEMORY_LABEL: memory}}})

@@ -33,13 +33,19 @@ KAI_PRIORITY_VALUES = {50, 75, 100, 125}
 DERIVED = {
     ("fractions", 1.2): "0.9 + 0.3, the two pods' fractions: more than one GPU",
     ("topology", 24.0): "the fleet's 32 GPUs less the 8-GPU pod's",
+    ("fairshare", 24.0): "the fleet's 32 GPUs less the two quotas of 4: the spare GPUs",
+    ("fairshare", 18.0): "3/4 of the 24 spare (weights 3 and 1); 4 + 18 = 22 is checked",
+    ("fairshare", 6.0): "1/4 of the 24 spare; 4 + 6 = 10 is checked",
+    ("fairshare", 12.0): "team-heavy reclaimed from 22 to 10, both checked",
 }
-NUMBER = re.compile(r"(?<![\w./:-])(\d+(?:\.\d+)?)(?![\w/])")
+NUMBER = re.compile(r"(?<![\w./:#-])(\d+(?:\.\d+)?)(?![\w/])")
 
 
 def stated(text: str) -> set[float]:
-    """The numbers a sentence states: not inside backquotes (paths, labels, fields), not part of a name."""
-    return {float(n) for n in NUMBER.findall(re.sub(r"`[^`]*`", " ", text))}
+    """The numbers a sentence states: not inside backquotes (paths, labels, fields), not in a "…"-quoted message
+    (each is checked against the recording word for word: tests/unit/test_lesson.py), not part of a name or an
+    issue's number (#1968)."""
+    return {float(n) for n in NUMBER.findall(re.sub(r"`[^`]*`|\"[^\"]*\"|“[^”]*”", " ", text))}
 
 
 def _in(text: str) -> set[float]:
@@ -63,13 +69,13 @@ def _values(node, out: set[float]) -> set[float]:
 
 
 def recorded(folder: Path) -> set[float]:
-    """The numbers a golden recording holds: what each check observed, what KAI said, fair shares and usage."""
+    """The numbers a golden recording holds: what each check expected and observed, the fair shares and usage KAI
+    published. (What KAI said is quoted, not stated: a quote is checked word for word.)"""
     out: set[float] = set()
     for check in json.loads((folder / "verdict.json").read_text())["checks"]:
         out |= _in(f"{check['expected']} {check['observed']}")
     for line in (folder / "changes.jsonl").read_text().splitlines():
         change = json.loads(line)
-        out |= _in(change.get("event", {}).get("message", "") + " " + change.get("pod", {}).get("waiting", ""))
         share = change.get("fairShare")
         if share:
             out |= {float(share["gpu"]), float(share.get("usage", 0.0))}
