@@ -189,7 +189,8 @@ class Facts:
     budgets: tuple[str, ...] = ()  # PodDisruptionBudgets that select it
     refused: str = ""  # the last FailedCreate its Job's controller reported: the API server refused a pod of it
     bind_request: str = ""  # the node of the BindRequest KAI made for it, while it is not bound
-    usage: dict[str, float] | None = None  # each queue's recent GPU usage (KAI's time-based fair share), if known
+    # recent GPU usage (KAI's time-based fair share) of its queue and the sibling queues that hold or ask for GPUs
+    usage: dict[str, float] | None = None
     quotas_past_fleet: tuple[float, float] | None = None  # (top-level GPU quotas, the fleet's GPUs) when more
     waiting_for: float = 0.0  # seconds since the pod was made (0: not known)
     memory_unknown: tuple[str, ...] = ()  # GPU nodes without nvidia.com/gpu.memory, when it asks for GPU memory
@@ -456,11 +457,12 @@ def _room_notes(exp: Explanation, queue: str, standing: dict | None, facts: Fact
 
 
 def _time_note(queue: str, facts: Facts) -> str:
-    """What time-based fair share does to the queue: "" unless KAI weighs past usage (it publishes some) and this
-    queue used more of the fleet lately than another queue did."""
+    """What time-based fair share does to the queue: "" unless KAI weighs past usage (it publishes some) and, of the
+    sibling queues that want GPUs, this one used the most of the fleet lately — KAI splits a level's spare GPUs by
+    ``nWeight + kValue × (nWeight − nUsage)`` (``calcShareWeights``, resource_division.go)."""
     usage = facts.usage or {}
     mine = usage.get(queue, 0.0)
-    if mine > 0 and any(u < mine for q, u in usage.items() if q != queue):
+    if mine > 0 and mine == max(usage.values()) and any(u < mine for q, u in usage.items() if q != queue):
         return (
             f"KAI's time-based fair share is on: queue '{queue}' used {mine:.2f} of the fleet lately (KAI's "
             "kai_queue_gpu_usage), more than other queues, so it gets a smaller part of the spare GPUs until that "
@@ -679,7 +681,7 @@ def explain_pods(
             ),
             refused=refusals.get((meta.get("labels") or {}).get("job-name", ""), ""),
             bind_request=binds.get(p.name, "") if not p.node else "",
-            usage=usage,
+            usage=rivals(q, queues, standing, usage),
             quotas_past_fleet=over_fleet,
             waiting_for=max(0.0, time.time() - (api_time(meta.get("creationTimestamp")) or time.time())),
             memory_unknown=memory_unknown or (),
@@ -700,6 +702,21 @@ def explain_pods(
             )
         )
     return out
+
+
+def rivals(queue: str, queues: dict[str, dict], standing: dict[str, dict], usage: dict[str, float] | None):
+    """The recent GPU usage of ``queue`` and of its sibling queues (same parent) that hold or ask for GPUs: those
+    time-based fair share weighs it against. None when the usage is not known."""
+    if usage is None:
+        return None
+    parent = ((queues.get(queue) or {}).get("spec") or {}).get("parentQueue")
+    wanting = {
+        name
+        for name, q in queues.items()
+        if (q.get("spec") or {}).get("parentQueue") == parent
+        and (standing.get(name, {}).get("allocated") or standing.get(name, {}).get("pending"))
+    }
+    return {name: usage.get(name, 0.0) for name in wanting | {queue}}
 
 
 def owner_chain(kube: Kube, pod: dict) -> list[dict]:

@@ -384,7 +384,7 @@ def test_quotas_past_the_fleet_and_time_based_fair_share_explain_a_pod_that_wait
     used = Facts(usage={"team-a": 0.95, "team-b": 0.0})
     e = explain_pod(pod(), [no_room], None, True, True, NODES, row, facts=used)
     assert e.runbook == "runbooks/time-based-fairshare.md" and "used 0.95 of the fleet lately" in e.details[-1]
-    fresh = Facts(usage={"team-a": 0.0, "team-b": 0.95})  # the queue that used less: not its cause
+    fresh = Facts(usage={"team-a": 0.2, "team-b": 0.95})  # the queue that used less: not its cause
     assert explain_pod(pod(), [no_room], None, True, True, NODES, row, facts=fresh).runbook == (
         "runbooks/pod-pending-forever.md"
     )
@@ -414,3 +414,21 @@ def test_a_label_selector_selects_as_kubernetes_does():
     assert selects({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}, meta)
     assert not selects({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, meta)
     assert not selects(None, meta) and selects({}, meta)  # a PodDisruptionBudget's empty selector: every pod
+
+
+def test_time_based_fair_share_weighs_a_queue_against_its_siblings_that_want_gpus():
+    from kailab.explain import rivals
+
+    queues = {
+        name: {"metadata": {"name": name}, "spec": {"parentQueue": parent} if parent else {}}
+        for name, parent in (("early", None), ("late", None), ("idle", None), ("child", "early"))
+    }
+    standing = {
+        "early": {"allocated": 6, "pending": 26},
+        "late": {"allocated": 26},
+        "idle": {},
+        "child": {"pending": 1},
+    }
+    usage = {"early": 0.95, "late": 0.1, "idle": 0.0, "child": 0.9}
+    assert rivals("early", queues, standing, usage) == {"early": 0.95, "late": 0.1}  # not idle, not a child
+    assert rivals("early", queues, standing, None) is None
