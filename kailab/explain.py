@@ -188,7 +188,7 @@ class Facts:
     parent_outside: tuple[str, str, str] | None = None  # (its queue's parent, the parent's partition, its queue's)
     budgets: tuple[str, ...] = ()  # PodDisruptionBudgets that select it
     refused: str = ""  # the last FailedCreate its Job's controller reported: the API server refused a pod of it
-    bind_request: str = ""  # the node of the BindRequest KAI made for it, while it is not bound
+    bind_request: str = ""  # the node of a BindRequest KAI made for it 10 s or more ago, while it is not bound
     # recent GPU usage (KAI's time-based fair share) of its queue and the sibling queues that hold or ask for GPUs
     usage: dict[str, float] | None = None
     quotas_past_fleet: tuple[float, float] | None = None  # (top-level GPU quotas, the fleet's GPUs) when more
@@ -343,7 +343,8 @@ def _explain_now(
             "KAI's pod-grouper has not given it a PodGroup yet (is kai-podgrouper running? kailab status).",
             runbook="runbooks/kai-component-down.md",
         )
-    if scheduler == KAI and facts.bind_request:
+    if scheduler == KAI and facts.bind_request and not any(re.search(RESERVATION_FAILED, m) for m in messages):
+        # A binder that tried and failed (a GPU reservation) is running: that is the reservation runbook, below.
         return Explanation(
             name,
             "Pending",
@@ -637,9 +638,11 @@ def explain_pods(
         if other.pod_group and other.phase == "Succeeded":
             finished[other.pod_group] = finished.get(other.pod_group, 0) + 1
     budgets = kube.list("policy/v1", "PodDisruptionBudget", namespace=namespace)
-    binds = {
+    now = time.time()
+    binds = {  # a binder takes a BindRequest within a second: one left for longer says the binder is not there
         (b.get("spec") or {}).get("podName"): (b.get("spec") or {}).get("selectedNode", "")
         for b in kube.list(BIND_REQUEST_API, "BindRequest", namespace=namespace)
+        if now - (api_time((b.get("metadata") or {}).get("creationTimestamp")) or now) >= QUIET_SCHEDULER
     }
     refusals = {
         e.name: e.message
@@ -683,7 +686,7 @@ def explain_pods(
             bind_request=binds.get(p.name, "") if not p.node else "",
             usage=rivals(q, queues, standing, usage),
             quotas_past_fleet=over_fleet,
-            waiting_for=max(0.0, time.time() - (api_time(meta.get("creationTimestamp")) or time.time())),
+            waiting_for=max(0.0, now - (api_time(meta.get("creationTimestamp")) or now)),
             memory_unknown=memory_unknown or (),
         )
         out.append(

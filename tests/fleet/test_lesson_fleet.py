@@ -84,7 +84,7 @@ def test_the_quota_lessons_variation_holds_on_kai_and_replays_to_the_same_verdic
     (verdict,) = json.loads(proc.stdout or "{}")["verdicts"]
     rows = {c["title"]: c for c in verdict["checks"]}
     assert proc.returncode == 0 and verdict["passed"], [(t, c["expected"], c["observed"]) for t, c in rows.items()]
-    assert rows["every quota 0 but gang-demo's: team-research runs nothing"]["observed"] == "0"
+    assert rows["every quota 0 but gang-demo's: team-research runs nothing (running)"]["observed"] == "0"
     assert rows["ai-factory's quota 16, the teams' still 0: team-research runs 8"]["observed"] == "8"
     again = replay(load_scenario(scenario_file("quota-zero")), tmp_path / "quota-zero")
     assert [(c.title, c.observed, c.passed) for c in again.checks] == [

@@ -345,6 +345,10 @@ def test_what_the_cluster_says_beside_kai_names_the_runbook():
     # A BindRequest and no bind: the binder; no PodGroup: the pod-grouper; nothing said for long: the scheduler.
     binder = explain_pod(pod(), [], None, True, True, NODES, facts=Facts(bind_request="kwok-l40s-0"))
     assert "is kai-binder running?" in binder.summary and binder.runbook == "runbooks/kai-component-down.md"
+    # A binder that tried and reported is running: its failure is the GPU reservation's, not a component down.
+    tried = "failed to reserve GPUs for pod ns/p: failed waiting for GPU reservation pod to allocate"
+    busy = explain_pod(pod(), [tried], None, True, True, NODES, facts=Facts(bind_request="kwok-l40s-0"))
+    assert busy.runbook == "runbooks/gpu-sharing-reservation.md"
     grouper = explain_pod(pod(grouped=False), [], None, True, True, NODES)
     assert "is kai-podgrouper running?" in grouper.summary and grouper.runbook == "runbooks/kai-component-down.md"
     quiet = explain_pod(pod(), [], None, True, True, NODES, facts=Facts(waiting_for=30))
