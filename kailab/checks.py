@@ -33,9 +33,14 @@ class Observation:
     queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
 
 
+UNDECIDED = "UNDECIDED"
+BUSY_PREFIX = "the host was too busy"
+
+
 @dataclass
 class Check:
-    """One row of the verdict table."""
+    """One row of the verdict table. ``undecided``: why the lab could not tell (then it neither passed nor failed):
+    "the host was too busy — <what was seen, with times>"."""
 
     title: str
     expected: str
@@ -44,9 +49,23 @@ class Check:
     scope: str = ""
     measure: str = ""
     detail: list[str] = field(default_factory=list)
+    undecided: str = ""
+
+    @property
+    def outcome(self) -> str:
+        """PASS, FAIL or UNDECIDED."""
+        return UNDECIDED if self.undecided else "PASS" if self.passed else "FAIL"
+
+    def undecide(self, why: str) -> Check:
+        """This row as one the lab could not decide, and why (it is neither passed nor failed)."""
+        self.passed, self.undecided = False, why
+        return self
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if not self.undecided:  # a decided row reads as it always has
+            del out["undecided"]
+        return out
 
 
 def _in_scope(exp: Expectation, pod: PodView, deleting: bool = False) -> bool:
@@ -287,10 +306,13 @@ def evaluate(exp: Expectation, obs: Observation) -> Check:
     )
 
 
-def timed(exp: Expectation, first_held: float | None) -> list[Check]:
+def timed(exp: Expectation, first_held: float | None, by_cluster: bool = False) -> list[Check]:
     """The rows of an expectation's time bounds: it first held ``first_held`` seconds after the last step that
-    changed the cluster (None: it never held). The observed text names the bound, not the exact second, so a
-    recording replays to the same row; the seconds are in the row's detail."""
+    changed the cluster (None: it never held). ``by_cluster``: those seconds are the cluster's, from the API server's
+    timestamps (whole seconds: a bound is met within one second of it); else kailab's clock (streams recorded before
+    kailab kept the cluster's times). The observed text names the bound, not the exact second, so a recording
+    replays to the same row; the seconds are in the row's detail."""
+    slack = 1.0 if by_cluster else 0.0
     rows = []
     for bound, limit, early in (("notBefore", exp.not_before, True), ("within", exp.within, False)):
         if limit is None:
@@ -299,11 +321,12 @@ def timed(exp: Expectation, first_held: float | None) -> list[Check]:
         if first_held is None:
             observed, passed = "never held", False
         elif early:
-            passed = first_held >= limit
+            passed = first_held >= limit - slack
             observed = f"not before {limit:g}s" if passed else f"already after {first_held:.1f}s"
         else:
-            passed = first_held <= limit
+            passed = first_held <= limit + slack
             observed = f"by {limit:g}s" if passed else f"only after {first_held:.1f}s"
+        clock = " (the cluster's clock)" if by_cluster else ""
         rows.append(
             Check(
                 title=f"{exp.title}, {words} the last step",
@@ -312,7 +335,7 @@ def timed(exp: Expectation, first_held: float | None) -> list[Check]:
                 passed=passed,
                 scope=exp.scope,
                 measure=bound,
-                detail=[] if first_held is None else [f"first held {first_held:.2f}s after that step"],
+                detail=[] if first_held is None else [f"first held {first_held:.2f}s after that step{clock}"],
             )
         )
     return rows
@@ -358,15 +381,29 @@ class Verdict:
     applied: list = field(default_factory=list)  # the objects kailab applied, in order
     not_applicable: str = ""  # why the scenario does not fit this fleet (then it did not run)
     answers: dict = field(default_factory=dict)  # prediction key → its answer, measured (kailab/predictions.py)
+    load: str = ""  # how busy the lab was when the scenario started, when far slower than quiet (kailab/pace.py)
 
     @property
     def passed(self) -> bool:
         return bool(self.checks) and all(c.passed for c in self.checks) and not self.error and not self.not_applicable
 
     @property
+    def undecided(self) -> bool:
+        """Nothing failed, and some check could not be decided (the host was too busy): neither PASS nor FAIL."""
+        return (
+            not self.error
+            and not self.not_applicable
+            and any(c.undecided for c in self.checks)
+            and all(c.passed or c.undecided for c in self.checks)
+        )
+
+    @property
     def outcome(self) -> str:
-        """PASS, FAIL, or NOT APPLICABLE (the scenario needs another fleet: not a failure)."""
-        return "NOT APPLICABLE" if self.not_applicable else "PASS" if self.passed else "FAIL"
+        """PASS, FAIL, UNDECIDED (the host was too busy to tell: run it again on a quieter one), or NOT APPLICABLE
+        (the scenario needs another fleet: not a failure)."""
+        if self.not_applicable:
+            return "NOT APPLICABLE"
+        return "PASS" if self.passed else UNDECIDED if self.undecided else "FAIL"
 
     @property
     def ok(self) -> bool:
@@ -385,6 +422,7 @@ class Verdict:
             "error": self.error,
             "timings": self.timings,
             "checks": [c.to_dict() for c in self.checks],
+            **({"load": self.load} if self.load else {}),
         }
 
     def to_record(self) -> dict:
@@ -397,6 +435,11 @@ class Verdict:
             "applied": self.applied,
             "answers": self.answers,
         }
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed or not applicable, 1 failed, :data:`EXIT_UNDECIDED` undecided."""
+        return 0 if self.ok else EXIT_UNDECIDED if self.undecided else 1
 
     @classmethod
     def from_record(cls, d: dict) -> Verdict:
@@ -416,10 +459,29 @@ class Verdict:
                 "applied",
                 "not_applicable",
                 "answers",
+                "load",
             )
             if k in d
         }
         return cls(**fields, checks=[Check(**c) for c in d.get("checks", [])])
+
+
+EXIT_UNDECIDED = 3  # a command's exit status when nothing failed and some verdict is UNDECIDED (README)
+
+
+def exit_code(verdicts: list[Verdict]) -> int:
+    """A command's exit status for its verdicts: 1 if any failed, :data:`EXIT_UNDECIDED` if none failed and some
+    could not be decided, else 0."""
+    codes = {v.exit_code for v in verdicts}
+    return 1 if 1 in codes else EXIT_UNDECIDED if EXIT_UNDECIDED in codes else 0
+
+
+def tally(verdicts: list[Verdict]) -> dict[str, int]:
+    """How many verdicts came out each way: PASS, FAIL, UNDECIDED, NOT APPLICABLE (those with none are left out)."""
+    out: dict[str, int] = {}
+    for v in verdicts:
+        out[v.outcome] = out.get(v.outcome, 0) + 1
+    return out
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,9 @@ def status(
     except NotRunning:
         pass
     with_queues = queues or as_json
-    result = lab_status(info, kube, with_queues, lab.fair_shares() if with_queues and kube else None)
+    result = lab_status(
+        info, kube, with_queues, lab.fair_shares() if with_queues and kube else None, lab.scheduler_metrics()
+    )
     if as_json:
         print(json.dumps(result, indent=2))
     else:
@@ -377,8 +379,10 @@ def _side_by_side_report(names: list[str], at_once: int, as_json: bool, quiet: b
     for v in verdicts:
         ev.record_verdict(lab_home(), v.to_record())
     render.print_verdicts(verdicts, as_json)
-    if not all(v.ok for v in verdicts):
-        raise typer.Exit(1)
+    from kailab.checks import exit_code
+
+    if code := exit_code(verdicts):  # 1 failed, 3 undecided (README)
+        raise typer.Exit(code)
 
 
 def _demo_shortcut(name: str):
@@ -419,8 +423,10 @@ def _run_and_report(scenarios, as_json: bool, quiet: bool, evidence: bool = Fals
     if evidence:
         _capture(kube, progress, "after the exercise")
     render.print_verdicts(verdicts, as_json)
-    if not all(v.ok for v in verdicts):
-        raise typer.Exit(1)
+    from kailab.checks import exit_code
+
+    if code := exit_code(verdicts):  # 1 failed, 3 undecided (README)
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -552,7 +558,7 @@ def lesson(
         answers = {**given, **({p.key: v for p in left if (v := _ask_prediction(p)) is not None} if asking else {})}
         return answers, _ask("Anything else you predict (optional)")  # piped text answers this one
 
-    if not run_lesson(
+    if code := run_lesson(
         les,
         scenario,
         engine,
@@ -560,7 +566,7 @@ def lesson(
         frame=lambda: current_frame(kube, lab.pods(kube), lab.fair_shares(), *lab.slice_selectors()),
         keep=lambda verdict, prediction, graded: lab.record_in_class(kube, verdict, prediction, graded),
     ):
-        raise typer.Exit(1)
+        raise typer.Exit(code)
 
 
 def _complete_challenges(incomplete: str) -> list[tuple[str, str]]:
@@ -618,6 +624,9 @@ def _set_or_check(task: Task, file: Path | None) -> None:
     elif verdict.not_applicable:  # the check could not be made here: not a pass
         out.print(f"Not checked: this cluster cannot run this {task.kind} (above, why).", markup=False)
         raise typer.Exit(1)
+    elif verdict.undecided:  # neither solved nor not: the host was too busy to tell
+        out.print(f"Not decided: the host was too busy to tell (above, why). Check {file} again.", markup=False)
+        raise typer.Exit(verdict.exit_code)
     elif not verdict.passed:
         out.print(f"Not yet: edit {file} and check it again.", markup=False)
         raise typer.Exit(1)

@@ -28,7 +28,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import KailabError, NotRunning
 from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
-from kailab.waiting import until
+from kailab.waiting import TimedOut, until
 
 FIELD_MANAGER = "kailab"
 
@@ -262,17 +262,19 @@ class Kube:
             return []
         return [item.to_dict() for item in out.items]
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
-        """Delete with background propagation; a missing object is fine."""
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        """Delete with background propagation; a missing object is fine. The API's answer: the object being deleted
+        (with its deletionTimestamp) or a Status; None when it was gone already."""
         try:
-            self.dyn.delete(
+            answer = self.dyn.delete(
                 self.resource(api_version, kind),
                 name=name,
                 namespace=namespace,
                 body={"propagationPolicy": "Background"},
             )
         except NotFoundError:
-            pass
+            return None
+        return answer.to_dict() if hasattr(answer, "to_dict") else None
 
     def ensure_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30) -> None:
         """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists).
@@ -308,7 +310,7 @@ class Kube:
             raise NotRunning(
                 f"Namespace {name} was not deleted within {timeout:.0f}s.",
                 hint="Is kube-controller-manager running? See: kailab status",
-            )
+            ) from TimedOut(f"Not within {timeout:.0f}s: namespace {name} deleted.")
 
     def empty_namespace(self, name: str, timeout: float = 60) -> None:
         """Delete every workload, pod, PodGroup and event in a namespace; wait until its pods are gone.
@@ -484,7 +486,9 @@ class Watched:
     def start(self) -> Watched:
         self._thread.start()
         if not self._ready.wait(30):
-            raise NotRunning("The API server did not answer a watch within 30s.", hint="See: kailab status")
+            raise NotRunning("The API server did not answer a watch within 30s.", hint="See: kailab status") from (
+                TimedOut("Not within 30s: a watch's first answer.")
+            )
         return self
 
     def stop(self) -> None:

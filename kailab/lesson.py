@@ -132,11 +132,12 @@ def run_lesson(
     predict: Callable[[], tuple[dict, str]],
     frame: Callable[[], object],
     keep: Callable[[object, str, list], None] | None = None,
-) -> bool:
+) -> int:
     """The walk-through of ``les``: concept, the scenario's graded questions and a free-text prediction
     (``predict`` gives both: answers by key, and the text), the ``scenario`` run by ``engine``, what the cluster
     looks like then (``frame``), the result, the predictions graded against what KAI did, and why; recorded for
-    evidence. True if KAI did what the lesson teaches (or the lesson does not apply to this cluster). The caller binds
+    evidence. Its exit status (checks.Verdict.exit_code): 0 if KAI did what the lesson teaches (or the lesson does not
+    apply to this cluster), 1 if not, 3 if the host was too busy to tell. The caller binds
     it to a lab (``kailab lesson`` in cli.py); ``keep(verdict, prediction, graded)`` keeps them somewhere more (a
     class's learner: in the cluster)."""
     from rich.markdown import Markdown
@@ -191,12 +192,14 @@ def run_lesson(
     if keep is not None:
         keep(verdict, prediction, marks)
     out.print("Recorded for your evidence: kailab evidence")
-    return verdict.ok
+    return verdict.exit_code
 
 
 def _what_kai_did(verdict) -> str:
     if verdict.passed:
         return "what the lesson expects"
+    if verdict.undecided:
+        return "what could not be told: the host was too busy (see the UNDECIDED rows)"
     if verdict.not_applicable:
         return f"nothing — the lesson is not applicable {verdict.not_applicable}"
     return "something else — see the FAIL rows"

@@ -129,6 +129,24 @@ def api_time(text: str | None) -> float | None:
         return None
 
 
+def object_time(obj: dict) -> float | None:
+    """The cluster's time of this version of an object (seconds since the epoch, whole seconds as the API writes
+    them): its newest write (``managedFields``), its creation, its deletion (a graceful deletion's timestamp is when
+    the grace ends: less its grace period), a condition's transition, a pod's start; None if it has none of them.
+
+    Changes carry it into the scenario engine (scenarios/fold.py), which times what KAI did by it, never by its own
+    clock."""
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    times = [api_time(meta.get("creationTimestamp")), api_time(status.get("startTime"))]
+    times += [api_time(m.get("time")) for m in meta.get("managedFields") or () if isinstance(m, dict)]
+    times += [api_time(c.get("lastTransitionTime")) for c in status.get("conditions") or () if isinstance(c, dict)]
+    deleted = api_time(meta.get("deletionTimestamp"))
+    if deleted is not None:
+        times.append(deleted - float(meta.get("deletionGracePeriodSeconds") or 0))
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
 def container_resources(spec: dict) -> list[tuple[dict | None, dict | None]]:
     """(limits, requests) of each of a pod spec's containers (the API's JSON)."""
     out = []
@@ -195,9 +213,10 @@ class PodGroupView:
     conditions: tuple[str, ...] = ()  # status.schedulingConditions types
     reasons: tuple[tuple[str, str], ...] = ()  # (reason, message) KAI gives in status.schedulingConditions
     annotations: dict = field(default_factory=dict)  # metadata.annotations (KAI's stale and eviction timestamps …)
+    created: float | None = None  # metadata.creationTimestamp, seconds since the epoch (KAI's preemption delay's start)
 
     def to_json(self) -> dict:
-        out = {
+        out: dict = {
             "name": self.name,
             "workload": self.workload,
             "fields": self.fields,
@@ -207,6 +226,8 @@ class PodGroupView:
             out["reasons"] = [list(r) for r in self.reasons]
         if self.annotations:
             out["annotations"] = self.annotations
+        if self.created is not None:
+            out["created"] = self.created
         return out
 
     @classmethod
@@ -218,6 +239,7 @@ class PodGroupView:
             tuple(d.get("conditions") or ()),
             tuple((r[0], r[1]) for r in d.get("reasons") or ()),
             dict(d.get("annotations") or {}),
+            d.get("created"),
         )
 
 
@@ -250,6 +272,7 @@ def podgroup_view(obj: dict) -> PodGroupView:
         conditions,
         tuple(reasons),
         {k: v for k, v in (meta.get("annotations") or {}).items() if len(str(v)) <= ANNOTATION_KEPT},
+        api_time(meta.get("creationTimestamp")),
     )
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kailab.checks import Verdict
+from kailab.checks import UNDECIDED, Verdict, tally
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 
 stdout = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 140)
@@ -26,9 +26,11 @@ def verdict_table(v: Verdict) -> Table:
     table.add_column("expected", justify="right")
     table.add_column("observed", justify="right")
     table.add_column("verdict")
+    marks = {"PASS": "green", "FAIL": "red", UNDECIDED: "yellow"}
     for c in v.checks:
-        mark = Text("PASS", style="green") if c.passed else Text("FAIL", style="red")
-        table.add_row(c.title, c.expected, c.observed, mark)
+        table.add_row(c.title, c.expected, c.observed, Text(c.outcome, style=marks[c.outcome]))
+        if c.undecided:
+            table.add_row(Text(f"  ↳ {UNDECIDED}: {c.undecided}", style="yellow"), "", "", "")
         for line in c.detail:
             table.add_row(Text(f"  ↳ {line}", style="dim"), "", "", "")
     return table
@@ -62,20 +64,50 @@ def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
         if v.not_applicable:
             stdout.print(Text.assemble(f"{v.title} — ", ("not applicable", "yellow"), f" {v.not_applicable}"))
             continue
+        if v.load and len(verdicts) == 1:
+            stdout.print(Text(f"At its start: {v.load}", style="yellow"))
         stdout.print(verdict_table(v))
         if v.error:
             stdout.print(Text.assemble(("Error:", "red"), f" {v.error}"))
         stdout.print(f"Verify: {v.verify}")
         stdout.print(f"{len(v.checks)} checks in {v.seconds:.1f}s\n", style="dim")
     if len(verdicts) > 1:
-        passed = sum(v.passed for v in verdicts)
-        skipped = sum(bool(v.not_applicable) for v in verdicts)
+        counts = tally(verdicts)
+        skipped = counts.get("NOT APPLICABLE", 0)
+        undecided = counts.get(UNDECIDED, 0)
         stdout.print(
-            f"{passed} of {len(verdicts) - skipped} exercises passed"
+            f"{counts.get('PASS', 0)} of {len(verdicts) - skipped} exercises passed"
+            + (f", {counts['FAIL']} failed" if counts.get("FAIL") else "")
+            + (f", {undecided} undecided" if undecided else "")
             + (f" ({skipped} not applicable here)" if skipped else "")
             + ": "
             + ", ".join(f"{v.scenario} {v.outcome}" for v in verdicts)
         )
+        if busy := [v.scenario for v in verdicts if v.load]:
+            stdout.print(
+                Text(
+                    f"{len(busy)} started on a busy lab ({', '.join(busy)}): {verdicts_load(verdicts)}", style="yellow"
+                )
+            )
+    if undecided_words(verdicts):
+        stdout.print(Text(undecided_words(verdicts), style="yellow"))
+
+
+def verdicts_load(verdicts: list[Verdict]) -> str:
+    """What the lab's pace was at the start of the busiest-sounding lesson (the last one said)."""
+    return next(v.load for v in reversed(verdicts) if v.load)
+
+
+def undecided_words(verdicts: list[Verdict]) -> str:
+    """What to do about UNDECIDED verdicts ("" when there are none): run fewer at once, or on a quieter host."""
+    n = sum(v.outcome == UNDECIDED for v in verdicts)
+    if not n:
+        return ""
+    return (
+        f"{n} {'verdict was' if n == 1 else 'verdicts were'} UNDECIDED: the host was too busy to tell (each row says "
+        "what was seen, with times). KAI did not fail; run fewer lessons or learners at once (kailab demo all "
+        "--parallel N, a smaller class), or again on a quieter machine."
+    )
 
 
 def applied_table(lines) -> Table:
@@ -96,7 +128,7 @@ def applied_table(lines) -> Table:
     return table
 
 
-def status_tables(status: dict) -> list[Table]:
+def status_tables(status: dict) -> list[Table | Text]:
     comps = Table(title=f"Lab ({status['runtime']} runtime)", title_justify="left")
     comps.add_column("component")
     comps.add_column("health")
@@ -119,13 +151,15 @@ def status_tables(status: dict) -> list[Table]:
             nodes.add_column(col, justify="right" if col in ("GPUs", "used", "free") else "left")
         for n in status["nodes"]:
             nodes.add_row(n["name"], n["pool"], num(n["gpus"]), num(n["used"]), num(n["free"]))
-    tables = [comps, nodes]
+    tables: list[Table | Text] = [comps, nodes]
     if status.get("queues") is not None:
         table = queue_table(status["queues"])
         if status.get("warnings"):
             table.caption = Text("\n".join(f"⚠ {w}" for w in status["warnings"]), style="yellow")
             table.caption_justify = "left"
         tables.append(table)
+    if load := status.get("load"):
+        tables.append(Text(load["busy"], style="yellow") if load["busy"] else Text(f"Load: {load['said']}."))
     return tables
 
 

@@ -131,8 +131,13 @@ def quota_warnings(rows: list[dict], nodes: list[dict]) -> list[str]:
 
 
 def lab_status(
-    info: LabInfo, kube: Kube | None, with_queues: bool, fair_shares: dict[str, float] | None = None
+    info: LabInfo,
+    kube: Kube | None,
+    with_queues: bool,
+    fair_shares: dict[str, float] | None = None,
+    metrics=None,
 ) -> dict:
+    """The lab now; ``metrics``: a reader of KAI's scheduler metrics, for how busy the lab is (``load``)."""
     status = {
         "runtime": info.runtime,
         "kubeconfig": str(info.kubeconfig),
@@ -147,4 +152,20 @@ def lab_status(
         if with_queues:
             status["queues"] = rows = queues(kube, pods, fair_shares)
             status["warnings"] = quota_warnings(rows, nodes)
+        status["load"] = load(kube, metrics)
     return status
+
+
+def load(kube: Kube, metrics=None) -> dict:
+    """How busy the lab is now (kailab/pace.py): KAI's last cycle's work and the API server's latency in seconds,
+    how many times slower than a quiet lab, and a warning when that is far above normal."""
+    from kailab import pace
+
+    reading = pace.measure(kube, metrics)
+    return {
+        "scheduler_cycle_seconds": reading.cycle,
+        "api_latency_seconds": reading.api,
+        "slowdown": round(pace.slowdown(reading), 1),
+        "busy": pace.busy_words(reading),
+        "said": pace.words(reading),
+    }

@@ -38,6 +38,11 @@ class TimedOut(KailabError):
     """What :func:`until` waited for did not happen in time."""
 
 
+def timed_out(e: BaseException) -> bool:
+    """Was ``e`` raised because a wait ran out of time (itself, or its cause, a :class:`TimedOut`)?"""
+    return isinstance(e, TimedOut) or isinstance(e.__cause__, TimedOut)
+
+
 def until(
     condition: Callable[[], T],
     timeout: float,
@@ -60,8 +65,9 @@ def until(
             return answer
         left = deadline - time.monotonic()
         if left <= 0:
-            if fail is not None:
-                raise fail(answer)
             last = f"; last seen: {seen(answer)}" if seen(answer) else ""
-            raise TimedOut(f"Not within {timeout:.0f}s: {what or 'the condition'}{last}.", hint=hint)
+            ran_out = TimedOut(f"Not within {timeout:.0f}s: {what or 'the condition'}{last}.", hint=hint)
+            if fail is not None:
+                raise fail(answer) from ran_out  # the cause says it was time that ran out (timed_out)
+            raise ran_out
         time.sleep(min(interval, left))

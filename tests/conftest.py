@@ -9,9 +9,12 @@ Where the machine allows it, workers run side by side, each with labs of its own
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,6 +54,48 @@ def pytest_collection_modifyitems(config, items) -> None:
         return next((i for i, part in enumerate(SLOWEST_FIRST) if part in path), len(SLOWEST_FIRST))
 
     items.sort(key=rank)  # stable: each file's tests keep their order
+
+
+def _machine_locks() -> tuple[Path, Path] | None:
+    """The run's two lock files (a turnstile, the machine) when workers run side by side; None with one worker."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return None
+    base = Path(tempfile.gettempdir()) / f"kailab-tests-{run}"
+    return base.with_suffix(".turnstile"), base.with_suffix(".machine")
+
+
+@pytest.fixture(autouse=True)
+def _share_the_machine(request):
+    """Each test shares the machine with the other worker's; a test marked ``alone`` (one that loads the cores on
+    purpose: tests/fleet/test_under_load_fleet.py) has it alone — it waits for the other worker's test to end, and
+    that worker's next test waits for it (a turnstile, so it is never starved). One worker: nothing to share."""
+    paths = _machine_locks()
+    if paths is None:
+        yield
+        return
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(paths[0], "a") as turnstile, open(paths[1], "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)  # only passed through: a test that wants the machine alone holds it
+        fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def stress_ng() -> str:
+    """The path of stress-ng (Debian's ``stress-ng``: .ci/run installs it); skipped without it, a failure under CI."""
+    found = shutil.which("stress-ng")
+    if found is None:
+        if IN_CI:
+            pytest.fail("CI must load the cores with stress-ng: apt-get install stress-ng (.ci/run does)")
+        pytest.skip("stress-ng is not installed (apt-get install stress-ng)")
+    return found
 
 
 def processes_naming(path: Path, spare: tuple[int, ...] = ()) -> list[int]:

@@ -153,6 +153,29 @@ def status(
                 )
         for s in row["stuck"]:
             render.stdout.print(f"  stuck: {stuck_line(name, s)}", markup=False, highlight=False)
+    if said := outcome_counts(report):
+        render.stdout.print(said, markup=False, highlight=False)
+
+
+def outcome_counts(report: dict) -> str:
+    """The class's verdicts counted apart — PASS, FAIL, UNDECIDED (the host too busy to tell), still running — and,
+    when some are UNDECIDED, what to do; "" before any lesson ran."""
+    from kailab.checks import UNDECIDED
+
+    counts: dict[str, int] = {}
+    for row in report.values():
+        for r in row["lessons"].values():
+            counts[r.get("outcome", "")] = counts.get(r.get("outcome", ""), 0) + 1
+    if not counts:
+        return ""
+    order = ["PASS", "FAIL", UNDECIDED, *sorted(set(counts) - {"PASS", "FAIL", UNDECIDED})]
+    said = "Verdicts: " + ", ".join(f"{counts[k]} {k or 'unknown'}" for k in order if counts.get(k))
+    if counts.get(UNDECIDED):
+        said += (
+            f". {counts[UNDECIDED]} UNDECIDED: the host was too busy to tell, not KAI failing — "
+            "fewer learners at once (a smaller class on this machine), then run those lessons again"
+        )
+    return said
 
 
 def _graded_words(g: dict) -> str:
@@ -200,5 +223,7 @@ def demo(
     stderr.print(slice_line(learner), markup=False, highlight=False)
     verdicts = run_lessons(klass, lab.connect(), learner, names, Progress(quiet or as_json))
     render.print_verdicts(verdicts, as_json)
-    if not all(v.ok for v in verdicts):
-        raise typer.Exit(1)
+    from kailab.checks import exit_code
+
+    if code := exit_code(verdicts):  # 1 failed, 3 undecided (README)
+        raise typer.Exit(code)

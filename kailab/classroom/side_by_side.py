@@ -215,7 +215,7 @@ class SideBySide:
             self.parts._write([p for p in self.parts.learners() if p != part])
 
     def _line(self, verdict: Verdict, part: str, seconds: float) -> None:
-        mark, colour = ("✓", "green") if verdict.ok else ("✗", "red")
+        mark, colour = ("✓", "green") if verdict.ok else ("?", "yellow") if verdict.undecided else ("✗", "red")
         where = part if part.startswith(PREFIX) else part + " partition"
         with self.state_lock:  # one line at a time
             self.progress.info(

@@ -4,7 +4,9 @@ The cluster is anything with :class:`Cluster`'s methods — the live one (``live
 recorded change stream (``replay.py``, for the golden tests). The engine alone owns the
 run's state: the cluster's changes arrive through :meth:`Changes.next` and are folded
 into it (``fold.py``); the checks (``kailab.checks``) decide on what it observes.
-No fixed sleeps: a wait ends when a change makes its conditions hold, or at its timeout.
+No fixed sleeps: a wait ends when a change makes its conditions hold, or at its limit — its timeout, grown with how
+busy the lab is; what KAI times is decided by the cluster's clock; what the lab could not tell is UNDECIDED
+(``timing.py``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,25 @@ from typing import Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from kailab import ownership, predictions
-from kailab.checks import FleetNode, Verdict, evaluate, misfit, stragglers, timed, unable
+from kailab import ownership, pace, predictions
+from kailab.checks import (
+    BUSY_PREFIX,
+    Check,
+    FleetNode,
+    Observation,
+    Verdict,
+    evaluate,
+    misfit,
+    stragglers,
+    timed,
+    unable,
+)
 from kailab.errors import KailabError, ScenarioError
 from kailab.gpus import per_queue
 from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.progress import Progress
 from kailab.queues import queue_ref
-from kailab.scenarios import schema
+from kailab.scenarios import schema, timing
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.manifests import (
     NAMESPACE_QUOTA,
@@ -36,9 +49,10 @@ from kailab.scenarios.manifests import (
     topology_object,
     workload_objects,
 )
-from kailab.scenarios.model import Scenario, Step
+from kailab.scenarios.model import Scenario, Step, Window
 from kailab.scenarios.schema import WorkloadFile
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.waiting import timed_out
 
 CHANGES_FILE = "changes.jsonl"
 
@@ -48,6 +62,10 @@ class Changes(Protocol):
 
     def next(self, timeout: float) -> Change | None:
         """The next change, waiting at most ``timeout`` seconds (0: only one already here); None if none came."""
+
+    def note(self, change: Change) -> None:
+        """Put a change of the engine's own among the cluster's (a STEP mark), so it is folded, and recorded, in
+        order; a recording, which holds it already, ignores it."""
 
     def close(self) -> None: ...
 
@@ -64,10 +82,12 @@ class Cluster(Protocol):
 
     def ensure_namespace(self, name: str, labels: dict[str, str]) -> None: ...
 
-    def apply(self, obj: dict) -> None: ...
+    def apply(self, obj: dict) -> float | None:
+        """Apply the object; the cluster's time of the write (seconds since the epoch), None when unknown."""
 
-    def delete(self, obj: dict) -> None:
-        """Delete the object ``obj`` names (apiVersion, kind, metadata.name/namespace); gone already is fine."""
+    def delete(self, obj: dict) -> float | None:
+        """Delete the object ``obj`` names (apiVersion, kind, metadata.name/namespace); gone already is fine.
+        The cluster's time of the deletion, None when unknown."""
 
     def delete_pods(self, namespace: str, workload: str) -> None:
         """Delete a workload's pods (and ReplicaSets) now, not when the garbage collector gets to them."""
@@ -103,6 +123,10 @@ class Cluster(Protocol):
     def start_gpu_ledger(self) -> None:
         """Start it again; return once it is healthy."""
 
+    def pace(self, namespace: str = "default") -> pace.Pace | None:
+        """How fast the lab answers now (KAI's cycle, the API server's latency; ``namespace``: one whose pods this
+        lab may list); None when it cannot be read."""
+
 
 class Engine:
     """Plays scenarios on one cluster; each verdict carries a timeline of GPUs per queue and what was applied.
@@ -132,6 +156,7 @@ class Engine:
         step: Step | None = None
         try:
             self.prepare(scenario, verdict)
+            self.say_if_busy(verdict, scenario.namespace)
             run = _Run(self.cluster, scenario, verdict, start, self._changes(scenario))
             try:
                 for step in scenario.steps:
@@ -151,10 +176,23 @@ class Engine:
                         self.cluster.start_gpu_ledger()
         except Exception as e:  # an API error ends this scenario, on its verdict; the next one still runs
             where = f"{scenario.path}:{step.line}: " if step is not None and step.line else ""  # 0: a hidden step
-            verdict.error = where + failure_text(e)
-            self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
+            if timed_out(e) and (busy := pace.busy_words(self.cluster.pace(scenario.namespace))):
+                # The lab's own wait (a scheduler restart, a namespace emptied) ran out while the lab was measurably
+                # slow: the scenario could not be played to its end — nothing about KAI was decided.
+                row = Check("the lab's own step", "done in time", where + failure_text(e), False, measure="lab")
+                verdict.checks.append(row.undecide(f"{BUSY_PREFIX} — {busy}"))
+                self.progress.info(f"? {scenario.name} stopped, UNDECIDED: {row.observed}", style="yellow")
+            else:
+                verdict.error = where + failure_text(e)
+                self.progress.info(f"✗ {scenario.name} stopped: {verdict.error}", style="red")
         verdict.seconds = self.cluster.clock() - start
         return verdict
+
+    def say_if_busy(self, verdict: Verdict, namespace: str) -> None:
+        """At the start of a lesson: say, and keep on its verdict, when the lab is far slower than quiet."""
+        if said := pace.busy_words(self.cluster.pace(namespace)):
+            verdict.load = said
+            self.progress.info(f"! {said}", style="yellow")
 
     def not_applicable(self, scenario: Scenario) -> str:
         """Why this cluster cannot run the scenario, where ("on this fleet: …", "on this cluster: …"); "" if it can."""
@@ -289,8 +327,14 @@ class Engine:
             names = sorted(p.name for p in chosen[: step.count])
             run.state.removed.update(names)  # deleted by the lab: not evictions
             for name in names:
-                self.cluster.delete(
-                    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": run.scenario.namespace}}
+                run.wrote(
+                    self.cluster.delete(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "metadata": {"name": name, "namespace": run.scenario.namespace},
+                        }
+                    )
                 )
             st.note(", ".join(names) or "none were there")
             run.stepped()
@@ -308,7 +352,7 @@ class Engine:
     @play.register(schema.Sleep)
     def _(self, step: schema.Sleep, run: _Run) -> bool:
         with self.progress.step(f"Sleep {step.seconds:g}s"):
-            run.breaks(lambda obs: True, step.seconds)  # changes keep arriving; nothing can break
+            run.sleep(step.seconds)
         return True
 
     @play.register(schema.StopScheduler)
@@ -367,44 +411,62 @@ class Engine:
 
     @play.register(schema.Wait)
     def _(self, step: schema.Wait, run: _Run) -> bool:
-        """Wait until every condition holds, then keep it for ``stable`` seconds.
+        """Wait until every condition holds, then keep it for ``stable`` seconds, or through a window of KAI's
+        (``throughWindow``) — both by the cluster's clock (_Run.hold).
 
-        A Wait only gates the run (it shows as a row only when it fails); an Expect adds
-        one row per condition. Either ends the run on failure.
+        A Wait only gates the run (it shows as a row only when it fails); an Expect adds one row per condition.
+        Either ends the run unless it held. A row the lab could not decide is UNDECIDED, with why (timing.py).
         """
         exps, rows = step.expectations, isinstance(step, schema.Expect)
         label = step.note or "; ".join(f"{e.title} = {e.want}" for e in exps)
         hold = max(e.stable for e in exps)
+        windows = [e.window for e in exps if e.window is not None]
 
-        first_held: dict[int, float] = {}  # expectation → seconds after the last changing step it first held
+        # expectation → (seconds after the last changing step, the cluster's time) it first held
+        first_held: dict[int, tuple[float, float | None]] = {}
 
         def all_hold(obs) -> bool:
             held = [evaluate(e, obs).passed for e in exps]
             for i in (i for i, h in enumerate(held) if h):
-                first_held.setdefault(i, run.clock() - run.mark)
+                first_held.setdefault(i, (run.clock() - run.mark, run.state.seen_at))
             return all(held)
 
-        broke_at = None
+        def seen(obs) -> str:
+            return "; ".join(f"{e.title}: {c.observed}" for e in exps if not (c := evaluate(e, obs)).passed)
+
+        held: _Held | None = None
+        undecided = ""
         with self.progress.step(f"{'Expect' if rows else 'Wait'}: {label}") as st:
-            reached = run.until(all_hold, step.timeout)
-            if reached:
+            waited = run.until(all_hold, step.timeout, lambda obs: tuple(evaluate(e, obs).observed for e in exps))
+            if waited.reached:
                 run.verdict.timings[label] = round(run.clock() - run.mark, 2)
-                if hold:
-                    broke_at = run.breaks(all_hold, hold)
-            ok = reached and broke_at is None
-            obs = broke_at or observe(run.state)
+                if windows or hold:
+                    held = run.hold(all_hold, hold, windows, step.timeout)
+                undecided = held.undecided if held else ""
+            elif waited.busy:
+                undecided = waited.why(seen(observe(run.state)))
+            broke = held.broke if held else None
+            ok = waited.reached and broke is None and not undecided and not (held and held.failed)
+            obs = broke or (held.last if held else None) or observe(run.state)
             if ok:
                 st.note("held")
+            elif undecided:
+                st.fail(f"UNDECIDED: {undecided}")
             else:
-                seen = "; ".join(f"{e.title}: {c.observed}" for e in exps if not (c := evaluate(e, obs)).passed)
+                said = seen(obs) or (held.failed if held else "")
                 st.fail(
-                    (f"not reached within {step.timeout:.0f}s" if not reached else f"did not hold for {hold:.0f}s")
-                    + (f" — seen {seen}" if seen else "")
+                    (f"not reached within {waited.seconds:.0f}s" if not waited.reached else held.words if held else "")
+                    + (f" — seen {said}" if said else "")
                 )
         if rows:
             run.measure_predictions(obs)
         for e in exps:
             check = evaluate(e, obs)
+            if held is not None and held.failed:  # the window's own failure: every row of the step
+                check.passed = False
+                check.observed += f" ({held.words})"
+            if undecided and (waited.reached or not check.passed):  # what held before a wait ran out is decided
+                check.undecide(undecided)
             if not rows and check.passed:
                 continue
             if not check.passed:
@@ -412,17 +474,38 @@ class Engine:
                 check.detail = [*where, *stragglers(e, obs)]
                 if not rows:
                     check.title = f"wait: {check.title}"
-                if broke_at is not None:
-                    check.observed += f" (changed within {hold:.0f}s)"
+                if broke is not None and held is not None:
+                    check.observed += f" ({held.words})"
             run.verdict.checks.append(check)
+        began = run.step_at()
         for i, e in enumerate(exps):
-            for row in timed(e, first_held.get(i)):
+            when = first_held.get(i)
+            by_cluster = when is not None and when[1] is not None and began is not None
+            seconds = None if when is None else max(0.0, when[1] - began) if by_cluster else when[0]  # type: ignore[operator]
+            for row in timed(e, seconds, by_cluster):
                 if not row.passed:
                     row.detail.append(f"expectation at {run.scenario.path}:{e.line}")
-                    ok = False
+                    if undecided and seconds is None:
+                        row.undecide(undecided)
+                    elif row.measure == "within" and seconds is not None and waited.late(seconds, e.within or 0):
+                        row.undecide(waited.why(f"{e.title}: {row.observed}"))  # KAI late, as slow as the host was
+                    else:
+                        ok = False
                 if rows or not row.passed:
                     run.verdict.checks.append(row)
         return ok
+
+
+@dataclasses.dataclass
+class _Held:
+    """How a hold went: the observation where it broke (None: it held), the last one where it held, a failure of the
+    window's own (its start never shown), why it is undecided, and the words for the row's observed text."""
+
+    broke: Observation | None = None
+    last: Observation | None = None
+    failed: str = ""
+    undecided: str = ""
+    words: str = ""
 
 
 class _Run:
@@ -433,6 +516,9 @@ class _Run:
         self.state = RunState()
         self.start = self.mark = start
         self.expects = 0  # expect steps decided so far
+        self.step_no = 0  # steps that changed the cluster so far
+        self.mark_at: float | None = None  # the cluster's time last seen when the last such step began
+        self.wrote_at: float | None = None  # the cluster's time of the latest write of the step being played
         self.sample()
 
     def measure_predictions(self, obs) -> None:
@@ -446,12 +532,30 @@ class _Run:
         return self.cluster.clock()
 
     def apply(self, obj: dict) -> None:
-        self.cluster.apply(obj)
+        self.wrote(self.cluster.apply(obj))
         self.verdict.applied.append(obj)
 
+    def wrote(self, at: float | None) -> None:
+        """A write of this step's, done at the cluster's time ``at`` (None: not known)."""
+        if at is not None:
+            self.wrote_at = max(self.wrote_at or at, at)
+
     def stepped(self) -> None:
-        """A step changed the cluster: the next wait is timed from now."""
-        self.mark = self.clock()
+        """A step changed the cluster: the next wait is timed from now — by kailab's clock, and by the cluster's
+        (the time of the step's writes, put among the changes as a STEP mark so a recording keeps it)."""
+        self.mark, self.mark_at, self.step_no = self.clock(), self.state.server_now, self.step_no + 1
+        self.changes.note(Change("STEP", step=self.step_no, at=self.wrote_at, t=self.mark))
+        self.wrote_at = None
+
+    def step_at(self) -> float | None:
+        """The cluster's time of the last step that changed it: its writes' (as the STEP mark says), else the
+        latest time seen when it began; None when no change carried a time (a stream recorded before kailab kept
+        them)."""
+        if self.step_no and self.step_no not in self.state.steps:
+            self.take(0)  # its STEP mark is queued (or, in a recording, due): fold it, and what came before it
+        said = self.state.steps.get(self.step_no)
+        known = [t for t in (said, self.mark_at) if t is not None]
+        return max(known) if known else None
 
     def resized(self, workload: str, pods: int | None) -> None:
         """A step changed what a workload asks for (None: it is gone). When it asks for fewer, the pods that go
@@ -476,26 +580,140 @@ class _Run:
         self.sample()
         return True
 
-    def until(self, predicate, timeout: float) -> bool:
-        """Fold changes until ``predicate(observation)`` holds; False after ``timeout`` seconds."""
-        deadline = self.clock() + timeout
-        while not predicate(observe(self.state)):
-            left = deadline - self.clock()
-            if left <= 0:
-                return False
-            self.take(left)
-        return True
+    def slowest(self, since: float) -> tuple[float, pace.Pace | None]:
+        return timing.slowest(self.state.paces, since)
 
-    def breaks(self, predicate, hold: float):
-        """Fold changes for ``hold`` seconds; the first observation where ``predicate`` fails, else None."""
-        deadline = self.clock() + hold
+    def pending(self) -> int:
+        return sum(1 for p in self.state.pods.values() if not p.node and not p.deleting)
+
+    def until(self, predicate, timeout: float, signature) -> timing.Waited:
+        """Fold changes until ``predicate(observation)`` holds, within a limit that grows with how busy the lab is
+        and while ``signature(observation)`` (what is awaited) keeps changing (timing.limit, timing.settle)."""
+        begin = self.clock()
+        last, moved = None, None
+        while True:
+            obs = observe(self.state)
+            now = self.clock()
+            slow, reading = self.slowest(begin)
+            usual = timing.typical(self.state.paces, begin)
+            if predicate(obs):
+                return timing.Waited(True, now - begin, timeout, slow, reading, usual=usual)
+            sig = signature(obs)
+            if last is not None and sig != last:
+                moved = now
+            last = sig
+            deadline = begin + timing.limit(timeout, slow, self.pending(), reading)
+            if moved is not None:
+                deadline = max(deadline, moved + timing.settle(reading))
+            most = begin + timeout * pace.MOST
+            left = min(deadline, most) - now
+            if left <= 0:
+                moved_ago = None if moved is None else now - moved
+                return timing.Waited(False, now - begin, timeout, slow, reading, moved_ago, deadline >= most, usual)
+            self.take(left)
+
+    def hold(self, predicate, seconds: float, windows: list[Window], timeout: float) -> _Held:
+        """Keep folding changes while ``predicate`` holds: until the end of the first of ``windows`` to end, or for
+        ``seconds`` (and at least three of KAI's cycles) from when it first held — both by the cluster's clock: a
+        change breaks the hold only if the cluster timed it before that end. Undecided when a window ended before
+        the step it is about, or the cluster's clock could not be seen to pass the end. A recording without the
+        cluster's times holds ``seconds`` by kailab's clock, as kailab did before it kept them."""
+        begin = self.clock()
+        began = self.step_at()
+        # When it first held, by the cluster's clock: the change that made it hold, or the step if it held before.
+        known = [t for t in (self.state.seen_at, began) if t is not None]
+        first = max(known) if known else self.state.server_now
+        if first is None and not windows:
+            return self._hold_by_kailab(predicate, seconds)
+        last = observe(self.state)
+        checked = False  # a window's end checked against the step's time
+        drained: float | None = None  # kailab's clock: when the changes in flight at the end are in
+
+        def end_of(obs) -> tuple[float, str] | None:
+            if windows:
+                return self.window_end(windows, obs)
+            if first is None:
+                return None
+            length = max(seconds, timing.LEAST_CYCLES * timing.cycle(self.slowest(begin)[1]))
+            return first + length, f"it held from {timing.clock_time(first)}, for {length:.0f}s"
+
+        while True:
+            end = end_of(last)
+            if end is not None:
+                if windows and not checked:
+                    checked = True
+                    if why := timing.too_late(end[0], began, end[1]):
+                        return _Held(last=last, undecided=why)
+                if timing.passed(end[0], self.state.server_now):
+                    if drained is None:  # changes the watches have yet to hand over: a moment to come in
+                        drained = self.clock() + timing.drain(self.slowest(begin)[1])
+                    elif self.clock() >= drained:
+                        return _Held(last=last)
+            slow = self.slowest(begin)[0]
+            length = max(w.seconds for w in windows) if windows else seconds
+            left = begin + min((length + timeout) * max(slow, 2.0), (length + timeout) * pace.MOST) - self.clock()
+            if left <= 0:
+                return self._unended(windows, end, timing.typical(self.state.paces, begin), last)
+            if drained is not None:
+                left = min(left, max(drained - self.clock(), 0.0))
+            change = self.changes.next(left)
+            if change is None:
+                continue
+            fold(self.state, change)
+            self.sample()
+            if change.pace is not None or change.step is not None:
+                continue
+            obs = observe(self.state)
+            if predicate(obs):
+                last = obs
+                continue
+            at = change.at if change.at is not None else self.state.server_now
+            end = end_of(obs) or end
+            if end is not None and at is not None and not timing.broke_inside(at, end[0]):
+                return _Held(last=last)  # it was over when this came: it held through it
+            when = f"at {timing.clock_time(at)}" if at is not None else "at a time the cluster did not give"
+            if end is None or at is None:
+                inside = f"{when}, before KAI showed the window's start" if windows else when
+            elif windows:
+                inside = f"{when}, {end[0] - at:.0f}s before the window ended at {timing.clock_time(end[0])}: {end[1]}"
+            else:
+                inside = f"{when}, {at - (first or at):.0f}s after it first held, by the cluster's clock"
+            return _Held(broke=obs, words=f"changed {inside}")
+
+    def sleep(self, seconds: float) -> None:
+        """Fold changes for ``seconds`` of kailab's clock (a ``sleep:`` step: the cluster goes on meanwhile)."""
+        self._hold_by_kailab(lambda obs: True, seconds)
+
+    def _hold_by_kailab(self, predicate, seconds: float) -> _Held:
+        """Fold changes for ``seconds`` of kailab's clock; how it broke (the first observation where ``predicate``
+        fails), if it did."""
+        deadline = self.clock() + seconds
+        last = observe(self.state)
         while (left := deadline - self.clock()) > 0:
             if not self.take(left):
                 break
             obs = observe(self.state)
             if not predicate(obs):
-                return obs
-        return None
+                return _Held(broke=obs, words=f"changed within {seconds:.0f}s")
+            last = obs
+        return _Held(last=last)
+
+    def window_end(self, windows: list[Window], obs) -> tuple[float, str] | None:
+        """The first end among ``windows``, by the cluster's timestamps on the PodGroups; None while unknown."""
+        ends = [e for w in windows if (e := timing.window_end(w, obs.groups.get(w.workload, []))) is not None]
+        return min(ends) if ends else None
+
+    def _unended(self, windows: list[Window], end, usual: float, last) -> _Held:
+        names = ", ".join(map(str, windows)) or "the hold"
+        if end is None and windows:
+            words = f"no PodGroup showed the start of {names}"
+            if usual >= pace.BUSY:
+                return _Held(last=last, undecided=f"{timing.BUSY_PREFIX} — {words} in {self.clock() - self.mark:.0f}s")
+            return _Held(last=last, failed=f"KAI showed no start of {names}", words=words)
+        seen = self.state.server_now
+        latest = f"the cluster's latest time seen was {timing.clock_time(seen)}" if seen else "no time came from it"
+        ends = f" ended at {timing.clock_time(end[0])}" if end is not None else " ended"
+        return _Held(last=last, undecided=f"{timing.BUSY_PREFIX} — {latest}, before {names}{ends}")
 
     def sample(self, final: bool = False) -> None:
         """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
@@ -519,6 +737,9 @@ class Recorder:
             rel = dataclasses.replace(change, t=change.t - self.start)
             self.file.write(json.dumps(rel.to_json(), ensure_ascii=False) + "\n")
         return change
+
+    def note(self, change: Change) -> None:
+        self.changes.note(change)
 
     def close(self) -> None:
         self.file.close()

@@ -1,8 +1,13 @@
 """The pure core of a scenario run: fold each change the cluster reports into a RunState, observe it.
 
 No I/O and no clock: ``fold(state, change)`` takes one change (of a pod, an event, a PodGroup, a Queue, or a
-queue's fair share) and returns the state; ``observe(state)`` gives the :class:`~kailab.checks.Observation` the
-checks decide on. The engine feeds it live changes; the golden tests feed it recorded ones.
+queue's fair share; a reading of how busy the lab is; a step the engine took) and returns the state;
+``observe(state)`` gives the :class:`~kailab.checks.Observation` the checks decide on. The engine feeds it live
+changes; the golden tests feed it recorded ones.
+
+Time comes in with the changes: ``t`` is when kailab received one (its own clock, for how long it waits), ``at`` the
+cluster's time of what it reports (the API server's timestamps: :func:`kailab.pods.object_time`, an event's time, the
+Date of an answer). What KAI measures — a protection window, a preemption delay — is timed by ``at`` alone.
 """
 
 from __future__ import annotations
@@ -11,13 +16,16 @@ from dataclasses import asdict, dataclass, field
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
+from kailab.pace import Pace
 from kailab.pods import EventView, NodeView, PodGroupView, PodView, QueueView
 
 
 @dataclass(frozen=True)
 class Change:
     """One change the cluster reported, ``t`` seconds in: a pod, an event, a PodGroup or a Queue ADDED, MODIFIED or DELETED,
-    or a queue's fair share as the scheduler published it."""
+    or a queue's fair share as the scheduler published it; a reading of the lab's pace (type PACE); the engine's
+    mark that step number ``step`` changed the cluster (type STEP). ``at``: the cluster's time of it (seconds since
+    the epoch), None where unknown (streams recorded before kailab kept it)."""
 
     type: str
     pod: PodView | None = None
@@ -27,8 +35,16 @@ class Change:
     node: NodeView | None = None  # a node of the fleet and the labels the conditions ask about
     queue: QueueView | None = None  # one of the scenario's KAI Queue objects
     t: float = 0.0
+    at: float | None = None  # the cluster's time of it
+    pace: Pace | None = None  # how fast the lab answered (type PACE)
+    step: int | None = None  # the number of the step that changed the cluster (type STEP)
 
     def to_json(self) -> dict:
+        when = {"t": round(self.t, 3), "type": self.type, **({} if self.at is None else {"at": self.at})}
+        if self.pace is not None:
+            return {**when, "pace": self.pace.to_json()}
+        if self.step is not None:
+            return {**when, "step": self.step}
         if self.pod:
             body = {"pod": self.pod.to_json()}
         elif self.group:
@@ -41,10 +57,15 @@ class Change:
             body = {"queue": self.queue.to_json()}
         else:
             body = {"event": self.event.to_json() if self.event else {}}
-        return {"t": round(self.t, 3), "type": self.type, **body}
+        return {**when, **body}
 
     @classmethod
     def from_json(cls, d: dict) -> Change:
+        at = None if d.get("at") is None else float(d["at"])
+        if "pace" in d:
+            return cls(d["type"], pace=Pace.from_json(d["pace"]), t=float(d.get("t", 0.0)), at=at)
+        if "step" in d:
+            return cls(d["type"], step=int(d["step"]), t=float(d.get("t", 0.0)), at=at)
         pod = PodView(**d["pod"]) if "pod" in d else None
         event = EventView(**d["event"]) if "event" in d else None
         group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
@@ -54,7 +75,15 @@ class Change:
         if pod is None and event is None and group is None and share is None and queue is None and node is None:
             raise KeyError("a change holds a pod, an event, a podGroup, a fairShare, a queue or a node")
         return cls(
-            d["type"], pod=pod, event=event, group=group, share=share, queue=queue, node=node, t=float(d.get("t", 0.0))
+            d["type"],
+            pod=pod,
+            event=event,
+            group=group,
+            share=share,
+            queue=queue,
+            node=node,
+            t=float(d.get("t", 0.0)),
+            at=at,
         )
 
 
@@ -79,11 +108,24 @@ class RunState:
     shares: dict[str, FairShare] = field(default_factory=dict)  # queue → its fair share
     node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # node → labels the conditions ask about
     queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
+    # Time, as the cluster tells it (seconds since the epoch; None until a change says):
+    server_now: float | None = None  # the latest time any change carried (a pace reading's Date included)
+    seen_at: float | None = None  # the latest time of a change to an object (when what is observed became so)
+    steps: dict[int, float | None] = field(default_factory=dict)  # step number → the cluster's time it happened
+    paces: list[tuple[float, Pace]] = field(default_factory=list)  # (t, reading): how fast the lab answered
 
 
 def fold(state: RunState, change: Change) -> RunState:
     """Take one change into the state (in place: the state has one owner) and return it."""
-    if change.pod is not None:
+    if change.at is not None:
+        state.server_now = max(state.server_now or change.at, change.at)
+        if change.pace is None and change.step is None:
+            state.seen_at = max(state.seen_at or change.at, change.at)
+    if change.pace is not None:
+        state.paces.append((change.t, change.pace))
+    elif change.step is not None:
+        state.steps[change.step] = change.at
+    elif change.pod is not None:
         pod = change.pod
         state.seen.setdefault(pod.name, (pod.workload, pod.queue))
         if pod.pod_group:

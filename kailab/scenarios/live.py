@@ -1,5 +1,7 @@
 """The engine's cluster when it is a real one: Kubernetes calls through :class:`~kailab.kube.Kube`,
-changes from watches of the scenario's pods and events, handed over through a queue."""
+changes from watches of the scenario's pods and events, handed over through a queue — each with the cluster's time
+of it (:func:`kailab.pods.object_time`, an event's time), and every second a reading of how fast the lab answers
+(:mod:`kailab.pace`) with the API server's time of its answer."""
 
 from __future__ import annotations
 
@@ -13,13 +15,13 @@ from functools import partial
 from kubernetes import client
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from kailab import fairshare
+from kailab import fairshare, pace
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
-from kailab.kube import Kube, Watched, as_json
+from kailab.kube import FIELD_MANAGER, Kube, Watched, as_json
 from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
-from kailab.pods import event_view, node_view, pod_view, podgroup_view, queue_view
+from kailab.pods import api_time, event_view, node_view, object_time, pod_view, podgroup_view, queue_view
 from kailab.quantity import amount
 from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
@@ -28,9 +30,9 @@ from kailab.scheduler_settings import SchedulerSettings
 
 class LiveChanges:
     """Watches of one namespace's pods, events and PodGroups and of the scenario's Queue objects, and a poll of the
-    scheduler's fair shares; their threads only put changes on a queue."""
+    scheduler's fair shares and the lab's pace; their threads only put changes on a queue."""
 
-    POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default)
+    POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default); the pace is read as often
 
     def __init__(
         self,
@@ -44,6 +46,7 @@ class LiveChanges:
     ):
         self._queue: queue.Queue[Change] = queue.Queue()
         self._clock = clock
+        self._kube, self._namespace = kube, namespace
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
         if node_labels:  # the fleet's nodes with the labels the conditions ask about, first (they do not change)
@@ -56,7 +59,7 @@ class LiveChanges:
             ),
             self._watch(
                 Watched(as_json(kube.core.list_namespaced_event), namespace),
-                lambda kind, o: Change(kind, event=event_view(o)),
+                _event_change,
             ),
         ]
         if _serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
@@ -82,28 +85,38 @@ class LiveChanges:
         except BaseException:
             self.close()
             raise
-        if metrics is not None:
-            self._poller = threading.Thread(target=self._poll_fair_shares, args=(metrics,), daemon=True)
-            self._poller.start()
+        self._poller = threading.Thread(target=self._poll, args=(metrics,), daemon=True)
+        self._poller.start()
 
-    def _poll_fair_shares(self, metrics: Callable[[], str | None]) -> None:
-        """Each queue's fair share from the scheduler's metrics, as a change whenever it moves."""
+    def _poll(self, metrics: Callable[[], str | None] | None) -> None:
+        """Every POLL seconds: each queue's fair share from the scheduler's metrics, as a change whenever it moves;
+        and the lab's pace (KAI's last cycle from the same text, one API round trip), as a PACE change."""
         last: dict = {}
         while not self._stop.is_set():
-            try:
-                text = metrics()
-            except Exception:  # a scheduler being restarted has no metrics for a moment
-                text = None
+            text = None
+            if metrics is not None:
+                try:
+                    text = metrics()
+                except Exception:  # a scheduler being restarted has no metrics for a moment
+                    text = None
             for q, share in fairshare.parse(text or "").items():
                 if last.get(q) != share:
                     last[q] = share
                     self._queue.put(Change("MODIFIED", share=share, t=self._clock()))
+            read = None if metrics is None else (lambda said=text: said)  # the text just read: no second request
+            reading, server = pace.sample(self._kube, self._namespace, read)
+            self._queue.put(Change("PACE", pace=reading, at=server, t=self._clock()))
             self._stop.wait(self.POLL)
+
+    def note(self, change: Change) -> None:
+        self._queue.put(change)
 
     def _watch(self, watched: Watched, change, keep: Callable[[dict], bool] = lambda o: True) -> Watched:
         def put(kind: str, obj) -> None:
             if keep(obj):
-                self._queue.put(dataclasses.replace(change(kind, obj), t=self._clock()))  # stamped on arrival
+                made = change(kind, obj)
+                at = made.at if made.at is not None else object_time(obj) if isinstance(obj, dict) else None
+                self._queue.put(dataclasses.replace(made, t=self._clock(), at=at))  # kailab's clock on arrival
 
         watched.on_change(put)
         return watched
@@ -122,6 +135,21 @@ class LiveChanges:
             w.stop()
         if self._poller is not None:
             self._poller.join(5)
+
+
+def _event_change(kind: str, obj: dict) -> Change:
+    """An event's change, at the event's own time (its last, else first, time: the cluster's)."""
+    ev = event_view(obj)
+    return Change(kind, event=ev, at=ev.time or None)
+
+
+def written_at(obj: dict | None) -> float | None:
+    """The cluster's time of kailab's latest write of an object (its server-side apply's ``managedFields`` entry),
+    or its creation; None when the answer has neither."""
+    meta = (obj or {}).get("metadata") or {}
+    times = [api_time(m.get("time")) for m in meta.get("managedFields") or () if m.get("manager") == FIELD_MANAGER]
+    known = [t for t in [*times, api_time(meta.get("creationTimestamp"))] if t is not None]
+    return max(known) if known else None
 
 
 def _serves(kube: Kube, api_version: str, kind: str) -> bool:
@@ -163,6 +191,9 @@ class LiveCluster:
     def clock(self) -> float:
         return time.monotonic()
 
+    def pace(self, namespace: str = "default") -> pace.Pace | None:
+        return pace.measure(self.kube, self.metrics, namespace, gap=0.5)
+
     def abilities(self) -> frozenset[str]:
         return frozenset(
             name
@@ -182,8 +213,8 @@ class LiveCluster:
     def ensure_namespace(self, name: str, labels: dict[str, str]) -> None:
         self.kube.ensure_namespace(name, {**self.owner.labels, **labels})
 
-    def apply(self, obj: dict) -> None:
-        self.kube.apply(stamped(obj, self.owner))
+    def apply(self, obj: dict) -> float | None:
+        return written_at(self.kube.apply(stamped(obj, self.owner)))
 
     def foreign(self, objects: list[dict]) -> list[str]:
         found = {}
@@ -197,9 +228,10 @@ class LiveCluster:
             )
         return foreign(found, self.owner)
 
-    def delete(self, obj: dict) -> None:
+    def delete(self, obj: dict) -> float | None:
         meta = obj["metadata"]
-        self.kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+        gone = self.kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+        return object_time(gone) if gone and (gone.get("metadata") or {}).get("deletionTimestamp") else None
 
     def delete_pods(self, namespace: str, workload: str) -> None:
         # ReplicaSets too: until the garbage collector gets to them, one would replace the pods deleted here.

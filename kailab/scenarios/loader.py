@@ -15,7 +15,7 @@ from kailab.errors import ScenarioError
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 from kailab.paths import MANIFESTS
 from kailab.scenarios import schema
-from kailab.scenarios.model import Expectation, Prediction, Scenario, Step
+from kailab.scenarios.model import Expectation, Prediction, Scenario, Step, Window
 from kailab.scenarios.schema import QueueFile, WorkloadFile
 from kailab.yamlfile import YamlFile
 
@@ -88,6 +88,7 @@ class _Build:
     def scenario(self, doc: schema.ScenarioFile) -> Scenario:
         queues = self.queues(doc)
         self.queue_names = {q.name for q in queues}
+        self.queues_by_name = {q.name: q for q in queues}
         self.missing_queues = set(doc.missingQueues)
         self.declared_parents = {q.name: q.parent for q in queues if q.parent is not None}
         self.workloads_by_name = self.workloads(
@@ -416,6 +417,7 @@ class _Build:
             )
             or "all pods"
         )
+        window = self.window(c.throughWindow, at + ("throughWindow",)) if c.throughWindow is not None else None
         out = []
         for key in keys:  # in the file's order: the verdict's rows keep it
             m = schema.MEASURE_OF_KEY.get(key)
@@ -437,6 +439,7 @@ class _Build:
                     stable=c.stable or 0.0,
                     not_before=c.notBefore,
                     within=c.within,
+                    window=window,
                     line=self.line(*at, key),
                     needs=m.needs,
                 )
@@ -444,6 +447,34 @@ class _Build:
         if len(out) > 1 and c.title:
             out = [Expectation(**{**e.__dict__, "title": f"{c.title} ({e.measure.replace('_', ' ')})"}) for e in out]
         return out
+
+    def window(self, w: schema.WindowFile, at: tuple) -> Window:
+        """A condition's ``throughWindow``, with its length read from what sets it: the workload's queue (or the
+        nearest parent that sets it, as KAI's minruntime plugin resolves it) or the workload itself."""
+        workload = self.workloads_by_name.get(w.workload)
+        if workload is None:
+            raise self.fail(
+                at + ("workload",), f"throughWindow names workload '{w.workload}', which the scenario does not declare"
+            )
+        if w.kind in ("reclaimMinRuntime", "preemptMinRuntime"):
+            name: str | None = workload.queue
+            while name is not None and name in self.queues_by_name:
+                q = self.queues_by_name[name]
+                if getattr(q, w.kind) is not None:
+                    return Window(w.workload, w.kind, schema.go_seconds(getattr(q, w.kind)))
+                name = q.parent
+            raise self.fail(
+                at + ("kind",),
+                f"throughWindow: {w.kind} of workload '{w.workload}' — its queue '{workload.queue}' (nor a parent this "
+                f"scenario declares) sets no {w.kind}: set it on the queue, so the window is known",
+            )
+        length = getattr(workload, w.kind)
+        if length is None or str(length).startswith("-"):
+            raise self.fail(
+                at + ("kind",),
+                f"throughWindow: {w.kind} of workload '{w.workload}', which sets no {w.kind}: set it on the workload",
+            )
+        return Window(w.workload, w.kind, schema.go_seconds(length))
 
 
 class _At:

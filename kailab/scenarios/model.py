@@ -66,6 +66,23 @@ def _number(text: str) -> float:
     return int(value) if value.is_integer() else value
 
 
+# The windows KAI measures on a PodGroup (kailab/scenarios/timing.py reads each one's start from the API objects).
+WINDOWS = ("reclaimMinRuntime", "preemptMinRuntime", "preemptionDelay", "stalenessGracePeriod")
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window KAI measures on each of a workload's PodGroups: ``kind`` one of WINDOWS, ``seconds`` its length (the
+    loader reads it from the queue or workload that sets it)."""
+
+    workload: str
+    kind: str
+    seconds: float
+
+    def __str__(self) -> str:
+        return f"{self.workload}'s {self.kind} ({self.seconds:g}s)"
+
+
 @dataclass(frozen=True)
 class Expectation:
     """One thing that must hold, about a queue, a workload (or one of its subgroups), a node, or every pod.
@@ -85,6 +102,7 @@ class Expectation:
     stable: float = 0.0  # the expectation must keep holding this long (seconds)
     not_before: float | None = None  # it may first hold no earlier than this long after the last changing step
     within: float | None = None  # it must first hold within this long after the last changing step
+    window: Window | None = None  # it must keep holding until this window of KAI's ends (the cluster's clock)
     line: int = 0
     needs: str = ""  # what its measure needs of a cluster (see ABILITIES), "" for nothing
     # measure "any_of": it holds when every expectation of one of these alternatives holds (an either-or claim)

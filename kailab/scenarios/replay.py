@@ -42,11 +42,13 @@ class ReplayCluster:
     def ensure_namespace(self, name: str, labels: dict[str, str]) -> None:
         self.calls.append(("namespace", name))
 
-    def apply(self, obj: dict) -> None:
+    def apply(self, obj: dict) -> float | None:
         self.calls.append(("apply", f"{obj['kind']}/{obj['metadata']['name']}"))
+        return None  # the recording's STEP marks carry the cluster's time of each step
 
-    def delete(self, obj: dict) -> None:
+    def delete(self, obj: dict) -> float | None:
         self.calls.append(("delete", f"{obj['kind']}/{obj['metadata']['name']}"))
+        return None
 
     def delete_pods(self, namespace: str, workload: str) -> None:
         self.calls.append(("delete pods", workload))
@@ -80,6 +82,12 @@ class ReplayCluster:
 
     def start_gpu_ledger(self) -> None:
         self.calls.append(("start", "gpu-ledger"))
+
+    def pace(self, namespace: str = "default"):
+        return None  # the recording's PACE changes say how fast the lab was
+
+    def note(self, change: Change) -> None:
+        pass  # the recording holds the engine's marks already
 
     def next(self, timeout: float) -> Change | None:
         """The next recorded change if it happened within ``timeout`` of now (the clock moves to it); else None."""

@@ -114,6 +114,14 @@ def _go_duration(text: Any) -> str:
     return text
 
 
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_seconds(text: str) -> float:
+    """A Go duration that GO_DURATION accepts (``15s``, ``1m30s``) → seconds."""
+    return sum(float(n) * _GO_UNITS[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", text))
+
+
 def _signed_go_duration(text: Any) -> str:
     """A Go duration that may be negative (KAI reads a negative staleness grace period as "never evict")."""
     if not isinstance(text, str) or not GO_DURATION.match(text.removeprefix("-")):
@@ -652,6 +660,15 @@ _NEEDS_SCOPE = {
 }
 
 
+class WindowFile(FileModel):
+    """A window KAI measures on each PodGroup of a workload, which a condition must hold through (``throughWindow``):
+    its queue's reclaimMinRuntime or preemptMinRuntime (from the PodGroup's last start), its preemptionDelay (from
+    the PodGroup's creation or last eviction), its stalenessGracePeriod (from when KAI marked it stale)."""
+
+    workload: Name
+    kind: Literal["reclaimMinRuntime", "preemptMinRuntime", "preemptionDelay", "stalenessGracePeriod"]
+
+
 class _Condition(FileModel):
     """One condition of a wait or expect step: a scope and one or more measures (the fields MEASURES adds)."""
 
@@ -663,6 +680,7 @@ class _Condition(FileModel):
     stable: Seconds | None = None
     notBefore: Seconds | None = None  # it may first hold no earlier than this long after the last changing step
     within: Seconds | None = None  # it must first hold within this long after the last changing step
+    throughWindow: WindowFile | None = None  # it must keep holding until this window of KAI's ends
 
     @model_validator(mode="before")
     @classmethod
@@ -688,6 +706,11 @@ class _Condition(FileModel):
         if self.notBefore is not None and self.within is not None and self.notBefore > self.within:
             raise ValueError(
                 f"notBefore ({self.notBefore:g}s) is after within ({self.within:g}s): nothing could hold in between"
+            )
+        if self.stable is not None and self.throughWindow is not None:
+            raise ValueError(
+                "give stable (seconds) or throughWindow (until a window of KAI's ends), not both: "
+                "a window is timed by the cluster's clock"
             )
         return self
 
