@@ -18,24 +18,24 @@ import time
 import psutil
 from cpu_split import CpuSplit
 
-from kailab import lab
-from kailab.classroom import roster, shards
-from kailab.classroom.lessons import run_lessons
-from kailab.classroom.partitions import LocalClass
+from kailab import shards
+from kailab.classroom import roster
+from kailab.classroom.klass import Class
 from kailab.fleet import load_fleet
 from kailab.kube import Kube
+from kailab.lab import Lab, OwnLab
 from kailab.labels import SHARD_SUPERVISOR
 from kailab.progress import Progress
 
 
-def scheduler_usage(klass: LocalClass, learner: str) -> tuple[float, float]:
+def scheduler_usage(lab: OwnLab, learner: str) -> tuple[float, float]:
     """(CPU seconds, RSS MiB) of the learner's scheduler process (what the supervisor runs for their shard)."""
-    return process_usage(klass, shards.scheduler_name(learner))
+    return process_usage(lab, shards.scheduler_name(learner))
 
 
-def process_usage(klass: LocalClass, name: str) -> tuple[float, float]:
+def process_usage(lab: OwnLab, name: str) -> tuple[float, float]:
     """(CPU seconds, RSS MiB) of one of the lab's processes; zeros when it does not run."""
-    ident = klass.rt.kai_processes.identity(name)
+    ident = lab.runtime.kai_processes.identity(name)  # type: ignore[union-attr]  (main: the local runtime's)
     if ident is None:
         return 0.0, 0.0
     proc = psutil.Process(ident.pid)
@@ -43,16 +43,17 @@ def process_usage(klass: LocalClass, name: str) -> tuple[float, float]:
     return cpu.user + cpu.system, proc.memory_info().rss / 2**20
 
 
-def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str]) -> None:
+def one_size(lab: OwnLab, klass: Class, count: int, lessons: list[str]) -> None:
+    kube = lab.kube
     names = roster.from_count(count)
     start = time.monotonic()
     klass.up(kube, names, load_fleet(), Progress(quiet=True))
     up_seconds = time.monotonic() - start
-    before = {n: scheduler_usage(klass, n)[0] for n in names.names}
+    before = {n: scheduler_usage(lab, n)[0] for n in names.names}
     results: dict[str, bool] = {}
 
     def play(learner: str) -> None:
-        verdicts = run_lessons(klass, Kube(klass.rt.kubeconfig()), learner, lessons, Progress(quiet=True))
+        verdicts = klass.run(Kube(lab.kubeconfig()), learner, lessons, Progress(quiet=True))
         results[learner] = all(v.ok for v in verdicts)
 
     start = time.monotonic()
@@ -63,11 +64,11 @@ def one_size(klass: LocalClass, kube: Kube, count: int, lessons: list[str]) -> N
         for t in threads:
             t.join()
     wall = time.monotonic() - start
-    memory = klass.rt.memory_mib() or 0.0
-    usage = {n: scheduler_usage(klass, n) for n in names.names}
+    memory = (lab.capabilities.memory or (lambda: 0.0))() or 0.0
+    usage = {n: scheduler_usage(lab, n) for n in names.names}
     cpu = [usage[n][0] - before[n] for n in names.names]
     rss = [usage[n][1] for n in names.names]
-    sup_cpu, sup_rss = process_usage(klass, SHARD_SUPERVISOR)
+    sup_cpu, sup_rss = process_usage(lab, SHARD_SUPERVISOR)
     passed = sum(results.values())
     print(
         f"{count:>2} learners: class up {up_seconds:5.1f} s; {','.join(lessons)} side by side {wall:5.1f} s "
@@ -84,16 +85,14 @@ def main() -> None:
     parser.add_argument("--learners", default="1,4,8")
     parser.add_argument("--lessons", default="quota,gang")
     args = parser.parse_args()
-    from kailab.classroom.cli import lab_class
-
-    klass = lab_class()
-    if not isinstance(klass, LocalClass):
+    lab = Lab.open()
+    klass = lab.klass()
+    if not isinstance(lab, OwnLab) or lab.runtime is None or lab.runtime.traits.name != "local":
         raise SystemExit("bench/class.py measures the local runtime's processes: kailab up --runtime local first.")
-    kube = lab.connect()
     if klass.learners():
         raise SystemExit(f"This lab already has a class ({', '.join(klass.learners())}); run kailab class down first.")
     for count in (int(n) for n in args.learners.split(",")):
-        one_size(klass, kube, count, args.lessons.split(","))
+        one_size(lab, klass, count, args.lessons.split(","))
 
 
 if __name__ == "__main__":

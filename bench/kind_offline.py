@@ -23,7 +23,7 @@ from fleet import kailab  # noqa: E402  (bench/fleet.py: runs a kailab command, 
 from kailab import versions  # noqa: E402
 from kailab.paths import cache_home  # noqa: E402
 from kailab.runtimes import kind_offline  # noqa: E402
-from kailab.runtimes.kind import CLUSTER  # noqa: E402
+from kailab.runtimes.kind_plan import CLUSTER  # noqa: E402
 
 
 def du_gib(*paths: Path) -> float:

@@ -25,7 +25,7 @@ from fleet import kailab  # noqa: E402  (bench/fleet.py: runs a kailab command, 
 from kailab import build, versions  # noqa: E402
 from kailab.progress import Progress  # noqa: E402
 from kailab.runtimes import kind_offline, usage_db  # noqa: E402
-from kailab.runtimes.kind import CLUSTER  # noqa: E402
+from kailab.runtimes.kind_plan import CLUSTER  # noqa: E402
 
 
 def prometheus_rss_mib() -> float | None:

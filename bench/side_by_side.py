@@ -2,7 +2,7 @@
 
     python bench/side_by_side.py [--parallel N] [--lessons quota,gang]   # needs a running local lab with KAI
 
-Runs the lessons as ``kailab demo all`` does (kailab.classroom.side_by_side, in this process) and prints, per lesson,
+Runs the lessons as ``kailab demo all`` does (kailab.parallel, in this process) and prints, per lesson,
 when it started, how long its partition took to make (nodes Ready, its scheduler cycling), the lesson itself and
 the partition's removal (before its worker starts the next lesson); then the total, the machine's load and
 how idle its cores were during the run (near 0 %: the run waited on CPU), and who used the CPU (bench/cpu_split.py:
@@ -31,11 +31,11 @@ def load() -> str:
 
 
 def main() -> None:
-    from kailab import lab
-    from kailab.classroom.side_by_side import DEFAULT_PARALLEL, SideBySide
     from kailab.fleet import load_fleet
     from kailab.kube import Kube
+    from kailab.lab import Lab
     from kailab.lesson import lesson_names
+    from kailab.parallel import DEFAULT_PARALLEL, SideBySide
     from kailab.progress import Progress
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -43,11 +43,12 @@ def main() -> None:
     parser.add_argument("--lessons", default="", help="comma-separated (default: every lesson)")
     args = parser.parse_args()
     names = args.lessons.split(",") if args.lessons else lesson_names()
-    rt = lab.current_runtime()
-    if rt is None:
+    lab = Lab.open()
+    host = lab.capabilities.partitions
+    if host is None:
         raise SystemExit("No lab is running: kailab up first.")
-    kubeconfig = rt.kubeconfig()
-    run = SideBySide(rt, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet=True), args.parallel, lab.live_cluster)
+    kubeconfig = lab.kubeconfig()
+    run = SideBySide(host, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet=True), args.parallel, lab.cluster)
     print(f"load before: {load()}")
     before, start = cpu_times(), time.monotonic()
     with CpuSplit() as split:

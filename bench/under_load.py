@@ -7,7 +7,7 @@ of ``--cpu`` workers (``stress-ng --cpu N``, Debian's ``stress-ng``; default twi
 command (``kailab demo all --json``, its exit status: 0 all PASS, 1 a FAIL, 3 UNDECIDED). Prints per run: the load,
 how busy the lab said it was (``kailab status``), each verdict and, for one that is not PASS, each row that is not,
 with its reason; at the end, every FAIL under load (there must be none) and the lessons that PASS quietly.
-``--lessons`` runs those lessons side by side in-process instead (kailab.classroom.side_by_side, as ``demo all``
+``--lessons`` runs those lessons side by side in-process instead (kailab.parallel, as ``demo all``
 does). Exits 1 if a verdict under load FAILs or one on the quiet machine is not PASS.
 """
 
@@ -44,18 +44,19 @@ def demo(lessons: list[str]) -> tuple[int, list[dict], float]:
                 f"kailab demo all gave no verdicts (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
             ) from None
         return proc.returncode, verdicts, time.monotonic() - start
-    from kailab import lab
     from kailab.checks import exit_code
-    from kailab.classroom.side_by_side import DEFAULT_PARALLEL, SideBySide
     from kailab.fleet import load_fleet
     from kailab.kube import Kube
+    from kailab.lab import Lab
+    from kailab.parallel import DEFAULT_PARALLEL, SideBySide
     from kailab.progress import Progress
 
-    rt = lab.current_runtime()
-    kubeconfig = rt.kubeconfig()
-    run = SideBySide(
-        rt, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet=True), DEFAULT_PARALLEL, lab.live_cluster
-    )
+    lab = Lab.open()
+    host = lab.capabilities.partitions
+    if host is None:
+        raise SystemExit("No lab is running: kailab up first.")
+    kubeconfig = lab.kubeconfig()
+    run = SideBySide(host, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet=True), DEFAULT_PARALLEL, lab.cluster)
     found = run.run(lessons)
     return exit_code(found), [v.to_dict() for v in found], time.monotonic() - start
 

@@ -11,18 +11,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kailab import lab
-from kailab.status import all_pods
-from kailab.watch import current_frame
+from kailab.lab import Lab
 
 OUT = Path(__file__).parent / "watch-fairshare.svg"
 
 
 def main() -> None:
     subprocess.run([sys.executable, "-m", "kailab", "demo", "fairshare", "-q"], check=True)
-    kube = lab.connect()
     console = Console(record=True, width=120, force_terminal=True, color_system="truecolor")
-    console.print(current_frame(kube, all_pods(kube), lab.fair_shares()))
+    console.print(Lab.open().frame())
     console.save_svg(str(OUT), title="kailab watch — after the fair-share lesson")
     print(f"wrote {OUT}")
 

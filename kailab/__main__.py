@@ -1,3 +1,5 @@
+"""``python -m kailab``: the command line (kailab/cli.py)."""
+
 from kailab.cli import main
 
 main()

@@ -24,8 +24,7 @@ from kailab.labels import (
     TOPOLOGY_REQUIRED_ANNOTATION,
 )
 from kailab.scenarios.manifests import priority_class_object, queue_object, topology_object, workload_objects
-from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import SetQueue
+from kailab.scenarios.model import Scenario, SetQueue
 
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}  # kailab's CPU and memory unless a file says otherwise
 

@@ -288,7 +288,7 @@ def run(
 ) -> list[BenchRun]:
     """The bench: a pool of its own, a queue for KAI, one run per scheduler; everything removed after.
 
-    ``memory``: MiB of every lab process now (the runtime's :meth:`~kailab.runtimes.base.Runtime.memory_mib`)."""
+    ``memory``: MiB of every lab process now (the runtime's ``Capabilities.memory``; None where it cannot say)."""
     fleet = bench_fleet(nodes, gpus_per_node)
     names = [n["metadata"]["name"] for n in node_objects(fleet)]
     runs = []

@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field
 
 from kailab import gpus
 from kailab.pods import PodGroupView, PodView, QueueView
-from kailab.scenarios.model import ABILITIES, Bound, Expectation
-from kailab.scenarios.schema import RequiresFile
+from kailab.scenarios.model import ABILITIES, Expectation
+from kailab.scenarios.objects import RequiresFile
+from kailab.scenarios.values import Bound
 
 
 @dataclass

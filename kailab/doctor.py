@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from kailab import build, versions
 from kailab.errors import KailabError
-from kailab.runtimes.kind import TOOLS, host_facts, run_command
+from kailab.runtimes.kind_plan import TOOLS, host_facts, run_command
 
 
 @dataclass

@@ -39,3 +39,7 @@ class ScenarioError(KailabError):
 
 class NotRunning(KailabError):
     """No lab is running where one is needed."""
+
+
+class RosterError(KailabError):
+    """A class's learners (or a run's partitions) cannot be had as asked; nothing was applied."""

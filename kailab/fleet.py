@@ -17,9 +17,23 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 from kailab.errors import KailabError
+from kailab.gpus import node_gpus
 from kailab.kube import Kube, Watched, wait_until
 from kailab.labelfield import LabelKey, LabelValue
-from kailab.labels import FLEET_LABEL, GPU, HOSTNAME_LABEL, LEARNER_LABEL, MANAGED, NODEPOOL_LABEL, POOL_LABEL
+from kailab.labels import (
+    FAKE_GPU_LABEL,
+    FLEET_LABEL,
+    GPU,
+    GPU_COUNT_LABEL,
+    GPU_MEMORY_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_PRODUCT_LABEL,
+    HOSTNAME_LABEL,
+    LEARNER_LABEL,
+    MANAGED,
+    NODEPOOL_LABEL,
+    POOL_LABEL,
+)
 from kailab.paths import MANIFESTS
 from kailab.quantity import Quantity
 from kailab.yamlfile import YamlFile
@@ -102,7 +116,7 @@ OWN_NODE_LABELS = {
     POOL_LABEL,
     NODEPOOL_LABEL,
     LEARNER_LABEL,
-    "run.ai/fake.gpu",
+    FAKE_GPU_LABEL,
 }
 OWN_NODE_LABEL_PREFIXES = ("nvidia.com/gpu.", "kailab.io/")
 
@@ -200,7 +214,7 @@ def node_name(pool: Pool, index: int) -> str:
 
 def node_objects(fleet: Fleet, prefix: str = "", labels: dict[str, str] | None = None) -> list[dict]:
     """The Node objects of the fleet, ready to create; ``prefix``: ``PREFIX-`` in front of each name and ``labels``
-    on each node (a class's learner's fleet, kailab/classroom)."""
+    on each node (a partition's fleet: kailab/partitions.py)."""
     nodes = []
     for pool in fleet.pools:
         for i in range(pool.nodes):
@@ -210,11 +224,11 @@ def node_objects(fleet: Fleet, prefix: str = "", labels: dict[str, str] | None =
             if pool.gpus_per_node:  # what fake-gpu-operator labels a GPU node with; a CPU-only node has none
                 resources[GPU] = str(pool.gpus_per_node)
                 gpu_labels = {
-                    "nvidia.com/gpu.present": "true",
-                    "nvidia.com/gpu.count": str(pool.gpus_per_node),
-                    "nvidia.com/gpu.product": pool.gpu_product,
-                    "nvidia.com/gpu.memory": str(pool.gpu_memory_mib),
-                    "run.ai/fake.gpu": "true",
+                    GPU_PRESENT_LABEL: "true",
+                    GPU_COUNT_LABEL: str(pool.gpus_per_node),
+                    GPU_PRODUCT_LABEL: pool.gpu_product,
+                    GPU_MEMORY_LABEL: str(pool.gpu_memory_mib),
+                    FAKE_GPU_LABEL: "true",
                 }
             nodes.append(
                 {
@@ -246,8 +260,9 @@ def node_ready(node) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
 
 
-def node_gpus(node) -> int:
-    return int((node.status.allocatable or {}).get(GPU, "0"))
+def reported_gpus(node) -> int:
+    """The GPUs a node's status reports now (KWOK's device plugin stand-in applies them)."""
+    return node_gpus(node.status.allocatable)
 
 
 def create_fleet(
@@ -259,7 +274,7 @@ def create_fleet(
     Status is applied separately (the status subresource), as a kubelet would report it.
     """
     nodes = node_objects(fleet) if nodes is None else nodes  # ``nodes``: these instead (node_objects' own options)
-    want = {n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0)) for n in nodes}
+    want = {n["metadata"]["name"]: node_gpus(n["status"]["allocatable"]) for n in nodes}
 
     def create(node: dict) -> None:
         kube.apply(node)
@@ -276,7 +291,7 @@ def create_fleet(
             return sorted(
                 name
                 for name, gpus in want.items()
-                if name not in have or not node_ready(have[name]) or node_gpus(have[name]) != gpus
+                if name not in have or not node_ready(have[name]) or reported_gpus(have[name]) != gpus
             )
 
         if not wait_until(watched.cond, lambda: not missing(), timeout):

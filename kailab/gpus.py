@@ -1,5 +1,8 @@
 """How many GPUs a pod, a node and a queue hold: kailab's one rule for it. Pure: no I/O.
 
+A node has the GPUs its ``nvidia.com/gpu.count`` label says (fake-gpu-operator's, and kailab's fleet's), else its
+allocatable ``nvidia.com/gpu`` (what a device plugin reports): KAI counts them so.
+
 A pod asks for whole GPUs (``nvidia.com/gpu`` in its containers' limits, else their requests) or for a
 fraction of one GPU (KAI's ``gpu-fraction`` annotation). It holds what it asked for from the moment it is
 bound to a node until it finishes or is gone — also while it is being deleted, as KAI counts a releasing
@@ -27,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from kailab.labels import GPU, GPU_FRACTION_ANNOTATION, RESERVATION_NAMESPACE
+from kailab.labels import GPU, GPU_COUNT_LABEL, GPU_FRACTION_ANNOTATION, RESERVATION_NAMESPACE
 
 NO_QUEUE = "(no queue)"  # where pods without a queue label are counted
 
@@ -60,6 +63,16 @@ def quantity(value) -> int:
         return int(float(str(value)))
     except (TypeError, ValueError):
         return 0
+
+
+# -- what a node has -------------------------------------------------------------------------------
+
+
+def node_gpus(allocatable: Mapping | None, labels: Mapping | None = None) -> int:
+    """A node's GPUs: its ``nvidia.com/gpu.count`` label when ``labels`` are given and have it (as KAI counts them),
+    else its allocatable ``nvidia.com/gpu``; 0 when it has none."""
+    count = (labels or {}).get(GPU_COUNT_LABEL)
+    return quantity(count if count is not None else (allocatable or {}).get(GPU, 0))
 
 
 def whole_asked(resources: Iterable[tuple[Mapping | None, Mapping | None]]) -> int:

@@ -1,297 +1,596 @@
-"""The running lab, whatever runtime made it: which runtime, where its kubeconfig is, a client for it."""
+"""The lab one command acts on, opened once: the user's own lab, or a learner's slice of a class.
+
+``Lab.open(home)`` gives an :class:`OwnLab` (``lab.json``, read once, names the runtime, built once) or a
+:class:`LearnerSlice` (the folder joined a class: ``kailab join``, kailab/classroom/joined.py). Either has a connected
+client (:attr:`Lab.kube`), the owner labels of what it makes, the :class:`View` of what it sees (queues, nodes,
+namespaces, fair shares), its scenarios as it runs them (prefixed, or renamed for a learner), and a
+:meth:`Lab.session` that alone checks the evidence folder, builds the engine, refuses foreign objects, runs and keeps
+each verdict (evidence; a learner's class record). What differs between the two is the difference of two classes.
+"""
 
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kailab import labdir
-from kailab.errors import NotRunning
-from kailab.kube import Kube
+from kailab.errors import KailabError, NotRunning
 from kailab.labstate import LabState
 from kailab.ownership import Owner
-from kailab.paths import lab_home
-from kailab.progress import Progress
-from kailab.runtimes import get_runtime, runtime_names
-from kailab.runtimes.base import Runtime
+from kailab.paths import EXERCISES, lab_home
+from kailab.progress import Progress, stderr
+from kailab.runtimes.base import Capabilities
+
+if TYPE_CHECKING:
+    from kailab.checks import Verdict
+    from kailab.classroom.joined import Joined
+    from kailab.classroom.klass import Class
+    from kailab.explain import Explanation
+    from kailab.kube import Kube
+    from kailab.pods import PodView
+    from kailab.runtimes.base import LabInfo, Runtime, UpOptions
+    from kailab.scenarios.engine import Engine
+    from kailab.scenarios.live import LiveCluster
+    from kailab.scenarios.model import Scenario
+    from kailab.scenarios.objects import QueueFile
+    from kailab.session import Session
 
 
-def state() -> LabState | None:
-    """The lab's state, None when no lab is up; raises DamagedState when its file cannot be used."""
-    return LabState.read(lab_home(), runtime_names())
+@dataclass(frozen=True)
+class View:
+    """What a lab sees of its cluster: the queues and nodes it shows (label selectors, "" every one), the nodes that
+    are its fleet for the engine (None every node), the namespaces whose pods it may see (None every one) and a
+    reader of its scheduler's metrics (None: no fair shares here)."""
+
+    queues: str = ""
+    nodes: str = ""
+    fleet: str | None = None
+    namespaces: Callable[[Kube], list[str]] | None = None
+    metrics: Callable[[], str | None] | None = None
+
+    def fair_shares(self) -> dict[str, float] | None:
+        """Each queue's fair share of GPUs now, as KAI's scheduler publishes it; None when this lab cannot say."""
+        from kailab import fairshare
+
+        try:
+            text = self.metrics() if self.metrics is not None else None
+        except Exception:  # no fair share is no reason to fail a status or a watch
+            return None
+        return {q: s.gpu for q, s in fairshare.parse(text).items()} if text else None
+
+    def queue_usage(self) -> dict[str, float] | None:
+        """Each queue's recent GPU usage (0 to 1) as KAI's scheduler publishes it for time-based fair share; None when
+        this lab cannot say."""
+        from kailab import fairshare
+
+        try:
+            text = self.metrics() if self.metrics is not None else None
+        except Exception:  # as fair_shares: no usage is no reason to fail an explanation
+            return None
+        return {q: s.usage for q, s in fairshare.parse(text).items()} if text else None
+
+    def pod_namespaces(self, kube: Kube) -> list[str] | None:
+        """The namespaces whose pods this lab may see (those that exist); None: every one."""
+        return None if self.namespaces is None else self.namespaces(kube)
+
+    def pods(self, kube: Kube) -> list[PodView]:
+        """Every pod this lab may see."""
+        from kailab.pods import pod_view
+        from kailab.status import all_pods
+
+        namespaces = self.pod_namespaces(kube)
+        if namespaces is None:
+            return all_pods(kube)
+        return [pod_view(p) for n in namespaces for p in kube.pods(n)]
 
 
-def current_runtime() -> Runtime | None:
-    """The runtime of the lab that is up (from its state file), or None."""
-    s = state()
-    return None if s is None else get_runtime(s.runtime)()
+class Lab(ABC):
+    """The lab in ``home`` as one command sees it (see the module)."""
 
+    def __init__(self, home: Path):
+        self.home = home
 
-def remove(progress: Progress) -> None:
-    """``kailab down``: the lab's runtime removes it; without a usable state file, each runtime removes
-    what it can find of its own (processes by identity, files it writes) — nothing else."""
-    home = lab_home()
-    labdir.refuse_unless_ours(home)
-    if j := joined():  # a learner's down: their own objects only, then the credential is forgotten
-        from kailab.classroom.joined import leave
+    @staticmethod
+    def open(home: Path | None = None) -> OwnLab | LearnerSlice:
+        """The lab in ``home`` (KAILAB_HOME's by default): a learner's slice when the folder joined a class."""
+        from kailab.classroom.joined import current
 
-        with progress.step(f"Removing {j.learner}'s lesson objects (their namespaces stay, the instructor's)") as st:
-            st.note(f"{len(leave(j, home))} emptied or deleted")
-        return
-    try:
-        rt = current_runtime()
-    except Exception as e:  # a damaged state file: say so, and remove what is identifiably ours
-        progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
-        rt = None
-    if rt is not None:
-        remove_class(rt, progress)
-        rt.down(progress)
-        return
-    for name in runtime_names():
-        get_runtime(name)().forget(progress)
+        home = home or lab_home()
+        joined = current(home)
+        return OwnLab(home) if joined is None else LearnerSlice(home, joined)
 
+    @cached_property
+    def state(self) -> LabState | None:
+        """``lab.json``, read once; None when no lab is up; DamagedState when it cannot be used."""
+        from kailab.runtimes import runtime_names
 
-def remove_class(rt: Runtime, progress: Progress) -> None:
-    """Before an adopted cluster is let go of (existing runtime), its class: every learner's SchedulingShard, nodes,
-    queues, namespaces and credential (``class down``). The local and kind runtimes delete the whole cluster, and
-    with it the shards; the local runtime's ``down`` stops the supervisor, then the schedulers it started."""
-    from kailab.classroom.partitions import class_of
+        return LabState.read(self.home, runtime_names())
 
-    klass = class_of(rt)
-    if rt.makes_cluster:
-        klass.forget()  # the class goes with the cluster; on kind its state file is in the lab folder
-        return
-    if not klass.learners():
-        return
-    try:
-        kube = connect()
-    except Exception as e:  # noqa: BLE001 (the runtime's down says what is left, and can be run again)
-        progress.info(f"The class is left on the cluster: {getattr(e, 'message', e)}", style="yellow")
-        return
-    klass.down(kube, None, progress)
+    @abstractmethod
+    def kubeconfig(self) -> Path:
+        """The lab's kubeconfig; ``KAILAB_KUBECONFIG`` points kailab at any other cluster."""
 
-
-def kubeconfig() -> Path:
-    """The lab's kubeconfig; ``KAILAB_KUBECONFIG`` points kailab at any other cluster."""
-    if os.environ.get("KAILAB_KUBECONFIG"):
-        return Path(os.environ["KAILAB_KUBECONFIG"])
-    if j := joined():
-        return j.kubeconfig
-    s = state()
-    if s is None:
-        raise NotRunning("No lab is running.", hint="Start one: kailab up")
-    return Path(s.kubeconfig)
-
-
-def context() -> str | None:
-    """The kubeconfig's context the lab uses (an adopted cluster's ``--context``); None: its current one."""
-    if os.environ.get("KAILAB_KUBECONFIG"):
+    def context(self) -> str | None:
+        """The kubeconfig's context the lab uses (an adopted cluster's ``--context``); None: its current one."""
         return None
-    s = state()
-    return (s.context or None) if s else None
+
+    @cached_property
+    def kube(self) -> Kube:
+        """A client for the lab; a clear error when the lab is not up or does not answer."""
+        from kailab.kube import Kube
+
+        path = self.kubeconfig()
+        if not path.is_file():
+            raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
+        kube = Kube(path, context=self.context())
+        self._answers(kube, path)
+        return kube
+
+    @abstractmethod
+    def _answers(self, kube: Kube, path: Path) -> None:
+        """Raise a clear error when the lab's API server does not answer this client."""
+
+    @property
+    @abstractmethod
+    def owner(self) -> Owner:
+        """Whose objects the lab's are: the labels it stamps on what it makes and selects by."""
+
+    @cached_property
+    @abstractmethod
+    def view(self) -> View:
+        """What this lab sees of its cluster."""
+
+    @abstractmethod
+    def scenario(self, scenario: Scenario) -> Scenario:
+        """The scenario as this lab runs it: its names prefixed (a lab's ``--prefix``) or renamed (a learner's)."""
+
+    def exercise(self, name: str) -> Scenario:
+        """A built-in exercise (or a lesson's variation), as this lab runs it."""
+        from kailab.lesson import scenario_file
+        from kailab.scenarios.loader import load_scenario
+
+        return self.scenario(load_scenario(scenario_file(name, EXERCISES)))
+
+    @abstractmethod
+    def cluster(self, kube: Kube) -> LiveCluster:
+        """The engine's view of this lab: its scheduler control and metrics (where it has them), owner, fleet."""
+
+    def engine(self, kube: Kube, progress: Progress, record: Path | None = None) -> Engine:
+        """The engine that plays this lab's scenarios."""
+        from kailab.scenarios.engine import Engine
+
+        return Engine(self.cluster(kube), progress, record=record)
+
+    @abstractmethod
+    def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
+        """Keep a lesson's verdict and predictions somewhere beside the evidence (a learner: in the class)."""
+
+    def session(self, progress: Progress, record: Path | None = None) -> Session:
+        """A run of scenarios on this lab (kailab/session.py): the lab answers and can keep verdicts, or nothing
+        runs."""
+        from kailab.session import Session
+
+        return Session(self, progress, record)
+
+    # -- what the commands ask of it ------------------------------------------------------------------------------
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The runtime that made the lab; None for a learner's slice (the class's is the instructor's)."""
+        return None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this lab offers beyond a kubeconfig (:class:`~kailab.runtimes.base.Capabilities`)."""
+        return Capabilities()
+
+    def info(self) -> LabInfo:
+        """The running lab's components; NotRunning when there is none."""
+        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+
+    def status(self, with_queues: bool) -> dict:
+        """``kailab status``: components, GPU nodes, and with ``with_queues`` each queue with its fair share."""
+        from kailab.status import lab_status
+
+        info = self.info()
+        try:
+            kube = self.kube
+        except NotRunning:
+            kube = None
+        fair_shares = self.view.fair_shares() if with_queues and kube else None
+        return lab_status(info, kube, with_queues, fair_shares, self.view.metrics)
+
+    def lesson_queues(self) -> tuple[QueueFile, ...]:
+        """The lesson's queue hierarchy (manifests/queues.yaml), named as this lab names its queues."""
+        from kailab.scenarios.loader import LESSON_QUEUES, load_queue_file
+        from kailab.scenarios.prefix import prefixed_queues
+
+        specs = load_queue_file(LESSON_QUEUES)
+        return prefixed_queues(specs, self.prefix) if self.prefix else specs
+
+    @property
+    def prefix(self) -> str:
+        """What this lab puts in front of its queue and namespace names ("" nothing)."""
+        return ""
+
+    def apply_lesson_queues(self, progress: Progress) -> list[dict]:
+        """``kailab queues``: apply the lesson's queues (none that is another's), then list this lab's queues."""
+        from kailab import ownership
+        from kailab.scenarios.loader import LESSON_QUEUES
+        from kailab.scenarios.manifests import queue_object
+        from kailab.status import queues
+
+        kube = self.kube
+        specs = self.lesson_queues()
+        objects = [queue_object(q) for q in specs]
+        cluster = self.cluster(kube)
+        if taken := cluster.foreign(objects):
+            raise ownership.refused(taken)
+        with progress.step(f"Applying {len(specs)} queues from {LESSON_QUEUES.name}"):
+            for obj in objects:
+                cluster.apply(obj)
+        return queues(kube, self.view.pods(kube), self.view.fair_shares(), self.view.queues)
+
+    def explain(self, name: str, namespace: str) -> list[Explanation]:
+        """``kailab explain``: why each pod of that name (or of that Job) is where it is."""
+        from kailab.explain import gather
+
+        kube, view = self.kube, self.view
+        pods = view.pods(kube) if view.nodes else None
+        return gather(kube, name, namespace, view.fair_shares(), pods, view.nodes, view.queue_usage())
+
+    def frame(self):
+        """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes."""
+        from kailab.watch import current_frame
+
+        kube, view = self.kube, self.view
+        return current_frame(kube, view.pods(kube), view.fair_shares(), view.queues, view.nodes)
+
+    def watch(self, console) -> None:
+        """``kailab watch``: frames redrawn on every pod change, until Ctrl-C."""
+        from kailab import watch
+
+        kube, view = self.kube, self.view
+        watch.run(
+            kube,
+            console,
+            fair_shares=view.fair_shares,
+            namespaces=view.pod_namespaces(kube),
+            selectors=(view.queues, view.nodes),
+        )
+
+    def capture(self, progress: Progress, what: str, out: Path | None = None, allow_empty: bool = False) -> Path | None:
+        """Snapshot this lab into evidence/<UTC timestamp>/ (or ``out``); None when there is nothing to capture and
+        ``allow_empty`` says that is fine."""
+        from kailab import evidence as ev
+        from kailab.labels import SCENARIO_LABEL
+
+        kube = self.kube
+        try:
+            with progress.step(f"Capturing evidence {what}") as step:
+                path = ev.capture(
+                    kube,
+                    self.home,
+                    Path.cwd() / "evidence",
+                    out,
+                    self.view.fair_shares(),
+                    namespaces=self.owner.selector(SCENARIO_LABEL),
+                    slice_of=(self.view.queues, self.view.nodes),
+                )
+                step.note(str(path))
+        except ev.NothingToCapture as e:
+            if allow_empty:
+                progress.info(f"Nothing to capture {what}: {e}")
+                return None
+            raise KailabError(f"Nothing captured: {e}", hint="Run an exercise first, e.g. kailab demo quota") from e
+        except OSError as e:  # --out that exists, under a file, in /proc, on a full disk
+            if isinstance(e, FileExistsError) and e.errno is None:  # write_snapshot's own: it never overwrites
+                raise KailabError(f"Nothing captured: {e}.", hint="Choose another --out.") from e
+            why = (
+                "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or str(e)
+            )
+            raise KailabError(
+                f"Nothing captured: cannot write {e.filename or out or 'the evidence folder'}: {why}.",
+                hint="Choose an --out in a folder you can write.",
+            ) from None
+        return path
+
+    def up(
+        self, options: UpOptions, requested: str, progress: Progress, show_findings: Callable[[list], None]
+    ) -> LabInfo:
+        """``kailab up``: the runtime of the lab that runs (``lab.json``), else the one ``requested``, brings it up
+        (:func:`kailab.runtimes.bring_up`)."""
+        from kailab.runtimes import bring_up
+
+        return bring_up(self.home, self.state, options, requested, progress, show_findings)
+
+    @abstractmethod
+    def remove(self, progress: Progress) -> None:
+        """``kailab down``."""
+
+    def at_once(self, names: list[str], parallel: int | None, sequential_only: bool) -> tuple[int, str]:
+        """How many of these lessons to run at once (``--parallel``; by default side by side for several where the
+        lab can), and why one after another when it was asked for or is the default being given up ("" else)."""
+        from kailab.parallel import DEFAULT_PARALLEL
+
+        wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
+        if wanted <= 1 or len(names) <= 1:
+            return 1, ""
+        if sequential_only:
+            return 1, "--evidence and the golden recordings need the lab's own names"
+        fit, why = self.side_by_side()
+        return (1, why) if why else (min(wanted, fit, len(names)), "")
+
+    @abstractmethod
+    def side_by_side(self) -> tuple[int, str]:
+        """How many lessons fit side by side here, each in a partition of its own, and why not ("" they fit)."""
+
+    def klass(self) -> Class:
+        """The running lab's class; a clear error without a lab, or where the class is not this lab's to change."""
+        raise NotRunning("No lab is running.", hint="Start one: kailab up")
 
 
-def connect() -> Kube:
-    """A client for the lab; a clear error when the lab is not up or does not answer."""
-    path = kubeconfig()
-    if not path.is_file():
-        raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
-    kube = Kube(path, context=context())
-    if j := joined():  # a learner's credential: a revoked one says so (401), not "does not answer"
+class OwnLab(Lab):
+    """The user's own lab: ``lab.json`` names the runtime that made it (or ``KAILAB_KUBECONFIG`` names a cluster)."""
+
+    @cached_property
+    def runtime(self) -> Runtime | None:
+        from kailab.runtimes import get_runtime
+
+        state = self.state
+        return None if state is None else get_runtime(state.runtime)(self.home, state=state)
+
+    @cached_property
+    def capabilities(self) -> Capabilities:
+        return self.runtime.capabilities() if self.runtime is not None else Capabilities()
+
+    def kubeconfig(self) -> Path:
+        if os.environ.get("KAILAB_KUBECONFIG"):
+            return Path(os.environ["KAILAB_KUBECONFIG"])
+        if self.state is None:
+            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+        return Path(self.state.kubeconfig)
+
+    def context(self) -> str | None:
+        if os.environ.get("KAILAB_KUBECONFIG"):
+            return None
+        return (self.state.context or None) if self.state else None
+
+    def _answers(self, kube: Kube, path: Path) -> None:
+        if why := kube.probe():
+            raise NotRunning(
+                f"The lab's API server does not answer ({path}): {why}.",
+                hint="Check it with: kailab status — or start again: kailab down && kailab up",
+            )
+
+    @property
+    def owner(self) -> Owner:
+        """A cluster kailab made is the lab's own; an adopted cluster's lab has an id."""
+        return Owner(self.state.lab_id if self.state else "")
+
+    @property
+    def prefix(self) -> str:
+        return self.state.prefix if self.state else ""
+
+    @cached_property
+    def view(self) -> View:
+        """Everything, but on a cluster kailab made the lab's fleet is KAI's unlabelled partition: a class's
+        learners' nodes are not its."""
+        from kailab.labels import NODEPOOL_LABEL
+
+        made = self.runtime is not None and self.runtime.traits.makes_cluster
+        return View(fleet=f"!{NODEPOOL_LABEL}" if made else None, metrics=self.capabilities.metrics)
+
+    def scenario(self, scenario: Scenario) -> Scenario:
+        from kailab.scenarios.prefix import prefixed
+
+        return prefixed(scenario, self.prefix) if self.prefix else scenario
+
+    def cluster(self, kube: Kube) -> LiveCluster:
+        from kailab.scenarios.live import LiveCluster
+
+        caps = self.capabilities
+        return LiveCluster(
+            kube,
+            caps.scheduler,
+            owner=self.owner,
+            metrics=caps.metrics,
+            gpu_sharing=caps.gpu_sharing if self.runtime is not None else True,
+            node_selector=self.view.fleet,
+            gpu_ledger=caps.gpu_ledger,
+        )
+
+    def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
+        """The evidence folder keeps them (:class:`~kailab.session.Session`); nothing more."""
+
+    def info(self) -> LabInfo:
+        info = self.runtime.info() if self.runtime is not None else None
+        if info is None:
+            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+        return info
+
+    def remove(self, progress: Progress) -> None:
+        """The lab's runtime removes it; without a usable state file, each runtime removes what it can find of its
+        own (processes by identity, files it writes) — nothing else."""
+        from kailab.runtimes import get_runtime, runtime_names
+
+        labdir.refuse_unless_ours(self.home)
+        try:
+            rt = self.runtime
+        except Exception as e:  # a damaged state file: say so, and remove what is identifiably ours
+            progress.info(f"{getattr(e, 'message', e)} Removing what kailab can identify as its own.", style="yellow")
+            rt = None
+        if rt is not None:
+            self.remove_class(progress)
+            rt.down(progress)
+            return
+        for name in runtime_names():
+            get_runtime(name)(self.home).forget(progress)
+
+    def remove_class(self, progress: Progress) -> None:
+        """Before an adopted cluster is let go of (existing runtime), its class: every learner's SchedulingShard,
+        nodes, queues, namespaces and credential (``class down``). The local and kind runtimes delete the whole
+        cluster, and with it the shards; the local runtime's ``down`` stops the supervisor, then the schedulers it
+        started."""
+        from kailab.classroom.klass import Class
+
+        assert self.runtime is not None
+        host = self.capabilities.partitions
+        if host is None:
+            return
+        klass = Class(host)
+        if self.runtime.traits.makes_cluster:
+            klass.forget()  # the class goes with the cluster; on kind its state file is in the lab folder
+            return
+        if not klass.learners():
+            return
+        try:
+            kube = self.kube
+        except Exception as e:  # noqa: BLE001 (the runtime's down says what is left, and can be run again)
+            progress.info(f"The class is left on the cluster: {getattr(e, 'message', e)}", style="yellow")
+            return
+        klass.down(kube, None, progress)
+
+    def side_by_side(self) -> tuple[int, str]:
+        """As the runtime's partitions host says (the local runtime's: this machine's memory)."""
+        host = self.capabilities.partitions if self.runtime is not None else None
+        if host is None:
+            return 0, "no lab is running"
+        fit, why = host.side_by_side()
+        return fit, why or (f"this lab names its objects with the prefix {self.prefix!r}" if self.prefix else "")
+
+    def klass(self) -> Class:
+        from kailab.classroom.klass import Class
+
+        host = self.capabilities.partitions if self.runtime is not None else None
+        if self.runtime is None:
+            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+        if host is None:
+            raise KailabError(f"The {self.runtime.traits.name} runtime cannot hold a class.")
+        return Class(host)
+
+
+class LearnerSlice(Lab):
+    """A learner's slice of a class's cluster, from the kubeconfig their instructor handed out: their queues and
+    namespaces (``<learner>-…``), their nodes, their owner labels, and their scheduler through their
+    SchedulingShard."""
+
+    def __init__(self, home: Path, joined: Joined):
+        super().__init__(home)
+        self.joined = joined
+        self.learner = joined.learner
+
+    def kubeconfig(self) -> Path:
+        if os.environ.get("KAILAB_KUBECONFIG"):
+            return Path(os.environ["KAILAB_KUBECONFIG"])
+        return self.joined.kubeconfig
+
+    def _answers(self, kube: Kube, path: Path) -> None:
+        """A revoked credential says so (401), not "does not answer"."""
         from kailab.classroom.joined import whoami
 
-        whoami(kube, j.kubeconfig)
-        return kube
-    if why := kube.probe():
-        raise NotRunning(
-            f"The lab's API server does not answer ({path}): {why}.",
-            hint="Check it with: kailab status — or start again: kailab down && kailab up",
+        whoami(kube, self.joined.kubeconfig)
+
+    @property
+    def owner(self) -> Owner:
+        """The class's owner labels of the learner's, and their partition's node pool."""
+        from kailab import partitions
+
+        return partitions.owner(self.learner)
+
+    @property
+    def prefix(self) -> str:
+        return self.learner
+
+    @cached_property
+    def control(self):
+        """The learner's scheduler, through their SchedulingShard."""
+        from kailab.shards import ShardSchedulerControl
+
+        return ShardSchedulerControl(self.kube, self.learner)
+
+    @cached_property
+    def view(self) -> View:
+        """Their queues and nodes; the pods of their lesson namespaces; their scheduler's fair shares."""
+        from kailab.labels import NODEPOOL_LABEL
+        from kailab.partitions import node_selector
+
+        nodes = node_selector(self.learner)
+        return View(
+            queues=f"{NODEPOOL_LABEL}={self.learner}",
+            nodes=nodes,
+            fleet=nodes,
+            namespaces=self._namespaces,
+            metrics=learner_metrics(self.control),
         )
-    return kube
 
+    def _namespaces(self, kube: Kube) -> list[str]:
+        """Their lesson namespaces that exist."""
+        from kailab.classroom.access import lesson_namespaces
 
-def fair_shares() -> dict[str, float] | None:
-    """Each queue's fair share of GPUs now, as KAI's scheduler publishes it; None when this lab cannot say."""
-    from kailab import fairshare
+        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=self.owner.selector()).items}
+        return [n for n in lesson_namespaces(self.learner) if n in names]
 
-    try:
-        read = scheduler_metrics()
-        text = read() if read is not None else None
-    except Exception:  # no fair share is no reason to fail a status or a watch
-        return None
-    return {q: s.gpu for q, s in fairshare.parse(text).items()} if text else None
+    def scenario(self, scenario: Scenario) -> Scenario:
+        from kailab.partitions import for_partition
 
+        return for_partition(scenario, self.learner)
 
-def queue_usage() -> dict[str, float] | None:
-    """Each queue's recent GPU usage (0 to 1) as KAI's scheduler publishes it for time-based fair share; None when
-    this lab cannot say."""
-    from kailab import fairshare
+    def cluster(self, kube: Kube) -> LiveCluster:
+        from kailab.scenarios.live import LiveCluster
+        from kailab.shards import ShardSchedulerControl
 
-    try:
-        read = scheduler_metrics()
-        text = read() if read is not None else None
-    except Exception:  # as fair_shares: no usage is no reason to fail an explanation
-        return None
-    return {q: s.usage for q, s in fairshare.parse(text).items()} if text else None
+        control = ShardSchedulerControl(kube, self.learner)
+        cluster = LiveCluster(kube, control, owner=self.owner, node_selector=self.view.fleet)
+        cluster.metrics = self.view.metrics  # None (no fair share) rather than the control's by default
+        return cluster
 
+    def engine(self, kube: Kube, progress: Progress, record: Path | None = None) -> Engine:
+        """Theirs keeps each lesson in the cluster as it goes (started, then its verdict: classroom/records.py)."""
+        from kailab.classroom.records import Recording
 
-def scheduler_metrics():
-    """A reader of the lab's KAI scheduler metrics (a joined learner's: their shard's scheduler's), or None when this
-    lab cannot read them."""
-    if j := joined():
-        from kailab.classroom.shards import ShardSchedulerControl
+        return Recording(super().engine(kube, progress, record), kube, self.learner)  # type: ignore[return-value]
 
-        return learner_metrics(ShardSchedulerControl(connect(), j.learner))
-    rt = current_runtime()
-    return rt.scheduler_metrics() if rt is not None else None
+    def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
+        """A lesson's verdict and predictions (free text, and graded ones right or wrong), kept in their namespace
+        for the instructor's ``class status``."""
+        from kailab.classroom.records import record_object
+
+        self.kube.apply(record_object(self.learner, verdict, prediction, graded))
+
+    def remove(self, progress: Progress) -> None:
+        """Their own objects only, then the credential is forgotten."""
+        from kailab.classroom.joined import leave
+
+        labdir.refuse_unless_ours(self.home)
+        with progress.step(f"Removing {self.learner}'s lesson objects (their namespaces stay, the instructor's)") as st:
+            st.note(f"{len(leave(self.joined, self.home))} emptied or deleted")
+
+    def side_by_side(self) -> tuple[int, str]:
+        return 0, "you run a class learner's slice"
+
+    def klass(self) -> Class:
+        raise KailabError(
+            f"This folder joined a class as learner {self.learner}: the class's commands are the instructor's.",
+            hint="Your own slice: kailab demo NAME, kailab lesson NAME, kailab watch, kailab down.",
+        )
 
 
 _SAID: set[str] = set()
 
 
-def learner_metrics(control):
+def learner_metrics(control) -> Callable[[], str | None] | None:
     """A joined learner's reader of their scheduler's metrics; None, said once on stderr, when their scheduler's
     metrics are on another machine's loopback (a class on the instructor's local runtime): no fair share is better
     than one read from whatever answers on this machine's port."""
     if why := control.metrics_unreachable():
-        from kailab.progress import stderr
-
-        if why not in _SAID:  # a watch asks every frame
+        if why not in _SAID:
             _SAID.add(why)
             stderr.print(f"Fair shares are not available here: {why}.", markup=False, highlight=False)
         return None
     return control.metrics
-
-
-def joined():
-    """The class credential this lab folder joined with (``kailab join``), or None: see kailab/classroom/joined.py."""
-    from kailab.classroom.joined import current
-
-    return current(lab_home())
-
-
-def owner() -> Owner:
-    """Whose objects the lab's are (an adopted cluster's lab has an id; a cluster kailab made is the lab's own;
-    a class's learner's carry their node pool too)."""
-    if j := joined():
-        from kailab.classroom import plan
-
-        return plan.owner(j.learner)
-    s = state()
-    return Owner(s.lab_id if s else "")
-
-
-def live_cluster(kube: Kube):
-    """The engine's view of this lab: its scheduler control and metrics (where it has them), its owner labels."""
-    from kailab.labels import NODEPOOL_LABEL
-    from kailab.scenarios.live import LiveCluster
-
-    if j := joined():  # a learner: their nodes, and their scheduler through their SchedulingShard
-        from kailab.classroom import plan
-        from kailab.classroom.shards import ShardSchedulerControl
-
-        control = ShardSchedulerControl(kube, j.learner)
-        cluster = LiveCluster(kube, control, owner=owner(), node_selector=plan.node_selector(j.learner))
-        cluster.metrics = learner_metrics(control)  # None (no fair share) rather than the control's by default
-        return cluster
-    rt = current_runtime()
-    sharing = rt.gpu_sharing() if rt is not None else True
-    # On a cluster kailab made, the lab's scheduler is KAI's unlabelled partition: a class's learners' nodes are not its.
-    nodes = f"!{NODEPOOL_LABEL}" if rt is not None and rt.makes_cluster else None
-    return LiveCluster(
-        kube,
-        scheduler_control(),
-        owner=owner(),
-        metrics=scheduler_metrics(),
-        gpu_sharing=sharing,
-        node_selector=nodes,
-        gpu_ledger=gpu_ledger_control(),
-    )
-
-
-def for_this_lab(scenario):
-    """The scenario as this lab runs it: with the lab's prefix on its queues and namespace, if it has one."""
-    from kailab.scenarios.prefix import prefixed
-
-    if j := joined():
-        from kailab.classroom import plan
-
-        return plan.for_learner(scenario, j.learner)
-    s = state()
-    return prefixed(scenario, s.prefix) if s and s.prefix else scenario
-
-
-def scheduler_control():
-    """The running lab's control of KAI's scheduler (stop, start, metrics), or None."""
-    from kailab.errors import KailabError
-
-    rt = current_runtime()
-    try:
-        return rt.scheduler_control() if rt is not None else None
-    except KailabError:  # a runtime without one: scenarios that stop or start the scheduler say so
-        return None
-
-
-def gpu_ledger_control():
-    """The running lab's control of what gives KAI's GPU reservation pods their GPU, or None."""
-    from kailab.errors import KailabError
-
-    rt = current_runtime()
-    try:
-        return rt.gpu_ledger_control() if rt is not None else None
-    except KailabError:  # a runtime without one: scenarios that stop it are not applicable there
-        return None
-
-
-def engine(kube: Kube, progress, record=None):
-    """The engine that plays this lab's scenarios; a class learner's keeps each lesson in the cluster as it goes
-    (started, then its verdict: see kailab/classroom/records.py)."""
-    from kailab.scenarios.engine import Engine
-
-    played = Engine(live_cluster(kube), progress, record=record)
-    if j := joined():
-        from kailab.classroom.records import Recording
-
-        return Recording(played, kube, j.learner)
-    return played
-
-
-def record_in_class(kube: Kube, verdict, prediction: str = "", graded: list | None = None) -> None:
-    """A joined learner's verdict (and predictions: free text, and graded ones right or wrong), kept in their
-    namespace for the instructor's ``class status``; else nothing."""
-    if j := joined():
-        from kailab.classroom.records import record_object
-
-        kube.apply(record_object(j.learner, verdict, prediction, graded or []))
-
-
-def slice_selectors() -> tuple[str, str]:
-    """(queues, nodes) label selectors of what this lab shows: a class learner's slice; ("", "") everything."""
-    if j := joined():
-        from kailab.classroom import plan
-        from kailab.labels import NODEPOOL_LABEL
-
-        return f"{NODEPOOL_LABEL}={j.learner}", plan.node_selector(j.learner)
-    return "", ""
-
-
-def pod_namespaces(kube: Kube) -> list[str] | None:
-    """The namespaces whose pods the lab may see: None, every one; a class's learner's, their lesson namespaces
-    (those that exist)."""
-    if j := joined():
-        from kailab.classroom.plan import lesson_namespaces
-
-        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner().selector()).items}
-        return [n for n in lesson_namespaces(j.learner) if n in names]
-    return None
-
-
-def pods(kube: Kube) -> list:
-    """Every pod the lab may see (:func:`pod_namespaces`)."""
-    from kailab.pods import pod_view
-    from kailab.status import all_pods
-
-    namespaces = pod_namespaces(kube)
-    if namespaces is None:
-        return all_pods(kube)
-    return [pod_view(p) for n in namespaces for p in kube.pods(n)]

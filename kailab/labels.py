@@ -40,13 +40,29 @@ KAI_SCHEDULER_DEPLOYMENT = (
 RESERVATION_NAMESPACE = "kai-resource-reservation"
 RESERVATION_APP_LABEL = "kai-resource-reservation"
 RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
+# The binder's annotations on GPU-sharing pods (pkg/common/constants/constants.go, pkg/binder/binding/resourcereservation/)
+RESERVE_ANNOTATION = "run.ai/reserve_for_gpu_index"  # a reservation pod's GPU (the GPU operator's part sets it)
+GPU_MEMORY_ANNOTATION = "gpu-memory"  # a fraction asked for as GPU memory (MiB)
+SHARED_GPU_CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
+FRACTION_CONTAINER_ANNOTATION = "gpu-fraction-container-name"
+# KAI's operator (kind, existing clusters): its Deployment, and the cluster's Config object it reconciles from
+KAI_OPERATOR = "kai-operator"
+KAI_CONFIG_NAME = "kai-config"
 
 # KWOK's
 COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
 KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+KWOK_CONTROLLER = ("kube-system", "kwok-controller")  # KWOK's controller Deployment (namespace, name)
 
-# fake-gpu-operator's: a node's simulated GPU pool
+# fake-gpu-operator's: a node's simulated GPU pool, and the labels its status exporter puts on a GPU node (kailab's
+# fleet writes them too)
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB
+FAKE_GPU_LABEL = "run.ai/fake.gpu"
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"  # kube-scheduler's, the baseline beside KAI
 

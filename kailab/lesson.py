@@ -128,25 +128,22 @@ def lesson_names(root: Path = EXERCISES) -> list[str]:
 def run_lesson(
     les: Lesson,
     scenario,
-    engine,
+    session,
     predict: Callable[[], tuple[dict, str]],
     frame: Callable[[], object],
-    keep: Callable[[object, str, list], None] | None = None,
 ) -> int:
     """The walk-through of ``les``: concept, the scenario's graded questions and a free-text prediction
-    (``predict`` gives both: answers by key, and the text), the ``scenario`` run by ``engine``, what the cluster
-    looks like then (``frame``), the result, the predictions graded against what KAI did, and why; recorded for
-    evidence. Its exit status (checks.Verdict.exit_code): 0 if KAI did what the lesson teaches (or the lesson does not
-    apply to this cluster), 1 if not, 3 if the host was too busy to tell. The caller binds
-    it to a lab (``kailab lesson`` in cli.py); ``keep(verdict, prediction, graded)`` keeps them somewhere more (a
-    class's learner: in the cluster)."""
+    (``predict`` gives both: answers by key, and the text), the ``scenario`` run in the lab's ``session``
+    (kailab/session.py), what the cluster looks like then (``frame``), the result, the predictions graded against what
+    KAI did, and why; kept by the session (evidence; a class's learner: in the cluster too). Its exit status
+    (checks.Verdict.exit_code): 0 if KAI did what the lesson teaches (or the lesson does not apply to this cluster),
+    1 if not, 3 if the host was too busy to tell. ``kailab lesson`` (kailab/commands/lessons.py) binds it to a lab."""
     from rich.markdown import Markdown
     from rich.panel import Panel
     from rich.text import Text
 
-    from kailab import evidence, render
+    from kailab import render
     from kailab.applied import kai_lines
-    from kailab.paths import lab_home
     from kailab.predictions import graded, how_to_answer, tally
 
     out = render.stdout
@@ -166,7 +163,7 @@ def run_lesson(
             f"Graded predictions (kailab lesson {les.name} --predict KEY=VALUE answers one without a prompt)",
         )
     given, prediction = predict()
-    verdict = engine.run(scenario)
+    verdict = session.play(scenario)
     grades = graded(scenario.predictions, given, verdict.answers)
     out.print(frame())  # queues, and who holds each GPU
     out.print(render.verdict_table(verdict))
@@ -179,18 +176,15 @@ def run_lesson(
     panel(les.sections.get("Why", ""), "Why")
     if les.sections.get(CLOSING):
         panel(les.sections[CLOSING], CLOSING)
-    record = verdict.to_record()
     marks = [g.to_dict() for g in grades]
-    record["lesson"] = {
+    lesson = {
         "prediction": prediction,
         "expected": expected,
         "passed": verdict.passed,
         "predictions": marks,
         "right": tally(marks),
     }
-    evidence.record_verdict(lab_home(), record)
-    if keep is not None:
-        keep(verdict, prediction, marks)
+    session.keep(verdict, lesson=lesson, prediction=prediction, graded=marks)
     out.print("Recorded for your evidence: kailab evidence")
     return verdict.exit_code
 

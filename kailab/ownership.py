@@ -40,7 +40,7 @@ class Owner:
         return all(labels.get(k) == v for k, v in MANAGED.items()) and labels.get(LAB_ID_LABEL, "") == self.lab_id
 
     def confine(self, pod_spec: dict) -> None:
-        """Keep a pod of this lab's on its nodes; a lab of a cluster's own has them all (see classroom.plan)."""
+        """Keep a pod of this lab's on its nodes; a lab of a cluster's own has them all (see kailab.partitions)."""
 
 
 def stamped(obj: dict, owner: Owner) -> dict:

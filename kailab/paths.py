@@ -1,4 +1,4 @@
-"""Where kailab finds its lesson files (shipped in the package), keeps its state (the running lab) and its cache (built binaries)."""
+"""Where kailab finds its lesson files, keeps its state (the running lab) and its cache (built binaries)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Formatters: verdicts, status, queues, bench runs and findings as rich tables or JSON. Nothing here reads the cluster.
+"""Formatters: verdicts, status, queues, explanations, bench runs and findings as rich tables or JSON.
+
+Nothing here reads the cluster: each command hands over what its one call returned.
 
 Text from users and clusters (titles, notes, names, messages) is printed as it is: :data:`stdout` has Rich
 markup off, and colour is given as a style or a :class:`~rich.text.Text`, never as ``[red]`` in a string.
@@ -9,18 +11,23 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kailab.checks import UNDECIDED, Verdict, tally
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
+
+if TYPE_CHECKING:
+    from kailab.checks import Verdict
 
 stdout = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 140)
 
 
 def verdict_table(v: Verdict) -> Table:
+    from kailab.checks import UNDECIDED
+
     table = Table(title=f"{v.title} — {v.outcome}", title_justify="left", show_lines=False)
     table.add_column("expectation")
     table.add_column("expected", justify="right")
@@ -54,11 +61,16 @@ def predictions_table(grades) -> Table:
     return table
 
 
+def print_json(data: Any) -> None:
+    """A command's result as JSON on stdout (indented, as every ``--json`` prints it)."""
+    print(json.dumps(data, indent=2))
+
+
 def print_verdicts(verdicts: list[Verdict], as_json: bool) -> None:
+    from kailab.checks import UNDECIDED, tally
+
     if as_json:
-        print(
-            json.dumps({"passed": all(v.ok for v in verdicts), "verdicts": [v.to_dict() for v in verdicts]}, indent=2)
-        )
+        print_json({"passed": all(v.ok for v in verdicts), "verdicts": [v.to_dict() for v in verdicts]})
         return
     for v in verdicts:
         if v.not_applicable:
@@ -100,6 +112,8 @@ def verdicts_load(verdicts: list[Verdict]) -> str:
 
 def undecided_words(verdicts: list[Verdict]) -> str:
     """What to do about UNDECIDED verdicts ("" when there are none): run fewer at once, or on a quieter host."""
+    from kailab.checks import UNDECIDED
+
     n = sum(v.outcome == UNDECIDED for v in verdicts)
     if not n:
         return ""
@@ -249,3 +263,43 @@ def ratio(runs) -> float | None:
     by = {r.scheduler: r for r in runs}
     kai, default = by.get(KAI_SCHEDULER_NAME), by.get(DEFAULT_SCHEDULER_NAME)
     return kai.to_bound / default.to_bound if kai and default and default.to_bound else None
+
+
+def bench_json(runs, nodes: int, gpus_per_node: int) -> dict:
+    """``kailab bench --json``."""
+    return {
+        "nodes": nodes,
+        "gpus_per_node": gpus_per_node,
+        "runs": [r.to_dict() for r in runs],
+        "kai_vs_default": ratio(runs),
+    }
+
+
+def explanations(found: list) -> None:
+    """``kailab explain``: each pod's state and summary, what the scheduler said, the details, the runbook."""
+    for e in found:
+        stdout.print(Text.assemble((e.pod, "bold"), f" — {e.state}: {e.summary}"))
+        if e.reported:
+            stdout.print(f"  the scheduler says: “{e.reported}”")
+        for d in e.details:
+            stdout.print(f"  {d}")
+        if e.runbook:
+            stdout.print(f"  read: {e.runbook}")
+
+
+def doctor_table(findings: list) -> Table:
+    """``kailab doctor``: each tool, what was found, which runtime needs it, how to fix it."""
+    table = Table(title="kailab doctor", title_justify="left")
+    for col in ("", "tool", "found", "needed for", "how to fix"):
+        table.add_column(col)
+    for f in findings:
+        table.add_row(
+            Text("✓", style="green") if f.ok else Text("✗", style="red"), f.tool, f.found, f.needed_for, f.fix
+        )
+    return table
+
+
+def named_lines(rows: list[tuple[str, str]], width: int) -> None:
+    """A list of names (bold, padded to ``width``) each with its one line."""
+    for name, line in rows:
+        stdout.print(Text.assemble((f"{name:<{width}}", "bold"), line))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kailab import gpus
 from kailab.kube import Kube
-from kailab.labels import GPU, POOL_LABEL, QUEUE_API
+from kailab.labels import POOL_LABEL, QUEUE_API
 from kailab.pods import PodView, pod_view
 from kailab.runtimes.base import LabInfo
 
@@ -20,7 +20,7 @@ def nodes_and_gpus(kube: Kube, pods: list[PodView] | None = None, selector: str 
     used = gpus.used_per_node(pods if pods is not None else all_pods(kube))
     out = []
     for n in kube.core.list_node(label_selector=selector).items:
-        count = gpus.quantity((n.status.allocatable or {}).get(GPU, 0))
+        count = gpus.node_gpus(n.status.allocatable)
         out.append(
             {
                 "name": n.metadata.name,

@@ -20,7 +20,7 @@ from pydantic import Field, StrictStr
 
 from kailab.errors import KailabError, ScenarioError
 from kailab.paths import EXERCISES, RUNBOOKS
-from kailab.scenarios import schema
+from kailab.scenarios import model, steps, values
 from kailab.scenarios.loader import load_scenario, more_steps
 from kailab.scenarios.model import Scenario, Step
 from kailab.yamlfile import YamlFile
@@ -36,11 +36,11 @@ class TaskError(KailabError):
     """No such task or challenge, or a learner's file the hidden check cannot be applied to."""
 
 
-class TaskFile(schema.FileModel):
+class TaskFile(values.FileModel):
     goal: StrictStr  # what the learner must reach, shown to them
     runbook: StrictStr = ""  # a challenge's runbook: shown once it passes (it names the cause)
     scenario: StrictStr  # the starting scenario, as the learner's copy holds it
-    check: Annotated[list[schema.StepFile], Field(min_length=1)]  # played after the learner's steps; never shown
+    check: Annotated[list[steps.StepFile], Field(min_length=1)]  # played after the learner's steps; never shown
     # Parts of the starting file the learner's must still have unchanged: queues, workloads or steps (all of them),
     # queues.NAME, workloads.NAME (one), then .field.field… (one field of it); * for every one: workloads.*.pods.
     keep: list[
@@ -173,7 +173,7 @@ def _start_scenario(task: Task) -> Scenario:
 
 def _keeps_what_is_checked(start: Scenario, mine: Scenario, hidden: tuple[Step, ...], path: Path, task: Task) -> None:
     """The workloads and queues the hidden check is about must still be in the learner's file, applied."""
-    applied = {s.workload for s in mine.steps if isinstance(s, schema.Apply)}
+    applied = {s.workload for s in mine.steps if isinstance(s, model.Apply)}
     queues = {q.name for q in mine.queues} | {w.queue for w in mine.workloads if w.queue}
     for e in (e for s in hidden for e in getattr(s, "expectations", ())):
         names = [e.workload, e.want if e.measure == "bound_before" else None]
@@ -233,21 +233,21 @@ def _changed(path: Path, task: Task, what: str, how: str, line: int = 0) -> Task
     )
 
 
-def _differences(a: schema.FileModel, b: schema.FileModel) -> str:
+def _differences(a: values.FileModel, b: values.FileModel) -> str:
     """Which fields of one queue or workload differ: 'pods: 8 there, 16 in yours; gpus: …'."""
     da, db = a.model_dump(), b.model_dump()
     return "; ".join(f"{k}: {_shown(da[k])} there, {_shown(db[k])} in yours" for k in da if da[k] != db[k])
 
 
 def _shown(value) -> str:
-    if isinstance(value, schema.FileModel):
+    if isinstance(value, values.FileModel):
         value = value.model_dump(exclude_defaults=True)
     return "unset" if value is None else str(value)
 
 
 def _unplaced(step: Step) -> Step:
     """A hidden step without its line: its line is in the task's file, not the learner's."""
-    if isinstance(step, schema.Wait):
+    if isinstance(step, model.Wait):
         return dataclasses.replace(
             step, line=0, expectations=tuple(dataclasses.replace(e, line=0) for e in step.expectations)
         )

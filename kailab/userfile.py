@@ -1,5 +1,6 @@
-"""Reading a file the user names (a scenario, a fleet or queue file, a kubeconfig): only a regular file,
-only up to a size limit, and never a read that blocks.
+"""Reading a file the user names: only a regular file, only up to a size limit, never a read that blocks.
+
+A scenario, a fleet or queue file, a kubeconfig.
 
 A FIFO, a device or a socket is refused from ``os.stat`` before it is opened (opening a FIFO waits for a
 writer); the file is then opened with ``O_NONBLOCK`` and checked again, so one swapped in between is

@@ -10,7 +10,8 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from kailab.classroom import credentials, plan
+from kailab import partitions
+from kailab.classroom import credentials
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE
@@ -39,10 +40,10 @@ def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
 
     def one(learner: str) -> Path:
         mine = Kube(kube.kubeconfig, kube.context)  # a client per thread
-        namespaces = plan.lesson_namespaces(learner)
+        namespaces = lesson_namespaces(learner)
         # Each waits for its default ServiceAccount: all at once (one after another, 8 learners took 17 s).
         with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(lambda ns: mine.ensure_namespace(ns, plan.owner(learner).labels), namespaces))
+            list(pool.map(lambda ns: mine.ensure_namespace(ns, partitions.owner(learner).labels), namespaces))
         for obj in credentials.learner_objects(learner, namespaces, Owner()):
             mine.apply(obj)
         token = request_token(mine, learner)
@@ -55,6 +56,21 @@ def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
 
     with ThreadPoolExecutor(max_workers=8) as pool:  # learners at once
         return list(pool.map(one, learners))
+
+
+def lesson_namespaces(learner: str) -> list[str]:
+    """The learner's namespace of each built-in exercise, and the challenges' one (``class up`` makes them; their Role
+    is bound there). A lesson's tasks run in the lesson's namespace."""
+    from kailab.lesson import lesson_names
+    from kailab.partitions import for_partition
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.loader import load_scenario
+    from kailab.scenarios.model import Scenario
+    from kailab.tasks import CHALLENGE_NAMESPACE
+
+    challenges = Scenario(name="challenge", title="", path="", namespace=CHALLENGE_NAMESPACE)
+    scenarios = [*(load_scenario(EXERCISES / f"{n}.yaml") for n in lesson_names()), challenges]
+    return sorted({for_partition(s, learner).namespace for s in scenarios})
 
 
 def request_token(kube: Kube, learner: str) -> str:

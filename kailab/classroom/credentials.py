@@ -11,13 +11,13 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
   on update and delete, old object) is not named ``<learner>-…`` and labelled with their node pool;
 - their own SchedulingShard (``<learner>-shard``): get and patch (RBAC ``resourceNames``) — their scheduler's
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
-  classroom/shards.py) and its ``args`` to the flags kailab's settings set (no ``--partition-label-value`` of
+  kailab/shards.py) and its ``args`` to the flags kailab's settings set (no ``--partition-label-value`` of
   another's); and their scheduler's metrics through the API server's proxy to its Service, and its Deployment
   (get: whether KAI's operator has rolled it out) in KAI's namespace (kind, existing).
 - the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
   Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
   and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
-  (``kailab.io/partition``, see ``plan.taint``) nor every taint (a toleration without a key); and a PodGroup they
+  (``kailab.io/partition``, see ``kailab.partitions.taint``) nor every taint (a toleration without a key); and a PodGroup they
   make by hand (``scheduling.run.ai``) carries their node-pool label and names only their queues (``spec.queue``,
   and the queue label if it has one), since KAI's schedulers pick PodGroups by that label and charge that queue.
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 
-from kailab.classroom.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 from kailab.labels import (
     KAI_NAMESPACE,
     LEARNER_LABEL,
@@ -43,6 +42,7 @@ from kailab.labels import (
 )
 from kailab.ownership import Owner
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 
 SHARD_GROUP = SHARD_API.split("/")[0]
 
@@ -207,7 +207,7 @@ def pod_rules() -> list[dict]:
 
     It carries their node-pool label (their scheduler, and no one else's, places it) and, if it names a queue, one
     of theirs; it names in ``nodeName`` only a node of theirs; its nodeSelector asks for no other node pool; it
-    tolerates no other partition's taint (``plan.taint``) nor every taint (a toleration without a key)."""
+    tolerates no other partition's taint (``kailab.partitions.taint``) nor every taint (a toleration without a key)."""
     pool = "{v} == variables.learner"
     queue = "{v}.startsWith(variables.learner + '-')"
     who = "' + variables.learner + '"
@@ -362,7 +362,7 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
                     {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": lesson},
                     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
-                    {"apiGroups": ["scheduling.run.ai"], "resources": ["podgroups"], "verbs": lesson},
+                    {"apiGroups": [PODGROUP_API.split("/")[0]], "resources": ["podgroups"], "verbs": lesson},
                 ],
             }
         )

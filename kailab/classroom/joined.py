@@ -5,7 +5,7 @@ token is (SelfSubjectReview) and remembers the learner and the file in the lab f
 From then on kailab's commands act on that learner's slice: their queues and namespaces (``<learner>-…``), their
 nodes, their owner labels (``lab.py`` asks :func:`current`). No Go, no Docker, no build.
 
-Their partition's scheduler is their SchedulingShard (``shards.py``), which their credential may read and patch:
+Their partition's scheduler is their SchedulingShard (``kailab/shards.py``), which their credential may read and patch:
 the placement, consolidation and fair-share lessons stop, start and reconfigure it through the API server, and
 wait until the supervisor (local runtime) or KAI's operator (kind, existing) runs it; its metrics (fair shares)
 come from the address the supervisor writes on the shard (the instructor's loopback: read only on that machine,
@@ -21,8 +21,8 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from kailab import labdir
-from kailab.classroom import credentials, plan
+from kailab import labdir, partitions
+from kailab.classroom import access, credentials
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import RECORD_LABEL
@@ -120,9 +120,9 @@ def leave(joined: Joined, home: Path) -> list[str]:
             f"{e.message} Nothing was removed on the cluster; this folder has left the class.",
             hint="The instructor's kailab class down removes what is left of yours.",
         ) from None
-    owner = plan.owner(joined.learner)
+    owner = partitions.owner(joined.learner)
     done = []
-    for name in plan.lesson_namespaces(joined.learner):
+    for name in access.lesson_namespaces(joined.learner):
         if kube.get("v1", "Namespace", name) is not None:
             kube.empty_namespace(name)
             kube.core.delete_collection_namespaced_config_map(name, label_selector=RECORD_LABEL)

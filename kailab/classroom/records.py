@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 
 from kubernetes.client.exceptions import ApiException
 
+from kailab import partitions
 from kailab.checks import Verdict
-from kailab.classroom import plan
+from kailab.classroom import STUCK_SECONDS
 from kailab.explain import explain_pods
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
@@ -24,7 +25,6 @@ from kailab.predictions import tally
 
 NAME = "kailab-record"
 RUNNING = "RUNNING"  # a record's outcome from a lesson's start until its verdict
-STUCK_SECONDS = 120  # a lesson running, or a pod Pending, this long in a learner's slice is worth the instructor's look
 
 
 def record_name(scenario: str) -> str:
@@ -36,7 +36,7 @@ def record_name(scenario: str) -> str:
 
 
 def _labels(learner: str, lesson: str) -> dict:
-    return {**plan.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: lesson}
+    return {**partitions.owner(learner).labels, LEARNER_LABEL: learner, RECORD_LABEL: lesson}
 
 
 def started_object(learner: str, lesson: str, title: str, namespace: str) -> dict:
@@ -187,7 +187,7 @@ def _created(pod: dict) -> datetime:
 def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finished_at: dict) -> list[dict]:
     """The learner's pods waiting for a scheduler ``stuck_after`` seconds or more, each with KAI's reason."""
     namespaces = [
-        ns.metadata.name for ns in kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
+        ns.metadata.name for ns in kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
     ]
     pods = {ns: kube.pods(ns) for ns in namespaces}
     visible = [pod_view(p) for items in pods.values() for p in items]  # what the learner's nodes hold
@@ -204,7 +204,7 @@ def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finish
         ]
         for p, why in zip(
             waiting,
-            explain_pods(kube, waiting, ns, visible=visible, node_selector=plan.node_selector(learner)),
+            explain_pods(kube, waiting, ns, visible=visible, node_selector=partitions.node_selector(learner)),
             strict=True,
         ):
             stuck.append(

@@ -183,3 +183,56 @@ def write(report: dict, lessons: list[str], out: Path) -> list[Path]:
             written.append(folder / picture_file(name))
     out.write_text(markdown(parts, folder.name))
     return written
+
+
+def text(report: dict, learners: list[str]) -> list[str]:
+    """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when,
+    predictions, who is stuck."""
+    if not learners:
+        return ["No class on this lab. Start one: kailab class up --learners N"]
+    out = []
+    for name in learners:
+        row = report[name]
+        lessons = ", ".join(
+            f"{lesson} {when(r)}" + (f" (predictions {r['right']})" if r.get("right") else "")
+            for lesson, r in sorted(row["lessons"].items())
+        )
+        out.append(f"{name} (scheduler {row['scheduler']}): {lessons or 'no lesson run yet'}")
+        for lesson, r in sorted(row["lessons"].items()):
+            if r.get("prediction"):
+                said = " ".join(str(r["prediction"]).split())  # one line, as typed
+                out.append(f"  {lesson}: predicted “{said}”, outcome {r['outcome']}")
+            if r.get("predictions"):
+                out.append(f"  {lesson} predictions: " + "; ".join(map(graded_words, r["predictions"])))
+        out.extend(f"  stuck: {stuck_line(name, s)}" for s in row["stuck"])
+    if said := outcome_counts(report):
+        out.append(said)
+    return out
+
+
+def outcome_counts(report: dict) -> str:
+    """The class's verdicts counted apart — PASS, FAIL, UNDECIDED (the host too busy to tell), still running — and,
+    when some are UNDECIDED, what to do; "" before any lesson ran."""
+    from kailab.checks import UNDECIDED
+
+    counts: dict[str, int] = {}
+    for row in report.values():
+        for r in row["lessons"].values():
+            counts[r.get("outcome", "")] = counts.get(r.get("outcome", ""), 0) + 1
+    if not counts:
+        return ""
+    order = ["PASS", "FAIL", UNDECIDED, *sorted(set(counts) - {"PASS", "FAIL", UNDECIDED})]
+    said = "Verdicts: " + ", ".join(f"{counts[k]} {k or 'unknown'}" for k in order if counts.get(k))
+    if counts.get(UNDECIDED):
+        said += (
+            f". {counts[UNDECIDED]} UNDECIDED: the host was too busy to tell, not KAI failing — "
+            "fewer learners at once (a smaller class on this machine), then run those lessons again"
+        )
+    return said
+
+
+def graded_words(g: dict) -> str:
+    """One graded prediction in words: ``ops-gpus wrong (said 32, KAI did 16)``."""
+    said = f"said {g.get('given')}" if g.get("given") else "not answered"
+    did = f"KAI did {g.get('answer')}" if g.get("answer") else "not measured"
+    return f"{g.get('key')} {g.get('mark')} ({said}, {did})"

@@ -11,16 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kailab.errors import KailabError
+from kailab.errors import RosterError
 from kailab.scenarios.prefix import MAX_PREFIX, check_prefix
 
-# Each learner runs a scheduler process of their own (~50 MiB, measured in bench/class.py) beside a 5-node fleet.
+# Each learner runs a scheduler of their own (76–84 MiB, measured by bench/class.py) beside a 5-node fleet.
 MAX_LEARNERS = 40
 MAX_ROSTER_BYTES = 64 * 1024
-
-
-class RosterError(KailabError):
-    """A class's learners cannot be used as given; nothing was applied."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
-"""The runtime interface: how a cluster comes to be. Everything above it only needs a kubeconfig.
+"""The runtime interface: how a cluster comes to be, and what a runtime offers beyond a kubeconfig.
 
-This module imports no runtime: the runtimes import it, and the registry (``kailab.runtimes``) knows them all.
+A runtime has ten members (:class:`Runtime`) and one value of optional parts (:class:`Capabilities`: scheduler
+control, GPU ledger, metrics, partitions, GPU sharing, memory — None where it has none). This module imports no
+runtime: the runtimes import it, and the registry (``kailab.runtimes``) knows them all.
 """
 
 from __future__ import annotations
@@ -9,17 +11,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from kailab.errors import KailabError
-from kailab.fleet import Fleet
 from kailab.labstate import LabState
 from kailab.progress import Progress
 from kailab.scheduler_settings import SchedulerSettings
 
+if TYPE_CHECKING:
+    from kailab.fleet import Fleet
+    from kailab.kube import Kube
+
 
 @dataclass
 class UpOptions:
-    """What ``kailab up`` was asked for. Options only some runtimes take are named in ``Runtime.takes``."""
+    """What ``kailab up`` was asked for. Options only some runtimes take are named in ``Traits.takes``."""
 
     fleet: Fleet
     with_kai: bool = True
@@ -121,16 +126,75 @@ class GpuLedgerControl(ABC):
         """Start it; return once it is healthy. Starting it when it runs does nothing."""
 
 
-class Runtime(ABC):
-    """Brings a lab cluster up and down, and says what it runs: ``up``, ``down``, ``info`` and ``kubeconfig`` each
-    runtime must have; the rest (scheduler control, metrics, memory, preflight, ``forget``) has a default."""
+class PartitionHost(Protocol):
+    """What runs a lab's partitions' schedulers (each partition a SchedulingShard, ``kailab/partitions.py``): the
+    runtime's part of a class and of lessons side by side. The local runtime's supervisor runs each shard as a
+    process (``runtimes/local_partitions.py``); KAI's operator runs it as a Deployment on kind and existing clusters
+    (``runtimes/operator_partitions.py``)."""
 
-    name: str = ""
+    folder: Path  # where the lab keeps the names of the partitions it made
+
+    def side_by_side(self, available: int | None = None) -> tuple[int, str]:
+        """How many lessons can run at once here, each in a partition of its own, with ``available`` bytes of
+        memory (None: psutil's figure now); and why not more than one, in words ("" when more fit)."""
+
+    def check(self, kube: Kube, adding: int, available: int | None) -> None:
+        """Refuse, before anything is applied, a cluster that cannot hold ``adding`` more partitions."""
+
+    def ready(self, kube: Kube) -> None:
+        """Make sure something runs the shards."""
+
+    def control(self, kube: Kube, partition: str) -> SchedulerControl:
+        """The partition's scheduler, through its shard (:class:`kailab.shards.ShardSchedulerControl`)."""
+
+    def stopped(self, kube: Kube, partition: str) -> None:
+        """The partition's shard is deleted: what is left of its scheduler here removed at once."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a running lab offers beyond a kubeconfig, each None (or False) where its runtime has none: the engine,
+    ``status``, ``explain``, a class and ``demo`` side by side read them here, never by asking which runtime runs."""
+
+    scheduler: SchedulerControl | None = None  # stop, start and reconfigure KAI's scheduler
+    gpu_ledger: GpuLedgerControl | None = None  # what gives KAI's GPU reservation pods their GPU
+    metrics: Callable[[], str | None] | None = None  # KAI's scheduler metrics (fair shares)
+    partitions: PartitionHost | None = None  # what runs partitions' schedulers (a class, lessons side by side)
+    gpu_sharing: bool = False  # KAI's GPU sharing is on
+    memory: Callable[[], float | None] | None = None  # MiB of every process the lab runs, together
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What the registry and ``kailab up`` know of a runtime before one is made."""
+
+    name: str
     takes: frozenset[str] = frozenset()  # the runtime-specific UpOptions this runtime accepts
     preference: int = 100  # --runtime auto tries runtimes in this order, lowest first
     own_entries: tuple[str, ...] = ()  # what this runtime writes in the lab folder (down removes exactly these)
     makes_cluster: bool = True  # False: it adopts a cluster kailab did not make (never chosen by --runtime auto)
     after_failed_up: str = ""  # what a failed `up` leaves, said when --retain is refused (a runtime that takes it: "")
+
+
+class Runtime(ABC):
+    """Brings a lab cluster up and down, and says what it runs: ``traits``, ``home``, ``available``,
+    ``check_options``, ``preflight``, ``up``, ``down``, ``forget``, ``info`` and ``kubeconfig``; and
+    :meth:`capabilities`, its optional parts."""
+
+    traits: ClassVar[Traits]
+
+    def __init__(self, home: Path | None = None, state: LabState | None = None):
+        """``state``: the lab's state as the caller read it (``kailab.lab`` reads ``lab.json`` once per command);
+        without it the runtime reads it when it needs it."""
+        from kailab.paths import lab_home
+
+        self.home = home or lab_home()
+        self._given_state = state
+
+    @classmethod
+    @abstractmethod
+    def available(cls) -> tuple[bool, str]:
+        """(fits this machine?, why) — asked by ``--runtime auto`` (:func:`kailab.runtimes.choose_runtime`)."""
 
     # A hook, empty on purpose: a runtime overrides it when it refuses more (B027 asks for abstract or a body).
     @classmethod  # noqa: B027
@@ -138,29 +202,10 @@ class Runtime(ABC):
         """Refuse, before anything starts, a combination of options this runtime cannot do (beyond ``takes``,
         which :func:`kailab.runtimes.check_options` checks for every runtime)."""
 
-    def __init__(self, home: Path | None = None):
-        from kailab.paths import lab_home
-
-        self.home = home or lab_home()
-
-    def state(self) -> LabState | None:
-        return LabState.read(self.home)
-
-    def running(self, progress: Progress) -> LabInfo | None:
-        """The lab when it already runs with every component healthy (``up`` then has nothing to do), else None."""
-        info = self.info()
-        if info and info.components and all(c.healthy for c in info.components):
-            progress.info(
-                f"✓ The lab is already running ({self.name} runtime); nothing to do. Kubeconfig: {self.kubeconfig()}",
-                style="green",
-            )
-            return info
-        return None
-
-    @classmethod
-    @abstractmethod
-    def available(cls) -> tuple[bool, str]:
-        """(fits this machine?, why) — asked by ``--runtime auto`` (:func:`kailab.runtimes.choose_runtime`)."""
+    def preflight(self, options: UpOptions) -> list:
+        """What ``up`` found before changing anything (kailab.preflight.Finding rows); none for a runtime that
+        makes its own cluster."""
+        return []
 
     @abstractmethod
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
@@ -174,7 +219,7 @@ class Runtime(ABC):
         """Remove what this runtime can identify as its own when the lab's state file is gone or damaged."""
         from kailab import labdir
 
-        labdir.report_left(self.home, labdir.remove(self.home, list(self.own_entries)), progress)
+        labdir.report_left(self.home, labdir.remove(self.home, list(self.traits.own_entries)), progress)
 
     @abstractmethod
     def info(self) -> LabInfo | None:
@@ -184,33 +229,24 @@ class Runtime(ABC):
     def kubeconfig(self) -> Path:
         """Where the lab's kubeconfig is (it may not exist yet)."""
 
-    def memory_mib(self) -> float | None:
-        """Memory (RSS, MiB) of every process the lab runs, together; None when this runtime cannot say."""
+    @abstractmethod
+    def capabilities(self) -> Capabilities:
+        """What this lab offers beyond a kubeconfig (its optional parts; None where it has none)."""
+
+    # -- for the runtimes themselves --------------------------------------------------------------------------------
+
+    def _state(self) -> LabState | None:
+        """The lab's state: as it was given, else read now."""
+        return self._given_state if self._given_state is not None else LabState.read(self.home)
+
+    def _running(self, progress: Progress) -> LabInfo | None:
+        """The lab when it already runs with every component healthy (``up`` then has nothing to do), else None."""
+        info = self.info()
+        if info and info.components and all(c.healthy for c in info.components):
+            progress.info(
+                f"✓ The lab is already running ({self.traits.name} runtime); nothing to do. "
+                f"Kubeconfig: {self.kubeconfig()}",
+                style="green",
+            )
+            return info
         return None
-
-    def scheduler_control(self) -> SchedulerControl:
-        """Stop, start and reconfigure KAI's scheduler of this lab."""
-        raise KailabError(f"The {self.name} runtime cannot stop, start or reconfigure KAI's scheduler.")
-
-    def gpu_ledger_control(self) -> GpuLedgerControl:
-        """Stop and start what gives KAI's GPU reservation pods their GPU on this lab."""
-        raise KailabError(
-            f"The {self.name} runtime cannot stop or start what gives KAI's GPU reservation pods their GPU "
-            "(only a lab the local runtime made runs kailab's GPU ledger for it)."
-        )
-
-    def scheduler_metrics(self) -> Callable[[], str | None] | None:
-        """A reader of KAI's scheduler metrics (fair shares), or None when this lab cannot read them."""
-        try:
-            return self.scheduler_control().metrics
-        except KailabError:
-            return None
-
-    def gpu_sharing(self) -> bool:
-        """Whether KAI's GPU sharing is on (a lab kailab made has it on)."""
-        return True
-
-    def preflight(self, options: UpOptions) -> list:
-        """What ``up`` found before changing anything (kailab.preflight.Finding rows); none for a runtime that
-        makes its own cluster."""
-        return []

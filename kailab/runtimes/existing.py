@@ -1,7 +1,7 @@
 """The existing runtime: run the lessons on a cluster kailab did not make — and touch nothing else on it.
 
 ``kailab up --runtime existing [--kubeconfig PATH] [--context NAME] [--prefix NAME] [--kwok]`` reads the
-cluster first (:func:`read_facts` → ``kailab.preflight`` findings) and adopts it only when nothing blocks:
+cluster first (``existing_facts.read_facts`` → ``kailab.preflight`` findings) and adopts it only when nothing blocks:
 it writes ``lab.json`` (the kubeconfig's path as given — never a copy —, the context, the prefix and a lab
 id) and nothing on the cluster, unless ``--kwok`` asks for KWOK and kailab's fleet (:func:`kwok_plan`).
 Every object the lab makes carries ``kailab.io/lab-id: <id>`` beside ``managed-by: kailab``; ``down``
@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
 import yaml
 from kubernetes import client, config
@@ -30,22 +29,25 @@ from kubernetes.client.exceptions import ApiException
 from kailab import labdir, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
+from kailab.gpus import node_gpus
 from kailab.kube import Kube
-from kailab.labels import FLEET_LABEL, GPU, KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_NAME, QUEUE_API, TOPOLOGY_API
+from kailab.labels import (
+    FLEET_LABEL,
+    KWOK_CONTROLLER,
+    QUEUE_API,
+    TOPOLOGY_API,
+)
 from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
-from kailab.preflight import KAI_CRDS, Facts, Finding, SchedulerDeployment, blocking, findings
+from kailab.preflight import Finding, blocking, findings
 from kailab.progress import Progress
-from kailab.runtimes.base import ComponentHealth, LabInfo, Runtime, UpOptions
-from kailab.runtimes.kind import KWOK_RELEASE
+from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime, Traits, UpOptions
+from kailab.runtimes.existing_facts import exists, find_scheduler, read_facts, scheduler_metrics, sharing
+from kailab.runtimes.kind_plan import KWOK_RELEASE
 from kailab.waiting import until
 
 OWN_ENTRIES = ("lab.json",)
-METRICS_PORT = "http-metrics"  # the port of the Service KAI's operator makes for its scheduler
-KAI_CONFIG = ("kai.scheduler", "v1", "configs", "kai-config")
-STAGES_CRD = "stages.kwok.x-k8s.io"
-KWOK_CONTROLLER = ("kube-system", "kwok-controller")
 STAGES = MANIFESTS / "kwok-stages.yaml"
 FLEET = "fleet"  # a KwokStep source: kailab's fleet (kailab.fleet), not a manifest
 
@@ -137,130 +139,14 @@ def connect(path: Path, context: str | None) -> Kube:
     return kube
 
 
-T = TypeVar("T")
-
-
-def _exists(call: Callable[[], T]) -> T | None:
-    """The API's answer, or None when it says 404."""
-    try:
-        return call()
-    except ApiException as e:
-        if e.status == 404:
-            return None
-        raise
-
-
-def find_scheduler(kube: Kube) -> SchedulerDeployment | None:
-    """KAI's scheduler Deployment (the operator's ``kai-scheduler-default``), in whatever namespace KAI is."""
-    items = kube.apps.list_deployment_for_all_namespaces(
-        field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=10
-    ).items
-    if not items:
-        return None
-    d = items[0]
-    containers = d.spec.template.spec.containers or []
-    wanted = d.spec.replicas if d.spec.replicas is not None else 1
-    return SchedulerDeployment(
-        d.metadata.namespace,
-        d.metadata.name,
-        containers[0].image if containers else "",
-        (d.status.ready_replicas if d.status else 0) or 0,
-        wanted,
-    )
-
-
-def gpu_sharing(kube: Kube) -> bool | None:
-    """KAI's Config ``kai-config``: ``spec.admission.gpuSharing`` (false when unset); None without the Config."""
-    group, version, plural, name = KAI_CONFIG
-    conf = _exists(lambda: client.CustomObjectsApi(kube.api).get_cluster_custom_object(group, version, plural, name))
-    if conf is None:
-        return None
-    return bool(((conf.get("spec") or {}).get("admission") or {}).get("gpuSharing", False))
-
-
 def _established(kube: Kube, crd: str) -> bool:
     conds = client.ApiextensionsV1Api(kube.api).read_custom_resource_definition(crd).status.conditions or []
     return any(c.type == "Established" and c.status == "True" for c in conds)
 
 
 def _available(kube: Kube, namespace: str, name: str) -> bool:
-    d = _exists(lambda: kube.apps.read_namespaced_deployment(name, namespace))
+    d = exists(lambda: kube.apps.read_namespaced_deployment(name, namespace))
     return bool(d is not None and d.status and (d.status.available_replicas or 0) >= 1)
-
-
-def _gpus(node) -> float:
-    return float(((node.status.allocatable if node.status else None) or {}).get(GPU, 0) or 0)
-
-
-def _labels(obj) -> dict[str, str] | None:
-    return None if obj is None else (obj.metadata.labels or {})
-
-
-def kwok_state(kube: Kube, owner: Owner) -> str:
-    """Is KWOK here? "absent", "ours" (every part found is this lab's) or "foreign"."""
-    ext = client.ApiextensionsV1Api(kube.api)
-    found = [
-        _labels(_exists(lambda: ext.read_custom_resource_definition(STAGES_CRD))),
-        _labels(_exists(lambda: kube.apps.read_namespaced_deployment(KWOK_CONTROLLER[1], KWOK_CONTROLLER[0]))),
-    ]
-    found = [f for f in found if f is not None]
-    return "absent" if not found else "ours" if all(owner.owns(f) for f in found) else "foreign"
-
-
-def read_facts(kube: Kube, owner: Owner, fleet: Fleet | None) -> Facts:
-    """What the preflight checks need, read from the cluster (``fleet``: with --kwok, the fleet to add)."""
-    try:
-        server = client.VersionApi(kube.api).get_code(_request_timeout=5).git_version
-    except Exception:
-        return Facts()
-    unread: dict[str, str] = {}
-
-    def read(what: str, call: Callable[[], object], default):
-        try:
-            return call()
-        except ApiException as e:
-            unread[what] = f"{e.status} {e.reason}"
-        except Exception as e:  # a timeout, a refused connection: said, not raised
-            unread[what] = f"{type(e).__name__}: {str(e)[:120]}"
-        return default
-
-    ext = client.ApiextensionsV1Api(kube.api)
-
-    def crd(name: str) -> object | None:
-        return _exists(lambda: ext.read_custom_resource_definition(name))
-
-    crds = frozenset(c for c in KAI_CRDS if read(f"CRD {c}", partial(crd, c), None))
-    nodes = read("nodes", lambda: kube.core.list_node(_request_timeout=10).items, [])
-    gpu_nodes = tuple((n.metadata.name, _gpus(n)) for n in nodes)
-    bound = read(
-        "pods",
-        lambda: (
-            kube.core.list_pod_for_all_namespaces(
-                field_selector=f"spec.schedulerName={KAI_SCHEDULER_NAME},spec.nodeName!=",
-                limit=500,
-                _request_timeout=10,
-            ).items
-        ),
-        [],
-    )
-    facts = dict(
-        server=server,
-        crds=crds,
-        scheduler=read("Deployments", lambda: find_scheduler(kube), None),
-        kai_bound_pods=len(bound),
-        gpu_nodes=tuple((n, g) for n, g in gpu_nodes if g > 0),
-        gpu_sharing=read("KAI's Config", lambda: gpu_sharing(kube), None),
-    )
-    if fleet is not None:
-        others = {n.metadata.name for n in nodes if not owner.owns(n.metadata.labels)}
-        taken = tuple(o["metadata"]["name"] for o in node_objects(fleet) if o["metadata"]["name"] in others)
-        facts.update(
-            kwok=read("KWOK", lambda: kwok_state(kube, owner), "foreign"),
-            fleet_gpus=fleet.total_gpus,
-            fleet_nodes=fleet.node_count,
-            taken_nodes=taken,
-        )
-    return Facts(**facts, unread=unread)
 
 
 def leaves_first(queues: list[dict]) -> list[str]:
@@ -280,15 +166,17 @@ def leaves_first(queues: list[dict]) -> list[str]:
 class ExistingRuntime(Runtime):
     """A cluster kailab did not make, adopted through its kubeconfig; kailab's objects on it carry this lab's id."""
 
-    name = "existing"
-    takes = frozenset({"kubeconfig", "context", "kwok", "prefix"})
-    preference = 90
-    makes_cluster = False
-    after_failed_up = "always keeps lab.json after a failed up, so kailab down removes what it applied"
-    own_entries = OWN_ENTRIES
+    traits = Traits(
+        "existing",
+        takes=frozenset({"kubeconfig", "context", "kwok", "prefix"}),
+        preference=90,
+        own_entries=OWN_ENTRIES,
+        makes_cluster=False,
+        after_failed_up="always keeps lab.json after a failed up, so kailab down removes what it applied",
+    )
 
-    def __init__(self, home: Path | None = None, fetch: Callable[[str], str] = download):
-        super().__init__(home)
+    def __init__(self, home: Path | None = None, fetch: Callable[[str], str] = download, state: LabState | None = None):
+        super().__init__(home, state)
         self.fetch = fetch
 
     @classmethod
@@ -304,11 +192,11 @@ class ExistingRuntime(Runtime):
             )
 
     def kubeconfig(self) -> Path:
-        state = self.state()
+        state = self._state()
         return Path(state.kubeconfig) if state else default_kubeconfig()
 
     def kube(self) -> Kube:
-        state = self.state()
+        state = self._state()
         if state is None:
             raise KailabError(
                 "No cluster is adopted.", hint="Adopt one: kailab up --runtime existing --kubeconfig PATH"
@@ -317,7 +205,7 @@ class ExistingRuntime(Runtime):
 
     def _target(self, options: UpOptions) -> tuple[Path, str | None]:
         """The kubeconfig (absolute, as given) and context to adopt: the options', else the adopted lab's."""
-        state = self.state()
+        state = self._state()
         path = (
             Path(options.kubeconfig).expanduser().absolute()
             if options.kubeconfig
@@ -328,7 +216,7 @@ class ExistingRuntime(Runtime):
         return path, options.context if options.context is not None else (state.context or None) if state else None
 
     def _owner(self) -> Owner:
-        state = self.state()
+        state = self._state()
         return Owner(state.lab_id if state and state.lab_id else secrets.token_hex(4))
 
     def preflight(self, options: UpOptions) -> list[Finding]:
@@ -336,7 +224,7 @@ class ExistingRuntime(Runtime):
         return findings(read_facts(connect(path, context), self._owner(), options.fleet if options.kwok else None))
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
-        state = self.state()
+        state = self._state()
         if state is not None:
             self._refuse_changes(state, options)
         path, context = self._target(options)
@@ -351,7 +239,7 @@ class ExistingRuntime(Runtime):
         labdir.claim(self.home)
         kwok = options.kwok or bool(state and state.shape)
         new = LabState(
-            self.name,
+            self.traits.name,
             str(path),
             options.fleet.source if kwok else "",
             versions=versions.as_dict(),
@@ -364,9 +252,11 @@ class ExistingRuntime(Runtime):
         new.write(self.home)  # first: a `down` after an interrupted --kwok finds what was applied
         if options.kwok:
             self._install_kwok(kube, owner, new, options.fleet, progress)
-        new.total_gpus = int(sum(_gpus(n) for n in kube.core.list_node().items))
+        new.total_gpus = int(
+            sum(node_gpus(n.status.allocatable if n.status else None) for n in kube.core.list_node().items)
+        )
         new.write(self.home)
-        return self.info() or LabInfo(self.name, path)
+        return self.info() or LabInfo(self.traits.name, path)
 
     def _refuse_changes(self, state: LabState, options: UpOptions) -> None:
         """A second ``up`` may not point the adopted lab elsewhere: that is a new lab (``down`` first)."""
@@ -458,12 +348,12 @@ class ExistingRuntime(Runtime):
         finally:
             for node in node_objects(fleet):
                 name = node["metadata"]["name"]
-                if _exists(partial(kube.core.read_node, name)) is not None:
+                if exists(partial(kube.core.read_node, name)) is not None:
                     kube.core.patch_node(name, {"metadata": {"labels": owner.labels}})
 
     def down(self, progress: Progress) -> None:
         labdir.refuse_unless_ours(self.home)
-        state = self.state()
+        state = self._state()
         if state is None:
             progress.info("No adopted cluster to let go of.")
             return super().forget(progress)
@@ -561,7 +451,7 @@ class ExistingRuntime(Runtime):
             )
 
     def info(self) -> LabInfo | None:
-        state = self.state()
+        state = self._state()
         if state is None:
             return None
         try:
@@ -591,33 +481,20 @@ class ExistingRuntime(Runtime):
             + f": {state.total_gpus} GPUs. kailab changes only "
             f"objects labelled kailab.io/lab-id={state.lab_id}. kubectl --kubeconfig {where} get nodes"
         )
-        return LabInfo(self.name, Path(state.kubeconfig), comps, summary=summary)
+        return LabInfo(self.traits.name, Path(state.kubeconfig), comps, summary=summary)
 
-    def scheduler_metrics(self) -> Callable[[], str | None] | None:
-        """KAI's scheduler metrics through the API server's service proxy, when the chart's Service is there."""
+    def capabilities(self) -> Capabilities:
+        """KAI's scheduler here is not kailab's to stop or reconfigure: no scheduler control, no GPU ledger; its
+        metrics when KAI's chart made the scheduler's Service, GPU sharing as KAI's Config says, and partitions
+        through KAI's operator. Read from the cluster once (nothing of it when the cluster does not answer)."""
+        from kailab.runtimes.operator_partitions import OperatorPartitions
+
         try:
-            kube = self.kube()
-            services = kube.core.list_service_for_all_namespaces(
-                field_selector=f"metadata.name={KAI_SCHEDULER_DEPLOYMENT}", _request_timeout=5
-            ).items
-        except Exception:
-            return None
-        svc = next((s for s in services if any(p.name == METRICS_PORT for p in s.spec.ports or [])), None)
-        if svc is None:
-            return None
-
-        def read() -> str | None:
-            try:
-                return kube.core.connect_get_namespaced_service_proxy_with_path(
-                    f"{KAI_SCHEDULER_DEPLOYMENT}:{METRICS_PORT}", svc.metadata.namespace, "metrics", _request_timeout=5
-                )
-            except Exception:
-                return None
-
-        return read
-
-    def gpu_sharing(self) -> bool:
-        try:
-            return bool(gpu_sharing(self.kube()))
-        except Exception:
-            return False
+            kube = self.kube() if self._state() is not None else None
+        except Exception:  # said where the cluster is needed: here it has no metrics and no sharing
+            kube = None
+        return Capabilities(
+            metrics=None if kube is None else scheduler_metrics(kube),
+            partitions=OperatorPartitions(self),
+            gpu_sharing=False if kube is None else sharing(kube),
+        )

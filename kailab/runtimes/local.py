@@ -13,12 +13,10 @@ How the local fleet starts:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -34,8 +32,9 @@ from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger, usage_db
 from kailab.runtimes import local_kai as kai
-from kailab.runtimes.base import ComponentHealth, GpuLedgerControl, LabInfo, Runtime, SchedulerControl, UpOptions
-from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec, port_in_use, stop
+from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime, Traits, UpOptions
+from kailab.runtimes.local_controls import LocalGpuLedgerControl, LocalSchedulerControl
+from kailab.runtimes.processes import Identity, ProcessGroup, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import until
 
@@ -49,13 +48,15 @@ OWN_ENTRIES = ("kwok", "kai", "lab.json", "kubeconfig.yaml", "kwokctl.yaml", "co
 class LocalRuntime(Runtime):
     """Everything on this machine, from binaries built out of Go modules."""
 
-    name = "local"
-    takes = frozenset({"with_kai", "apiserver_port", "retain"})
-    preference = 20  # used when no Docker engine answers
-    own_entries = OWN_ENTRIES
+    traits = Traits(
+        "local",
+        takes=frozenset({"with_kai", "apiserver_port", "retain"}),
+        preference=20,  # used when no Docker engine answers
+        own_entries=OWN_ENTRIES,
+    )
 
-    def __init__(self, home: Path | None = None, cache: Path | None = None):
-        super().__init__(home)
+    def __init__(self, home: Path | None = None, cache: Path | None = None, state: LabState | None = None):
+        super().__init__(home, state)
         self.cache = cache
         self.kwok_workdir = self.home / "kwok"
         self.cluster_dir = self.kwok_workdir / "clusters" / CLUSTER
@@ -76,7 +77,7 @@ class LocalRuntime(Runtime):
         return self.home / "kubeconfig.yaml"
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
-        if info := self.running(progress):
+        if info := self._running(progress):
             return info
         labdir.claim(self.home)  # before anything slow: a folder that is not the lab's is refused
         if self.cluster_dir.exists() or self.kai_processes.names():
@@ -105,7 +106,7 @@ class LocalRuntime(Runtime):
                 progress.info("Cleaning up the half-made lab…", style="yellow")
                 self._teardown()
             raise
-        return self.info() or LabInfo(self.name, self.kubeconfig())
+        return self.info() or LabInfo(self.traits.name, self.kubeconfig())
 
     def down(self, progress: Progress) -> None:
         if not self.home.exists():
@@ -121,7 +122,7 @@ class LocalRuntime(Runtime):
         self.down(progress)
 
     def info(self) -> LabInfo | None:
-        state = self.state()
+        state = self._state()
         if state is None:
             return None
         comps = []
@@ -144,7 +145,7 @@ class LocalRuntime(Runtime):
                     f"pid {pid}" if pid else f"not running; log: {self.kai_processes.log_path(name)}",
                 )
             )
-        return LabInfo(self.name, self.kubeconfig(), comps)
+        return LabInfo(self.traits.name, self.kubeconfig(), comps)
 
     # -- steps -----------------------------------------------------------------------------
 
@@ -283,6 +284,7 @@ class LocalRuntime(Runtime):
         return [i for i in self._control_plane().values() if i.alive()] + self.kai_processes.running()
 
     def memory_mib(self) -> float | None:
+        """Memory (RSS, MiB) of every process the lab runs, together."""
         total = 0
         for ident in self.processes():
             try:
@@ -314,13 +316,28 @@ class LocalRuntime(Runtime):
             build.ensure_built([versions.PROMETHEUS_BUILD], progress, self.cache, lock=usage_db.BUILD_LOCK)
         return bins
 
+    def capabilities(self) -> Capabilities:
+        """Its scheduler and GPU ledger are processes kailab started; its partitions' schedulers too."""
+        from kailab.runtimes.local_partitions import LocalPartitions
+
+        control = self.scheduler_control()
+        state = self._state()
+        without_ledger = state is not None and gpu_ledger.PROCESS_NAME not in state.kai_components
+        ledger = None if without_ledger else self.gpu_ledger_control()
+        return Capabilities(
+            scheduler=control,
+            gpu_ledger=ledger,
+            metrics=control.metrics,
+            partitions=LocalPartitions(self),
+            gpu_sharing=True,
+            memory=self.memory_mib,
+        )
+
     def scheduler_control(self) -> LocalSchedulerControl:
         return LocalSchedulerControl(self)
 
     def gpu_ledger_control(self) -> LocalGpuLedgerControl:
-        state = self.state()
-        if state is not None and gpu_ledger.PROCESS_NAME not in state.kai_components:
-            raise KailabError("This lab runs no GPU ledger (it was brought up without KAI).")
+        """kailab's GPU ledger process (a lab brought up without KAI runs none: :meth:`capabilities`)."""
         return LocalGpuLedgerControl(self)
 
     def _create_fleet(self, kube: Kube, fleet: Fleet, progress: Progress) -> None:
@@ -330,7 +347,7 @@ class LocalRuntime(Runtime):
 
     def _write_state(self, options: UpOptions) -> None:
         LabState(
-            self.name,
+            self.traits.name,
             str(self.kubeconfig()),
             options.fleet.source,
             options.fleet.total_gpus,
@@ -364,147 +381,6 @@ class LocalRuntime(Runtime):
                 pass  # what kwokctl did not stop is stopped below, by identity
         stop(list(self._control_plane().values()), timeout=5)
         return labdir.remove(self.home, list(OWN_ENTRIES))
-
-
-class LocalSchedulerControl(SchedulerControl):
-    """KAI's scheduler process of a local lab: stopped by its recorded identity, started again with a config file and
-    flags made from the settings, on fresh ports. Its pid file is where ``down`` and ``status`` find it; what it runs
-    with (settings, metrics address) is in ``kai/scheduler.json``.
-    """
-
-    RECORD = "scheduler.json"
-    runs_usage_db = True
-
-    def __init__(
-        self,
-        runtime: LocalRuntime,
-        timeout: float = 60,
-        name: str = KAI_SCHEDULER_PROCESS,
-        partition: str = "",
-        workdir: Path | None = None,
-        args: dict[str, str] | None = None,
-    ):
-        self.rt = runtime
-        self.timeout = timeout
-        self.name = name  # its process name; a class's partition scheduler has its own (kailab/classroom)
-        self.partition = partition  # the node-pool label value it schedules; "" the lab's own scheduler
-        self.workdir = workdir or runtime.home / "kai"
-        self.args = (
-            args  # a SchedulingShard's spec.args (kailab/runtimes/shard_supervisor.py); None: the settings' flags
-        )
-
-    def _record(self) -> dict:
-        try:
-            data = json.loads((self.workdir / self.RECORD).read_text())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def record(self, spec: ProcessSpec, settings: SchedulerSettings) -> None:
-        """Remember what the scheduler started from ``spec`` runs with."""
-        (self.workdir / self.RECORD).write_text(
-            json.dumps(
-                {"settings": dataclasses.asdict(settings), "metrics": spec.health_url, "binary": spec.argv[0]}, indent=1
-            )
-        )
-
-    @property
-    def settings(self) -> SchedulerSettings:
-        try:
-            return SchedulerSettings(**self._record().get("settings", {}))
-        except (TypeError, KailabError):
-            return SchedulerSettings()
-
-    def running(self) -> bool:
-        return self.rt.kai_processes.identity(self.name) is not None
-
-    def stop(self) -> None:
-        self.rt.kai_processes.stop_one(self.name, "KAI's scheduler")
-
-    def start(self, settings: SchedulerSettings | None = None) -> None:
-        settings = SchedulerSettings.of(settings)
-        state = self.rt.state()
-        if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
-            raise KailabError(
-                "This lab runs no KAI scheduler to start (it was brought up without KAI).",
-                hint="Bring it up with KAI: kailab down && kailab up",
-            )
-        if self.running() and settings == self.settings:
-            return
-        binary = Path(self._record().get("binary") or self.rt.scheduler_control()._record().get("binary") or "")
-        if binary.is_file():  # the binary this lab started with (a partition's first start: the lab's scheduler's)
-            bins = {KAI_SCHEDULER_PROCESS: binary}
-        else:
-            bins = build.ensure_built([versions.build("kai")], Progress(quiet=True), self.rt.cache)
-        usage = None
-        if settings.usage_params is not None:  # time-based fair share: the lab's Prometheus, started if need be
-            url = usage_db.ensure_running(self.rt.kai_processes, self.rt.cache)
-            capacity = usage_db.node_capacity(Kube(self.rt.kubeconfig()), self.partition)
-            usage = usage_db.usage_db_config(settings, url, capacity)
-        self.stop()
-        spec = kai.scheduler_spec(
-            bins, self.rt.kubeconfig(), self.workdir, settings, self.partition, self.name, self.args, usage
-        )
-        self.rt.kai_processes.start(spec)
-        self.record(spec, settings)
-        kai.wait_healthy([spec], self.rt.kai_processes, timeout=self.timeout)
-        self._wait_scheduling()
-
-    def _wait_scheduling(self) -> None:
-        """Until the new scheduler has run a cycle: its caches are synced and it binds again."""
-        processes = self.rt.kai_processes
-
-        def cycled() -> bool:
-            if kai.actions_run(self.metrics() or ""):
-                return True
-            if processes.pid(self.name) is None:
-                raise processes.fail(self.name, "exited while starting")
-            return False
-
-        until(
-            cycled,
-            self.timeout,
-            0.2,
-            fail=lambda _: processes.fail(self.name, f"ran no scheduling cycle within {self.timeout:.0f}s"),
-        )
-
-    def metrics(self) -> str | None:
-        url = self._record().get("metrics")
-        if not url or not self.running():
-            return None
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                return r.read().decode(errors="replace")
-        except OSError:
-            return None
-
-
-class LocalGpuLedgerControl(GpuLedgerControl):
-    """kailab's GPU ledger process of a local lab (it plays the GPU operator's part): stopped by its recorded
-    identity, started again as ``up`` starts it."""
-
-    def __init__(self, runtime: LocalRuntime, timeout: float = 30):
-        self.rt = runtime
-        self.timeout = timeout
-
-    def running(self) -> bool:
-        return self.rt.kai_processes.identity(gpu_ledger.PROCESS_NAME) is not None
-
-    def stop(self) -> None:
-        self.rt.kai_processes.stop_one(gpu_ledger.PROCESS_NAME, "kailab's GPU ledger")
-
-    def start(self) -> None:
-        state = self.rt.state()
-        if state is None or gpu_ledger.PROCESS_NAME not in state.kai_components:
-            raise KailabError(
-                "This lab runs no GPU ledger to start (it was brought up without KAI).",
-                hint="Bring it up with KAI: kailab down && kailab up",
-            )
-        if self.running():
-            return
-        spec = kai.gpu_ledger_spec(self.rt.kubeconfig())
-        self.rt.kai_processes.start(spec)
-        kai.wait_healthy([spec], self.rt.kai_processes, timeout=self.timeout)
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -1,5 +1,6 @@
-"""Background processes kailab starts itself (KAI's components and kailab's GPU ledger), kwokctl-style:
-``pids/<name>.pid`` and ``logs/<name>.log`` under one folder, each in its own session.
+"""Background processes kailab starts itself, kwokctl-style: a pid file and a log each, in a session of its own.
+
+KAI's components and kailab's GPU ledger: ``pids/<name>.pid`` and ``logs/<name>.log`` under one folder.
 
 A process is known by its identity — pid *and* start time — so a pid the system has since
 given to another program is never signalled. Nothing is ever found by matching a command line.

@@ -1,11 +1,12 @@
-"""The local runtime's stand-in for KAI's operator, for SchedulingShards only: each shard kailab made becomes a
-``kai-scheduler`` process, started again whenever the shard's spec changes.
+"""The local runtime's stand-in for KAI's operator, for SchedulingShards only: each shard a scheduler process.
+
+Each shard kailab made becomes a ``kai-scheduler`` process, started again whenever the shard's spec changes.
 
 KAI's operator (pkg/operator/controller/schedulingshard_controller.go) reconciles every SchedulingShard into a
 scheduler Deployment with a config file and flags made from the shard (pkg/operator/operands/scheduler/
 resources_for_shard.go: ``configMapForShard``, ``buildArgsList``). The local runtime runs KAI without its operator,
 so this process does the same for the shards labelled as kailab's (``app.kubernetes.io/managed-by: kailab`` and a
-learner, :mod:`kailab.classroom.shards`): the shard's settings (:class:`~kailab.scheduler_settings.SchedulerSettings`,
+learner, :mod:`kailab.shards`): the shard's settings (:class:`~kailab.scheduler_settings.SchedulerSettings`,
 read from placementStrategy, minRuntime, queueDepthPerAction, kValue and args) become the config file
 (:func:`kailab.runtimes.local_kai.scheduler_config`), ``partitionLabelValue`` the ``--partition-label-value`` flag,
 and ``args`` flags after the others — only flags KAI's scheduler defines (read from the pinned module's
@@ -15,9 +16,9 @@ effect; the scheduler's metrics address goes in the annotation ``kailab.io/sched
 that address is on (this machine and network namespace) in ``kailab.io/scheduler-metrics-host``.
 
 The lab starts it like its other processes (``kai/pids/``, pid and start time) when a class or a side-by-side run
-first needs a partition; ``kailab down`` stops it first, then the schedulers it started (their pid files are in
+first needs a partition (``local_partitions.py``); ``kailab down`` stops it first, then the schedulers it started (their pid files are in
 the same folder). A deleted shard's scheduler is stopped and its folder removed. A shard pointed at a stopped
-partition (``<learner>.stopped``, :func:`kailab.classroom.shards.stopped`) gets no process at all: a scheduler of a
+partition (``<learner>.stopped``, :func:`kailab.shards.stopped`) gets no process at all: a scheduler of a
 partition without nodes would only cost a restart and memory (KAI's operator runs one anyway).
 """
 
@@ -37,7 +38,6 @@ from pathlib import Path
 
 from kubernetes import client
 
-from kailab.classroom.shards import STOPPED_SUFFIX, loopback_host, shard_scheduler
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
 from kailab.labels import (
@@ -48,20 +48,13 @@ from kailab.labels import (
     SHARD_METRICS_HOST_ANNOTATION,
     SHARD_SUPERVISOR,
 )
-from kailab.runtimes.processes import ProcessSpec
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.shards import STOPPED_SUFFIX, loopback_host, shard_scheduler
 
 PROCESS_NAME = SHARD_SUPERVISOR
 SELECTOR = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), LEARNER_LABEL])
 OWN_FLAGS = frozenset({"listen-address", "plugin-server-port"})  # the process's loopback ports: the supervisor's
 RECHECK = 2.0  # seconds between looks at a shard's process (one that exited is started again, as a Deployment would)
-
-
-def process_spec(home: Path) -> ProcessSpec:
-    """The supervisor as a process of the lab in ``home`` (its kubeconfig and KAI folder)."""
-    from kailab.runtimes.local_kai import python_process
-
-    return python_process(PROCESS_NAME, __name__, [f"--home={home}"])
 
 
 def scheduler_flags_known() -> frozenset[str] | None:
@@ -115,7 +108,7 @@ class Supervisor:
         return self.rt.home / "kai" / "partitions" / name
 
     def control(self, name: str, spec: dict):
-        from kailab.runtimes.local import LocalSchedulerControl
+        from kailab.runtimes.local_controls import LocalSchedulerControl
 
         return LocalSchedulerControl(
             self.rt,

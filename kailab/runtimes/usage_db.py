@@ -28,7 +28,7 @@ from pathlib import Path
 from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube
-from kailab.labels import NODEPOOL_LABEL
+from kailab.labels import GPU, NODEPOOL_LABEL
 from kailab.progress import Progress
 from kailab.quantity import QUANTITY, amount
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port
@@ -40,7 +40,7 @@ QUERY_RESOLUTION = SCRAPE_INTERVAL  # KAI's step inside the usage window (extraP
 BUILD_LOCK = ".lock-prometheus"  # its own build lock: its first build does not hold up a lab that needs only KAI
 METRICS_RECORD = "metrics.json"  # kai/: each KAI component's metrics address, written at up
 # KAI's capacity queries (extraParams keys) and the node capacity each stands for.
-CAPACITY = {"gpuCapacityMetric": "nvidia.com/gpu", "cpuCapacityMetric": "cpu", "memoryCapacityMetric": "memory"}
+CAPACITY = {"gpuCapacityMetric": GPU, "cpuCapacityMetric": "cpu", "memoryCapacityMetric": "memory"}
 
 
 def config_text(queue_controller: str) -> str:

@@ -11,8 +11,6 @@ busy the lab is; what KAI times is decided by the cluster's clock; what the lab 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import singledispatchmethod
@@ -21,12 +19,11 @@ from typing import Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from kailab import ownership, pace, predictions
+from kailab import ownership, pace
 from kailab.checks import (
     BUSY_PREFIX,
     Check,
     FleetNode,
-    Observation,
     Verdict,
     evaluate,
     misfit,
@@ -35,12 +32,11 @@ from kailab.checks import (
     unable,
 )
 from kailab.errors import KailabError, ScenarioError
-from kailab.gpus import per_queue
 from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.progress import Progress
 from kailab.queues import queue_ref
-from kailab.scenarios import schema, timing
-from kailab.scenarios.fold import Change, RunState, fold, observe
+from kailab.scenarios import model
+from kailab.scenarios.fold import Change, observe
 from kailab.scenarios.manifests import (
     NAMESPACE_QUOTA,
     namespace_objects,
@@ -49,8 +45,9 @@ from kailab.scenarios.manifests import (
     topology_object,
     workload_objects,
 )
-from kailab.scenarios.model import Scenario, Step, Window
-from kailab.scenarios.schema import WorkloadFile
+from kailab.scenarios.model import Scenario, Step
+from kailab.scenarios.objects import WorkloadFile
+from kailab.scenarios.run import Held, Recorder, Run
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import timed_out
 
@@ -157,7 +154,7 @@ class Engine:
         try:
             self.prepare(scenario, verdict)
             self.say_if_busy(verdict, scenario.namespace)
-            run = _Run(self.cluster, scenario, verdict, start, self._changes(scenario))
+            run = Run(self.cluster, scenario, verdict, start, self._changes(scenario))
             try:
                 for step in scenario.steps:
                     if not self.play(step, run):
@@ -166,11 +163,11 @@ class Engine:
             finally:
                 run.sample(final=True)
                 run.changes.close()
-                if any(isinstance(s, (schema.StopScheduler, schema.StartScheduler)) for s in scenario.steps):
+                if any(isinstance(s, (model.StopScheduler, model.StartScheduler)) for s in scenario.steps):
                     # The next scenario starts from the lab's scheduler as it was: running, default settings.
                     with self.progress.step("Restoring KAI's scheduler (running, the lab's defaults)"):
                         self.cluster.start_scheduler(SchedulerSettings())
-                if any(isinstance(s, schema.GpuLedger) for s in scenario.steps):
+                if any(isinstance(s, model.GpuLedger) for s in scenario.steps):
                     # …and with reservation pods given their GPU again.
                     with self.progress.step("Restoring what gives GPU reservation pods their GPU (running)"):
                         self.cluster.start_gpu_ledger()
@@ -273,7 +270,7 @@ class Engine:
 
     def _changes(self, scenario: Scenario) -> Changes:
         queues = {q.name for q in scenario.queues} | set(scenario.missing_queues)
-        queues |= {s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)}
+        queues |= {s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)}
         changes = self.cluster.changes(scenario.namespace, queues, scenario.node_label_keys)
         if self.record is None:
             return changes
@@ -282,12 +279,12 @@ class Engine:
     # -- steps, by type ---------------------------------------------------------------------
 
     @singledispatchmethod
-    def play(self, step: Step, run: _Run) -> bool:
+    def play(self, step: Step, run: Run) -> bool:
         """Play one step; False ends the scenario."""
         raise TypeError(f"no player for step {type(step).__name__}")
 
-    @play.register(schema.Apply)
-    def _(self, step: schema.Apply, run: _Run) -> bool:
+    @play.register(model.Apply)
+    def _(self, step: model.Apply, run: Run) -> bool:
         w = run.scenario.workload(step.workload)
         what = f"{w.jobs} Jobs {w.name}-0…{w.jobs - 1}" if w.jobs else f"{w.kind} {w.name}"
         with self.progress.step(
@@ -298,21 +295,21 @@ class Engine:
             run.resized(w.name, w.total_pods)
         return True
 
-    @play.register(schema.Delete)
-    def _(self, step: schema.Delete, run: _Run) -> bool:
+    @play.register(model.Delete)
+    def _(self, step: model.Delete, run: Run) -> bool:
         w = run.scenario.workload(step.workload)
         with self.progress.step(f"Delete {w.kind} {w.name}"):
             self._delete_workload(w, run)
         return True
 
-    def _delete_workload(self, w: WorkloadFile, run: _Run) -> None:
+    def _delete_workload(self, w: WorkloadFile, run: Run) -> None:
         for obj in reversed(workload_objects(w, run.scenario)):
             self.cluster.delete(obj)
         self.cluster.delete_pods(run.scenario.namespace, w.name)
         run.resized(w.name, None)
 
-    @play.register(schema.DeletePods)
-    def _(self, step: schema.DeletePods, run: _Run) -> bool:
+    @play.register(model.DeletePods)
+    def _(self, step: model.DeletePods, run: Run) -> bool:
         where = " ".join(filter(None, [step.workload and f"of {step.workload}", step.node and f"on {step.node}"]))
         how_many = "the pods" if step.count is None else f"{step.count} pod{'s' if step.count != 1 else ''}"
         with self.progress.step(f"Delete {how_many} {where}") as st:
@@ -340,8 +337,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(schema.DeleteWorkloads)
-    def _(self, step: schema.DeleteWorkloads, run: _Run) -> bool:
+    @play.register(model.DeleteWorkloads)
+    def _(self, step: model.DeleteWorkloads, run: Run) -> bool:
         with self.progress.step(f"Delete the workloads with a pod on {step.node}") as st:
             names = sorted({p.workload for p in run.state.pods.values() if p.node == step.node and p.workload})
             for name in names:
@@ -349,21 +346,21 @@ class Engine:
             st.note(", ".join(names) or "none were there")
         return True
 
-    @play.register(schema.Sleep)
-    def _(self, step: schema.Sleep, run: _Run) -> bool:
+    @play.register(model.Sleep)
+    def _(self, step: model.Sleep, run: Run) -> bool:
         with self.progress.step(f"Sleep {step.seconds:g}s"):
             run.sleep(step.seconds)
         return True
 
-    @play.register(schema.StopScheduler)
-    def _(self, step: schema.StopScheduler, run: _Run) -> bool:
+    @play.register(model.StopScheduler)
+    def _(self, step: model.StopScheduler, run: Run) -> bool:
         with self.progress.step("Stop KAI's scheduler"):
             self.cluster.stop_scheduler()
             run.stepped()
         return True
 
-    @play.register(schema.StartScheduler)
-    def _(self, step: schema.StartScheduler, run: _Run) -> bool:
+    @play.register(model.StartScheduler)
+    def _(self, step: model.StartScheduler, run: Run) -> bool:
         said = step.settings.changes()
         with self.progress.step(f"{'Restart' if step.restart else 'Start'} KAI's scheduler ({said})"):
             if step.restart:
@@ -372,8 +369,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(schema.GpuLedger)
-    def _(self, step: schema.GpuLedger, run: _Run) -> bool:
+    @play.register(model.GpuLedger)
+    def _(self, step: model.GpuLedger, run: Run) -> bool:
         with self.progress.step(f"{'Start' if step.running else 'Stop'} what gives GPU reservation pods their GPU"):
             if step.running:
                 self.cluster.start_gpu_ledger()
@@ -382,8 +379,8 @@ class Engine:
             run.stepped()
         return True
 
-    @play.register(schema.Scale)
-    def _(self, step: schema.Scale, run: _Run) -> bool:
+    @play.register(model.Scale)
+    def _(self, step: model.Scale, run: Run) -> bool:
         s, w = run.scenario, run.scenario.workload(step.workload)
         with self.progress.step(f"Scale {w.name} to {step.pods} pods"):
             objects = workload_objects(w, s, step.pods)
@@ -401,23 +398,23 @@ class Engine:
             run.resized(w.name, step.pods)
         return True
 
-    @play.register(schema.SetQueue)
-    def _(self, step: schema.SetQueue, run: _Run) -> bool:
+    @play.register(model.SetQueue)
+    def _(self, step: model.SetQueue, run: Run) -> bool:
         q = step.queue
         with self.progress.step(f"Set queue {q.name}: GPU quota {q.gpu.quota}, limit {q.gpu.limit}"):
             run.apply(labelled(queue_object(q), run.scenario))
             run.stepped()
         return True
 
-    @play.register(schema.Wait)
-    def _(self, step: schema.Wait, run: _Run) -> bool:
+    @play.register(model.Wait)
+    def _(self, step: model.Wait, run: Run) -> bool:
         """Wait until every condition holds, then keep it for ``stable`` seconds, or through a window of KAI's
         (``throughWindow``) — both by the cluster's clock (_Run.hold).
 
         A Wait only gates the run (it shows as a row only when it fails); an Expect adds one row per condition.
         Either ends the run unless it held. A row the lab could not decide is UNDECIDED, with why (timing.py).
         """
-        exps, rows = step.expectations, isinstance(step, schema.Expect)
+        exps, rows = step.expectations, isinstance(step, model.Expect)
         label = step.note or "; ".join(f"{e.title} = {e.want}" for e in exps)
         hold = max(e.stable for e in exps)
         windows = [e.window for e in exps if e.window is not None]
@@ -434,7 +431,7 @@ class Engine:
         def seen(obs) -> str:
             return "; ".join(f"{e.title}: {c.observed}" for e in exps if not (c := evaluate(e, obs)).passed)
 
-        held: _Held | None = None
+        held: Held | None = None
         undecided = ""
         with self.progress.step(f"{'Expect' if rows else 'Wait'}: {label}") as st:
             waited = run.until(all_hold, step.timeout, lambda obs: tuple(evaluate(e, obs).observed for e in exps))
@@ -496,262 +493,10 @@ class Engine:
         return ok
 
 
-@dataclasses.dataclass
-class _Held:
-    """How a hold went: the observation where it broke (None: it held), the last one where it held, a failure of the
-    window's own (its start never shown), why it is undecided, and the words for the row's observed text."""
-
-    broke: Observation | None = None
-    last: Observation | None = None
-    failed: str = ""
-    undecided: str = ""
-    words: str = ""
-
-
-class _Run:
-    """One scenario being played: its state (owned by the engine's thread), its changes, its verdict."""
-
-    def __init__(self, cluster: Cluster, scenario: Scenario, verdict: Verdict, start: float, changes: Changes):
-        self.cluster, self.scenario, self.verdict, self.changes = cluster, scenario, verdict, changes
-        self.state = RunState()
-        self.start = self.mark = start
-        self.expects = 0  # expect steps decided so far
-        self.step_no = 0  # steps that changed the cluster so far
-        self.mark_at: float | None = None  # the cluster's time last seen when the last such step began
-        self.wrote_at: float | None = None  # the cluster's time of the latest write of the step being played
-        self.sample()
-
-    def measure_predictions(self, obs) -> None:
-        """An expect step was decided on ``obs``: measure the answers of the predictions made for it."""
-        self.expects += 1
-        for p in self.scenario.predictions:
-            if p.at == self.expects and (answer := predictions.measure(p, obs)) is not None:
-                self.verdict.answers[p.key] = answer.to_dict()
-
-    def clock(self) -> float:
-        return self.cluster.clock()
-
-    def apply(self, obj: dict) -> None:
-        self.wrote(self.cluster.apply(obj))
-        self.verdict.applied.append(obj)
-
-    def wrote(self, at: float | None) -> None:
-        """A write of this step's, done at the cluster's time ``at`` (None: not known)."""
-        if at is not None:
-            self.wrote_at = max(self.wrote_at or at, at)
-
-    def stepped(self) -> None:
-        """A step changed the cluster: the next wait is timed from now — by kailab's clock, and by the cluster's
-        (the time of the step's writes, put among the changes as a STEP mark so a recording keeps it)."""
-        self.mark, self.mark_at, self.step_no = self.clock(), self.state.server_now, self.step_no + 1
-        self.changes.note(Change("STEP", step=self.step_no, at=self.wrote_at, t=self.mark))
-        self.wrote_at = None
-
-    def step_at(self) -> float | None:
-        """The cluster's time of the last step that changed it: its writes' (as the STEP mark says), else the
-        latest time seen when it began; None when no change carried a time (a stream recorded before kailab kept
-        them)."""
-        if self.step_no and self.step_no not in self.state.steps:
-            self.take(0)  # its STEP mark is queued (or, in a recording, due): fold it, and what came before it
-        said = self.state.steps.get(self.step_no)
-        known = [t for t in (said, self.mark_at) if t is not None]
-        return max(known) if known else None
-
-    def resized(self, workload: str, pods: int | None) -> None:
-        """A step changed what a workload asks for (None: it is gone). When it asks for fewer, the pods that go
-        are the lab's doing, not evictions."""
-        before = self.state.sizes.get(workload)
-        if pods is None or (before is not None and pods < before):
-            self.state.released.add(workload)
-        if pods is None:
-            self.state.sizes.pop(workload, None)
-        else:
-            self.state.sizes[workload] = pods
-        self.stepped()
-
-    def take(self, timeout: float) -> bool:
-        """Fold the next change (waiting up to ``timeout``) and every one already here; False if none came."""
-        change = self.changes.next(timeout)
-        if change is None:
-            return False
-        while change is not None:
-            fold(self.state, change)
-            change = self.changes.next(0)
-        self.sample()
-        return True
-
-    def slowest(self, since: float) -> tuple[float, pace.Pace | None]:
-        return timing.slowest(self.state.paces, since)
-
-    def pending(self) -> int:
-        return sum(1 for p in self.state.pods.values() if not p.node and not p.deleting)
-
-    def until(self, predicate, timeout: float, signature) -> timing.Waited:
-        """Fold changes until ``predicate(observation)`` holds, within a limit that grows with how busy the lab is
-        and while ``signature(observation)`` (what is awaited) keeps changing (timing.limit, timing.settle)."""
-        begin = self.clock()
-        last, moved = None, None
-        while True:
-            obs = observe(self.state)
-            now = self.clock()
-            slow, reading = self.slowest(begin)
-            usual = timing.typical(self.state.paces, begin)
-            if predicate(obs):
-                return timing.Waited(True, now - begin, timeout, slow, reading, usual=usual)
-            sig = signature(obs)
-            if last is not None and sig != last:
-                moved = now
-            last = sig
-            deadline = begin + timing.limit(timeout, slow, self.pending(), reading)
-            if moved is not None:
-                deadline = max(deadline, moved + timing.settle(reading))
-            most = begin + timeout * pace.MOST
-            left = min(deadline, most) - now
-            if left <= 0:
-                moved_ago = None if moved is None else now - moved
-                return timing.Waited(False, now - begin, timeout, slow, reading, moved_ago, deadline >= most, usual)
-            self.take(left)
-
-    def hold(self, predicate, seconds: float, windows: list[Window], timeout: float) -> _Held:
-        """Keep folding changes while ``predicate`` holds: until the end of the first of ``windows`` to end, or for
-        ``seconds`` (and at least three of KAI's cycles) from when it first held — both by the cluster's clock: a
-        change breaks the hold only if the cluster timed it before that end. Undecided when a window ended before
-        the step it is about, or the cluster's clock could not be seen to pass the end. A recording without the
-        cluster's times holds ``seconds`` by kailab's clock, as kailab did before it kept them."""
-        begin = self.clock()
-        began = self.step_at()
-        # When it first held, by the cluster's clock: the change that made it hold, or the step if it held before.
-        known = [t for t in (self.state.seen_at, began) if t is not None]
-        first = max(known) if known else self.state.server_now
-        if first is None and not windows:
-            return self._hold_by_kailab(predicate, seconds)
-        last = observe(self.state)
-        checked = False  # a window's end checked against the step's time
-        drained: float | None = None  # kailab's clock: when the changes in flight at the end are in
-
-        def end_of(obs) -> tuple[float, str] | None:
-            if windows:
-                return self.window_end(windows, obs)
-            if first is None:
-                return None
-            length = max(seconds, timing.LEAST_CYCLES * timing.cycle(self.slowest(begin)[1]))
-            return first + length, f"it held from {timing.clock_time(first)}, for {length:.0f}s"
-
-        while True:
-            end = end_of(last)
-            if end is not None:
-                if windows and not checked:
-                    checked = True
-                    if why := timing.too_late(end[0], began, end[1]):
-                        return _Held(last=last, undecided=why)
-                if timing.passed(end[0], self.state.server_now):
-                    if drained is None:  # changes the watches have yet to hand over: a moment to come in
-                        drained = self.clock() + timing.drain(self.slowest(begin)[1])
-                    elif self.clock() >= drained:
-                        return _Held(last=last)
-            slow = self.slowest(begin)[0]
-            length = max(w.seconds for w in windows) if windows else seconds
-            left = begin + min((length + timeout) * max(slow, 2.0), (length + timeout) * pace.MOST) - self.clock()
-            if left <= 0:
-                return self._unended(windows, end, timing.typical(self.state.paces, begin), last)
-            if drained is not None:
-                left = min(left, max(drained - self.clock(), 0.0))
-            change = self.changes.next(left)
-            if change is None:
-                continue
-            fold(self.state, change)
-            self.sample()
-            if change.pace is not None or change.step is not None:
-                continue
-            obs = observe(self.state)
-            if predicate(obs):
-                last = obs
-                continue
-            at = change.at if change.at is not None else self.state.server_now
-            end = end_of(obs) or end
-            if end is not None and at is not None and not timing.broke_inside(at, end[0]):
-                return _Held(last=last)  # it was over when this came: it held through it
-            when = f"at {timing.clock_time(at)}" if at is not None else "at a time the cluster did not give"
-            if end is None or at is None:
-                inside = f"{when}, before KAI showed the window's start" if windows else when
-            elif windows:
-                inside = f"{when}, {end[0] - at:.0f}s before the window ended at {timing.clock_time(end[0])}: {end[1]}"
-            else:
-                inside = f"{when}, {at - (first or at):.0f}s after it first held, by the cluster's clock"
-            return _Held(broke=obs, words=f"changed {inside}")
-
-    def sleep(self, seconds: float) -> None:
-        """Fold changes for ``seconds`` of kailab's clock (a ``sleep:`` step: the cluster goes on meanwhile)."""
-        self._hold_by_kailab(lambda obs: True, seconds)
-
-    def _hold_by_kailab(self, predicate, seconds: float) -> _Held:
-        """Fold changes for ``seconds`` of kailab's clock; how it broke (the first observation where ``predicate``
-        fails), if it did."""
-        deadline = self.clock() + seconds
-        last = observe(self.state)
-        while (left := deadline - self.clock()) > 0:
-            if not self.take(left):
-                break
-            obs = observe(self.state)
-            if not predicate(obs):
-                return _Held(broke=obs, words=f"changed within {seconds:.0f}s")
-            last = obs
-        return _Held(last=last)
-
-    def window_end(self, windows: list[Window], obs) -> tuple[float, str] | None:
-        """The first end among ``windows``, by the cluster's timestamps on the PodGroups; None while unknown."""
-        ends = [e for w in windows if (e := timing.window_end(w, obs.groups.get(w.workload, []))) is not None]
-        return min(ends) if ends else None
-
-    def _unended(self, windows: list[Window], end, usual: float, last) -> _Held:
-        names = ", ".join(map(str, windows)) or "the hold"
-        if end is None and windows:
-            words = f"no PodGroup showed the start of {names}"
-            if usual >= pace.BUSY:
-                return _Held(last=last, undecided=f"{timing.BUSY_PREFIX} — {words} in {self.clock() - self.mark:.0f}s")
-            return _Held(last=last, failed=f"KAI showed no start of {names}", words=words)
-        seen = self.state.server_now
-        latest = f"the cluster's latest time seen was {timing.clock_time(seen)}" if seen else "no time came from it"
-        ends = f" ended at {timing.clock_time(end[0])}" if end is not None else " ended"
-        return _Held(last=last, undecided=f"{timing.BUSY_PREFIX} — {latest}, before {names}{ends}")
-
-    def sample(self, final: bool = False) -> None:
-        """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
-        point = per_queue(self.state.pods.values())
-        timeline = self.verdict.timeline
-        if final or not timeline or timeline[-1][1] != point:
-            timeline.append([round(self.clock() - self.start, 2), point])
-
-
-class Recorder:
-    """Passes changes through and writes each one, with its time since ``start``, as a line of JSON."""
-
-    def __init__(self, changes: Changes, path: Path, start: float):
-        self.changes, self.start = changes, start
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = open(path, "w")
-
-    def next(self, timeout: float) -> Change | None:
-        change = self.changes.next(timeout)
-        if change is not None:
-            rel = dataclasses.replace(change, t=change.t - self.start)
-            self.file.write(json.dumps(rel.to_json(), ensure_ascii=False) + "\n")
-        return change
-
-    def note(self, change: Change) -> None:
-        self.changes.note(change)
-
-    def close(self) -> None:
-        self.file.close()
-        self.changes.close()
-
-
 def claims(scenario: Scenario) -> list[dict]:
     """The cluster-wide objects a scenario writes or deletes: its queues (declared, set by a step, or that must not
     exist), its priority classes, its topologies and its namespace (kailab empties it) — by apiVersion, kind and name."""
-    queues = [q.name for q in scenario.queues] + [
-        s.queue.name for s in scenario.steps if isinstance(s, schema.SetQueue)
-    ]
+    queues = [q.name for q in scenario.queues] + [s.queue.name for s in scenario.steps if isinstance(s, model.SetQueue)]
     out = [queue_ref(n) for n in dict.fromkeys([*queues, *scenario.missing_queues])]
     return (
         out

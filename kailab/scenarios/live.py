@@ -1,7 +1,9 @@
-"""The engine's cluster when it is a real one: Kubernetes calls through :class:`~kailab.kube.Kube`,
-changes from watches of the scenario's pods and events, handed over through a queue — each with the cluster's time
-of it (:func:`kailab.pods.object_time`, an event's time), and every second a reading of how fast the lab answers
-(:mod:`kailab.pace`) with the API server's time of its answer."""
+"""The engine's cluster when it is a real one: calls through the client, changes from watches, the lab's pace.
+
+Kubernetes calls go through :class:`~kailab.kube.Kube`; changes come from watches of the scenario's pods and
+events, handed over through a queue — each with the cluster's time of it (:func:`kailab.pods.object_time`, an
+event's time), and every second a reading of how fast the lab answers (:mod:`kailab.pace`) with the API server's
+time of its answer."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kailab import fairshare, pace
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
+from kailab.gpus import node_gpus
 from kailab.kube import FIELD_MANAGER, Kube, Watched, as_json
-from kailab.labels import GPU, PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
+from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import api_time, event_view, node_view, object_time, pod_view, podgroup_view, queue_view
 from kailab.quantity import amount
@@ -32,7 +35,8 @@ class LiveChanges:
     """Watches of one namespace's pods, events and PodGroups and of the scenario's Queue objects, and a poll of the
     scheduler's fair shares and the lab's pace; their threads only put changes on a queue."""
 
-    POLL = 1.0  # KAI's scheduler divides fair shares once per cycle (1 s by default); the pace is read as often
+    POLL = 1.0  # seconds between reads of fair shares and the pace; KAI divides fair shares once per cycle (250 ms in
+    # kailab's labs, 1 s KAI's default)
 
     def __init__(
         self,
@@ -249,7 +253,7 @@ class LiveCluster:
         return [
             FleetNode(
                 n.metadata.name,
-                float((n.status.allocatable or {}).get(GPU, 0) or 0),
+                node_gpus(n.status.allocatable),
                 amount((n.status.allocatable or {}).get("cpu", "0") or "0"),
                 dict(n.metadata.labels or {}),
             )

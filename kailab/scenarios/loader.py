@@ -1,6 +1,6 @@
 """Reads a scenario file and checks it, whole, before anything is applied.
 
-The words are declared in ``schema.py``; what needs the whole file (a queue's parent exists, a
+The words are declared in ``objects.py``, ``measures.py``, ``steps.py`` and ``schema.py``; what needs the whole file (a queue's parent exists, a
 step names a declared workload, a workload is applied before it is deleted) is checked here, in
 time linear in the file's size. Every error names the file and line:
 ``exercises/gang.yaml:14: workloads[2].pods: -1 — want a whole number ≥ 0``.
@@ -14,9 +14,10 @@ from typing import Any
 from kailab.errors import ScenarioError
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 from kailab.paths import MANIFESTS
-from kailab.scenarios import schema
+from kailab.scenarios import measures, model, objects, schema, steps
 from kailab.scenarios.model import Expectation, Prediction, Scenario, Step, Window
-from kailab.scenarios.schema import QueueFile, WorkloadFile
+from kailab.scenarios.objects import QueueFile, WorkloadFile
+from kailab.scenarios.values import go_seconds
 from kailab.yamlfile import YamlFile
 
 LESSON_QUEUES = MANIFESTS / "queues.yaml"
@@ -58,7 +59,7 @@ def load_queue_file(path: Path) -> tuple[QueueFile, ...]:
     f = YamlFile(path, ScenarioError, "A queue file holds KAI Queue objects, as manifests/queues.yaml does.")
     queues = []
     for doc in f.read(documents=True):
-        obj = f.check(schema.QueueObject, doc)
+        obj = f.check(objects.QueueObject, doc)
         q, r = obj.spec, obj.spec.resources
         given: dict[str, Any] = {
             "parent": q.parentQueue,
@@ -246,7 +247,7 @@ class _Build:
     def topologies(self, doc: schema.ScenarioFile) -> None:
         """Topology names are unique; a workload's topology constraint names a declared Topology and its levels,
         the preferred level below the required one (KAI's docs/topology/: required bounds, preferred narrows)."""
-        declared: dict[str, schema.TopologyFile] = {}
+        declared: dict[str, objects.TopologyFile] = {}
         for i, t in enumerate(doc.topologies):
             if t.name in declared:
                 raise self.fail(("topologies", i, "name"), f"two topologies are named '{t.name}'")
@@ -283,8 +284,8 @@ class _Build:
                     "preferred one narrows it",
                 )
 
-    def step(self, i: int, s: schema.StepFile) -> Step:
-        word = schema.STEP_OF[s.action]
+    def step(self, i: int, s: steps.StepFile) -> Step:
+        word = steps.STEP_OF[s.action]
         return word.build(getattr(s, s.action), _At(self, i, s))
 
     def order(self, steps: tuple[Step, ...]) -> None:
@@ -293,26 +294,26 @@ class _Build:
         applied: set[str] = set()
         deleted: set[str] = set()
         for step in steps:
-            if isinstance(step, schema.Apply):
+            if isinstance(step, model.Apply):
                 applied.add(step.workload)
-            elif isinstance(step, schema.DeletePods) and step.workload is not None and step.workload not in applied:
+            elif isinstance(step, model.DeletePods) and step.workload is not None and step.workload not in applied:
                 raise self.f.fail(
                     step.line,
                     f"this step deletes pods of workload '{step.workload}', which no earlier step applies (or a "
                     f"step deleted), so it has none: add '- apply: {step.workload}' before it",
                 )
-            elif isinstance(step, (schema.Delete, schema.Scale)) and step.workload not in applied:
-                verb = "deletes" if isinstance(step, schema.Delete) else "scales"
+            elif isinstance(step, (model.Delete, model.Scale)) and step.workload not in applied:
+                verb = "deletes" if isinstance(step, model.Delete) else "scales"
                 when = "after a step deleted it" if step.workload in deleted else "before any step applies it"
                 raise self.f.fail(
                     step.line,
                     f"this step {verb} workload '{step.workload}' {when}, so there is "
                     f"nothing to {verb[:-1]}: add '- apply: {step.workload}' before it",
                 )
-            elif isinstance(step, schema.Delete):
+            elif isinstance(step, model.Delete):
                 applied.discard(step.workload)
                 deleted.add(step.workload)
-        ever = {s.workload for s in steps if isinstance(s, schema.Apply)}
+        ever = {s.workload for s in steps if isinstance(s, model.Apply)}
         for e in [p for s in steps for x in getattr(s, "expectations", ()) for p in x.parts()]:
             for name in (e.workload, e.want if e.measure in ("bound_before", "on_node_with") else None):
                 if name and name not in ever:
@@ -324,8 +325,8 @@ class _Build:
 
     def predictions(self, doc: schema.ScenarioFile, steps: tuple[Step, ...]) -> tuple[Prediction, ...]:
         """Each prediction built by its kind (schema.PREDICTIONS), measured at an expect step the file has."""
-        expects = sum(isinstance(s, schema.Expect) for s in steps)
-        applied = tuple(dict.fromkeys(s.workload for s in steps if isinstance(s, schema.Apply)))
+        expects = sum(isinstance(s, model.Expect) for s in steps)
+        applied = tuple(dict.fromkeys(s.workload for s in steps if isinstance(s, model.Apply)))
         seen: set[str] = set()
         out = []
         for i, p in enumerate(doc.predictions):
@@ -350,7 +351,7 @@ class _Build:
         """KAI schedules pods only from leaf queues: a workload on a parent queue waits forever, unless the file says
         it means that (``onParentQueue``)."""
         children: dict[str, str] = {}
-        for q in [*queues, *(s.queue for s in steps if isinstance(s, schema.SetQueue))]:
+        for q in [*queues, *(s.queue for s in steps if isinstance(s, model.SetQueue))]:
             if q.parent is not None:
                 children.setdefault(q.parent, q.name)
         on_purpose = set(doc.onParentQueue)
@@ -381,7 +382,7 @@ class _Build:
     def expectations(self, c: Any, keys: dict, at: tuple) -> list[Expectation]:
         """One condition such as ``{workload: gang, running: 0, pending: 10}`` → one Expectation per measure;
         an either-or claim (``anyOf:``) → one Expectation that holds when one of its alternatives does."""
-        if isinstance(c, schema.EitherFile):
+        if isinstance(c, measures.EitherFile):
             groups = tuple(
                 tuple(self.expectations(alt, keys["anyOf"][k], at + ("anyOf", k))) for k, alt in enumerate(c.anyOf)
             )
@@ -420,7 +421,7 @@ class _Build:
         window = self.window(c.throughWindow, at + ("throughWindow",)) if c.throughWindow is not None else None
         out = []
         for key in keys:  # in the file's order: the verdict's rows keep it
-            m = schema.MEASURE_OF_KEY.get(key)
+            m = measures.MEASURE_OF_KEY.get(key)
             if m is None:
                 continue
             value = getattr(c, m.word)
@@ -448,7 +449,7 @@ class _Build:
             out = [Expectation(**{**e.__dict__, "title": f"{c.title} ({e.measure.replace('_', ' ')})"}) for e in out]
         return out
 
-    def window(self, w: schema.WindowFile, at: tuple) -> Window:
+    def window(self, w: measures.WindowFile, at: tuple) -> Window:
         """A condition's ``throughWindow``, with its length read from what sets it: the workload's queue (or the
         nearest parent that sets it, as KAI's minruntime plugin resolves it) or the workload itself."""
         workload = self.workloads_by_name.get(w.workload)
@@ -461,7 +462,7 @@ class _Build:
             while name is not None and name in self.queues_by_name:
                 q = self.queues_by_name[name]
                 if getattr(q, w.kind) is not None:
-                    return Window(w.workload, w.kind, schema.go_seconds(getattr(q, w.kind)))
+                    return Window(w.workload, w.kind, go_seconds(getattr(q, w.kind)))
                 name = q.parent
             raise self.fail(
                 at + ("kind",),
@@ -474,11 +475,11 @@ class _Build:
                 at + ("kind",),
                 f"throughWindow: {w.kind} of workload '{w.workload}', which sets no {w.kind}: set it on the workload",
             )
-        return Window(w.workload, w.kind, schema.go_seconds(length))
+        return Window(w.workload, w.kind, go_seconds(length))
 
 
 class _At:
-    """One step being built: what its declaration (schema.Where) may ask of the loader."""
+    """One step being built: what its declaration (steps.Where) may ask of the loader."""
 
     def __init__(self, build: _Build, i: int, s: Any):
         self.build, self.i, self.s = build, i, s
@@ -552,7 +553,7 @@ class _PredictionAt:
                 f"the prediction counts workload '{v.workload}', which no step applies: add '- apply: {v.workload}'",
                 "workload",
             )
-        m = schema.MEASURE_OF_KEY[v.measure]
+        m = measures.MEASURE_OF_KEY[v.measure]
         return Expectation(
             title=self.common["ask"],
             measure=m.name,

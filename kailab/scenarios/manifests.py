@@ -1,5 +1,6 @@
-"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments, and what the
-runbooks' causes need: PodDisruptionBudgets, PersistentVolumeClaims, a namespace's ResourceQuota).
+"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments).
+
+Also what the runbooks' causes need: PodDisruptionBudgets, PersistentVolumeClaims, a namespace's ResourceQuota.
 
 Where KAI reads a setting matters, and the public course lab got it wrong:
 the queue label and the gang size (``kai.scheduler/batch-min-member``) go on
@@ -15,6 +16,7 @@ from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     DEFAULT_SCHEDULER_NAME,
     GPU_MEMORY_ANNOTATION,
+    HOSTNAME_LABEL,
     KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
     MANAGED,
@@ -37,14 +39,7 @@ from kailab.labels import (
     WORKLOAD_LABEL,
 )
 from kailab.scenarios.model import Scenario
-from kailab.scenarios.schema import (
-    HOSTNAME_LABEL,
-    PriorityClassFile,
-    QueueFile,
-    ResourceFile,
-    TopologyFile,
-    WorkloadFile,
-)
+from kailab.scenarios.objects import PriorityClassFile, QueueFile, ResourceFile, TopologyFile, WorkloadFile
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 

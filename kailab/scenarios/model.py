@@ -1,70 +1,21 @@
-"""A loaded scenario, and what its words become: expectations, steps (their kinds are declared in schema.py).
+"""A loaded scenario, and what its words become: expectations, the step types, the prediction kinds.
 
-The loader (``loader.py``) builds these from YAML and checks them; the engine
-(``engine.py``) runs them; ``manifests.py`` turns the workloads and queues into Kubernetes objects.
+The loader (``loader.py``) builds these from YAML (the words are declared in ``steps.py``, ``measures.py`` and
+``schema.py``) and checks them; the engine (``engine.py``) plays each step type; ``manifests.py`` turns the workloads
+and queues into Kubernetes objects.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-if TYPE_CHECKING:
-    from kailab.scenarios.schema import PriorityClassFile, QueueFile, RequiresFile, TopologyFile, WorkloadFile
-
-_N = r"\d+(?:\.\d+)?"
-_BOUND = re.compile(rf"^\s*(?:(>=|<=|>|<|==)?\s*({_N})|({_N})\s*\.\.\s*({_N}))\s*$")
-
-
-@dataclass(frozen=True)
-class Bound:
-    """The count an expectation wants: exactly 8, ``">=8"``, ``"<=8"``, ``">8"``, ``"<8"`` or ``"8..12"``.
-
-    Numbers may have decimals (GPUs allocated to fractional pods: ``"1.5"``).
-    """
-
-    op: str
-    low: float
-    high: float | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Bound:
-        m = _BOUND.match(text)
-        if not m:
-            raise ValueError(f"{text!r} is not a count; want 8, >=8, <=8, >8, <8 or 8..12")
-        if m.group(3) is not None:
-            low, high = _number(m.group(3)), _number(m.group(4))
-            if low > high:
-                raise ValueError(f"{text!r} is an empty range; write the smaller number first ({high}..{low})")
-            return cls("..", low, high)
-        return cls(m.group(1) or "==", _number(m.group(2)))
-
-    def holds(self, value: float) -> bool:
-        a, b = self.low, self.high
-        return {
-            "==": value == a,
-            ">=": value >= a,
-            "<=": value <= a,
-            ">": value > a,
-            "<": value < a,
-            "..": b is not None and a <= value <= b,
-        }[self.op]
-
-    def __str__(self) -> str:
-        a = f"{self.low:g}"
-        if self.op == "..":
-            return f"{a} to {self.high:g}"
-        return {"==": a, ">=": f"≥ {a}", "<=": f"≤ {a}", ">": f"> {a}", "<": f"< {a}"}[self.op]
-
-
-def _number(text: str) -> float:
-    value = float(text)
-    return int(value) if value.is_integer() else value
-
+from kailab.scenarios.objects import PriorityClassFile, QueueFile, RequiresFile, TopologyFile, WorkloadFile
+from kailab.scenarios.values import Bound
+from kailab.scheduler_settings import SchedulerSettings
 
 # The windows KAI measures on a PodGroup (kailab/scenarios/timing.py reads each one's start from the API objects).
 WINDOWS = ("reclaimMinRuntime", "preemptMinRuntime", "preemptionDelay", "stalenessGracePeriod")
@@ -87,7 +38,7 @@ class Window:
 class Expectation:
     """One thing that must hold, about a queue, a workload (or one of its subgroups), a node, or every pod.
 
-    ``measure`` names one of schema.MEASURES: a count — then ``bound`` is the number wanted — or a
+    ``measure`` names one of measures.MEASURES: a count — then ``bound`` is the number wanted — or a
     property, whose ``want`` is its text. ``line`` is where the scenario file says it.
     """
 
@@ -132,12 +83,106 @@ class Expectation:
 
 @dataclass(frozen=True, kw_only=True)
 class Step:
-    """What every step has. The engine dispatches on the step's type (schema.STEPS declares them)."""
+    """What every step has. The engine dispatches on the step's type (steps.STEPS declares the words)."""
 
     needs: ClassVar[frozenset[str]] = frozenset()  # what the step needs of a cluster (see ABILITIES)
     timeout: float = 30.0
     note: str = ""
     line: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadStep(Step):
+    """A step about one of the scenario's workloads."""
+
+    workload: str
+
+
+class Apply(WorkloadStep):
+    """Create (or update) a workload's objects."""
+
+
+class Delete(WorkloadStep):
+    """Delete a workload's objects and its pods."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scale(WorkloadStep):
+    """Set how many pods a workload asks for."""
+
+    pods: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetQueue(Step):
+    """Create or change a queue mid-scenario."""
+
+    queue: QueueFile
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sleep(Step):
+    """Let time pass (changes are still folded in), e.g. for a protection window to elapse."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeStep(Step):
+    """A step about one node of the fleet."""
+
+    node: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeletePods(Step):
+    """Delete the scenario's pods on one node, of one workload, or both; ``count`` of them (bound ones first, by
+    name) or all. Their owners may make new ones; a hand-made PodGroup's bare pods stay gone."""
+
+    node: str | None = None
+    workload: str | None = None
+    count: int | None = None
+
+
+class DeleteWorkloads(NodeStep):
+    """Delete every workload that has a pod on one node."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopScheduler(Step):
+    """Stop KAI's scheduler: pods submitted now wait, together, until it starts."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"scheduler-control"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartScheduler(Step):
+    """Start KAI's scheduler with these settings (the lab's defaults when empty)."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"scheduler-control"})
+    settings: SchedulerSettings = field(default_factory=SchedulerSettings)
+    restart: bool = False  # stop it first (a configuration change)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuLedger(Step):
+    """Stop or start what gives KAI's GPU reservation pods their GPU (the GPU operator's part; kailab's GPU
+    ledger on the local runtime): stopped, a GPU-sharing pod's reservation never gets one and KAI's binder gives up."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"gpu-ledger-control"})
+    running: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wait(Step):
+    """Wait until every expectation holds; a row in the verdict only when it fails."""
+
+    expectations: tuple[Expectation, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expect(Wait):
+    """Wait until every expectation holds (and keeps holding); one verdict row each."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,8 +13,8 @@ import dataclasses
 import re
 
 from kailab.errors import KailabError
-from kailab.scenarios.model import Expectation, Scenario
-from kailab.scenarios.schema import QueueFile, SetQueue, Wait, WorkloadFile
+from kailab.scenarios.model import Expectation, Scenario, SetQueue, Wait
+from kailab.scenarios.objects import QueueFile, WorkloadFile
 
 MAX_PREFIX = 20  # leaves room for the lessons' names: namespaces and queues are at most 63 characters
 MAX_NAME = 63

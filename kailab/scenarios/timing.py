@@ -1,5 +1,6 @@
-"""Time in a scenario run, decided so that a verdict is the same on a busy host as on a quiet one. Pure: no clock,
-no I/O — the engine (engine.py) passes in what the changes said (fold.py's RunState).
+"""Time in a scenario run, decided so that a verdict is the same on a busy host as on a quiet one.
+
+Pure: no clock, no I/O — the engine (engine.py) passes in what the changes said (fold.py's RunState).
 
 - **How long a wait may take** (:func:`limit`): its timeout on a quiet lab, times how much slower than quiet the lab
   was while it waited (kailab/pace.py: KAI's scheduling cycle, the API server's latency), plus one of KAI's cycles for

@@ -20,9 +20,8 @@ import pytest
 from golden_rows import rows, same_rows  # tests/fleet/golden_rows.py
 from waits import until  # tests/fleet/waits.py
 
-from kailab.classroom import plan, shards
-from kailab.classroom.lessons import run_lessons
-from kailab.classroom.partitions import LocalClass
+from kailab import partitions, shards
+from kailab.classroom.klass import Class
 from kailab.classroom.records import class_status
 from kailab.kube import Kube
 from kailab.labels import (
@@ -61,7 +60,7 @@ def no_class_left(kai_lab):
 
 def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai_lab, tmp_path):
     kai_lab.cli("class", "up", *[a for name in LESSONS for a in ("--learner", name)], check=True)
-    klass = LocalClass(kai_lab.runtime)
+    klass = Class(kai_lab.runtime.capabilities().partitions)
     assert klass.learners() == list(LESSONS)
     for learner in LESSONS:
         nodes = kai_lab.kube.core.list_node(label_selector=f"{NODEPOOL_LABEL}={learner}").items
@@ -77,7 +76,7 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     def play(learner: str) -> None:
         try:  # each learner a client of their own, as each would be on their own machine
             kube = Kube(kai_lab.runtime.kubeconfig())
-            verdicts[learner] = run_lessons(klass, kube, learner, LESSONS[learner], Progress(quiet=True))
+            verdicts[learner] = klass.run(kube, learner, LESSONS[learner], Progress(quiet=True))
         except BaseException as e:  # noqa: BLE001 (reported below, with the learner)
             errors.append(e)
 
@@ -96,7 +95,7 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
             assert rows(got, learner) == rows(golden), (learner, lesson)
 
         # Every pod a learner's lesson left bound is on that learner's nodes; their PodGroups are in their partition.
-        for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items:
+        for ns in kai_lab.kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items:
             for pod in kai_lab.kube.core.list_namespaced_pod(ns.metadata.name).items:
                 assert pod.spec.node_name is None or pod.spec.node_name.startswith(f"{learner}-kwok-"), (
                     pod.metadata.name
@@ -119,8 +118,8 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     header, cai = table[0], next(r for r in table if r[0] == "cai")
     assert cai[header.index("fairshare")].startswith("PASS ") and cai[header.index("reclaim")].startswith("PASS ")
     assert cai[header.index("quota")] == "–"
-    ns = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
-    queue = plan.for_learner(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
+    ns = partitions.for_partition(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
+    queue = partitions.for_partition(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
 
     # A partition is only what a shard serves: a pod whose node-pool label no shard has stays Pending — no scheduler
     # even looks at it — while the same pod in ann's partition is bound, on ann's nodes. (In a queue of ann's with
@@ -128,7 +127,7 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     open_queue = {
         "apiVersion": QUEUE_API,
         "kind": "Queue",
-        "metadata": {"name": "ann-open", "labels": dict(plan.owner("ann").labels)},
+        "metadata": {"name": "ann-open", "labels": dict(partitions.owner("ann").labels)},
         "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}},
     }
     kai_lab.kube.apply(open_queue)
@@ -145,7 +144,7 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
                     "containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: "1"}}}],
                 },
             },
-            plan.owner("ann"),
+            partitions.owner("ann"),
         )
         pod["metadata"]["labels"][NODEPOOL_LABEL] = pool
         return pod
@@ -190,7 +189,7 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
                     "containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: "16"}}}],
                 },
             },
-            plan.owner("ann"),
+            partitions.owner("ann"),
         )
     )
     later = datetime.now(UTC) + timedelta(minutes=5)
@@ -211,9 +210,9 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
     for learner in LESSONS:
         assert kai_lab.kube.get(SHARD_API, "SchedulingShard", shards.shard_name(learner)) is None
         assert kai_lab.runtime.kai_processes.pid(shards.scheduler_name(learner)) is None
-        assert kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items == [] or all(
+        assert kai_lab.kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items == [] or all(
             ns.status.phase == "Terminating"
-            for ns in kai_lab.kube.core.list_namespace(label_selector=plan.owner(learner).selector()).items
+            for ns in kai_lab.kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
         )
     assert kai_lab.runtime.scheduler_control().running()  # the lab's own scheduler was never touched
 
@@ -247,13 +246,13 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
     assert sorted(p.name for p in out.iterdir()) == ["ann.kubeconfig", "bob.kubeconfig"]
     assert (out / "ann.kubeconfig").stat().st_mode & 0o077 == 0
     admin, ann = kai_lab.kube, Kube(out / "ann.kubeconfig")
-    klass = LocalClass(kai_lab.runtime)
+    klass = Class(kai_lab.runtime.capabilities().partitions)
 
     def queue(name: str, pool: str) -> dict:
         return {
             "apiVersion": QUEUE_API,
             "kind": "Queue",
-            "metadata": {"name": name, "labels": {**plan.owner(pool).labels}},
+            "metadata": {"name": name, "labels": {**partitions.owner(pool).labels}},
             "spec": {
                 "resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}
             },
@@ -291,7 +290,7 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
             {
                 "apiVersion": SHARD_API,
                 "kind": "SchedulingShard",
-                "metadata": {"name": "ann-second", "labels": plan.owner("ann").labels},
+                "metadata": {"name": "ann-second", "labels": partitions.owner("ann").labels},
                 "spec": {"partitionLabelValue": "bob"},
             }
         ),
@@ -322,7 +321,7 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
                 "metadata": {"name": name, "namespace": ann_ns},
                 "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c", "image": "x"}]},
             },
-            plan.owner("ann"),
+            partitions.owner("ann"),
         )
         made["metadata"]["labels"].update(labels or {})
         made["spec"].update(spec)
@@ -332,7 +331,7 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {"name": "aimed", "namespace": ann_ns, "labels": dict(plan.owner("ann").labels)},
+            "metadata": {"name": "aimed", "namespace": ann_ns, "labels": dict(partitions.owner("ann").labels)},
             "spec": {
                 "template": {
                     "metadata": {"labels": template["metadata"]["labels"]},
@@ -350,10 +349,12 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
         "a pod in A's namespace in B's queue": ann_pod("p2", labels={QUEUE_LABEL: "bob-team"}),
         "a pod in A's namespace on B's node (nodeName)": ann_pod("p3", nodeName=bob_node),
         "a pod in A's namespace selecting B's node pool": ann_pod("p4", nodeSelector={NODEPOOL_LABEL: "bob"}),
-        "a pod in A's namespace tolerating B's taint": ann_pod("p5", tolerations=[plan.toleration("bob")]),
+        "a pod in A's namespace tolerating B's taint": ann_pod("p5", tolerations=[partitions.toleration("bob")]),
         "a pod in A's namespace tolerating every taint": ann_pod("p6", tolerations=everything),
         "a Job in A's namespace whose pods are B's partition's": job(ann_pod("t", labels={NODEPOOL_LABEL: "bob"})),
-        "a Job in A's namespace whose pods tolerate B's taint": job(ann_pod("t", tolerations=[plan.toleration("bob")])),
+        "a Job in A's namespace whose pods tolerate B's taint": job(
+            ann_pod("t", tolerations=[partitions.toleration("bob")])
+        ),
     }
     statuses = {what: refused(call) for what, call in attempts.items()}
     assert statuses == {what: 403 for what in attempts}, statuses
@@ -385,7 +386,7 @@ def test_a_learners_kubeconfig_reaches_their_slice_and_nothing_else(kai_lab, tmp
     # What A may do: a queue of their own, and their lesson, through their kubeconfig alone.
     ann.apply(queue("ann-mine", "ann"))
     ann.delete(QUEUE_API, "Queue", "ann-mine")
-    (verdict,) = run_lessons(klass, ann, "ann", ["quota"], Progress(quiet=True))
+    (verdict,) = klass.run(ann, "ann", ["quota"], Progress(quiet=True))
     assert verdict.to_dict()["outcome"] == "PASS", verdict.to_dict()
     golden = json.loads((GOLDEN / "quota" / "verdict.json").read_text())
     assert rows(verdict.to_dict(), "ann") == rows(golden)
@@ -417,7 +418,7 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
         {
             "apiVersion": QUEUE_API,
             "kind": "Queue",
-            "metadata": {"name": "bob-team", "labels": plan.owner("bob").labels},
+            "metadata": {"name": "bob-team", "labels": partitions.owner("bob").labels},
             "spec": {},
         }
     )
@@ -469,8 +470,8 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
 
     left = ann("down")
     assert left.returncode == 0, left.stderr
-    assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=plan.owner("ann").selector()) == []
-    assert kai_lab.kube.list(TOPOLOGY_API, "Topology", label_selector=plan.owner("ann").selector()) == []
+    assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=partitions.owner("ann").selector()) == []
+    assert kai_lab.kube.list(TOPOLOGY_API, "Topology", label_selector=partitions.owner("ann").selector()) == []
     assert kai_lab.kube.get(QUEUE_API, "Queue", "bob-team") is not None  # another learner's: left alone
 
     assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
@@ -490,10 +491,10 @@ def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_q
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
     ann = Kube(out / "ann.kubeconfig")
-    lesson = plan.for_learner(load_scenario(EXERCISES / "staleness.yaml"), "ann")
+    lesson = partitions.for_partition(load_scenario(EXERCISES / "staleness.yaml"), "ann")
     gang = next(w for w in lesson.workloads if w.kind == "PodGroup")
     (made,) = [o for o in workload_objects(gang, lesson) if o["kind"] == "PodGroup"]
-    made = stamped(made, plan.owner("ann"))  # the lesson's own PodGroup, as kailab applies it for ann
+    made = stamped(made, partitions.owner("ann"))  # the lesson's own PodGroup, as kailab applies it for ann
     assert made["spec"]["queue"].startswith("ann-") and made["metadata"]["labels"][NODEPOOL_LABEL] == "ann"
 
     def aimed(name: str, labels: dict | None = None, drop: str = "", **spec) -> dict:

@@ -25,8 +25,7 @@ import pytest
 from golden_rows import rows  # tests/fleet/golden_rows.py
 from waits import until  # tests/fleet/waits.py
 
-from kailab import queues
-from kailab.classroom import plan
+from kailab import partitions, queues
 from kailab.classroom.records import NAME as RECORD
 from kailab.classroom.records import RUNNING
 from kailab.kube import Kube
@@ -94,12 +93,12 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     assert ann("join", str(creds / "ann.kubeconfig")).returncode == 0
     for learner in ("ann", "bob"):
         for node in kube.core.list_node(label_selector=f"{LEARNER_LABEL}={learner}").items:
-            assert any(t.key == plan.taint(learner)["key"] and t.value == learner for t in node.spec.taints or [])
+            assert any(t.key == partitions.taint(learner)["key"] and t.value == learner for t in node.spec.taints or [])
 
     # ann walks the baseline lesson (the default scheduler's), her prediction hostile text; the quota lesson
     # (KAI's) gives the golden verdict
     def placed_on_her_nodes(lesson: str) -> None:  # checked before the next lesson clears the fleet
-        ns = plan.for_learner(load_scenario(EXERCISES / f"{lesson}.yaml"), "ann").namespace
+        ns = partitions.for_partition(load_scenario(EXERCISES / f"{lesson}.yaml"), "ann").namespace
         placed = [p.spec.node_name for p in kube.core.list_namespaced_pod(ns).items if p.spec.node_name]
         assert placed and all(n.startswith("ann-kwok-") for n in placed), (lesson, placed)
 
@@ -126,11 +125,12 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     # In ann's partition, for KAI: a pod without her partition's toleration waits with KAI's reason, the same pod
     # made by kailab (stamped as ann's: her toleration) is placed on her node. Both in her namespace of a lesson
     # she has not run, where nothing finished: the waiting one is hers to be stuck on.
-    ns = plan.for_learner(load_scenario(EXERCISES / "gang.yaml"), "ann").namespace
+    ns = partitions.for_partition(load_scenario(EXERCISES / "gang.yaml"), "ann").namespace
     probe = "ann-probe"
     kube.apply(
         stamped(
-            queues.queue_object(probe, queues.resource(8), queues.resource(-1), queues.resource(-1)), plan.owner("ann")
+            queues.queue_object(probe, queues.resource(8), queues.resource(-1), queues.resource(-1)),
+            partitions.owner("ann"),
         )
     )
 
@@ -148,7 +148,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     try:
         time.sleep(20)  # its first frame drawn: the watches of her ten namespaces started (slow on a loaded machine)
         assert watch.poll() is None, watch.communicate()
-        ann_labels = {NODEPOOL_LABEL: "ann", **plan.owner("ann").labels}
+        ann_labels = {NODEPOOL_LABEL: "ann", **partitions.owner("ann").labels}
         kube.apply(
             pod(  # no GPU: whether ann's lessons left one free on that node is not what KAI is asked
                 "untolerated",
@@ -162,7 +162,8 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
         )
         kube.apply(
             stamped(
-                pod("tolerated", ns, node="ann-kwok-a100-1", scheduler="kai-scheduler", queue=probe), plan.owner("ann")
+                pod("tolerated", ns, node="ann-kwok-a100-1", scheduler="kai-scheduler", queue=probe),
+                partitions.owner("ann"),
             )
         )
         until("KAI places ann's own pod on her node", lambda: bound(kube, ns, "tolerated") == "ann-kwok-a100-1")
@@ -193,7 +194,7 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    borrow_ns = plan.for_learner(load_scenario(EXERCISES / "borrow.yaml"), "ann").namespace
+    borrow_ns = partitions.for_partition(load_scenario(EXERCISES / "borrow.yaml"), "ann").namespace
     try:
         until("ann's borrow lesson is recorded as started", lambda: outcome(kube, borrow_ns) == RUNNING, timeout=120)
     finally:

@@ -12,8 +12,8 @@ import pytest
 from golden_rows import rows, same_rows  # tests/fleet/golden_rows.py
 from waits import until  # tests/fleet/waits.py
 
-from kailab.classroom import plan, shards, side_by_side
-from kailab.classroom.partitions import LocalClass
+from kailab import parallel, partitions, shards
+from kailab.classroom.klass import Class
 from kailab.labels import NODEPOOL_LABEL, QUEUE_API, SHARD_API, TOPOLOGY_API
 from kailab.lesson import lesson_names
 
@@ -31,7 +31,7 @@ def test_demo_all_side_by_side_gives_the_golden_verdicts_and_leaves_nothing(kai_
     names = lesson_names()
     assert [v["scenario"] for v in result["verdicts"]] == names  # in lesson order, whatever order they ended in
     for v in result["verdicts"]:
-        part = side_by_side.partition(v["scenario"])
+        part = parallel.partition(v["scenario"])
         assert v["outcome"] == "PASS", (v["scenario"], v["error"], [c for c in v["checks"] if not c["passed"]])
         golden = json.loads((GOLDEN / v["scenario"] / "verdict.json").read_text())
         assert same_rows(rows(v, part), rows(golden)), (v["scenario"], rows(v, part), rows(golden))
@@ -46,14 +46,14 @@ def test_demo_all_side_by_side_gives_the_golden_verdicts_and_leaves_nothing(kai_
     assert len(overlapping) >= 3, spans
 
     # Nothing left: nodes, objects, scheduler processes of the partitions, the run's record of them.
-    parts = [side_by_side.partition(n) for n in names]
+    parts = [parallel.partition(n) for n in names]
     assert kai_lab.kube.core.list_node(label_selector=f"{NODEPOOL_LABEL} in ({','.join(parts)})").items == []
-    demo = LocalClass(kai_lab.runtime, state=side_by_side.STATE)
+    demo = Class(kai_lab.runtime.capabilities().partitions, state=parallel.STATE)
     assert demo.learners() == []
     for part in parts:
         assert kai_lab.kube.get(SHARD_API, "SchedulingShard", shards.shard_name(part)) is None, part
         assert kai_lab.runtime.kai_processes.pid(shards.scheduler_name(part)) is None
-        selector = plan.owner(part).selector()
+        selector = partitions.owner(part).selector()
         assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=selector) == []
         assert kai_lab.kube.list(TOPOLOGY_API, "Topology", label_selector=selector) == []
         # Its namespaces are deleted, not waited for (the next run waits): terminating, then gone.
@@ -82,7 +82,7 @@ def test_demo_all_stopped_by_sigterm_removes_its_partitions(kai_lab):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    parts = [side_by_side.partition(n) for n in lesson_names()]
+    parts = [parallel.partition(n) for n in lesson_names()]
     selector = f"{NODEPOOL_LABEL} in ({','.join(parts)})"
     deadline = time.monotonic() + 120
     while not kai_lab.kube.core.list_node(label_selector=selector).items:  # some partition is made
@@ -94,9 +94,9 @@ def test_demo_all_stopped_by_sigterm_removes_its_partitions(kai_lab):
     assert proc.returncode != 0
     assert "Removing this run's partitions" in err, err
     assert kai_lab.kube.core.list_node(label_selector=selector).items == []
-    demo = LocalClass(kai_lab.runtime, state=side_by_side.STATE)
+    demo = Class(kai_lab.runtime.capabilities().partitions, state=parallel.STATE)
     assert demo.learners() == []
     for part in parts:
         assert kai_lab.kube.get(SHARD_API, "SchedulingShard", shards.shard_name(part)) is None, part
-        assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=plan.owner(part).selector()) == []
+        assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=partitions.owner(part).selector()) == []
     assert kai_lab.runtime.scheduler_control().running()

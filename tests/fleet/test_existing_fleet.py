@@ -22,7 +22,8 @@ from kailab.labels import KWOK_TOLERATION, LAB_ID_LABEL, QUEUE_API
 from kailab.labstate import LabState
 from kailab.ownership import Owner
 from kailab.preflight import blocking, findings
-from kailab.runtimes.existing import leaves_first, read_facts
+from kailab.runtimes.existing import leaves_first
+from kailab.runtimes.existing_facts import read_facts
 from kailab.scenarios.live import clear_scenarios
 
 PC_API = "scheduling.k8s.io/v1"

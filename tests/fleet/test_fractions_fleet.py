@@ -14,9 +14,8 @@ import psutil
 from waits import until  # tests/fleet/waits.py
 
 from kailab.evidence import pending_verdicts
-from kailab.labels import GPU_GROUP_LABEL, KWOK_TOLERATION, RESERVATION_NAMESPACE
+from kailab.labels import GPU_GROUP_LABEL, KWOK_TOLERATION, RESERVATION_NAMESPACE, RESERVE_ANNOTATION
 from kailab.runtimes.gpu_ledger import PROCESS_NAME
-from kailab.runtimes.gpu_ledger.facts import RESERVE_ANNOTATION
 from kailab.runtimes.gpu_ledger.store import read_ledger
 
 NS = "kailab-fractions"

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from kailab.classroom import plan
+from kailab import partitions
 from kailab.labels import QUEUE_API
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
@@ -21,7 +21,7 @@ def test_a_joined_learner_watches_explains_and_captures_evidence_of_their_slice(
     out = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(out), check=True)
     try:
-        secret = {"name": "bob-secret-team", "labels": plan.owner("bob").labels}
+        secret = {"name": "bob-secret-team", "labels": partitions.owner("bob").labels}
         kai_lab.kube.apply({"apiVersion": QUEUE_API, "kind": "Queue", "spec": {}, "metadata": secret})
         home = tmp_path / "ann-machine"  # no lab there: only the file
 

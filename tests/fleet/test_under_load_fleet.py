@@ -18,9 +18,9 @@ import time
 import pytest
 
 from kailab.checks import BUSY_PREFIX
-from kailab.classroom.side_by_side import SideBySide
 from kailab.fleet import load_fleet
 from kailab.kube import Kube
+from kailab.parallel import SideBySide
 from kailab.progress import Progress
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai, pytest.mark.alone]
@@ -29,7 +29,7 @@ TIMED = ["protection", "preempt-delay", "staleness", "priority", "reclaim", "bor
 
 
 def test_timing_lessons_beside_twice_the_cores_of_load_never_fail(kai_lab, stress_ng):
-    from kailab import lab
+    from kailab.lab import Lab
 
     cores = os.cpu_count() or 1
     stress = subprocess.Popen(
@@ -38,9 +38,14 @@ def test_timing_lessons_beside_twice_the_cores_of_load_never_fail(kai_lab, stres
     try:
         time.sleep(5)  # the load is on before the lessons start
         said = kai_lab.cli("status", "--json", check=True).stdout
-        kubeconfig = kai_lab.runtime.kubeconfig()
+        kubeconfig, lab = kai_lab.runtime.kubeconfig(), Lab.open()
         run = SideBySide(
-            kai_lab.runtime, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet=True), len(TIMED), lab.live_cluster
+            lab.capabilities.partitions,
+            load_fleet(),
+            lambda: Kube(kubeconfig),
+            Progress(quiet=True),
+            len(TIMED),
+            lab.cluster,
         )
         verdicts = run.run(TIMED)
     finally:

@@ -25,11 +25,12 @@ import pytest
 import yaml
 from test_kind_e2e import assert_down_left_nothing, docker_before, kailab, same_on_kind
 
-from kailab.classroom import credentials, plan, shards
+from kailab import partitions, shards
+from kailab.classroom import access, credentials
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL, PODGROUP_API
-from kailab.runtimes.kind import SCHEDULER_RESOURCES
 from kailab.runtimes.kind_offline import KAI_REGISTRY
+from kailab.runtimes.kind_plan import SCHEDULER_RESOURCES
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 sys.path.insert(0, str(Path(__file__).parent.parent / "fleet"))
@@ -69,7 +70,7 @@ def podgroup(name: str, namespace: str, pool: str, queue: str) -> dict:
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {**plan.owner("ann").labels, NODEPOOL_LABEL: pool},
+            "labels": {**partitions.owner("ann").labels, NODEPOOL_LABEL: pool},
         },
         "spec": {"minMember": 1, "queue": queue},
     }
@@ -102,7 +103,7 @@ def test_a_class_of_two_on_kind_runs_each_learners_scheduler_and_lessons_as_on_a
 
         assert kailab("join", str(creds / "ann.kubeconfig"), env=ann_env, timeout=120).returncode == 0
         ann = Kube(creds / "ann.kubeconfig")
-        ns = plan.lesson_namespaces("ann")[0]
+        ns = access.lesson_namespaces("ann")[0]
         theirs = refusal(lambda: ann.apply(podgroup("aimed", ns, "bob", "bob-team")))
         assert theirs[0] == 403 and credentials.POLICY in theirs[1] and "PodGroup" in theirs[1], theirs
         assert refusal(lambda: ann.apply(podgroup("hers", ns, "ann", "ann-team"))) == (0, "")

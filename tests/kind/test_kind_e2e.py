@@ -26,7 +26,7 @@ import pytest
 from kailab import build, versions
 from kailab.lesson import lesson_names
 from kailab.runtimes import gpu_ledger, kind_offline, kind_usage_db
-from kailab.runtimes.kind import CLUSTER, run_command
+from kailab.runtimes.kind_plan import CLUSTER, run_command
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 GOLDEN = Path(__file__).parent.parent / "golden"

@@ -1,7 +1,8 @@
 """A corpus of bad inputs, each with the one message it must produce — no traceback, nothing changed.
 
 Scenario and fleet files live in tests/badinput/; each starts with ``# error: LINE: words``:
-the message must be ``<file>:<LINE>: …`` and contain the words.
+the message must be ``<file>:<LINE>: …`` and contain the words. The command lines run in this process
+(tests/unit/cli_run.py); a few smoke tests start ``python -m kailab`` itself (:func:`kailab_process`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import kailab  # tests/unit/cli_run.py: the command line in this process
 
 from kailab.errors import KailabError, ScenarioError
 from kailab.fleet import load_fleet
@@ -29,7 +31,8 @@ def expected(path: Path) -> tuple[int, str]:
     return int(m.group(1)), m.group(2)
 
 
-def kailab(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+def kailab_process(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``python -m kailab ARGS`` as a process of its own (the smoke tests: the entry point, a real stdin)."""
     env = {**os.environ, "KAILAB_HOME": str(home)}
     env.pop("KAILAB_DEBUG", None)
     return subprocess.run(
@@ -78,7 +81,7 @@ def test_binary_files_are_refused_in_words(tmp_path):
 def test_run_checks_every_file_before_it_needs_a_lab(tmp_path):
     """`kailab run` with a bad file: exit 1, the file:line message once, no traceback — even with no lab up."""
     bad = CORPUS / "scenarios" / "parent-cycle.yaml"
-    proc = kailab("run", str(bad), home=tmp_path / "lab")
+    proc = kailab_process("run", str(bad), home=tmp_path / "lab")
     assert proc.returncode == 1
     assert f"{bad}:4: queues form a loop" in proc.stderr and proc.stderr.count("loop of parents") == 1
     assert "Traceback" not in proc.stderr
@@ -166,5 +169,5 @@ def test_stale_or_corrupt_lab_state_never_gives_a_traceback(tmp_path, state, com
 
 
 def test_lesson_handles_closed_stdin(tmp_path):
-    proc = kailab("lesson", home=tmp_path / "lab", stdin="")
+    proc = kailab_process("lesson", home=tmp_path / "lab", stdin="")
     assert proc.returncode == 0 and "Start one: kailab lesson NAME" in proc.stdout

@@ -308,7 +308,7 @@ def test_demo_output_counts_undecided_apart_and_says_what_to_do(capsys):
 
 
 def test_class_status_counts_undecided_apart():
-    from kailab.classroom.cli import outcome_counts
+    from kailab.classroom.report import outcome_counts
 
     report = {
         "ann": {"lessons": {"quota": {"outcome": "PASS"}, "reclaim": {"outcome": "UNDECIDED"}}},

@@ -3,7 +3,8 @@
 import pytest
 
 from kailab.checks import Observation, PodView, evaluate, stragglers
-from kailab.scenarios.model import Bound, Expectation
+from kailab.scenarios.model import Expectation
+from kailab.scenarios.values import Bound
 
 
 def pods(workload, queue, running=0, pending=0, deleting=0):

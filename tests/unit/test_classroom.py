@@ -8,19 +8,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kailab.classroom import plan, roster, shards
-from kailab.classroom.cli import roster_of
-from kailab.classroom.roster import RosterError
+from kailab import parallel, partitions, shards
+from kailab.classroom import access, roster
 from kailab.cli import app
+from kailab.commands.klass import roster_of
+from kailab.errors import RosterError
 from kailab.fleet import load_fleet
 from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL
 from kailab.lesson import EXERCISE_NAMES
 from kailab.ownership import Owner, stamped
 from kailab.paths import EXERCISES
+from kailab.runtimes import local_partitions
 from kailab.runtimes.local_kai import scheduler_spec
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import workload_objects
-from kailab.scenarios.schema import NodeStep
+from kailab.scenarios.model import NodeStep
 
 
 def test_a_count_names_its_learners():
@@ -85,7 +87,7 @@ def test_the_command_line_refuses_bad_learners_before_looking_for_a_lab(tmp_path
 
 
 def test_a_learners_nodes_are_the_lesson_fleet_named_and_labelled_for_them():
-    nodes = plan.nodes(load_fleet(), "ann")
+    nodes = partitions.nodes(load_fleet(), "ann")
     assert [n["metadata"]["name"] for n in nodes] == [
         "ann-kwok-a100-0",
         "ann-kwok-a100-1",
@@ -94,14 +96,14 @@ def test_a_learners_nodes_are_the_lesson_fleet_named_and_labelled_for_them():
         "ann-kwok-l40s-1",
     ]
     assert {n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes} == {"ann"}
-    assert all(plan.taint("ann") in n["spec"]["taints"] for n in nodes)  # no one else's pod lands there
+    assert all(partitions.taint("ann") in n["spec"]["taints"] for n in nodes)  # no one else's pod lands there
     assert sum(int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes) == 32
     assert all(n["metadata"]["labels"]["kubernetes.io/hostname"] == n["metadata"]["name"] for n in nodes)
 
 
 def test_everything_a_learners_lesson_applies_is_in_their_partition():
-    scenario = plan.for_learner(load_scenario(EXERCISES / "gang.yaml"), "ann")
-    owner = plan.owner("ann")
+    scenario = partitions.for_partition(load_scenario(EXERCISES / "gang.yaml"), "ann")
+    owner = partitions.owner("ann")
     for w in scenario.workloads:
         for obj in workload_objects(w, scenario):
             obj = stamped(obj, owner)
@@ -114,13 +116,13 @@ def test_everything_a_learners_lesson_applies_is_in_their_partition():
 
 
 def test_a_learners_owner_is_not_the_labs_nor_another_learners():
-    ann, bob = plan.owner("ann"), plan.owner("bob")
+    ann, bob = partitions.owner("ann"), partitions.owner("bob")
     assert ann.owns(ann.labels) and not bob.owns(ann.labels) and not Owner().owns(ann.labels)
     assert "kailab.io/lab-id=class-ann" in ann.selector()
 
 
 def test_nodes_a_lesson_names_become_the_learners():
-    scenario = plan.for_learner(load_scenario(EXERCISES / "fractions.yaml"), "ann")
+    scenario = partitions.for_partition(load_scenario(EXERCISES / "fractions.yaml"), "ann")
     pinned = {w.node for w in scenario.workloads if w.node}
     assert pinned == {"ann-kwok-a100-0"}
     for step in scenario.steps:
@@ -154,7 +156,7 @@ def _rules(objs):
 
 
 def test_a_learners_roles_are_bound_in_their_namespaces_only():
-    namespaces = plan.lesson_namespaces("ann")
+    namespaces = access.lesson_namespaces("ann")
     assert len(namespaces) == len(EXERCISE_NAMES) + 1 and all(n.startswith("ann-") for n in namespaces)  # + challenges
     objs = credentials.learner_objects("ann", namespaces, Owner())
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
@@ -197,7 +199,7 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
 
 
 def test_no_learner_rule_is_a_wildcard_or_writes_nodes_secrets_or_anothers_scheduler_settings():
-    objs = credentials.learner_objects("ann", plan.lesson_namespaces("ann"), Owner()) + credentials.class_objects()
+    objs = credentials.learner_objects("ann", access.lesson_namespaces("ann"), Owner()) + credentials.class_objects()
     for rule in _rules(objs):
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
         assert "secrets" not in rule["resources"]
@@ -284,7 +286,7 @@ def test_a_lesson_record_lives_in_the_learners_namespace_labelled_as_theirs():
     assert obj["metadata"]["namespace"] == "ann-kailab-quota"
     labels = obj["metadata"]["labels"]
     assert labels[LEARNER_LABEL] == "ann" and labels[RECORD_LABEL] == "quota" and labels[NODEPOOL_LABEL] == "ann"
-    assert plan.owner("ann").owns(labels)
+    assert partitions.owner("ann").owns(labels)
     assert obj["data"]["outcome"] == "FAIL" and obj["data"]["seconds"] == "3.0"
     assert obj["data"]["prediction"] == "team-a gets 8"
     assert json.loads(obj["data"]["verdict"])["error"] == "the API server said no"
@@ -484,11 +486,16 @@ GIB = 2**30
 
 
 def test_the_memory_a_class_needs_is_compared_with_what_is_available():
-    assert plan.memory_shortfall(8, 24 * GIB) == ""
-    short = plan.memory_shortfall(8, 1 * GIB)
+    assert local_partitions.memory_shortfall(8, 24 * GIB) == ""
+    short = local_partitions.memory_shortfall(8, 1 * GIB)
     assert "8 learners need about 2.1 GiB" in short and "1.0 GiB available" in short and "enough for 2" in short
-    assert plan.partitions_that_fit(plan.MEMORY_RESERVE - 1) == 0
-    assert plan.partitions_that_fit(plan.MEMORY_RESERVE + 2 * plan.MEMORY_PER_PARTITION) == 2
+    assert local_partitions.partitions_that_fit(local_partitions.MEMORY_RESERVE - 1) == 0
+    assert (
+        local_partitions.partitions_that_fit(
+            local_partitions.MEMORY_RESERVE + 2 * local_partitions.MEMORY_PER_PARTITION
+        )
+        == 2
+    )
 
 
 class _NoCluster:
@@ -504,16 +511,16 @@ class _Runtime:
 
 
 def test_class_up_refuses_a_class_the_machine_cannot_hold_with_nothing_applied(tmp_path):
-    from kailab.classroom.partitions import LocalClass
+    from kailab.classroom.klass import Class
 
-    klass = LocalClass(_Runtime(tmp_path))
+    klass = Class(local_partitions.LocalPartitions(_Runtime(tmp_path)))
     with pytest.raises(RosterError) as e:
         klass.up(_NoCluster(), roster.from_count(8), load_fleet(), None, available=GIB)
     assert "cannot hold the class: 8 learners need about 2.1 GiB" in e.value.message
     assert "Nothing was applied" in e.value.message and "at most 2 learners" in e.value.hint
     assert not (tmp_path / "kai").exists()  # not even the class's state file
     with pytest.raises(RosterError) as e:
-        klass.up(_NoCluster(), roster.from_count(1), load_fleet(), None, available=plan.MEMORY_RESERVE)
+        klass.up(_NoCluster(), roster.from_count(1), load_fleet(), None, available=local_partitions.MEMORY_RESERVE)
     assert "Free memory first" in e.value.hint
 
 
@@ -521,15 +528,10 @@ def test_class_up_refuses_a_class_the_machine_cannot_hold_with_nothing_applied(t
 
 
 def test_every_lesson_has_a_partition_name_a_roster_accepts():
-    from kailab.classroom import side_by_side
     from kailab.lesson import lesson_names
 
-    names = [side_by_side.partition(n) for n in lesson_names()]
+    names = [parallel.partition(n) for n in lesson_names()]
     assert roster.Roster(tuple(names)).names == tuple(names) and len(set(names)) == len(lesson_names())
-
-
-class _Kind:
-    name = "kind"
 
 
 def _choice(
@@ -537,59 +539,63 @@ def _choice(
 ):
     import psutil
 
-    import kailab.cli as cli
-    from kailab import lab
+    from kailab.commands.lessons import side_by_side
+    from kailab.lab import LearnerSlice, OwnLab
 
-    monkeypatch.setattr(lab, "state", lambda: None)
-    monkeypatch.setattr(lab, "joined", lambda: joined)
-    monkeypatch.setattr(lab, "current_runtime", lambda: runtime)
     monkeypatch.setattr(psutil, "virtual_memory", lambda: type("M", (), {"available": available})())
-    at_once = cli._side_by_side(names, parallel, sequential_only, quiet=False)
+    if joined is not None:
+        lab = LearnerSlice(Path("/nonexistent"), joined)
+    else:
+        lab = OwnLab(Path("/nonexistent"))
+        lab.__dict__.update(state=None, runtime=runtime)  # lab.json read: this runtime's (None: no lab)
+    at_once = side_by_side(lab, names, parallel, sequential_only, quiet=False)
     return at_once, capsys.readouterr().err
 
 
 def test_demo_all_runs_side_by_side_only_where_kailab_starts_partition_schedulers(monkeypatch, capsys, tmp_path):
-    from kailab.classroom import side_by_side
+    from kailab.classroom.joined import Joined
+    from kailab.runtimes.kind import KindRuntime
 
     lessons = ["quota", "gang", "borrow"]
     assert _choice(monkeypatch, capsys, ["quota"]) == (1, "")  # one lesson: as ever, in the lab's own partition
     assert _choice(monkeypatch, capsys, lessons, parallel=1) == (1, "")  # asked for one after another
-    at_once, said = _choice(monkeypatch, capsys, lessons, runtime=_Kind())
+    at_once, said = _choice(monkeypatch, capsys, lessons, runtime=KindRuntime(home=tmp_path))
     assert at_once == 1 and "one after another: on the kind runtime kailab starts no partition schedulers" in said
     at_once, said = _choice(monkeypatch, capsys, lessons, sequential_only=True)
     assert at_once == 1 and "--evidence" in said
-    at_once, said = _choice(monkeypatch, capsys, lessons, joined=object())
+    at_once, said = _choice(monkeypatch, capsys, lessons, joined=Joined("ann", tmp_path / "ann.kubeconfig"))
     assert at_once == 1 and "learner's slice" in said
-    assert side_by_side.unavailable(None) == "no lab is running"
+    at_once, said = _choice(monkeypatch, capsys, lessons)
+    assert at_once == 1 and "one after another: no lab is running" in said
 
 
 def test_demo_side_by_side_runs_no_more_at_once_than_memory_holds(monkeypatch, capsys, tmp_path):
     from kailab.runtimes.local import LocalRuntime
 
     class _Local(LocalRuntime):
-        def state(self):
+        def _state(self):
             return type("S", (), {"kai_components": ["kai-scheduler"], "prefix": ""})()
 
     local = _Local(home=tmp_path)
     lessons = ["quota", "gang", "borrow", "reclaim"]
     assert _choice(monkeypatch, capsys, lessons, runtime=local) == (4, "")
     assert _choice(monkeypatch, capsys, lessons, parallel=3, runtime=local) == (3, "")
-    two = plan.MEMORY_RESERVE + 2 * plan.MEMORY_PER_PARTITION
+    two = local_partitions.MEMORY_RESERVE + 2 * local_partitions.MEMORY_PER_PARTITION
     assert _choice(monkeypatch, capsys, lessons, runtime=local, available=two) == (2, "")
-    at_once, said = _choice(monkeypatch, capsys, lessons, runtime=local, available=plan.MEMORY_RESERVE)
+    at_once, said = _choice(monkeypatch, capsys, lessons, runtime=local, available=local_partitions.MEMORY_RESERVE)
     assert at_once == 1 and "memory for 0 lesson partitions" in said
 
 
 def test_a_partitions_default_scheduler_pods_stay_on_its_nodes_and_kai_pods_are_left_as_they_are():
     from kailab.ownership import Owner
 
-    scenario = plan.for_learner(load_scenario(EXERCISES / "baseline.yaml"), "ann")
-    job = stamped(workload_objects(scenario.workloads[0], scenario)[0], plan.owner("ann"))
+    scenario = partitions.for_partition(load_scenario(EXERCISES / "baseline.yaml"), "ann")
+    job = stamped(workload_objects(scenario.workloads[0], scenario)[0], partitions.owner("ann"))
     assert job["spec"]["template"]["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
-    pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"containers": []}}, plan.owner("ann"))
+    pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"containers": []}}, partitions.owner("ann"))
     assert pod["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
-    kai = plan.for_learner(load_scenario(EXERCISES / "quota.yaml"), "ann")
-    kai_job = stamped(workload_objects(kai.workloads[0], kai)[0], plan.owner("ann"))
+    kai = partitions.for_partition(load_scenario(EXERCISES / "quota.yaml"), "ann")
+    kai_job = stamped(workload_objects(kai.workloads[0], kai)[0], partitions.owner("ann"))
     assert "nodeSelector" not in kai_job["spec"]["template"]["spec"]
     own = stamped(workload_objects(scenario.workloads[0], scenario)[0], Owner())  # a lab of one's own: every node
     assert "nodeSelector" not in own["spec"]["template"]["spec"]
@@ -599,20 +605,22 @@ def test_a_partitions_pods_tolerate_its_taint_and_no_other_partitions():
     from kailab.ownership import Owner
 
     for name in ("baseline", "quota"):  # the default scheduler's and KAI's
-        scenario = plan.for_learner(load_scenario(EXERCISES / f"{name}.yaml"), "ann")
-        spec = stamped(workload_objects(scenario.workloads[0], scenario)[0], plan.owner("ann"))["spec"]["template"]
+        scenario = partitions.for_partition(load_scenario(EXERCISES / f"{name}.yaml"), "ann")
+        spec = stamped(workload_objects(scenario.workloads[0], scenario)[0], partitions.owner("ann"))["spec"][
+            "template"
+        ]
         tolerations = spec["spec"]["tolerations"]
-        assert plan.toleration("ann") in tolerations and plan.toleration("bob") not in tolerations
-        assert tolerations.count(plan.toleration("ann")) == 1
-    pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"schedulerName": "kai-scheduler"}}, plan.owner("ann"))
-    assert pod["spec"]["tolerations"] == [plan.toleration("ann")]
-    twice = stamped(pod, plan.owner("ann"))  # stamped again (an object re-applied): one toleration still
-    assert twice["spec"]["tolerations"] == [plan.toleration("ann")]
+        assert partitions.toleration("ann") in tolerations and partitions.toleration("bob") not in tolerations
+        assert tolerations.count(partitions.toleration("ann")) == 1
+    pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"schedulerName": "kai-scheduler"}}, partitions.owner("ann"))
+    assert pod["spec"]["tolerations"] == [partitions.toleration("ann")]
+    twice = stamped(pod, partitions.owner("ann"))  # stamped again (an object re-applied): one toleration still
+    assert twice["spec"]["tolerations"] == [partitions.toleration("ann")]
     own = stamped(workload_objects(scenario.workloads[0], scenario)[0], Owner())  # the lab's own: no learner's
     keys = {t["key"] for t in own["spec"]["template"]["spec"]["tolerations"]}
-    assert plan.taint("ann")["key"] not in keys
+    assert partitions.taint("ann")["key"] not in keys
     # a toleration matches a taint of the same key, value and effect (Kubernetes' rule for operator Equal)
-    t, tol = plan.taint("ann"), plan.toleration("ann")
+    t, tol = partitions.taint("ann"), partitions.toleration("ann")
     assert (t["key"], t["value"], t["effect"]) == (tol["key"], tol["value"], tol["effect"]) and tol[
         "operator"
     ] == "Equal"
@@ -668,7 +676,8 @@ def test_a_class_on_kind_or_an_existing_cluster_is_refused_when_the_nodes_lack_r
     kube-scheduler would (allocatable less the requests there, on nodes whose taints the pod tolerates) first."""
     from types import SimpleNamespace as NS
 
-    from kailab.classroom import partitions
+    from kailab.runtimes import operator_partitions as partitions
+    from kailab.runtimes.base import Traits
 
     def container(cpu: str, memory: str):
         return NS(resources=NS(requests={"cpu": cpu, "memory": memory}))
@@ -699,15 +708,15 @@ def test_a_class_on_kind_or_an_existing_cluster_is_refused_when_the_nodes_lack_r
     )
     assert partitions.schedulers_that_fit(kube) == (2, "0.25 CPU and 0.5 GiB")
     monkeypatch.setattr(partitions, "operator_missing", lambda kube: "")
-    klass = partitions.OperatorClass(NS(name="kind", home=Path("/nonexistent")))
-    klass.check_runtime(kube, 2, None)
+    klass = partitions.OperatorPartitions(NS(traits=Traits("kind"), home=Path("/nonexistent")))
+    klass.check(kube, 2, None)
     with pytest.raises(RosterError, match="room for 2 more schedulers") as e:
-        klass.check_runtime(kube, 3, None)
+        klass.check(kube, 3, None)
     assert "Nothing was applied" in e.value.message and "at most 2" in e.value.hint
 
 
 def test_side_by_side_counts_a_scenarios_sleep_steps_so_the_longest_sleeper_starts_first(tmp_path):
-    from kailab.classroom.side_by_side import asleep
+    from kailab.parallel import asleep
     from kailab.scenarios.loader import load_scenario
 
     path = tmp_path / "s.yaml"

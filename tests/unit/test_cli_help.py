@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from kailab import cli
 from kailab.cli import app
+from kailab.commands import lessons
 from kailab.lesson import EXERCISE_NAMES
 
 runner = CliRunner()
@@ -32,7 +32,9 @@ def test_demo_shortcuts_are_listed_once_and_each_runs_its_exercise(monkeypatch, 
     assert top.count("demo-NAME") == 1 and "demo-fairshare" not in top
     monkeypatch.setenv("KAILAB_HOME", str(tmp_path))  # no lab here: the scenario is run as is
     ran = []
-    monkeypatch.setattr(cli, "_run_and_report", lambda scenarios, *a, **k: ran.extend(s.name for s in scenarios))
+    monkeypatch.setattr(
+        lessons, "run_and_report", lambda lab, scenarios, *a, **k: ran.extend(s.name for s in scenarios)
+    )
     for name in EXERCISE_NAMES:
         result = runner.invoke(app, [f"demo-{name}", "--json"], prog_name="kailab")
         assert result.exit_code == 0, result.output
@@ -76,3 +78,13 @@ def test_lesson_lists_every_exercise_in_teaching_order_with_a_whole_sentence():
     assert [name for name, _ in rows] == list(EXERCISE_NAMES)
     for name, summary in rows:
         assert summary.endswith(".") and 60 <= len(summary) <= 170 and "*" not in summary, (name, summary)
+
+
+def test_kailabs_one_change_to_typer_is_made_once_and_only_for_flags():
+    from typer.core import TyperOption
+
+    from kailab.commands import typer_help
+
+    assert typer_help.flags_without_a_type() is False  # made when kailab.cli was imported; not twice
+    assert hasattr(TyperOption.display_type_rich, "__wrapped__")
+    assert "<int range>" in help_of("bench")  # an option that takes a value keeps its type

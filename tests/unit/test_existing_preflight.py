@@ -168,7 +168,7 @@ def helm_installed(gpus_per_node=(8, 8, 8, 8)) -> dict:
 
 
 def test_a_cluster_with_kai_from_its_chart_and_32_gpus_is_all_ok(api_with):
-    from kailab.runtimes.existing import read_facts
+    from kailab.runtimes.existing_facts import read_facts
 
     api, kube = api_with(helm_installed())
     facts = read_facts(kube, Owner("abc"), None)
@@ -184,7 +184,7 @@ def test_a_cluster_with_kai_from_its_chart_and_32_gpus_is_all_ok(api_with):
 
 def test_the_local_lab_reads_as_kai_without_its_deployment_a_warning_not_a_problem(api_with):
     """kailab's local runtime runs KAI as processes: the CRDs are there, the Deployment and Config are not."""
-    from kailab.runtimes.existing import read_facts
+    from kailab.runtimes.existing_facts import read_facts
 
     routes = helm_installed((8, 8, 8, 4, 4))
     routes.pop("/apis/kai.scheduler/v1/configs/kai-config")
@@ -205,7 +205,7 @@ def test_the_local_lab_reads_as_kai_without_its_deployment_a_warning_not_a_probl
 
 
 def test_no_kai_and_no_gpus_are_problems_with_what_to_do(api_with):
-    from kailab.runtimes.existing import read_facts
+    from kailab.runtimes.existing_facts import read_facts
 
     _, kube = api_with(
         {
@@ -221,7 +221,7 @@ def test_no_kai_and_no_gpus_are_problems_with_what_to_do(api_with):
 
 
 def test_with_kwok_a_node_of_the_fleets_name_that_is_not_ours_blocks(api_with):
-    from kailab.runtimes.existing import read_facts
+    from kailab.runtimes.existing_facts import read_facts
 
     routes = helm_installed(())
     routes["/api/v1/nodes"] = listing(
@@ -299,7 +299,7 @@ def test_fair_shares_are_read_through_the_api_servers_service_proxy(api_with, tm
     home = tmp_path / "lab"
     home.mkdir()
     LabState("existing", kube.kubeconfig, lab_id="abc").write(home)
-    read = ExistingRuntime(home).scheduler_metrics()
+    read = ExistingRuntime(home).capabilities().metrics
     assert read is not None and fairshare.parse(read())["alice-team-prod"].gpu == 12
 
 
@@ -311,4 +311,4 @@ def test_without_the_schedulers_service_there_are_no_fair_shares(api_with, tmp_p
     home = tmp_path / "lab"
     home.mkdir()
     LabState("existing", kube.kubeconfig, lab_id="abc").write(home)
-    assert ExistingRuntime(home).scheduler_metrics() is None
+    assert ExistingRuntime(home).capabilities().metrics is None

@@ -23,8 +23,8 @@ OURS = {**MANAGED, LAB_ID_LABEL: "abc"}
 def test_auto_never_adopts_a_cluster(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no Docker: local is the only maker left
     chosen, why = choose_runtime("auto")
-    assert chosen.name == "local" and "existing" not in why
-    assert get_runtime("existing").makes_cluster is False
+    assert chosen.traits.name == "local" and "existing" not in why
+    assert get_runtime("existing").traits.makes_cluster is False
 
 
 def test_options_for_the_existing_runtime_are_refused_elsewhere_and_the_reverse():
@@ -220,6 +220,6 @@ def test_retain_is_honoured_by_the_local_runtime_and_refused_by_the_others_with_
             check_options(get_runtime(name), UpOptions(fleet=fleet, retain=True))
         assert keeps in err.value.hint and "leave out --retain" in err.value.hint
     runtimes = [get_runtime(n) for n in ("local", "kind", "existing")]
-    assert all(("retain" in r.takes) != bool(r.after_failed_up) for r in runtimes), (
+    assert all(("retain" in r.traits.takes) != bool(r.traits.after_failed_up) for r in runtimes), (
         "a runtime either takes --retain or says what a failed up leaves"
     )

@@ -124,8 +124,8 @@ def test_a_relist_tells_listeners_what_changed_while_the_watch_was_down():
 def test_the_recorder_writes_every_kind_of_change_with_its_time_into_the_run(tmp_path):
     from kailab.fairshare import FairShare
     from kailab.pods import PodGroupView
-    from kailab.scenarios.engine import Recorder
     from kailab.scenarios.replay import ReplayCluster, read_changes
+    from kailab.scenarios.run import Recorder
 
     stream = [
         Change("ADDED", pod=pod("a-0"), t=0.5),

@@ -15,9 +15,9 @@ import pytest
 from kailab.lesson import EXERCISE_NAMES, scenario_file, variation_names
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.model import Bound
+from kailab.scenarios.model import Expect
 from kailab.scenarios.replay import ReplayCluster, golden, read_changes, replay
-from kailab.scenarios.schema import Expect
+from kailab.scenarios.values import Bound
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 RECORDED = sorted(p.name for p in GOLDEN.iterdir() if (p / "verdict.json").exists())

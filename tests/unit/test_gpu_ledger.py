@@ -6,16 +6,10 @@ import random
 
 from kubernetes import client
 
-from kailab.labels import RESERVATION_NAMESPACE
+from kailab.labels import RESERVATION_NAMESPACE, RESERVE_ANNOTATION
+from kailab.labels import SHARED_GPU_CONFIGMAP_ANNOTATION as CONFIGMAP_ANNOTATION
 from kailab.runtimes.gpu_ledger.admission import shared_gpu_prep
-from kailab.runtimes.gpu_ledger.facts import (
-    CONFIGMAP_ANNOTATION,
-    RESERVE_ANNOTATION,
-    NodeShape,
-    PodFacts,
-    facts_of,
-    node_shape,
-)
+from kailab.runtimes.gpu_ledger.facts import NodeShape, PodFacts, facts_of, node_shape
 from kailab.runtimes.gpu_ledger.store import dump_ledger, parse_ledger
 from kailab.runtimes.gpu_ledger.topology import FRACTION, RESERVATION, WHOLE, Annotate, Topology
 

@@ -44,12 +44,12 @@ def test_a_scenario_that_stops_the_ledger_starts_it_again_even_when_it_fails():
 def test_only_the_local_runtime_controls_the_ledger(tmp_path):
     from kailab.runtimes.existing import ExistingRuntime
     from kailab.runtimes.kind import KindRuntime
-    from kailab.runtimes.local import LocalGpuLedgerControl, LocalRuntime
+    from kailab.runtimes.local import LocalRuntime
+    from kailab.runtimes.local_controls import LocalGpuLedgerControl
 
-    assert isinstance(LocalRuntime(home=tmp_path).gpu_ledger_control(), LocalGpuLedgerControl)
+    assert isinstance(LocalRuntime(home=tmp_path).capabilities().gpu_ledger, LocalGpuLedgerControl)
     for runtime in (KindRuntime, ExistingRuntime):
-        with pytest.raises(KailabError, match="cannot stop or start what gives KAI's GPU reservation pods"):
-            runtime(home=tmp_path).gpu_ledger_control()
+        assert runtime(home=tmp_path).capabilities().gpu_ledger is None
 
 
 def test_a_local_lab_without_kai_has_no_ledger_to_control(tmp_path):
@@ -59,7 +59,5 @@ def test_a_local_lab_without_kai_has_no_ledger_to_control(tmp_path):
     with pytest.raises(KailabError, match="runs no GPU ledger"):
         LocalRuntime(home=tmp_path).gpu_ledger_control().start()  # no lab at all
     LabState("local", str(tmp_path / "kubeconfig"), kai_components=[]).write(tmp_path)
-    with pytest.raises(KailabError, match="runs no GPU ledger"):
-        LocalRuntime(
-            home=tmp_path
-        ).gpu_ledger_control()  # a lab without KAI: a scenario that needs it is not applicable
+    # a lab without KAI: a scenario that needs it is not applicable
+    assert LocalRuntime(home=tmp_path).capabilities().gpu_ledger is None

@@ -13,13 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import kailab  # tests/unit/cli_run.py: the command line in this process
 from rich.console import Console
-from test_bad_inputs import kailab  # tests/unit/test_bad_inputs.py
+from test_bad_inputs import kailab_process  # tests/unit/test_bad_inputs.py
 
 from kailab import render
 from kailab.errors import KailabError, ScenarioError
 from kailab.fleet import load_fleet
-from kailab.kube import EXEC_TIMEOUT, Kube
+from kailab.kube import Kube
+from kailab.kubeconfig import EXEC_TIMEOUT
 from kailab.progress import Progress
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.loader import load_queue_file, load_scenario
@@ -259,7 +261,9 @@ def test_a_server_that_never_answers_is_said(tmp_path, silent_server):
 
 def test_an_adopted_cluster_that_never_answers_ends_up_in_one_message(tmp_path, silent_server):
     path = kubeconfig(tmp_path, f"https://127.0.0.1:{silent_server}")
-    proc = kailab("up", "--runtime", "existing", "--kubeconfig", str(path), home=tmp_path / "lab")  # 60 s: a hang fails
+    proc = kailab_process(
+        "up", "--runtime", "existing", "--kubeconfig", str(path), home=tmp_path / "lab"
+    )  # a hang fails
     assert proc.returncode == 1 and proc.stderr.count("✗ Error:") == 1, proc.stderr
     assert (
         f"Cannot use the kubeconfig {path}: the API server at https://127.0.0.1:{silent_server} does not answer "

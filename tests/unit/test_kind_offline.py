@@ -15,8 +15,10 @@ from kailab import versions
 from kailab.fleet import load_fleet
 from kailab.progress import Progress
 from kailab.runtimes import kind_offline
-from kailab.runtimes.kind import HostFacts, KindRuntime, Result, kind_config, plan, runtime_class
-from kailab.runtimes.kind_offline import FileEntry, OfflineKit, write_archive, write_layer
+from kailab.runtimes.image_archive import FileEntry, write_archive, write_layer
+from kailab.runtimes.kind import KindRuntime
+from kailab.runtimes.kind_offline import OfflineKit
+from kailab.runtimes.kind_plan import HostFacts, Result, kind_config, plan, runtime_class
 
 
 def kit(tmp_path: Path) -> OfflineKit:

@@ -15,7 +15,8 @@ from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.progress import Progress
 from kailab.runtimes import kind, local_kai
 from kailab.runtimes.base import UpOptions
-from kailab.runtimes.kind import KAI_DEPLOYMENTS, KindRuntime, Result, fake_gpu_operator_values, plan
+from kailab.runtimes.kind import KindRuntime
+from kailab.runtimes.kind_plan import KAI_DEPLOYMENTS, Result, fake_gpu_operator_values, plan
 
 
 class RecordingRunner:

@@ -13,17 +13,17 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from kailab.classroom import shards
-from kailab.classroom.partitions import OperatorClass
+from kailab import shards
+from kailab.classroom.klass import Class
 from kailab.labels import KAI_NAMESPACE, KAI_SCHEDULER_DEPLOYMENT
 from kailab.runtimes import kind_offline, kind_usage_db, usage_db
-from kailab.runtimes.kind import (
+from kailab.runtimes.kind import KindRuntime
+from kailab.runtimes.kind_plan import (
     CLUSTER,
     KAI_CONFIG,
     LAB_LABEL,
     OWN_ENTRIES,
     SCHEDULER_SHARD,
-    KindRuntime,
     Result,
     shard_patch,
     usage_db_steps,
@@ -245,7 +245,7 @@ def test_a_kind_class_learners_shard_gets_the_labs_prometheus_and_their_partitio
     kube = SimpleNamespace(
         dyn=SimpleNamespace(patch=lambda resource, body, **kw: patched.append(body)), resource=lambda *a: None
     )
-    control = OperatorClass(rt).control("ann", kube)  # type: ignore[arg-type]
+    control = Class(rt.capabilities().partitions).control("ann", kube)  # type: ignore[arg-type]
     assert control.runs_usage_db
     control.running = lambda: False  # type: ignore[method-assign]
     control._patch = lambda spec, what: patched.append(spec)  # type: ignore[method-assign]

@@ -8,7 +8,7 @@ from kailab.errors import ScenarioError
 from kailab.lesson import EXERCISE_NAMES
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.model import Bound
+from kailab.scenarios.values import Bound
 
 GOOD = """\
 name: tiny

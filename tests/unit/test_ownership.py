@@ -7,15 +7,11 @@ import subprocess
 import sys
 
 import pytest
+from cli_run import kailab  # tests/unit/cli_run.py: the command line in this process
 
 from kailab import labdir
 from kailab.errors import KailabError
 from kailab.runtimes.processes import Identity, ProcessGroup, ProcessSpec
-
-
-def kailab(*args: str, home) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KAILAB_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "kailab", *args], env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_down_refuses_a_folder_kailab_did_not_make(tmp_path):

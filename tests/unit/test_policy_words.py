@@ -15,8 +15,9 @@ from kailab.pods import PodGroupView, PodView, QueueView, podgroup_view, queue_v
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.loader import load_queue_file, load_scenario
 from kailab.scenarios.manifests import queue_object, workload_objects
-from kailab.scenarios.model import Bound, Expectation
+from kailab.scenarios.model import Expectation
 from kailab.scenarios.prefix import prefixed
+from kailab.scenarios.values import Bound
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 

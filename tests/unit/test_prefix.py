@@ -8,8 +8,8 @@ from kailab.errors import KailabError
 from kailab.paths import EXERCISES, RUNBOOKS
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import queue_object, workload_objects
+from kailab.scenarios.model import SetQueue
 from kailab.scenarios.prefix import MAX_PREFIX, check_prefix, prefixed
-from kailab.scenarios.schema import SetQueue
 
 
 def test_every_queue_reference_and_the_namespace_get_the_prefix():

@@ -1,5 +1,6 @@
 """The layers of kailab, checked from its source: exercises, checks and evidence are the same on every runtime (they
-never look at which one runs), the runtime interface knows no runtime, and no module imports itself round a circle.
+never look at which one runs), the runtime interface knows no runtime, the runtimes know no class, nothing above the
+runtimes asks which runtime it has, and no module imports itself round a circle.
 
 The import graph is read with ``ast``: every ``import`` and ``from … import`` of a kailab module, at the top of a file
 or inside a function (an import inside a function still ties the two modules together); only imports for type
@@ -18,17 +19,7 @@ import kailab
 PACKAGE = Path(kailab.__file__).parent
 INTERFACE = "kailab.runtimes.base"
 REGISTRY = "kailab.runtimes"  # knows every runtime: only the command layer may use it
-COMMANDS = {
-    "kailab.cli",
-    "kailab.__main__",
-    "kailab.lab",
-    "kailab.doctor",  # the top: may use any runtime
-    # a class on the local runtime: its commands, its partitions (local processes), a learner's run there
-    "kailab.classroom.cli",
-    "kailab.classroom.partitions",
-    "kailab.classroom.lessons",
-    "kailab.classroom.side_by_side",
-}  # demo lessons side by side: partitions of the local runtime
+CLASSROOM = "kailab.classroom"
 
 
 def module_name(path: Path) -> str:
@@ -37,6 +28,11 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+# The top, which may use any runtime: the command line, the lab it opens (kailab.lab: the registry builds its
+# runtime), the doctor (every runtime's tools).
+COMMANDS = {"kailab.cli", "kailab.__main__", "kailab.lab", "kailab.doctor"} | {
+    m for m in MODULES if m.startswith("kailab.commands")
+}
 IMPLEMENTATIONS = {m for m in MODULES if m.startswith(REGISTRY + ".") and m != INTERFACE}
 SHARED = sorted(set(MODULES) - IMPLEMENTATIONS - COMMANDS - {REGISTRY, INTERFACE})
 
@@ -163,6 +159,71 @@ def test_a_shared_layer_imports_no_runtime(module):
     assert forbidden(module, lambda m: m in IMPLEMENTATIONS or m in (REGISTRY, "kailab.lab")) == []
 
 
+@pytest.mark.parametrize("module", sorted(IMPLEMENTATIONS | {INTERFACE, REGISTRY}))
+def test_the_runtimes_never_import_the_classroom(module):
+    """A runtime offers partitions (runtimes.base.PartitionHost); the class holds one, never the other way round."""
+    assert forbidden(module, lambda m: m == CLASSROOM or m.startswith(CLASSROOM + ".")) == []
+
+
+RUNTIME_CLASSES = {"LocalRuntime", "KindRuntime", "ExistingRuntime"}
+
+
+def isinstance_of_a_runtime(source: str) -> list[int]:
+    """The lines of ``isinstance(x, LocalRuntime)`` and the like (a runtime's class, alone or in a tuple)."""
+
+    def names(node: ast.AST) -> set[str]:
+        if isinstance(node, ast.Tuple):
+            return {n for e in node.elts for n in names(e)}
+        if isinstance(node, ast.Attribute):
+            return {node.attr}
+        return {node.id} if isinstance(node, ast.Name) else set()
+
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("isinstance", "issubclass")
+        and len(node.args) == 2
+        and names(node.args[1]) & RUNTIME_CLASSES
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(set(MODULES) - IMPLEMENTATIONS))
+def test_nothing_above_the_runtimes_asks_which_runtime_it_has(module):
+    """What a runtime offers beyond a kubeconfig is its ``capabilities()``; no module outside runtimes/ checks a
+    runtime's class."""
+    assert isinstance_of_a_runtime(MODULES[module].read_text()) == []
+
+
+def interface_members(source: str, name: str) -> set[str]:
+    """The public members of class ``name``: its methods, class attributes and what its ``__init__`` sets on self."""
+    (cls,) = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == name]
+    out = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.add(node.name)
+            if node.name == "__init__":
+                out |= {
+                    t.attr
+                    for n in ast.walk(node)
+                    if isinstance(n, (ast.Assign, ast.AnnAssign))
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                }
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return {m for m in out if not m.startswith("_")}
+
+
+def test_the_runtime_interface_is_ten_members_and_its_capabilities():
+    members = interface_members(MODULES[INTERFACE].read_text(), "Runtime")
+    assert "capabilities" in members and "home" in members
+    assert len(members - {"capabilities"}) <= 10, sorted(members)
+
+
 @pytest.mark.parametrize("module", ["kailab.fleet", "kailab.kube", "kailab.labels", "kailab.labstate", "kailab.pods"])
 def test_the_layers_under_the_scenarios_do_not_import_them(module):
     assert forbidden(module, lambda m: m.startswith("kailab.scenarios")) == []
@@ -206,6 +267,11 @@ def test_a_circle_through_a_lazy_import_is_found():
     assert cycles(graph) == [["base", "local", "local_kai"]]
     assert cycles({"a": {"a"}}) == [["a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_an_isinstance_of_a_runtime_is_found():
+    assert isinstance_of_a_runtime("isinstance(rt, LocalRuntime)\nisinstance(x, (int, local.KindRuntime))\n") == [1, 2]
+    assert isinstance_of_a_runtime("isinstance(rt, Runtime)\nisinstance(x, LocalSchedulerControl)\n") == []
 
 
 def test_a_deep_import_of_a_runtime_is_named_with_its_path():

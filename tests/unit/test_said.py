@@ -12,6 +12,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from kailab import cli, evidence, lab
+from kailab.commands.lessons import run_and_report
 from kailab.errors import KailabError
 from kailab.progress import Progress
 from kailab.scenarios.engine import failure_text
@@ -97,11 +98,10 @@ def snapshot_with_real_writes(kube, home, root, out, fair_shares, namespaces, sl
 def test_evidence_out_into_a_place_that_cannot_hold_it(tmp_path, monkeypatch, out, words):
     (tmp_path / "file").write_text("x")
     monkeypatch.setattr(evidence, "capture", snapshot_with_real_writes)
-    monkeypatch.setattr(lab, "fair_shares", lambda: None)
-    monkeypatch.setattr(lab, "owner", lambda: lab.Owner())
-    monkeypatch.setenv("KAILAB_HOME", str(tmp_path / "lab"))
+    own = lab.OwnLab(tmp_path / "lab")
+    own.__dict__.update(state=None, kube=None, view=lab.View())  # a lab without fair shares, its own owner
     with pytest.raises(KailabError) as err:
-        cli._capture(None, Progress(quiet=True), "of the lab", out=Path(out.format(tmp=tmp_path)))
+        own.capture(Progress(quiet=True), "of the lab", out=Path(out.format(tmp=tmp_path)))
     assert err.value.message.startswith(words.format(tmp=tmp_path)), err.value.message
     assert not Path("/proc/kailab-evidence").exists()
 
@@ -111,7 +111,8 @@ def test_a_lab_folder_that_cannot_keep_the_verdict_is_refused_before_the_run(tmp
     home.mkdir()
     (home / "notes.txt").write_text("mine")
     monkeypatch.setenv("KAILAB_HOME", str(home))
-    monkeypatch.setattr(lab, "connect", lambda: object())  # a lab answers (KAILAB_KUBECONFIG, say)
+    own = lab.Lab.open()
+    own.__dict__["kube"] = object()  # a lab answers (KAILAB_KUBECONFIG, say)
 
     class NoRun:
         def __init__(self, *args, **kwargs):
@@ -119,6 +120,6 @@ def test_a_lab_folder_that_cannot_keep_the_verdict_is_refused_before_the_run(tmp
 
     monkeypatch.setattr("kailab.scenarios.engine.Engine", NoRun)
     with pytest.raises(KailabError) as err:
-        cli._run_and_report([], as_json=True, quiet=True)
+        run_and_report(own, [], as_json=True, quiet=True)
     assert err.value.message == f"The lab folder {home} already holds files that kailab did not write."
     assert sorted(p.name for p in home.iterdir()) == ["notes.txt"]

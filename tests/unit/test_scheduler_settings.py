@@ -16,20 +16,20 @@ import yaml
 from kailab.errors import KailabError
 from kailab.labels import KAI_SCHEDULER_DEPLOYMENT, KAI_SCHEDULER_PROCESS
 from kailab.progress import Progress
-from kailab.runtimes import kind, local_kai
-from kailab.runtimes.base import Runtime
-from kailab.runtimes.kind import (
+from kailab.runtimes import kind_plan, local_kai
+from kailab.runtimes.existing import ExistingRuntime
+from kailab.runtimes.kind import KindRuntime
+from kailab.runtimes.kind_plan import (
     KAI_CONFIG,
     SCHEDULER_SHARD,
-    KindRuntime,
     Result,
     scheduler_start_plan,
     scheduler_stop_plan,
-    settings_from_shard,
     shard_patch,
 )
 from kailab.runtimes.local import LocalRuntime
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.shards import settings_of as settings_from_shard
 
 HEAD = [
     "predicates",
@@ -95,8 +95,8 @@ def test_default_settings_are_kai_defaults_and_give_the_lab_config_unchanged():
     assert local_kai.scheduler_config(s) == local_kai.SCHEDULER_CONFIG.read_text()
     # beyond KAI's defaults only the lab's cycle period, on both runtimes
     assert local_kai.scheduler_flags(s) == ["--schedule-period=250ms"] and s.args() == {"schedule-period": "250ms"}
-    shard_args = {k: v for k, v in kind.shard_patch(s)["spec"]["args"].items() if v is not None}
-    assert kind.kai_values()["scheduler"]["args"] == s.args() == shard_args
+    shard_args = {k: v for k, v in kind_plan.shard_patch(s)["spec"]["args"].items() if v is not None}
+    assert kind_plan.kai_values()["scheduler"]["args"] == s.args() == shard_args
 
 
 @pytest.mark.parametrize(
@@ -174,9 +174,9 @@ def test_actions_run_are_read_from_the_scheduler_metrics():
 
 
 def test_every_runtime_has_a_scheduler_control_or_says_it_has_none(tmp_path):
-    assert LocalRuntime(home=tmp_path).scheduler_control().settings == SchedulerSettings()
-    assert Runtime.scheduler_control is not LocalRuntime.scheduler_control
-    assert Runtime.scheduler_control is not KindRuntime.scheduler_control
+    assert LocalRuntime(home=tmp_path).capabilities().scheduler.settings == SchedulerSettings()
+    assert KindRuntime(home=tmp_path).capabilities().scheduler is not None
+    assert ExistingRuntime(home=tmp_path).capabilities().scheduler is None  # KAI's scheduler there is not kailab's
 
 
 def test_local_start_refuses_a_lab_without_kai(tmp_path):
@@ -346,5 +346,5 @@ def test_kind_stop_that_never_ends_says_what_is_left(tmp_path):
 
 
 def test_kind_runtime_constants_match_the_operator_names():
-    assert KAI_SCHEDULER_DEPLOYMENT in kind.KAI_DEPLOYMENTS
-    assert kind.SCHEDULER_METRICS.endswith(f"/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics")
+    assert KAI_SCHEDULER_DEPLOYMENT in kind_plan.KAI_DEPLOYMENTS
+    assert kind_plan.SCHEDULER_METRICS.endswith(f"/services/{KAI_SCHEDULER_DEPLOYMENT}:http-metrics/proxy/metrics")

@@ -13,15 +13,18 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from kailab.classroom import plan, shards
-from kailab.classroom.partitions import LocalClass, OperatorClass, class_of, operator_missing
+from kailab import partitions, shards
+from kailab.classroom.klass import Class
 from kailab.classroom.roster import from_names
 from kailab.errors import KailabError
 from kailab.fleet import load_fleet
 from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
+from kailab.runtimes import local_partitions, usage_db
 from kailab.runtimes import shard_supervisor as supervisor
-from kailab.runtimes import usage_db
+from kailab.runtimes.base import Traits
 from kailab.runtimes.local_kai import scheduler_config
+from kailab.runtimes.local_partitions import LocalPartitions
+from kailab.runtimes.operator_partitions import OperatorPartitions, operator_missing
 from kailab.runtimes.processes import ProcessGroup
 from kailab.scheduler_settings import SchedulerSettings
 
@@ -38,12 +41,12 @@ EVERYTHING = SchedulerSettings(
 
 
 def test_a_learners_shard_is_kais_object_named_and_labelled_as_theirs():
-    shard = shards.shard_object("ann", plan.owner("ann").labels)
+    shard = shards.shard_object("ann", partitions.owner("ann").labels)
     assert shard["apiVersion"] == SHARD_API == "kai.scheduler/v1" and shard["kind"] == "SchedulingShard"
     assert shard["metadata"]["name"] == "ann-shard" == shards.shard_name("ann")
     labels = shard["metadata"]["labels"]
     assert labels[NODEPOOL_LABEL] == "ann" and labels[LEARNER_LABEL] == "ann"
-    assert plan.owner("ann").owns(labels) and not plan.owner("bob").owns(labels)
+    assert partitions.owner("ann").owns(labels) and not partitions.owner("bob").owns(labels)
     assert shard["spec"] == {
         "partitionLabelValue": "ann",
         "placementStrategy": {"gpu": "binpack", "cpu": "binpack"},
@@ -300,7 +303,7 @@ def test_the_supervisor_reports_as_kais_operator_does():
     assert shards.in_effect({"metadata": {"generation": 4}, "status": {"conditions": [ok]}}) is True
     bad = supervisor.condition("Available", False, 4, "x" * 5000)
     assert bad["status"] == "False" and bad["reason"] == "NotAvailable" and len(bad["message"]) == 1000
-    spec = supervisor.process_spec(Path("/lab"))
+    spec = local_partitions.supervisor_spec(Path("/lab"))
     assert spec.name == "kailab-shard-supervisor" and "--home=/lab" in spec.argv
 
 
@@ -335,6 +338,11 @@ class _Cluster:
         self.applied.append(obj)
 
 
+def operator_class(runtime: str, home: Path) -> Class:
+    """A class on a cluster KAI's operator runs shards on (kind, existing), without the runtime itself."""
+    return Class(OperatorPartitions(SimpleNamespace(traits=Traits(runtime), home=home)))
+
+
 @pytest.mark.parametrize(
     "cluster, says",
     [
@@ -345,7 +353,7 @@ class _Cluster:
     ],
 )
 def test_a_class_on_kind_or_an_existing_cluster_is_refused_without_what_runs_it(tmp_path, cluster, says):
-    klass = OperatorClass(SimpleNamespace(name="existing", home=tmp_path))
+    klass = operator_class("existing", tmp_path)
     with pytest.raises(KailabError) as e:
         klass.up(cluster, from_names(["ann"]), load_fleet(), None)
     assert says in e.value.message and "Nothing was applied" in e.value.message
@@ -355,7 +363,7 @@ def test_a_class_on_kind_or_an_existing_cluster_is_refused_without_what_runs_it(
 
 def test_a_cluster_with_the_operator_crd_and_kwok_can_hold_a_class(tmp_path):
     assert operator_missing(_Cluster()) == ""
-    klass = OperatorClass(SimpleNamespace(name="kind", home=tmp_path))
+    klass = operator_class("kind", tmp_path)
     assert klass.check(_Cluster(), from_names(["ann", "bob"])) == ["ann", "bob"]
 
 
@@ -363,9 +371,9 @@ def test_each_runtime_gets_its_class(tmp_path):
     from kailab.runtimes.kind import KindRuntime
     from kailab.runtimes.local import LocalRuntime
 
-    assert isinstance(class_of(LocalRuntime(home=tmp_path)), LocalClass)
-    kind = class_of(KindRuntime(home=tmp_path))
-    assert isinstance(kind, OperatorClass) and kind.state_file == tmp_path / "class.json"
+    assert isinstance(LocalRuntime(home=tmp_path).capabilities().partitions, LocalPartitions)
+    kind = Class(KindRuntime(home=tmp_path).capabilities().partitions)
+    assert isinstance(kind.host, OperatorPartitions) and kind.state_file == tmp_path / "class.json"
 
 
 # -- kailab down on an adopted cluster: the class first ----------------------------------------------------------
@@ -377,15 +385,16 @@ def test_each_runtime_gets_its_class(tmp_path):
 def test_down_on_an_adopted_cluster_takes_its_class_down_first(
     monkeypatch, tmp_path, makes_cluster, learners, taken_down
 ):
-    from kailab import lab
-    from kailab.classroom.partitions import ShardClass
+    from kailab.lab import OwnLab
+    from kailab.runtimes.base import Capabilities
 
-    rt = SimpleNamespace(name="existing", home=tmp_path, makes_cluster=makes_cluster)
+    rt = SimpleNamespace(traits=Traits("existing", makes_cluster=makes_cluster), home=tmp_path)
     (tmp_path / "class.json").write_text(json.dumps({"learners": learners}))
     calls = []
-    monkeypatch.setattr(lab, "connect", lambda: "kube")
-    monkeypatch.setattr(ShardClass, "down", lambda self, kube, names, progress: calls.append((kube, names)))
-    lab.remove_class(rt, None)
+    lab = OwnLab(tmp_path)
+    lab.__dict__.update(runtime=rt, capabilities=Capabilities(partitions=OperatorPartitions(rt)), kube="kube")
+    monkeypatch.setattr(Class, "down", lambda self, kube, names, progress: calls.append((kube, names)))
+    lab.remove_class(None)
     assert calls == ([("kube", None)] if taken_down else [])
 
 
@@ -396,13 +405,12 @@ def test_partitions_made_at_once_start_one_supervisor(monkeypatch, tmp_path):
     import threading
 
     from kailab.labels import SHARD_SUPERVISOR
-    from kailab.runtimes import shard_supervisor
     from kailab.runtimes.local import LocalRuntime
     from kailab.runtimes.processes import ProcessSpec
 
     rt = LocalRuntime(home=tmp_path)
     sleeper = ProcessSpec(SHARD_SUPERVISOR, [sys.executable, "-c", "import time; time.sleep(60)"])
-    monkeypatch.setattr(shard_supervisor, "process_spec", lambda home: sleeper)
+    monkeypatch.setattr(local_partitions, "supervisor_spec", lambda home: sleeper)
     started = []
     start = rt.kai_processes.start
 
@@ -411,7 +419,7 @@ def test_partitions_made_at_once_start_one_supervisor(monkeypatch, tmp_path):
         return start(spec)
 
     monkeypatch.setattr(rt.kai_processes, "start", counted)
-    klass = LocalClass(rt)
+    klass = LocalPartitions(rt)
     threads = [threading.Thread(target=klass.ready, args=(None,)) for _ in range(6)]
     try:
         for t in threads:
@@ -427,7 +435,8 @@ def test_partitions_made_at_once_start_one_supervisor(monkeypatch, tmp_path):
 def test_the_supervisor_runs_no_scheduler_for_a_stopped_partition_and_says_the_shard_is_in_effect(
     monkeypatch, tmp_path
 ):
-    from kailab.runtimes.local import LocalRuntime, LocalSchedulerControl
+    from kailab.runtimes.local import LocalRuntime
+    from kailab.runtimes.local_controls import LocalSchedulerControl
 
     patches: list[tuple[str, dict]] = []
     status = SimpleNamespace(name="status")
@@ -440,7 +449,7 @@ def test_the_supervisor_runs_no_scheduler_for_a_stopped_partition_and_says_the_s
     stopped_calls = []
     monkeypatch.setattr(LocalSchedulerControl, "stop", lambda self: stopped_calls.append(self.name))
     monkeypatch.setattr(LocalSchedulerControl, "start", lambda self, s=None: pytest.fail("started a scheduler"))
-    shard = shards.shard_object("ann", plan.owner("ann").labels)
+    shard = shards.shard_object("ann", partitions.owner("ann").labels)
     shard["spec"]["partitionLabelValue"] = shards.stopped("ann")
     shard["metadata"]["generation"] = 3
     sup.reconcile(shard)

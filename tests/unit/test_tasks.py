@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run  # tests/unit/cli_run.py
 import pytest
 
 from kailab import tasks
 from kailab.errors import ScenarioError
 from kailab.lesson import EXERCISE_NAMES
-from kailab.scenarios import schema
+from kailab.scenarios import model
 from kailab.scenarios.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +29,8 @@ CAUSE_WORDS = (
 
 
 def kailab(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "KAILAB_HOME": str(home / "lab")}
-    return subprocess.run(
-        [sys.executable, "-m", "kailab", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
-    )
+    """The command line in this process (tests/unit/cli_run.py), in ``cwd``, its home and lab folder in ``home``."""
+    return cli_run.kailab(*args, home=home / "lab", cwd=cwd, env={"HOME": str(home)})
 
 
 def test_every_lesson_has_a_task_and_every_task_and_challenge_a_solution():
@@ -55,7 +53,7 @@ def test_the_check_applies_to_the_starting_file_and_the_solution(task, tmp_path)
         assert s.name == task.id and s.namespace == task.namespace
         assert s.steps[: len(own.steps)] == own.steps and len(s.steps) > len(own.steps)
         hidden = s.steps[len(own.steps) :]
-        assert any(isinstance(h, schema.Expect) for h in hidden)
+        assert any(isinstance(h, model.Expect) for h in hidden)
         # Hidden steps carry no line: theirs would point into the task's file, not the learner's.
         assert all(h.line == 0 for h in hidden)
         assert all(e.line == 0 for h in hidden for e in getattr(h, "expectations", ()))
@@ -164,9 +162,9 @@ def test_a_task_record_sits_beside_the_lessons_and_the_class_page_lists_it():
 
 
 def test_a_class_learner_has_the_challenges_namespace():
-    from kailab.classroom import plan
+    from kailab.classroom import access
 
-    assert "ann-kailab-challenge" in plan.lesson_namespaces("ann")
+    assert "ann-kailab-challenge" in access.lesson_namespaces("ann")
 
 
 def test_a_task_file_that_is_wrong_names_its_line(tmp_path):

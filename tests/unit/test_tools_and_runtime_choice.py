@@ -39,14 +39,14 @@ def test_auto_picks_kind_only_with_docker_answering_and_its_tools(tmp_path, monk
     monkeypatch.setenv("PATH", str(tmp_path))
     fake_tool(tmp_path, "docker", "27.3.1")
     chosen, why = choose_runtime("auto")
-    assert chosen.name == "local"
+    assert chosen.traits.name == "local"
     assert (
         why.startswith("a Docker engine answers, but kind, kubectl, helm are not installed") and "local runtime" in why
     )
     for tool in ("kind", "kubectl", "helm"):
         fake_tool(tmp_path, tool, "v1.0.0")
     chosen, why = choose_runtime("auto")
-    assert chosen.name == "kind" and why == "a Docker engine answers (server 27.3.1)"
+    assert chosen.traits.name == "kind" and why == "a Docker engine answers (server 27.3.1)"
 
 
 def test_auto_without_docker_picks_local(tmp_path, monkeypatch):
@@ -54,4 +54,4 @@ def test_auto_without_docker_picks_local(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PATH", str(tmp_path))
     chosen, why = choose_runtime("auto")
-    assert chosen.name == "local" and why.startswith("Docker is not installed")
+    assert chosen.traits.name == "local" and why.startswith("Docker is not installed")

@@ -16,9 +16,10 @@ from kailab.pods import NodeView, PodView
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import topology_object, workload_objects
-from kailab.scenarios.model import Bound, Expectation
+from kailab.scenarios.model import Expectation
+from kailab.scenarios.objects import RequiresFile
 from kailab.scenarios.prefix import prefixed
-from kailab.scenarios.schema import RequiresFile
+from kailab.scenarios.values import Bound
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 RACKS = {"n1": {"rack": "r1"}, "n2": {"rack": "r1"}, "n3": {"rack": "r2"}}

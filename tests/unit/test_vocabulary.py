@@ -9,13 +9,13 @@ import yaml
 
 from kailab import checks
 from kailab.paths import EXERCISES
-from kailab.scenarios import schema
+from kailab.scenarios import measures, objects, schema, steps
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.model import Expectation, Prediction, Step
 
 README = (EXERCISES / "README.md").read_text()
 STEP_EXTRAS = {"timeout", "note"}  # what every step may have beside its word
-SCOPES = set(schema._Condition.model_fields)  # what every condition may have beside its measures
+SCOPES = set(measures._Condition.model_fields)  # what every condition may have beside its measures
 PREDICTION_EXTRAS = set(schema._Prediction.model_fields)  # what every prediction has beside its kind
 
 
@@ -42,9 +42,9 @@ def documented() -> dict[str, set[str]]:
 
 def declared() -> dict[str, set[str]]:
     return {
-        "steps": {s.word for s in schema.STEPS},
-        "workload keys": set(schema.WorkloadFile.model_fields),
-        "measures": set(schema.MEASURE_OF_KEY),
+        "steps": {s.word for s in steps.STEPS},
+        "workload keys": set(objects.WorkloadFile.model_fields),
+        "measures": set(measures.MEASURE_OF_KEY),
         "prediction kinds": set(schema.PREDICTION_OF),
     }
 
@@ -53,7 +53,7 @@ def test_every_declared_word_is_documented_and_every_documented_word_declared():
     docs, words = documented(), declared()
     for kind in words:
         assert words[kind] - docs[kind] == set(), f"{kind} declared but not in exercises/README.md"
-        assert docs[kind] - words[kind] == set(), f"{kind} in exercises/README.md but not declared in schema.py"
+        assert docs[kind] - words[kind] == set(), f"{kind} in exercises/README.md but not declared in kailab/scenarios/"
 
 
 def test_the_readme_parser_sees_words_at_all():
@@ -84,14 +84,14 @@ def _prediction_kinds():
 def test_every_measure_has_one_check():
     counted = set(checks.COUNTERS) | {"evicted"}
     assert counted.isdisjoint(checks.PROPERTIES)
-    assert counted | set(checks.PROPERTIES) == {m.name for m in schema.MEASURES}
+    assert counted | set(checks.PROPERTIES) == {m.name for m in measures.MEASURES}
 
 
 def test_every_step_word_has_a_player():
     from kailab.scenarios.engine import Engine
 
     dispatcher = Engine.__dict__["play"].dispatcher  # the singledispatchmethod's
-    for word in schema.STEPS:
+    for word in steps.STEPS:
         kind = type(word.build(_sample(word.word), _Stub()))
         assert dispatcher.dispatch(kind) is not dispatcher.dispatch(Step), f"no player for {word.word}"
 
@@ -103,7 +103,7 @@ class _Stub:
         return AssertionError(message)
 
     def workload(self, name, *loc):
-        return schema.WorkloadFile(name=name, kind="Deployment")
+        return objects.WorkloadFile(name=name, kind="Deployment")
 
     def queue(self, q):
         return q
@@ -116,12 +116,12 @@ def _sample(word: str):
     value = {
         "apply": "w",
         "delete": "w",
-        "scale": schema.ScaleFile(workload="w", pods=1),
-        "queue": schema.QueueFile(name="q"),
+        "scale": steps.ScaleFile(workload="w", pods=1),
+        "queue": objects.QueueFile(name="q"),
         "sleep": 1.0,
-        "deletePods": schema.DeletePodsFile(node="n"),
-        "deleteWorkloads": schema.OnNodeFile(node="n"),
-        "schedulerConfig": schema.SchedulerSettings(),
+        "deletePods": steps.DeletePodsFile(node="n"),
+        "deleteWorkloads": steps.OnNodeFile(node="n"),
+        "schedulerConfig": steps.SchedulerSettings(),
     }
     return value.get(word, True)
 

@@ -1,17 +1,22 @@
-"""kailab as a user gets it: a wheel built from this tree, installed in a fresh venv, run from another folder.
+"""kailab as a user gets it: a wheel built from this tree, installed in a venv of its own, run from another folder.
 
-Slow-ish — a wheel build, a venv, kailab's dependencies from the package index: about a minute. It never
-skips (CI included). The same venv then takes the tree as an editable install, which must read the
+The venv holds kailab's declared dependencies only, installed from the package index once per set of them (about a
+minute) and kept outside the tree (the temporary folder's ``kailab-wheel-venv-<key>``, one test run at a time);
+every run builds the wheel again and installs it there. It
+never skips (CI included). The same venv then takes the tree as an editable install, which must read the
 repository's folders in place, through the same importlib.resources route.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -76,18 +81,38 @@ def shipped_files(root: Path) -> set[str]:
     return names
 
 
+def dependencies_key() -> str:
+    """What the venv's packages depend on: kailab's declared dependencies and this Python's version."""
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    return hashlib.sha256(json.dumps([sorted(declared), sys.version]).encode()).hexdigest()[:16]
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """(source copy, wheel, venv, a folder outside both): the wheel built from the copy, installed in the venv."""
+    """(source copy, wheel, venv, a folder outside both): the wheel built from the copy, installed in the venv (made,
+    with the dependencies from the index, the first time for these dependencies; used by one test run at a time)."""
     top = tmp_path_factory.mktemp("wheel")
-    src, dist, venv, elsewhere = top / "src", top / "dist", top / "venv", top / "elsewhere"
+    src, dist, elsewhere = top / "src", top / "dist", top / "elsewhere"
     shutil.copytree(REPO, src, ignore=NOT_SOURCE)
     elsewhere.mkdir()
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, src], cwd=elsewhere)
     (wheel,) = dist.glob("kailab-*.whl")
-    run([sys.executable, "-m", "venv", venv], cwd=elsewhere)
-    run([venv / "bin" / "python", "-m", "pip", "install", wheel], cwd=elsewhere)
-    return src, wheel, venv, elsewhere
+    venv = Path(tempfile.gettempdir()) / f"kailab-wheel-venv-{dependencies_key()}"
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / "complete").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            run([sys.executable, "-m", "venv", venv], cwd=elsewhere)
+            run([venv / "bin" / "python", "-m", "pip", "install", wheel], cwd=elsewhere)
+            (venv / "complete").write_text("")
+        else:  # the dependencies are there: this tree's wheel in place of the last one
+            run(
+                [venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--force-reinstall", wheel],
+                cwd=elsewhere,
+            )
+        yield src, wheel, venv, elsewhere
 
 
 def check(venv: Path, cwd: Path) -> dict:

@@ -11,8 +11,9 @@ from kailab.pods import PodGroupView, PodView
 from kailab.scenarios.fold import Change, RunState, fold, observe
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.manifests import workload_objects
-from kailab.scenarios.model import Bound, Expectation
-from kailab.scenarios.schema import RequiresFile
+from kailab.scenarios.model import Expectation
+from kailab.scenarios.objects import RequiresFile
+from kailab.scenarios.values import Bound
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 

@@ -8,9 +8,9 @@ import random
 import threading
 import time
 
-from kailab.labels import KAI_SCHEDULER_NAME
+from kailab.labels import KAI_SCHEDULER_NAME, RESERVE_ANNOTATION, SHARED_GPU_CONFIGMAP_ANNOTATION
 from kailab.runtimes.gpu_ledger.admission import SharedGpuPrep, shared_gpu_prep
-from kailab.runtimes.gpu_ledger.facts import CONFIGMAP_ANNOTATION, RESERVE_ANNOTATION, facts_of, node_shape
+from kailab.runtimes.gpu_ledger.facts import facts_of, node_shape
 from kailab.runtimes.gpu_ledger.store import dump_ledger, read_ledger, write_ledger
 from kailab.runtimes.gpu_ledger.topology import Annotate, Topology
 
@@ -143,14 +143,14 @@ class Driver:
                         raise
             if p.annotate:
                 self.kube.core.patch_namespaced_pod(
-                    p.name, p.namespace, {"metadata": {"annotations": {CONFIGMAP_ANNOTATION: p.prefix}}}
+                    p.name, p.namespace, {"metadata": {"annotations": {SHARED_GPU_CONFIGMAP_ANNOTATION: p.prefix}}}
                 )
             self.prepared[p.uid] = p.prefix
             log.info(
                 "prepared fractional pod %s/%s: %s=%s, ConfigMaps %s",
                 p.namespace,
                 p.name,
-                CONFIGMAP_ANNOTATION,
+                SHARED_GPU_CONFIGMAP_ANNOTATION,
                 p.prefix,
                 ", ".join(p.configmaps),
             )

@@ -5,18 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kailab import gpus
-from kailab.labels import GPU, GPU_GROUP_LABEL
+from kailab.labels import (
+    FRACTION_CONTAINER_ANNOTATION,
+    GPU_GROUP_LABEL,
+    GPU_MEMORY_ANNOTATION,
+    GPU_MEMORY_LABEL,
+    RESERVE_ANNOTATION,
+    SHARED_GPU_CONFIGMAP_ANNOTATION,
+)
 from kailab.pods import container_resources
 
-# KAI v0.17.0's names (pkg/common/constants/constants.go, pkg/binder/binding/resourcereservation/)
-RESERVE_ANNOTATION = "run.ai/reserve_for_gpu_index"
-MULTI_GROUP_PREFIX = GPU_GROUP_LABEL + "/"
-GPU_MEMORY_ANNOTATION = "gpu-memory"
-CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
-FRACTION_CONTAINER_ANNOTATION = "gpu-fraction-container-name"
-# fake-gpu-operator's node labels (kailab/fleet.py writes them)
-COUNT_LABEL = "nvidia.com/gpu.count"
-MEMORY_LABEL = "nvidia.com/gpu.memory"
+MULTI_GROUP_PREFIX = GPU_GROUP_LABEL + "/"  # KAI v0.17.0's (pkg/common/constants/constants.go)
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def facts_of(pod: dict) -> PodFacts:
         finished=status.get("phase") in ("Succeeded", "Failed"),
         reserved_index=ann.get(RESERVE_ANNOTATION) or None,
         scheduler=spec.get("schedulerName") or "",
-        configmap_prefix=ann.get(CONFIGMAP_ANNOTATION) or None,
+        configmap_prefix=ann.get(SHARED_GPU_CONFIGMAP_ANNOTATION) or None,
         owner=owners[0].get("name", "") if owners else "",
         fraction_container=_fraction_container(spec, ann.get(FRACTION_CONTAINER_ANNOTATION)),
     )
@@ -116,8 +115,7 @@ def _fraction_container(spec: dict, name: str | None) -> str:
 
 
 def node_shape(node: dict) -> NodeShape:
-    """A node's GPUs as KAI counts them: the ``nvidia.com/gpu.count`` label, else allocatable ``nvidia.com/gpu``."""
+    """A node's GPUs as KAI counts them (:func:`kailab.gpus.node_gpus`) and their memory."""
     labels = (node.get("metadata") or {}).get("labels") or {}
-    count = labels.get(COUNT_LABEL)
-    count = count if count is not None else ((node.get("status") or {}).get("allocatable") or {}).get(GPU, 0)
-    return NodeShape(gpus.quantity(count), gpus.quantity(labels.get(MEMORY_LABEL)) or None)
+    allocatable = (node.get("status") or {}).get("allocatable")
+    return NodeShape(gpus.node_gpus(allocatable, labels), gpus.quantity(labels.get(GPU_MEMORY_LABEL)) or None)

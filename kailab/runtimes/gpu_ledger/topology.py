@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kailab.runtimes.gpu_ledger.facts import RESERVE_ANNOTATION, NodeShape, PodFacts
+from kailab.labels import RESERVE_ANNOTATION
+from kailab.runtimes.gpu_ledger.facts import NodeShape, PodFacts
 
 WHOLE, RESERVATION, FRACTION = "whole", "reservation", "fraction"
 

@@ -1,12 +1,13 @@
 """``kailab demo`` side by side: the lessons at the same time, each in a temporary partition of its own.
 
-On the local runtime kailab starts KAI's scheduler processes itself, so each lesson gets what a class's learner
-gets (classroom/partitions.py): the lesson fleet's nodes labelled ``kai.scheduler/node-pool=demo-<lesson>`` and
-a SchedulingShard ``demo-<lesson>-shard``, which the lab's supervisor runs as a scheduler started with
-``--partition-label-value=demo-<lesson>``; the lesson's names carry that prefix
-(plan.for_learner). The partitions are made for the run and removed after it, on a failure, Ctrl-C or SIGTERM
-too (cli.main turns SIGTERM into Ctrl-C). Their names are written to ``kai/demo-partitions.json`` before any is
-made, so what a run killed outright left is removed by the next run, or with the lab by ``kailab down``.
+Where the runtime's partitions host says lessons fit side by side (the local runtime, which starts KAI's scheduler
+processes itself), each lesson gets what a class's learner gets (``kailab/partitions.py``): the lesson fleet's nodes
+labelled ``kai.scheduler/node-pool=demo-<lesson>`` and a SchedulingShard ``demo-<lesson>-shard``, which the lab's
+supervisor runs as a scheduler started with ``--partition-label-value=demo-<lesson>``; the lesson's names carry that
+prefix (``partitions.for_partition``). The partitions are made for the run and removed after it, on a failure,
+Ctrl-C or SIGTERM too (cli.main turns SIGTERM into Ctrl-C). Their names are written to ``demo-partitions.json`` in
+the host's folder (the local lab's ``kai/``) before any is made, so what a run killed outright left is removed by the
+next run, or with the lab by ``kailab down``.
 
 A lesson without KAI (baseline: the default kube-scheduler, which knows no partitions) runs last, in the lab's own
 partition, once the partitions' nodes are gone: the scheduler's words then count the lab's fleet alone, as on a lab
@@ -21,25 +22,26 @@ import threading
 import time
 from collections.abc import Callable
 
+from kailab import partitions
 from kailab.checks import Verdict
-from kailab.classroom import plan
-from kailab.classroom.partitions import LocalClass, wait_until_gone
 from kailab.classroom.roster import Roster
 from kailab.errors import KailabError
 from kailab.fleet import Fleet
 from kailab.kube import Kube
-from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_PROCESS, LAB_ID_LABEL, NODEPOOL_LABEL
+from kailab.labels import DEFAULT_SCHEDULER_NAME, LAB_ID_LABEL, NODEPOOL_LABEL
 from kailab.ownership import Owner
+from kailab.partitions import CLASS_STATE, Partitions, wait_until_gone
 from kailab.paths import EXERCISES
 from kailab.progress import Progress
+from kailab.runtimes.base import PartitionHost
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.schema import Sleep
+from kailab.scenarios.model import Sleep
 
 PREFIX = "demo-"
 STATE = "demo-partitions.json"
-DEFAULT_PARALLEL = 6  # bench/exercises.py --side-by-side measured it on 2 cores (README "Run the exercises")
+DEFAULT_PARALLEL = 6  # bench/exercises.py --parallel N measured it on 2 cores (README "Performance")
 GRACE = 15.0  # seconds a lesson still running after Ctrl-C has to notice its partition is gone
 
 
@@ -48,28 +50,12 @@ def partition(lesson: str) -> str:
     return PREFIX + lesson
 
 
-def unavailable(runtime, with_prefix: str = "") -> str:
-    """Why this lab cannot run lessons side by side, in words ("" if it can)."""
-    from kailab.runtimes.local import LocalRuntime
-
-    if runtime is None:
-        return "no lab is running"
-    if not isinstance(runtime, LocalRuntime):
-        return f"on the {runtime.name} runtime kailab starts no partition schedulers"
-    state = runtime.state()
-    if state is None or KAI_SCHEDULER_PROCESS not in state.kai_components:
-        return "this lab runs without KAI's scheduler"
-    if with_prefix:
-        return f"this lab names its objects with the prefix {with_prefix!r}"
-    return ""
-
-
 class SideBySide:
     """A run of lessons, ``at_once`` at a time, each in a partition made for it and removed after it."""
 
     def __init__(
         self,
-        runtime,
+        host: PartitionHost,
         fleet: Fleet,
         connect: Callable[[], Kube],
         progress: Progress,
@@ -77,8 +63,8 @@ class SideBySide:
         own: Callable[[Kube], LiveCluster] | None = None,
     ):
         self.own = own  # the lab's own partition, for the lessons without KAI
-        self.parts = LocalClass(runtime, state=STATE)
-        self.klass = LocalClass(runtime)
+        self.parts = Partitions(host, STATE)
+        self.klass = Partitions(host, CLASS_STATE)  # a class's learners' partitions, whose names are taken
         self.fleet = fleet
         self.connect = connect  # a client per lesson: each thread its own connection pool
         self.progress = progress
@@ -95,18 +81,18 @@ class SideBySide:
         remove the partitions a killed run left (the state file says kailab made them)."""
         wanted = [partition(n) for n in names]
         Roster(tuple(wanted))  # names a partition can have
-        if clash := sorted(set(wanted) & set(self.klass.learners())):
+        if clash := sorted(set(wanted) & set(self.klass.names())):
             raise KailabError(
                 f"This lab's class has learners named {', '.join(clash)}; running lessons side by side "
                 "needs those partition names. Nothing was applied.",
                 hint="Run one after another: kailab demo all --parallel 1",
             )
-        if left := self.parts.learners():
+        if left := self.parts.names():
             with self.progress.step(f"Removing the partitions a stopped demo left: {', '.join(left)}"):
                 for p in left:
                     self.parts.remove(kube, p)
-                self.parts._write([])
-        selector = f"{LAB_ID_LABEL} in ({','.join(plan.owner(p).lab_id for p in wanted)})"
+                self.parts.write([])
+        selector = f"{LAB_ID_LABEL} in ({','.join(partitions.owner(p).lab_id for p in wanted)})"
         if not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, 120):
             raise KailabError(
                 "The namespaces of the last run's partitions were not deleted within 120s.",
@@ -136,8 +122,8 @@ class SideBySide:
             if found is not None and Owner().owns(found["metadata"].get("labels")):  # the lab's own, made by kailab
                 kube.empty_namespace(ns)
         rest = [n for n in names if n not in alone]
-        scenarios = {n: plan.for_learner(load_scenario(EXERCISES / f"{n}.yaml"), partition(n)) for n in rest}
-        self.parts._write([partition(n) for n in rest])  # first: a run killed half-way is still removed
+        scenarios = {n: partitions.for_partition(load_scenario(EXERCISES / f"{n}.yaml"), partition(n)) for n in rest}
+        self.parts.write([partition(n) for n in rest])  # first: a run killed half-way is still removed
         self.locks = {partition(n): threading.Lock() for n in rest}
         errors: list[BaseException] = []
         try:
@@ -212,7 +198,7 @@ class SideBySide:
 
     def _forget(self, part: str) -> None:
         with self.state_lock:
-            self.parts._write([p for p in self.parts.learners() if p != part])
+            self.parts.write([p for p in self.parts.names() if p != part])
 
     def _line(self, verdict: Verdict, part: str, seconds: float) -> None:
         mark, colour = ("✓", "green") if verdict.ok else ("?", "yellow") if verdict.undecided else ("✗", "red")
@@ -226,7 +212,7 @@ class SideBySide:
         """Remove every partition of the run that is left (after Ctrl-C or a failure): schedulers first, so
         nothing more is bound; then objects and nodes, so a lesson still running fails at its next call; once
         more after those lessons have ended, for what they applied in between."""
-        left = self.parts.learners()
+        left = self.parts.names()
         if not left:
             return
         with self.progress.step(f"Removing this run's partitions: {', '.join(left)}"):
@@ -241,7 +227,7 @@ class SideBySide:
             for p in left:
                 self.parts.remove(kube, p)
             with self.state_lock:
-                self.parts._write([])
+                self.parts.write([])
 
 
 def asleep(scenario) -> float:

@@ -1,7 +1,8 @@
-"""A learner's partition as KAI's own object: one SchedulingShard (``kai.scheduler/v1``) per learner.
+"""A partition of the lab's cluster as KAI's own object, a SchedulingShard, and the one control of its scheduler.
 
 KAI v0.17.0 partitions a cluster with SchedulingShards (docs/operator/scheduling-shards.md): each shard names a
-partition (``spec.partitionLabelValue``, here the learner's name) and the settings of the scheduler that serves it
+partition (``spec.partitionLabelValue``: a class's learner, or a lesson run side by side) and the settings of the
+scheduler that serves it
 (placementStrategy, args, minRuntime, queueDepthPerAction, kValue — pkg/apis/kai/v1/schedulingshard_types.go).
 On kind and existing clusters KAI's operator turns each shard into a scheduler Deployment
 (pkg/operator/controller/schedulingshard_controller.go); on the local runtime kailab's supervisor
@@ -9,8 +10,9 @@ On kind and existing clusters KAI's operator turns each shard into a scheduler D
 KAI's operator writes (pkg/operator/controller/status_reconciler): ``Available`` with the ``observedGeneration``
 it has put into effect.
 
-So a learner's scheduler settings live in the cluster, and a learner with only their kubeconfig changes them:
-:class:`ShardSchedulerControl` patches their shard and waits until it is in effect. KAI has no switch for one
+So a partition's scheduler settings live in the cluster, and a learner with only their kubeconfig changes theirs:
+:class:`ShardSchedulerControl` patches the shard (:func:`spec_patch`, as the kind runtime patches its lab's own
+shard) and waits until it is in effect. KAI has no switch for one
 shard's scheduler (the Config's ``scheduler.service.enabled`` stops every shard's), so stopping a learner's
 scheduler points their shard at a partition nothing carries, ``<learner>.stopped`` (learner names have no dots, so
 no learner's partition is ever that); starting it points the shard back at theirs.
@@ -68,6 +70,22 @@ def scheduler_name(learner: str) -> str:
 def stopped(learner: str) -> str:
     """The partition a stopped learner's shard points at."""
     return learner + STOPPED_SUFFIX
+
+
+def spec_patch(settings: SchedulerSettings, usage: dict | None = None) -> dict:
+    """The merge patch of a shard's spec to these settings (a field or arg set to None is removed); ``usage``: its
+    usageDBConfig, with the runtime's connection string (kind: kailab/runtimes/kind_usage_db.py).
+
+    ``spec.placementStrategy.{gpu,cpu}`` is what the operator turns into the config file's plugins and actions
+    (pkg/apis/kai/v1/schedulingshard_types.go); ``spec.args`` are passed to the scheduler as flags
+    (pkg/operator/operands/scheduler/resources_for_shard.go, buildArgsList).
+    """
+    return settings.shard_patch(usage)
+
+
+def settings_of(shard: dict) -> SchedulerSettings:
+    """The settings a SchedulingShard gives (KAI's defaults for what it leaves out)."""
+    return SchedulerSettings.from_shard(shard.get("spec") or {})
 
 
 def shard_object(learner: str, labels: dict[str, str], settings: SchedulerSettings = SchedulerSettings()) -> dict:
@@ -148,7 +166,7 @@ class ShardSchedulerControl(SchedulerControl):
 
     @property
     def settings(self) -> SchedulerSettings:
-        return SchedulerSettings.from_shard(self.shard().get("spec") or {})
+        return settings_of(self.shard())
 
     def running(self) -> bool:
         shard = self.shard()
@@ -163,7 +181,7 @@ class ShardSchedulerControl(SchedulerControl):
             return
         usage = self.usage_db(settings, self.learner) if self.usage_db and settings.usage_params is not None else None
         self._patch(
-            {"partitionLabelValue": self.learner, **settings.shard_patch(usage)}, f"to run with {settings.describe()}"
+            {"partitionLabelValue": self.learner, **spec_patch(settings, usage)}, f"to run with {settings.describe()}"
         )
 
     def _patch(self, spec: dict, what: str) -> None:

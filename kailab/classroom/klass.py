@@ -1,0 +1,210 @@
+"""A class on one cluster: per learner a lesson fleet and a KAI partition of their own, and a credential.
+
+Each learner's partition is KAI's own object, a SchedulingShard (``kailab/shards.py``, ``kailab/partitions.py``):
+``class up`` makes their KWOK nodes (labelled with their node pool) and their shard, then waits until a scheduler
+runs it. What runs it is the runtime's (a :class:`~kailab.runtimes.base.PartitionHost`, which the class holds):
+KAI's operator turns the shard into a scheduler Deployment on kind and existing clusters; on the local runtime,
+which runs KAI's components as processes and no operator, kailab's supervisor (``runtimes/shard_supervisor.py``, a
+process the lab starts and ``kailab down`` stops) turns it into a ``kai-scheduler`` process started with
+``--partition-label-value=<learner>``. Either way a learner's scheduler settings — what the placement,
+consolidation and fair-share lessons change — live in their shard, so the engine changes them through the API
+server (:class:`~kailab.shards.ShardSchedulerControl`), from the instructor's machine or, with only their
+kubeconfig, from the learner's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kailab import partitions, shards
+from kailab.checks import Verdict
+from kailab.classroom import access, records
+from kailab.classroom.roster import MAX_LEARNERS, Roster
+from kailab.errors import KailabError, RosterError
+from kailab.fleet import Fleet
+from kailab.kube import Kube
+from kailab.labels import LAB_ID_LABEL, LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
+from kailab.partitions import CLASS_STATE, Partitions, each, wait_until_gone
+from kailab.paths import EXERCISES
+from kailab.progress import Progress
+from kailab.runtimes.base import PartitionHost, SchedulerControl
+from kailab.scenarios.engine import Engine
+from kailab.scenarios.live import LiveCluster
+from kailab.scenarios.loader import load_scenario
+
+
+class Class:
+    """The class of a running lab: its learners (the partitions it made, :class:`~kailab.partitions.Partitions`),
+    their clusters as the engine sees them, their credentials. ``host``: the runtime's part (what runs shards)."""
+
+    def __init__(self, host: PartitionHost, state: str = CLASS_STATE):
+        self.parts = Partitions(host, state)
+        self.host = host
+        self.state_file = self.parts.state_file
+
+    def learners(self) -> list[str]:
+        return self.parts.names()
+
+    def forget(self) -> None:
+        """The class's state file gone: for a class whose cluster goes with it (kind, local), or that is empty."""
+        self.parts.forget()
+
+    def control(self, learner: str, kube: Kube) -> SchedulerControl:
+        """The learner's scheduler: their SchedulingShard."""
+        return self.parts.control(learner, kube)
+
+    def cluster(self, learner: str, kube: Kube) -> LiveCluster:
+        """The engine's view of the learner's slice: their owner labels, nodes and scheduler."""
+        self.known(learner)
+        return self.parts.cluster(learner, kube)
+
+    def known(self, learner: str) -> None:
+        """Refuse a name that is not one of the class's learners."""
+        if learner not in self.learners():
+            names = ", ".join(self.learners()) or "none"
+            raise KailabError(
+                f"No learner named {learner!r} in this lab's class (learners: {names}).",
+                hint="Add them: kailab class up --learner NAME",
+            )
+
+    def run(self, kube: Kube, learner: str, names: list[str], progress: Progress) -> list[Verdict]:
+        """Play these exercises, one after another, as ``learner``: their names, nodes and scheduler; each kept in
+        their namespace, where the instructor reads it (``class status``)."""
+        scenarios = [partitions.for_partition(load_scenario(EXERCISES / f"{n}.yaml"), learner) for n in names]
+        engine = records.Recording(Engine(self.cluster(learner, kube), progress), kube, learner)
+        engine.refuse_foreign(scenarios)
+        return [engine.run(s) for s in scenarios]
+
+    def status(self, kube: Kube, stuck_after: float) -> dict:
+        """``class status``: learners × lessons (classroom/records.py) and whose scheduler runs."""
+        report = records.class_status(kube, self.learners(), stuck_after=stuck_after)
+        for name in self.learners():
+            try:
+                report[name]["scheduler"] = "running" if self.control(name, kube).running() else "stopped"
+            except KailabError:  # their shard is gone
+                report[name]["scheduler"] = "missing"
+        return report
+
+    def page(self, kube: Kube, out: Path, stuck_after: float) -> list[Path]:
+        """``class evidence``: the class's status as a page (classroom/report.py), with each learner's timelines."""
+        from kailab.classroom import report
+        from kailab.lesson import lesson_names
+
+        status = records.class_status(kube, self.learners(), stuck_after=stuck_after, timelines=True)
+        return report.write(status, lesson_names(), out)
+
+    # -- up and down -------------------------------------------------------------------------
+
+    def check(self, kube: Kube, roster: Roster, available: int | None = None) -> list[str]:
+        """The learners to add (those not in the class yet); refuses, before anything is applied, a class too
+        big for one lab, a cluster without what runs SchedulingShards (or, on the local runtime, a machine without
+        the memory: ``available`` bytes, None psutil's figure now), or a partition whose label value is on nodes
+        this class did not make."""
+        have = self.learners()
+        new = [n for n in roster.names if n not in have]
+        if len(have) + len(new) > MAX_LEARNERS:
+            raise RosterError(
+                f"The class would have {len(have) + len(new)} learners; one lab holds at most {MAX_LEARNERS}.",
+                hint="Remove some first: kailab class down --learner NAME",
+            )
+        self.host.check(kube, len(new), available)
+        if new:
+            selector = f"{NODEPOOL_LABEL} in ({','.join(new)})"
+            taken = sorted(
+                {
+                    f"{n.metadata.name} ({NODEPOOL_LABEL}={n.metadata.labels.get(NODEPOOL_LABEL)})"
+                    for n in kube.core.list_node(label_selector=selector).items
+                    if (n.metadata.labels or {}).get(LEARNER_LABEL) != n.metadata.labels.get(NODEPOOL_LABEL)
+                }
+            )
+            if taken:
+                raise RosterError(
+                    f"Nodes kailab did not make for this class are already in these partitions: "
+                    f"{', '.join(taken)}. Nothing was applied.",
+                    hint="Give those learners other names.",
+                )
+            theirs = [
+                shards.shard_name(n)
+                for n in new
+                if (got := kube.get(SHARD_API, shards.KIND, shards.shard_name(n))) is not None
+                and not partitions.owner(n).owns(got["metadata"].get("labels"))
+            ]
+            if theirs:
+                raise RosterError(
+                    f"SchedulingShards kailab did not make for this class already exist: {', '.join(theirs)}. "
+                    "Nothing was applied.",
+                    hint="Give those learners other names.",
+                )
+        return new
+
+    def up(
+        self,
+        kube: Kube,
+        roster: Roster,
+        fleet: Fleet,
+        progress: Progress,
+        out: Path | None = None,
+        available: int | None = None,
+    ) -> list[str]:
+        """Add the roster's new learners: their fleet, then their SchedulingShard; with ``out``, write every
+        learner's kubeconfig there (classroom.access). Returns the learners added."""
+        new = self.check(kube, roster, available)
+        done = self.learners()
+        if new:
+            with progress.step(
+                f"{'Learner' if len(new) == 1 else 'Learners'} {', '.join(new)}: {fleet.node_count} nodes "
+                f"({fleet.total_gpus} GPUs) and a SchedulingShard <learner>-shard for partition "
+                f"{NODEPOOL_LABEL}=<learner> each"
+            ):
+                self.parts.write(done + new)  # first: a failure half-way is still removed by class down
+                # At once: each partition mostly waits (nodes Ready, its scheduler's first cycle), 8 one after
+                # another took 8 s on 2 busy cores. A client per thread (each its own connection pool).
+                each(new, lambda learner: self.parts.make(Kube(kube.kubeconfig, kube.context), fleet, learner))
+                done += new
+        if out is not None:
+            with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
+                access.grant(kube, done, out)
+        return new
+
+    def down(self, kube: Kube, learners: list[str] | None, progress: Progress) -> list[str]:
+        """Remove these learners (None: all): their scheduler, namespaces, queues, priority classes and nodes."""
+        have = self.learners()
+        if learners is None:
+            learners = have
+        unknown = [n for n in learners if n not in have]
+        if unknown:
+            raise KailabError(
+                f"No learner named {', '.join(unknown)} in this lab's class.",
+                hint=f"Learners: {', '.join(have) or 'none'}.",
+            )
+        if learners:
+            with progress.step(
+                f"Removing {'learner' if len(learners) == 1 else 'learners'} {', '.join(learners)}: credentials, "
+                "schedulers, namespaces, queues and nodes"
+            ):
+
+                def remove(learner: str) -> None:
+                    mine = Kube(kube.kubeconfig, kube.context)
+                    access.revoke(mine, learner)
+                    self.parts.remove(mine, learner, wait=False)
+
+                # All at once, then one wait for every namespace (one after another, 8 learners took 90 s).
+                each(learners, remove)
+                selector = f"{LAB_ID_LABEL} in ({','.join(partitions.owner(n).lab_id for n in learners)})"
+                if not wait_until_gone(lambda: kube.core.list_namespace(label_selector=selector).items, 120):
+                    raise KailabError(
+                        "These learners' namespaces were not deleted within 120s.",
+                        hint=f"See what is left: kubectl get namespaces -l '{selector}'",
+                    )
+                self.parts.write([n for n in self.learners() if n not in learners])
+        if not self.learners():
+            access.revoke_class(kube)
+        return learners
+
+
+def slice_line(learner: str) -> str:
+    """The first line of every command a learner's run prints: whose slice it is."""
+    return (
+        f"Learner {learner}: partition {NODEPOOL_LABEL}={learner}, nodes {learner}-kwok-*, "
+        f"queues and namespaces {learner}-*"
+    )

@@ -1,0 +1,142 @@
+"""``kailab class …``: one lab for a whole class. Each command opens the lab and asks its class (classroom/klass.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from kailab import render
+from kailab.classroom import STUCK_SECONDS
+from kailab.commands.options import QuietOpt, VerdictsJsonOpt
+from kailab.errors import KailabError
+from kailab.lab import Lab
+from kailab.progress import Progress, stderr
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="One lab for a whole class: each learner a fleet and a KAI partition of their own.",
+)
+
+StuckOpt = typer.Option(
+    STUCK_SECONDS,
+    "--stuck-after",
+    min=0,
+    help="Seconds a lesson may run without a verdict, or a pod wait for a scheduler, before it counts as stuck.",
+)
+
+
+def roster_of(count: int | None, names: list[str], roster: Path | None):
+    """The roster from exactly one of --learners, --learner, --roster."""
+    from kailab.classroom import roster as r
+
+    given = [
+        flag
+        for flag, value in (
+            ("--learners", count is not None),
+            ("--learner", bool(names)),
+            ("--roster", roster is not None),
+        )
+        if value
+    ]
+    if len(given) != 1:
+        raise r.RosterError(
+            "Say who is in the class with one of --learners N, --learner NAME (repeated) or "
+            f"--roster FILE{'' if not given else ', not ' + ' and '.join(given)}."
+        )
+    if count is not None:
+        return r.from_count(count)
+    if names or roster is None:
+        return r.from_names(names)
+    return r.from_file(roster)
+
+
+@app.command("up")
+def up(
+    learners: int | None = typer.Option(None, "--learners", help="This many learners: learner-1 … learner-N."),
+    learner: list[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
+    roster: Path | None = typer.Option(None, "--roster", help="A file with one learner name a line."),
+    out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI partition (a SchedulingShard) of their own."""
+    from kailab.fleet import load_fleet
+
+    wanted = roster_of(learners, learner, roster)  # checked before anything is applied
+    lab = Lab.open()
+    klass = lab.klass()
+    added = klass.up(lab.kube, wanted, load_fleet(), Progress(quiet), out)
+    render.stdout.print(
+        f"Class: {', '.join(klass.learners())} ({len(added)} added). "
+        "A learner's lessons: kailab class demo NAME --learner LEARNER",
+        markup=False,
+        highlight=False,
+    )
+
+
+@app.command("down")
+def down(
+    learner: list[str] = typer.Option([], "--learner", help="Remove only this learner (repeat for each)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Remove every learner (or the ones named): their scheduler, namespaces, queues and nodes."""
+    lab = Lab.open()
+    klass = lab.klass()
+    removed = klass.down(lab.kube, learner or None, Progress(quiet))
+    render.stdout.print(f"Removed: {', '.join(removed) or 'no learner'}.", markup=False, highlight=False)
+
+
+@app.command("status")
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print the class as JSON."),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """Learners × lessons: each verdict and when, predictions graded right or wrong, whose scheduler runs, and who is
+    stuck (a lesson running for minutes, a pod Pending with KAI's reason)."""
+    lab = Lab.open()
+    klass = lab.klass()
+    report = klass.status(lab.kube, stuck_after)
+    if as_json:
+        render.print_json(report)
+        return
+    from kailab.classroom.report import text
+
+    for line in text(report, klass.learners()):
+        render.stdout.print(line, markup=False, highlight=False)
+
+
+@app.command("evidence")
+def evidence(
+    out: Path = typer.Option(
+        Path("class-report.md"), "--out", help="The page: NAME.html (one file) or NAME.md (pictures beside it)."
+    ),
+    stuck_after: float = StuckOpt,
+) -> None:
+    """Write the class's status as a page to hand round: learners × lessons, predictions, who is stuck, and each
+    learner's GPU timelines."""
+    lab = Lab.open()
+    written = lab.klass().page(lab.kube, out, stuck_after)
+    render.stdout.print(f"Wrote {', '.join(map(str, written))}", markup=False, highlight=False)
+
+
+@app.command("demo")
+def demo(
+    name: str = typer.Argument(..., help="An exercise (see kailab demo --help), or all."),
+    learner: str = typer.Option(..., "--learner", help="Whose slice to run it in."),
+    as_json: bool = VerdictsJsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """Run a built-in exercise in a learner's slice, as they would."""
+    from kailab.classroom.klass import slice_line
+    from kailab.commands.lessons import report
+    from kailab.lesson import lesson_names
+
+    names = lesson_names() if name == "all" else [name]
+    if any(n not in lesson_names() for n in names):
+        raise KailabError(f"No exercise named {name!r}.", hint=f"Choose one of: {', '.join(lesson_names())}, all.")
+    lab = Lab.open()
+    klass = lab.klass()
+    klass.known(learner)  # an unknown learner is refused before anything is applied
+    stderr.print(slice_line(learner), markup=False, highlight=False)
+    report(klass.run(lab.kube, learner, names, Progress(quiet or as_json)), as_json)

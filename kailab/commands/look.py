@@ -1,0 +1,51 @@
+"""Looking at the lab: ``explain``, ``watch`` and ``evidence``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from kailab import render
+from kailab.commands.options import JsonOpt
+from kailab.errors import KailabError
+from kailab.lab import Lab
+from kailab.progress import Progress
+
+
+def explain(
+    name: str = typer.Argument(..., help="A pod, a Job or a scenario's workload (explains each of its pods)."),
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace, as kubectl's -n."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Say in plain words why a pod is where it is, from what KAI reported, and which runbook to read."""
+    from dataclasses import asdict
+
+    found = Lab.open().explain(name, namespace)
+    if not found:
+        raise KailabError(
+            f"No pod or Job named {name!r} in namespace {namespace}.",
+            hint="Name the namespace with -n (the exercises use kailab-<exercise>, after your "
+            "lab's prefix and a '-' if it has one).",
+        )
+    if as_json:
+        render.print_json([asdict(e) for e in found])
+        return
+    render.explanations(found)
+
+
+def watch(once: bool = typer.Option(False, "--once", help="Print one frame and exit.")) -> None:
+    """Live view: queues (quota, limit, weight, allocated, pending) and every GPU, coloured by queue. Ctrl-C ends it."""
+    lab = Lab.open()
+    if once:
+        render.stdout.print(lab.frame())
+        return
+    lab.watch(render.stdout)
+
+
+def evidence(
+    out: Path | None = typer.Option(None, help="Write the snapshot here instead of evidence/<UTC timestamp>/."),
+) -> None:
+    """Snapshot the running lab into evidence/<UTC timestamp>/: objects, events, verdicts, report.md, timeline.png."""
+    path = Lab.open().capture(Progress(), "of the lab", out=out)
+    render.stdout.print(f"Evidence written: {path}/report.md")

@@ -1,0 +1,116 @@
+"""The local runtime's partitions: each shard a scheduler process, as many as this machine's memory holds.
+
+kailab's supervisor (``shard_supervisor.py``) runs each SchedulingShard as a ``kai-scheduler`` process."""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+
+from kailab.errors import KailabError, RosterError
+from kailab.kube import Kube
+from kailab.labels import KAI_SCHEDULER_PROCESS, SHARD_SUPERVISOR
+from kailab.runtimes.local_controls import LocalSchedulerControl
+from kailab.runtimes.local_kai import python_process, wait_healthy
+from kailab.runtimes.processes import ProcessSpec
+from kailab.shards import ShardSchedulerControl, scheduler_name, shard_name
+
+if TYPE_CHECKING:
+    from kailab.runtimes.local import LocalRuntime
+
+# The memory a partition adds to a running lab: its scheduler process, five KWOK nodes and its lesson's objects
+# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.7 GiB
+# with 1 learner and 2.6 GiB with 8 (README "Performance"): about 0.13 GiB a learner on top of the lab, which runs
+# already. kailab asks 0.2 GiB a learner, what an earlier run of it measured (1.19 GiB with 1, 2.51 GiB with 8).
+GIB = 2**30
+MEMORY_PER_PARTITION = int(0.2 * GIB)
+MEMORY_RESERVE = int(0.5 * GIB)  # left to the machine and the lab's own lessons
+
+
+def partitions_that_fit(available: int) -> int:
+    """How many more partitions this much available memory (bytes) holds, the reserve kept free."""
+    return max(0, (available - MEMORY_RESERVE) // MEMORY_PER_PARTITION)
+
+
+def memory_shortfall(adding: int, available: int) -> str:
+    """ "" when ``adding`` partitions fit in ``available`` bytes; else the figures, in words."""
+    if adding <= partitions_that_fit(available):
+        return ""
+    need = adding * MEMORY_PER_PARTITION + MEMORY_RESERVE
+    return (
+        f"{adding} learner{'s' if adding != 1 else ''} need about {need / GIB:.1f} GiB of memory "
+        f"({MEMORY_PER_PARTITION / GIB:.2f} GiB each, measured by bench/class.py, and "
+        f"{MEMORY_RESERVE / GIB:.1f} GiB kept free); this machine has {available / GIB:.1f} GiB available, "
+        f"enough for {partitions_that_fit(available)}"
+    )
+
+
+def supervisor_spec(home: Path) -> ProcessSpec:
+    """The supervisor (``shard_supervisor.py``) as a process of the lab in ``home`` (its kubeconfig and KAI folder)."""
+    return python_process(SHARD_SUPERVISOR, "kailab.runtimes.shard_supervisor", [f"--home={home}"])
+
+
+class LocalPartitions:
+    """Partitions on the local runtime: their schedulers are processes of the lab (its KAI folder, which ``kailab
+    down`` removes), started by the supervisor."""
+
+    def __init__(self, runtime: LocalRuntime):
+        self.rt = runtime
+        self.folder: Path = runtime.home / "kai"
+
+    def _runs_kai(self) -> bool:
+        state = self.rt._state()
+        return state is not None and KAI_SCHEDULER_PROCESS in state.kai_components
+
+    def side_by_side(self, available: int | None = None) -> tuple[int, str]:
+        if not self._runs_kai():
+            return 0, "this lab runs without KAI's scheduler"
+        fit = partitions_that_fit(psutil.virtual_memory().available if available is None else available)
+        if fit < 2:
+            return fit, f"this machine has memory for {fit} lesson partition{'s' if fit != 1 else ''} now"
+        return fit, ""
+
+    def check(self, kube: Kube, adding: int, available: int | None) -> None:
+        if available is None:
+            available = psutil.virtual_memory().available
+        if short := memory_shortfall(adding, available):
+            fit = partitions_that_fit(available)
+            raise RosterError(
+                f"This machine cannot hold the class: {short}. Nothing was applied.",
+                hint=(
+                    f"Add at most {fit} learner{'s' if fit != 1 else ''} now"
+                    if fit
+                    else "Free memory first (stop other programs or labs)"
+                )
+                + ", or hold the class on a machine with more memory.",
+            )
+        if not self._runs_kai():
+            raise KailabError(
+                "A class needs the local lab with KAI's scheduler; this lab runs without KAI.",
+                hint="kailab down && kailab up, then kailab class up",
+            )
+
+    def ready(self, kube: Kube) -> None:
+        """The supervisor running: started once per lab (by pid and start time like KAI's processes), under a file
+        lock, since partitions are made in several threads (demo all) or by two kailab commands at once."""
+        group = self.rt.kai_processes
+        group.pids.mkdir(parents=True, exist_ok=True)
+        with open(group.pids / f"{SHARD_SUPERVISOR}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if group.identity(SHARD_SUPERVISOR) is None:
+                spec = supervisor_spec(self.rt.home)
+                group.start(spec)
+                wait_healthy([spec], group, timeout=30)
+
+    def control(self, kube: Kube, partition: str) -> ShardSchedulerControl:
+        """Through the shard; settings with usage params start the lab's Prometheus (the supervisor's schedulers)."""
+        return ShardSchedulerControl(kube, partition, runs_usage_db=True)
+
+    def stopped(self, kube: Kube, partition: str) -> None:
+        """Its process stopped now (the supervisor would, a moment later), and its folder removed."""
+        LocalSchedulerControl(self.rt, name=scheduler_name(partition)).stop()
+        shutil.rmtree(self.folder / "partitions" / shard_name(partition), ignore_errors=True)

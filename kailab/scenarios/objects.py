@@ -1,0 +1,455 @@
+"""What a scenario declares (queues, priority classes, topologies, workloads, the fleet it needs); KAI's Queue.
+
+Each key is a field (``extra="forbid"``). KAI's Queue object is declared as ``manifests/queues.yaml`` writes it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from kailab.labelfield import LabelKey, LabelValue
+from kailab.labels import (
+    COMPLETE_DELAY_ANNOTATION,
+    GPU_FRACTION_ANNOTATION,
+    GPU_MEMORY_ANNOTATION,
+    HOSTNAME_LABEL,
+    KAI_SCHEDULER_NAME,
+    MANAGED,
+    MIN_MEMBER_ANNOTATION,
+    NODEPOOL_LABEL,
+    POD_GROUP_ANNOTATION,
+    PREEMPTIBILITY_LABEL,
+    PREEMPTION_DELAY_ANNOTATION,
+    QUEUE_API,
+    QUEUE_LABEL,
+    SKIP_PODGROUPER_ANNOTATION,
+    STALENESS_ANNOTATION,
+    SUBGROUP_LABEL,
+    TOPOLOGY_ANNOTATION,
+    TOPOLOGY_PREFERRED_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
+)
+from kailab.quantity import Quantity, amount
+from kailab.scenarios.values import (
+    MAX_NAME,
+    MAX_PODS,
+    UNLIMITED,
+    Amount,
+    Count,
+    FileModel,
+    GoDuration,
+    Name,
+    Number,
+    Seconds,
+    SignedGoDuration,
+    Want,
+    WholeWant,
+)
+
+
+class ResourceFile(FileModel):
+    """One resource of a queue. ``-1`` is unlimited; KAI reads an unset limit as 0, so kailab writes -1."""
+
+    quota: Amount = 0
+    limit: Amount = UNLIMITED
+    overQuotaWeight: Amount = 1
+
+    @model_validator(mode="after")
+    def _quota_within_limit(self):
+        if self.limit != UNLIMITED and (self.quota == UNLIMITED or self.quota > self.limit):
+            quota = "an unlimited quota (-1)" if self.quota == UNLIMITED else f"quota {self.quota:g}"
+            raise ValueError(
+                f"{quota} is above limit {self.limit:g}: a queue never gets more than its limit; "
+                "raise the limit (or -1, unlimited) or lower the quota"
+            )
+        return self
+
+
+_UNLIMITED = ResourceFile(quota=UNLIMITED)
+
+
+class QueueFile(FileModel):
+    """A queue; CPU and memory default to unlimited (an unset limit is 0 to KAI, which would block every pod)."""
+
+    name: Name
+    parent: Name | None = None
+    priority: StrictInt | None = None
+    gpu: ResourceFile = ResourceFile()
+    cpu: ResourceFile = _UNLIMITED
+    memory: ResourceFile = _UNLIMITED
+    preemptMinRuntime: GoDuration | None = None
+    reclaimMinRuntime: GoDuration | None = None
+    nodePool: Name | None = None  # label kai.scheduler/node-pool: only the scheduler of that partition sees the queue
+
+
+class PriorityClassFile(FileModel):
+    name: Name
+    value: Annotated[StrictInt, Field(ge=-(2**31), le=1_000_000_000)]
+    preemptible: StrictBool | None = None
+    preemptionPolicy: Literal["PreemptLowerPriority", "Never"] | None = None  # Kubernetes' field; KAI does not read it
+
+
+def _gpus(value: float) -> float:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= 64:
+        return value
+    if isinstance(value, float) and 0 < value < 1:
+        return value
+    raise ValueError(f"{value!r} — want whole GPUs (0 to 64) or a fraction of one GPU (0.5)")
+
+
+Gpus = Annotated[Number, AfterValidator(_gpus)]
+
+
+class SubGroupFile(FileModel):
+    """A subgroup of a hand-made PodGroup: its own gang size and pods (label kai.scheduler/subgroup-name)."""
+
+    name: Name
+    pods: Count
+    minMember: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
+class TopologyLevelFile(FileModel):
+    """One level of a Topology: the node label that names its domains, and an optional alias for it."""
+
+    nodeLabel: LabelKey
+    alias: LabelKey | None = None
+
+
+class TopologyFile(FileModel):
+    """A KAI Topology object (``kai.scheduler/v1alpha1``, cluster-scoped): its levels, the widest first.
+
+    The rules KAI's CRD (its CEL rules, checked by the API server) and its admission webhook
+    (``pkg/admission/webhook/topologyhooks/topology_validator.go``, which the local runtime does not run) hold a
+    Topology to are checked here, so a file is refused with its line on every runtime.
+    """
+
+    name: Name
+    levels: Annotated[list[TopologyLevelFile], Field(min_length=1, max_length=16)]
+
+    @model_validator(mode="after")
+    def _kais_rules(self):
+        labels = [level.nodeLabel for level in self.levels]
+        if len(set(labels)) != len(labels):
+            raise ValueError("two levels have the same nodeLabel; KAI's CRD wants each nodeLabel once")
+        if HOSTNAME_LABEL in labels[:-1]:
+            raise ValueError(f"{HOSTNAME_LABEL} can only be the last (lowest) level of a topology (KAI's CRD)")
+        aliases = [level.alias for level in self.levels if level.alias]
+        if len(set(aliases)) != len(aliases):
+            raise ValueError("two levels have the same alias; KAI's admission webhook wants each alias once")
+        if clash := sorted(set(aliases) & set(labels)):
+            raise ValueError(
+                f"alias {clash[0]!r} is also a nodeLabel; KAI's admission webhook refuses an alias that equals "
+                "a nodeLabel (a level would then be ambiguous)"
+            )
+        return self
+
+    def level(self, name: str) -> int | None:
+        """The index of the level a constraint names by nodeLabel or alias; None if none has that name."""
+        return next((i for i, lv in enumerate(self.levels) if name in (lv.nodeLabel, lv.alias)), None)
+
+
+class WorkloadTopologyFile(FileModel):
+    """A workload's topology constraint: which Topology, the level its pods must share, the level they prefer."""
+
+    name: Name
+    required: LabelKey | None = None
+    preferred: LabelKey | None = None
+
+    @model_validator(mode="after")
+    def _a_level(self):
+        if self.required is None and self.preferred is None:
+            raise ValueError("a topology constraint needs required: LEVEL, preferred: LEVEL or both")
+        return self
+
+
+class TolerationFile(FileModel):
+    """One toleration of a workload's pods (Kubernetes' fields)."""
+
+    key: LabelKey | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+    @model_validator(mode="after")
+    def _kubernetes_rules(self):
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("a toleration with operator: Exists matches any value: leave value out")
+        if self.key is None and self.operator == "Equal":
+            raise ValueError("a toleration without a key needs operator: Exists (it then tolerates every taint)")
+        return self
+
+
+class NodeRequirementFile(FileModel):
+    """One requirement of a workload's required node affinity (Kubernetes' matchExpressions)."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[LabelValue, ...] = ()
+
+    @model_validator(mode="after")
+    def _kubernetes_rules(self):
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator: {self.operator} needs values")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator: {self.operator} takes no values: leave them out")
+        return self
+
+
+class PodAffinityTermFile(FileModel):
+    """One required pod (anti-)affinity term: pods with these labels, in the same domain of ``topologyKey``."""
+
+    matchLabels: Annotated[dict[LabelKey, LabelValue], Field(min_length=1)]
+    topologyKey: LabelKey = HOSTNAME_LABEL
+
+
+class DisruptionBudgetFile(FileModel):
+    """A PodDisruptionBudget over the workload's pods (Kubernetes' ``policy/v1``)."""
+
+    minAvailable: Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
+
+
+# Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
+# ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
+OWN_KEYS = {
+    **{key: "kailab sets it on everything it makes" for key in MANAGED},
+    QUEUE_LABEL: "write queue: instead",
+    PREEMPTIBILITY_LABEL: "write preemptibility: instead",
+    "priorityClassName": "write priorityClass: instead",
+    MIN_MEMBER_ANNOTATION: "write minMember: instead",
+    SUBGROUP_LABEL: "write subGroups: instead",
+    GPU_FRACTION_ANNOTATION: "write gpus: 0.5 instead",
+    GPU_MEMORY_ANNOTATION: "write gpuMemory: MiB instead",
+    POD_GROUP_ANNOTATION: "write kind: PodGroup instead",
+    SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
+    COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
+    TOPOLOGY_ANNOTATION: "write topology: {name: …} instead",
+    TOPOLOGY_REQUIRED_ANNOTATION: "write topology: {required: LEVEL} instead",
+    TOPOLOGY_PREFERRED_ANNOTATION: "write topology: {preferred: LEVEL} instead",
+    PREEMPTION_DELAY_ANNOTATION: "write preemptionDelay: instead",
+    STALENESS_ANNOTATION: "write stalenessGracePeriod: instead",
+    NODEPOOL_LABEL: "write nodePool: instead",
+}
+OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
+
+
+# KAI's keys a workload may still write as annotations: where KAI reads them only as labels, the annotation is the
+# mistake a runbook shows (runbooks/queue-annotation.md: KAI ignores it, the pods go to default-queue).
+ANNOTATION_MISTAKES = frozenset({QUEUE_LABEL})
+
+
+def _own_key(key: str) -> str | None:
+    """What to do instead of setting a label or annotation key that is kailab's or KAI's; None if the key is free."""
+    if key in OWN_KEYS:
+        return OWN_KEYS[key]
+    prefix = next((p for p in OWN_PREFIXES if key.startswith(p)), None)
+    return None if prefix is None else f"kailab and KAI set the keys under {prefix} themselves"
+
+
+class WorkloadFile(FileModel):
+    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment."""
+
+    name: Name
+    kind: Literal["Job", "Pod", "PodGroup", "Deployment"] = "Job"
+    pods: Count = 1  # per Job when ``jobs`` is set
+    jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs <name>-0 …
+    gpus: Gpus = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
+    queue: Name | None = None
+    scheduler: Name = KAI_SCHEDULER_NAME
+    priorityClass: Name | None = None  # the priorityClassName label on the owner and the pods' spec
+    priorityClassName: Name | None = None  # only the pods' spec.priorityClassName (no label)
+    priorityClassLabel: Name | None = None  # only the priorityClassName label: KAI reads it, nobody checks it
+    preemptibility: Literal["preemptible", "non-preemptible"] | None = None
+    minMember: Annotated[StrictInt, Field(ge=1)] | None = None  # gang: batch-min-member (Job), minMember (PodGroup)
+    subGroups: tuple[SubGroupFile, ...] = ()
+    podGroupAfterPods: StrictBool = False  # a hand-made PodGroup is created after its pods
+    node: Name | None = None  # pin the pods to this node (nodeSelector kubernetes.io/hostname)
+    completeAfter: Seconds | None = None  # KWOK completes the pods after this long
+    cpu: Quantity | None = None  # CPU request per pod; pods ask for no CPU unless set
+    topology: WorkloadTopologyFile | None = None  # KAI's topology annotations (a PodGroup: spec.topologyConstraint)
+    labels: dict[LabelKey, LabelValue] = {}
+    annotations: dict[LabelKey, StrictStr] = {}
+    # Resources beyond GPUs and a CPU request, and KAI's policies of one workload (the policies lessons)
+    cpuLimit: Quantity | None = None  # CPU limit per pod
+    memory: Quantity | None = None  # memory request per pod ("512Mi")
+    memoryLimit: Quantity | None = None  # memory limit per pod
+    preemptionDelay: GoDuration | None = None  # it may not evict anyone until it has waited this long
+    stalenessGracePeriod: SignedGoDuration | None = None  # a gang short of pods is evicted after this long
+    podGroupAnnotations: dict[LabelKey, StrictStr] = {}  # on a hand-made PodGroup (kind: PodGroup)
+    podGroup: Name | None = None  # this Job's (or Pod's) pods join another workload's hand-made PodGroup
+    nodePool: Name | None = None  # the kai.scheduler/node-pool label: only the KAI scheduler of that pool sees it
+    nodeSelector: dict[LabelKey, LabelValue] = {}  # the pods' spec.nodeSelector, beside node:
+    tolerations: tuple[TolerationFile, ...] | None = None  # unset: KWOK's fake-node taint, which every lab node has
+    nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
+    schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
+    # Words of the runbooks' causes (runbooks/scenarios/): what a pod asks of its node, its neighbours, its volumes
+    gpuMemory: Annotated[StrictInt, Field(ge=1, le=1_048_576)] | None = None  # MiB of one GPU: KAI's gpu-memory
+    podAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on a node (domain) with such pods
+    podAntiAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on none with such pods
+    volumeClaim: Name | None = None  # the pods mount this PersistentVolumeClaim, which kailab makes and nothing binds
+    disruptionBudget: DisruptionBudgetFile | None = None  # a PodDisruptionBudget over the pods
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self):
+        for request, limit, word in ((self.cpu, self.cpuLimit, "cpu"), (self.memory, self.memoryLimit, "memory")):
+            if request and limit and amount(request) > amount(limit):
+                raise ValueError(
+                    f"{word}: {request} is more than {word}Limit: {limit}; Kubernetes refuses a pod whose request "
+                    "is above its limit: raise the limit or lower the request"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _policy_words(self):
+        if self.podGroupAnnotations and self.kind != "PodGroup":
+            raise ValueError("podGroupAnnotations are for a hand-made PodGroup (kind: PodGroup)")
+        for key in self.podGroupAnnotations:
+            if key in MANAGED or key.startswith("kailab.io/"):
+                raise ValueError(f"podGroupAnnotations: '{key}' is kailab's own (it finds its objects by it)")
+        if self.podGroup is not None:
+            if self.kind not in ("Job", "Pod") or self.jobs is not None:
+                raise ValueError("podGroup: joins another workload's PodGroup; it needs kind: Job (one Job) or Pod")
+            if self.minMember is not None or self.preemptionDelay or self.stalenessGracePeriod is not None:
+                raise ValueError(
+                    "a workload that joins another's PodGroup (podGroup:) takes that PodGroup's minMember, "
+                    "preemptionDelay and stalenessGracePeriod: set them on the PodGroup's workload"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _kind_words(self):
+        if self.jobs is not None and self.kind != "Job":
+            raise ValueError("jobs: N makes N separate Jobs; it needs kind: Job")
+        if (self.subGroups or self.podGroupAfterPods) and self.kind != "PodGroup":
+            raise ValueError("subGroups and podGroupAfterPods are for a hand-made PodGroup (kind: PodGroup)")
+        if self.priorityClass and self.priorityClassName:
+            raise ValueError("give priorityClass (label and spec) or priorityClassName (spec only), not both")
+        if self.priorityClassLabel and self.priorityClass:
+            raise ValueError(
+                "give priorityClass (label and spec) or priorityClassLabel (label only), not both; "
+                "priorityClassLabel with priorityClassName gives the label and the spec different names"
+            )
+        if self.priorityClassLabel and self.kind == "PodGroup":
+            raise ValueError(
+                "priorityClassLabel is read by KAI's pod-grouper, which leaves a hand-made PodGroup alone: "
+                "give its class with priorityClass"
+            )
+        if self.node and HOSTNAME_LABEL in self.nodeSelector:
+            raise ValueError(f"give node: or nodeSelector {HOSTNAME_LABEL}, not both")
+        if len(set(self.schedulingGates)) != len(self.schedulingGates):
+            raise ValueError("schedulingGates names a gate twice (Kubernetes refuses such a pod)")
+        if self.subGroups and sum(g.pods for g in self.subGroups) != self.pods:
+            raise ValueError(
+                f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
+                f"but the workload has pods: {self.pods}"
+            )
+        if self.gpuMemory is not None and ("gpus" in self.model_fields_set or self.kind == "PodGroup"):
+            raise ValueError(
+                "gpuMemory asks for part of one GPU by its memory (KAI's gpu-memory annotation), instead of gpus: "
+                "give one or the other"
+                + ("; a hand-made PodGroup's pods ask by gpus" if self.kind == "PodGroup" else "")
+            )
+        for words, keys in (("labels", self.labels), ("annotations", self.annotations)):
+            for key in keys:
+                if words == "annotations" and key in ANNOTATION_MISTAKES:
+                    continue
+                if (instead := _own_key(key)) is not None:
+                    raise ValueError(
+                        f"{words}: '{key}' is kailab's or KAI's own (kailab finds and counts its pods "
+                        f"by such keys): leave it out; {instead}"
+                    )
+        if (too_long := self.longest_name(self.pods)) is not None:
+            raise ValueError(too_long)
+        return self
+
+    def longest_name(self, pods: int) -> str | None:
+        """Why the names kailab derives from this workload's (with ``pods`` pods) exceed Kubernetes' limit; None if they fit.
+
+        Jobs are <name>-<i> with ``jobs:`` (a Job's name is also a label on its pods); bare pods are <name>-<i>.
+        """
+        many = self.jobs if self.jobs is not None else pods if self.kind in ("Pod", "PodGroup") else 0
+        longest = f"{self.name}-{many - 1}" if many else self.name
+        if len(longest) > MAX_NAME:
+            what = "Job" if self.jobs is not None else "pod"
+            return (
+                f"the {what} names would be up to '{longest}' ({len(longest)} characters; Kubernetes allows "
+                f"{MAX_NAME}): shorten the name to {MAX_NAME - len(longest) + len(self.name)} characters"
+            )
+        return None
+
+    @property
+    def priority_class(self) -> str | None:
+        """The pods' priority class, whichever word gave it."""
+        return self.priorityClassName or self.priorityClass
+
+    @property
+    def fraction(self) -> bool:
+        return 0 < self.gpus < 1 and self.gpuMemory is None
+
+    @property
+    def total_pods(self) -> int:
+        return self.pods * (self.jobs or 1)
+
+
+class RequiresFile(FileModel):
+    """What the scenario needs of the fleet; on another fleet its verdict is "not applicable"."""
+
+    gpus: WholeWant | None = None
+    nodes: WholeWant | None = None
+    gpusPerNode: WholeWant | None = None  # every GPU node
+    homogeneous: StrictBool | None = None  # every GPU node has the same number of GPUs
+    cpuOnlyNodes: WholeWant | None = None
+    nodeNames: list[Name] = []  # the fleet has nodes of these names
+    cpusPerNode: Want | None = None  # every node's allocatable CPUs
+    nodeLabels: list[LabelKey] = []  # every GPU node carries these labels (a Topology's levels)
+
+
+class KaiResource(ResourceFile):
+    """One resource of a Queue object as KAI reads it: a field left out is 0 (pkg/apis/scheduling/v2/resources.go has
+    no defaults, and the CRD none), so an unset limit allows nothing and an unset weight gets no spare GPUs."""
+
+    quota: Amount = 0
+    limit: Amount = 0
+    overQuotaWeight: Amount = 0
+
+    @model_validator(mode="after")
+    def _quota_within_limit(self):
+        if "limit" not in self.model_fields_set and self.quota != 0:
+            raise ValueError(
+                "the limit is left out, and KAI reads an unset limit as 0 (no GPUs at all, whatever the quota): "
+                "write limit: -1 for unlimited, or a number"
+            )
+        return ResourceFile._quota_within_limit(self)
+
+
+_KAI_UNSET = KaiResource()
+
+
+class QueueResources(FileModel):
+    gpu: KaiResource = _KAI_UNSET
+    cpu: KaiResource = _KAI_UNSET
+    memory: KaiResource = _KAI_UNSET
+
+
+class QueueObjectSpec(FileModel):
+    parentQueue: Name | None = None
+    priority: StrictInt | None = None
+    resources: QueueResources = QueueResources()
+    preemptMinRuntime: GoDuration | None = None
+    reclaimMinRuntime: GoDuration | None = None
+
+
+class QueueMetadata(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: Name
+
+
+class QueueObject(FileModel):
+    """A KAI Queue object as ``kubectl apply`` takes it (manifests/queues.yaml)."""
+
+    apiVersion: Literal[QUEUE_API]  # type: ignore[valid-type]
+    kind: Literal["Queue"]
+    metadata: QueueMetadata
+    spec: QueueObjectSpec = QueueObjectSpec()
