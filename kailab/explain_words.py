@@ -1,6 +1,8 @@
 """The words ``kailab explain`` reads, as KAI v0.17.0 (and Kubernetes, whose filters KAI runs) writes them.
 
 Each pattern says where KAI writes it; each reason maps to what it means and the runbook to read. First match wins.
+Every KAI string here is a row of kailab/kai_strings.yaml, which tests/unit/test_kai_strings.py finds in the pinned
+KAI module's source (Kubernetes' own filter words, run inside KAI, are not KAI's and are not rows).
 """
 
 from __future__ import annotations

@@ -42,7 +42,6 @@ RESERVATION_APP_LABEL = "kai-resource-reservation"
 RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
 # The binder's annotations on GPU-sharing pods (pkg/common/constants/constants.go, pkg/binder/binding/resourcereservation/)
 RESERVE_ANNOTATION = "run.ai/reserve_for_gpu_index"  # a reservation pod's GPU (the GPU operator's part sets it)
-GPU_MEMORY_ANNOTATION = "gpu-memory"  # a fraction asked for as GPU memory (MiB)
 SHARED_GPU_CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
 FRACTION_CONTAINER_ANNOTATION = "gpu-fraction-container-name"
 # KAI's operator (kind, existing clusters): its Deployment, and the cluster's Config object it reconciles from

@@ -150,6 +150,8 @@ class Engine:
             verdict.not_applicable = why
             self.progress.info(f"– {scenario.name} is not applicable {why}", style="yellow")
             return verdict
+        for warning in scenario.warnings:  # what KAI accepts but may surprise: said, never refused
+            self.progress.info(f"! {warning}", style="yellow")
         step: Step | None = None
         try:
             self.prepare(scenario, verdict)

@@ -15,6 +15,7 @@ from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     DEFAULT_SCHEDULER_NAME,
+    GPU_FRACTION_ANNOTATION,
     GPU_MEMORY_ANNOTATION,
     HOSTNAME_LABEL,
     KAI_SCHEDULER_NAME,
@@ -106,8 +107,9 @@ def topology_annotations(w: WorkloadFile) -> dict[str, str]:
 
 
 def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
-    """Labels and annotations KAI reads from the top owner (the Job, the Deployment, a bare Pod)."""
-    labels = {**MANAGED, WORKLOAD_LABEL: w.name, SCENARIO_LABEL: scenario.name, **w.labels}
+    """Labels and annotations KAI reads from the top owner (the Job, the Deployment, a bare Pod); the file's own
+    labels and annotations last, as written (KAI's keys among them already agree with kailab's words)."""
+    labels = {**MANAGED, WORKLOAD_LABEL: w.name, SCENARIO_LABEL: scenario.name}
     if w.queue:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
@@ -118,12 +120,14 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
         labels[PRIORITY_CLASS_LABEL] = w.priorityClassLabel  # as given: nobody checks that the class exists
     elif w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priorityClassName:
         labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
-    annotations = dict(w.annotations)
+    labels.update(w.labels)
+    annotations = {}
     if w.minMember is not None and w.kind == "Job":
         annotations[MIN_MEMBER_ANNOTATION] = str(w.minMember)
     annotations.update(_policy_annotations(w))
     if w.kind != "PodGroup":  # a hand-made PodGroup says it in its spec
         annotations.update(topology_annotations(w))
+    annotations.update(w.annotations)
     return {"labels": labels, "annotations": annotations}
 
 
@@ -169,6 +173,9 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         annotations.update(gpus.request(w.gpus)[1])
     else:
         annotations[GPU_MEMORY_ANNOTATION] = str(w.gpuMemory)
+    for key in (GPU_FRACTION_ANNOTATION, GPU_MEMORY_ANNOTATION):  # KAI reads them on the pods: as the file wrote them
+        if key in w.annotations and key in annotations:
+            annotations[key] = w.annotations[key]
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
@@ -209,7 +216,8 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         spec["priorityClassName"] = w.priority_class
     return {
         "metadata": {
-            "labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName"},
+            # kailab's priorityClassName label goes on the top owner only; one the file wrote goes everywhere
+            "labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName" or k in w.labels},
             "annotations": annotations,
         },
         "spec": spec,

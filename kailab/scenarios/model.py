@@ -279,6 +279,7 @@ class Scenario:
     topologies: tuple[TopologyFile, ...] = ()  # KAI Topology objects (cluster-scoped), applied before the workloads
     predictions: tuple[Prediction, ...] = ()  # what a lesson asks the learner before the run
     namespace_quota: dict[str, str] = field(default_factory=dict)  # a ResourceQuota's hard limits in the namespace
+    warnings: tuple[str, ...] = ()  # what KAI accepts but may surprise ("file:line: …"), said before a run
 
     def workload(self, name: str) -> WorkloadFile:
         return self._workloads[name]
