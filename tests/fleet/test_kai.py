@@ -33,7 +33,8 @@ def test_kai_binds_one_gpu_pod_and_explains_a_nine_gpu_pod(kai_lab):
     try:
         kube.apply(pod("one-gpu", 1))
         kube.apply(pod("nine-gpus", 9))
-        deadline = time.monotonic() + 30
+        # Ends on the cluster's state; the bound only stops a test that would hang (a busy CI host binds late).
+        deadline = time.monotonic() + 180
         one = nine_reason = None
         while time.monotonic() < deadline:
             one = kube.core.read_namespaced_pod("one-gpu", "kai-probe")
