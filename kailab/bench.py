@@ -9,6 +9,8 @@ is kept for the next run, and goes with ``kailab down``.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from kubernetes import client
 
 from kailab import gpus
+from kailab.errors import KailabError
 from kailab.fleet import Fleet, Pool, create_fleet, node_objects
 from kailab.kube import Kube, Watched, as_json, wait_until
 from kailab.labels import (
@@ -272,7 +275,8 @@ def run_one(
         for w in (watched, requests):
             if w is not None:
                 w.stop()
-        kube.delete("batch/v1", "Job", f"bench-{scheduler}", NAMESPACE)
+        with contextlib.suppress(Exception):  # the bench's clean-up (run) empties the namespace all the same
+            kube.delete("batch/v1", "Job", f"bench-{scheduler}", NAMESPACE)
     return result
 
 
@@ -303,24 +307,104 @@ def run(
             kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
             runs.append(run_one(kube, name, pods, timeout, progress, memory))
     finally:
-        try:
-            with progress.step("Removing the bench's Job, queue and nodes"):
-                kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20))
-                kube.delete(QUEUE_API, "Queue", QUEUE)
-                delete_nodes(kube, names)
-        except Exception as e:  # the figures are still shown; what is left is said
-            progress.console.print(
-                f"Some of the bench's objects are left ({type(e).__name__}: {str(e)[:200]}): its "
-                f"Job in namespace {NAMESPACE}, queue {QUEUE}, nodes kwok-{POOL}-*. Run kailab bench again "
-                "(it reuses and removes them) or kailab down.",
-                style="yellow",
-            )
+        clean_up(kube, names, pods, progress)
     return runs
 
 
+def clean_up(kube: Kube, names: list[str], pods: int, progress: Progress) -> None:
+    """Remove the bench's Job and pods, queue and nodes: each part tried whatever happened to the others (a part
+    that fails is said once, with what is left), so a clean-up that fails half-way still removes the rest."""
+    left = []
+    with progress.step("Removing the bench's Job, queue and nodes") as st:
+        for what, remove in (
+            (
+                f"its Job and pods in namespace {NAMESPACE}",
+                lambda: kube.empty_namespace(NAMESPACE, timeout=max(60.0, pods / 20)),
+            ),
+            (f"its queue {QUEUE}", lambda: kube.delete(QUEUE_API, "Queue", QUEUE)),
+            (f"{{n}} of its nodes kwok-{POOL}-*", lambda: delete_nodes(kube, names)),
+        ):
+            try:
+                remove()
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # noqa: BLE001 (said below, with what is left)
+                count = len(e.args[0]) if isinstance(e, NodesLeft) else len(names)
+                left.append(f"{what.format(n=count)} ({_words(e)})")
+        if left:
+            st.fail(f"some of the bench's objects are left: {'; '.join(left)}")
+    if left:
+        progress.console.print(
+            "Run kailab bench again (it reuses and removes what is left) or kailab down.", style="yellow"
+        )
+
+
+def _cores(cores: int | None) -> str:
+    n = cores or os.cpu_count() or 1
+    return f"{n} core{'s' if n != 1 else ''}"
+
+
+class NodesLeft(Exception):
+    """Nodes the bench could not delete (their names in ``args[0]``)."""
+
+
+def _words(e: Exception) -> str:
+    if isinstance(e, NodesLeft):
+        return f"the API server refused or did not answer: {e.args[1]}"
+    return getattr(e, "message", None) or f"{type(e).__name__}: {str(e)[:200]}"
+
+
 def delete_nodes(kube: Kube, names: list[str]) -> None:
-    """Delete the bench's nodes, 16 at a time (a thousand one by one took minutes)."""
+    """Delete the bench's nodes, 16 at a time (a thousand one by one took minutes); each node is tried (twice) whatever
+    happens to the others, and the ones left are raised together (NodesLeft)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    def one(name: str) -> str | None:
+        for _ in range(2):
+            try:
+                kube.delete("v1", "Node", name)
+                return None
+            except Exception as e:  # noqa: BLE001 (tried again, then said with the others)
+                why = f"{type(e).__name__}: {str(e)[:120]}"
+        return why
+
     with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(lambda n: kube.delete("v1", "Node", n), names))
+        failed = {n: why for n, why in zip(names, pool.map(one, names), strict=True) if why}
+    if failed:
+        raise NodesLeft(sorted(failed), next(iter(failed.values())))
+
+
+def check_size(
+    nodes: int,
+    gpus_per_node: int,
+    pods: int,
+    schedulers: list[str],
+    timeout: float = 600,
+    available_mib: float | None = None,
+    cores: int | None = None,
+) -> None:
+    """Refuse, before anything is made, a bench this machine cannot hold: more memory than it has for the nodes and
+    the pods of every run (kailab/sizing.py's figures), or more pods than a scheduler binds within the run's
+    ``timeout`` many times over."""
+    from kailab import sizing
+
+    if short := sizing.memory_shortfall(nodes, pods, len(schedulers), available_mib=available_mib):
+        room = (sizing.free_mib() if available_mib is None else available_mib) - sizing.RESERVE_MIB
+        most = max(0, int((room - nodes * sizing.MIB_PER_NODE) / (sizing.MIB_PER_POD * len(schedulers))))
+        raise KailabError(
+            f"This machine cannot hold this bench: {short}. Nothing was made.",
+            hint=f"Fewer pods or nodes: about {most:,} pods fit beside {nodes:,} nodes now (--pods N)."
+            if most
+            else "Fewer nodes (--nodes N), or a machine with more memory.",
+        )
+    for name in schedulers:
+        seconds = sizing.binding_seconds(pods, name, cores)
+        if seconds > 2 * timeout:
+            per_core = sizing.PODS_PER_SECOND_PER_CORE[name]
+            most = int(timeout * per_core * (cores or os.cpu_count() or 1))
+            raise KailabError(
+                f"{pods:,} pods are more than the bench can time here: {name} binds about {per_core:g} pods a second "
+                f"per core (measured), so on this machine's {_cores(cores)} they would take about "
+                f"{seconds / 60:,.0f} minutes, and the bench stops each run after {timeout / 60:.0f}. Nothing was made.",
+                hint=f"At most about {most:,} pods (--pods N), or a machine with more cores.",
+            )

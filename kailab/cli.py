@@ -53,13 +53,20 @@ for name in EXERCISE_NAMES:  # kailab demo-quota, demo-borrow …: one per exerc
 
 
 @app.callback()
-def _slice() -> None:
-    """Every command of a learner who joined a class first says whose slice it acts on."""
+def _slice(ctx: typer.Context) -> None:
+    """Every command of a learner who joined a class first says whose slice it acts on; in a folder whose join
+    record is damaged, every command but ``down`` (which clears it), ``join``, ``version`` and ``doctor`` says so
+    instead."""
+    from kailab.classroom.joined import DamagedJoin
     from kailab.lab import Lab, LearnerSlice
 
     try:
         opened = Lab.open()
-    except Exception:  # noqa: BLE001 (a damaged file: the command itself says what is wrong)
+    except DamagedJoin:
+        if ctx.invoked_subcommand in ("down", "join", "version", "doctor"):
+            return
+        raise
+    except Exception:  # noqa: BLE001 (another damaged file: the command itself says what is wrong)
         return
     if isinstance(opened, LearnerSlice):
         from kailab.classroom.klass import slice_line
@@ -126,7 +133,10 @@ def _stop_like_ctrl_c(signum, frame) -> None:
 def main() -> None:
     """Entry point. Typer reports usage errors itself (exit 2); a KailabError is printed once, exit 1.
     SIGTERM (a CI timeout, ``kill``) stops a command as Ctrl-C does, so its clean-up runs."""
+    from kailab.termtext import plain_library_output
+
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
+    plain_library_output()  # a library's warning or log line on stderr is text, never a terminal's command
     try:
         try:
             app()  # standalone: usage errors, --help and Ctrl-C are Typer's; it ends with SystemExit

@@ -4,27 +4,30 @@ A snapshot is a folder ``evidence/<UTC timestamp>/`` written completely or not a
 (written under a hidden temporary name, then renamed); an existing one is never
 overwritten. It holds the objects kailab applied, queues, PodGroups, pods, events,
 nodes, versions, the verdicts of the exercises run since the last capture, a
-``report.md`` to read first and a ``timeline.png`` of GPUs per queue.
+``report.md`` to read first and a ``timeline.png`` of GPUs per queue. Its text files (``report.md``, ``*.txt``,
+``queues.md``) hold what users and clusters wrote without control or escape sequences, as a terminal shows it
+(:func:`kailab.termtext.one_line`): a snapshot handed in and read with ``cat`` commands nothing; YAML and JSON
+write such characters as escapes.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
 from jinja2 import Environment, PackageLoader
 
-from kailab import labdir, versions
+from kailab import labdir, outfile, userfile, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL
 from kailab.pods import EventView, event_view, pod_view
 from kailab.render import QUEUE_COLUMNS, num
 from kailab.status import nodes_and_gpus, queues
+from kailab.termtext import one_line
 
 PENDING = labdir.VERDICTS
 
@@ -36,17 +39,21 @@ class NothingToCapture(Exception):
 # -- verdicts between captures ----------------------------------------------------------------
 
 
+PENDING_HINT = "Move it out of the lab folder (kailab wrote no such thing there), then run again."
+
+
 def record_verdict(home: Path, record: dict) -> None:
     """Remember a verdict (with its timeline and applied objects) until the next capture."""
     labdir.claim(home)
-    with open(home / PENDING, "a") as fh:
-        fh.write(json.dumps(record) + "\n")
+    outfile.append_own(home / PENDING, json.dumps(record), root=home, hint=PENDING_HINT)
 
 
 def check_recordable(home: Path) -> None:
-    """Raise, before a run, when its verdict could not be kept in ``home`` (not kailab's, a file, not writable)."""
+    """Raise, before a run, when its verdict could not be kept in ``home`` (not kailab's, a file, not writable,
+    its verdicts file not a file kailab wrote)."""
     labdir.claim(home)
     pending = home / PENDING
+    outfile.check_own(pending, home, PENDING_HINT)
     if not os.access(home, os.W_OK | os.X_OK) or (pending.exists() and not os.access(pending, os.W_OK)):
         raise KailabError(
             f"The lab folder {home} cannot be written, so a verdict could not be kept there.",
@@ -54,11 +61,53 @@ def check_recordable(home: Path) -> None:
         )
 
 
-def pending_verdicts(home: Path) -> list[dict]:
+def pending_verdicts(home: Path, skipped: list[str] | None = None) -> list[dict]:
+    """The verdicts kept since the last capture, each checked whole. A line that is not one (a damaged file) is left
+    out, and said in ``skipped`` ("line N: why")."""
     path = home / PENDING
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def damaged(why: str) -> KailabError:
+        return KailabError(f"The verdicts not yet captured ({path}) cannot be read: {why}.", hint=PENDING_HINT)
+
+    text = userfile.read_own(path, damaged)
+    out = []
+    for n, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(_verdict_record(line))
+        except ValueError as e:
+            if skipped is not None:
+                skipped.append(f"line {n}: {e}")
+    return out
+
+
+def _verdict_record(line: str) -> dict:
+    """A line of the verdicts file as the record kailab kept, its fields checked (pydantic); ValueError saying why
+    it is not one."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from kailab.checks import Verdict
+
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        raise ValueError("not JSON") from None
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    known = {k: v for k, v in record.items() if k in Verdict.__dataclass_fields__}
+    try:
+        verdict = TypeAdapter(Verdict).validate_python(known)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if not all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], (int, float)) and isinstance(p[1], dict)
+        for p in verdict.timeline
+    ):
+        raise ValueError("its timeline is not [[seconds, {queue: GPUs}], …]")
+    lesson = record.get("lesson")
+    return {**verdict.to_record(), **({"lesson": lesson} if isinstance(lesson, dict) else {})}
 
 
 # -- what a snapshot holds --------------------------------------------------------------------
@@ -151,7 +200,7 @@ def gather(
 def _table(header: list[str], rows: list[list]) -> str:
     """A Markdown table (also readable as plain text)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(one_line(c).replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -172,7 +221,12 @@ def before_after(verdict: dict) -> list[dict]:
 
 
 def render_report(verdicts: list[dict], queue_rows: list[dict], events: list[EventView], has_timeline: bool) -> str:
-    env = Environment(loader=PackageLoader("kailab", "templates"), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("kailab", "templates"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=lambda value: one_line(value) if isinstance(value, str) else value,  # text, never a terminal's command
+    )
     evictions = [{"time": _when(e), "object": f"{e.kind}/{e.name}", "message": e.message} for e in events if e.victim]
     return env.get_template("report.md.j2").render(
         taken=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -185,6 +239,19 @@ def render_report(verdicts: list[dict], queue_rows: list[dict], events: list[Eve
     )
 
 
+# What a panel draws of a timeline: a lesson's has far fewer points and queues; a learner's record may hold more.
+DRAWN_POINTS = 500
+DRAWN_QUEUES = 16
+
+
+def drawn(timeline: list) -> list:
+    """The points of a timeline a panel draws: all of them, or every n-th (and the last) of a longer one."""
+    if len(timeline) <= DRAWN_POINTS:
+        return timeline
+    step = -(-len(timeline) // DRAWN_POINTS)
+    return [*timeline[:-1:step], timeline[-1]]
+
+
 def timeline_png(verdicts: list[dict], path: Path) -> None:
     """One panel per exercise: GPUs allocated per queue over the exercise's time, one line per queue."""
     import matplotlib
@@ -195,13 +262,14 @@ def timeline_png(verdicts: list[dict], path: Path) -> None:
     shown = [v for v in verdicts if v.get("timeline")]
     fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.8 * len(shown)), squeeze=False)
     for ax, v in zip(axes[:, 0], shown, strict=True):
-        queues_seen = sorted({q for _, point in v["timeline"] for q in point})
-        times = [t for t, _ in v["timeline"]]
+        timeline = drawn(v["timeline"])
+        queues_seen = sorted({q for _, point in timeline for q in point})[:DRAWN_QUEUES]
+        times = [t for t, _ in timeline]
         for q in queues_seen:
-            ax.step(times, [point.get(q, 0) for _, point in v["timeline"]], where="post", label=q)
-        ax.set_title(
-            f"{v['title']} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False
-        )  # a title's $ is text
+            ax.step(times, [point.get(q, 0) for _, point in timeline], where="post", label=one_line(q))
+        ax.set_title(  # a title's $ is text; its controls are none (matplotlib would warn of them on stderr)
+            f"{one_line(v['title'])} — {'PASS' if v['passed'] else 'FAIL'}", fontsize=10, parse_math=False
+        )
         ax.set_ylabel("GPUs allocated")
         ax.set_xlabel("seconds since the exercise started")
         ax.legend(loc="upper left", fontsize=8)
@@ -225,14 +293,8 @@ def snapshot_dir(root: Path, now: datetime | None = None) -> Path:
 
 
 def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) -> Path:
-    """Write every file under a temporary name, then rename: complete or absent, never overwriting."""
-    if target.exists():
-        raise FileExistsError(f"{target} exists; a snapshot is never overwritten")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.partial-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    """Write every file in a new folder (:func:`kailab.outfile.new_folder`): complete or absent, never overwriting."""
+    with outfile.new_folder(target, "a snapshot") as tmp:
         for name, text in files.items():
             (tmp / name).write_text(text)
         if any(v.get("timeline") for v in verdicts):
@@ -240,10 +302,6 @@ def write_snapshot(files: dict[str, str], verdicts: list[dict], target: Path) ->
             (tmp / "timeline.json").write_text(
                 json.dumps({v["scenario"]: v["timeline"] for v in verdicts if v.get("timeline")}, indent=1)
             )
-        os.rename(tmp, target)  # the OS refuses a target that has files in it
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 
@@ -259,8 +317,13 @@ def capture(
     """Snapshot the lab into ``out`` (or a new timestamped folder under ``root``); clear the pending verdicts.
 
     ``namespaces``: the label selector of the lab's exercise namespaces; ``slice_of``: see :func:`gather`."""
-    verdicts = pending_verdicts(home)
+    skipped: list[str] = []
+    verdicts = pending_verdicts(home, skipped)
     files = gather(kube, verdicts, fair_shares, namespaces, slice_of)
+    if skipped:
+        files["verdicts-unreadable.txt"] = f"Lines of {home / PENDING} that were not verdicts, left out:\n" + "".join(
+            f"{line}\n" for line in skipped
+        )
     target = write_snapshot(files, verdicts, out or snapshot_dir(root))
     (home / PENDING).unlink(missing_ok=True)
     return target

@@ -41,6 +41,7 @@ from kailab.yamlfile import YamlFile
 DEFAULT_FLEET = MANIFESTS / "fleet.yaml"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 MAX_NODES = 5000
+MAX_GPU_MEMORY_MIB = 1024 * 1024  # a TiB: far above any GPU (the B200 has 180 GiB); its label must stay a label value
 MANAGED_BY = {**MANAGED, FLEET_LABEL: "true"}
 
 
@@ -151,7 +152,7 @@ class _PoolFile(BaseModel):
     nodes: Annotated[StrictInt, Field(ge=0, le=MAX_NODES)]
     gpusPerNode: Annotated[StrictInt, Field(ge=0, le=64)]  # 0: a CPU-only pool
     gpuProduct: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")] = "none"
-    gpuMemoryMiB: Annotated[StrictInt, Field(ge=1)] = 1
+    gpuMemoryMiB: Annotated[StrictInt, Field(ge=1, le=MAX_GPU_MEMORY_MIB)] = 1
     labels: dict[Annotated[LabelKey, AfterValidator(_pool_label_key)], LabelValue] = {}
     taints: list[_TaintFile] = []
 

@@ -1,7 +1,9 @@
 """A kubeconfig read as kailab reads it: one clear error for a file it cannot use, its credential plugin bounded.
 
-A file that is not YAML, holds bad base64 or names a server that is not a URL gets one message; its credential
-(exec) plugin is asked first, bounded in time."""
+A file that is not YAML, is of a shape the official client would trip over (a traceback, not a message), holds bad
+base64 or names a server that is not a URL gets one message; the files it names (certificates, keys, a token file)
+are read by kailab's rule for files it reads first (:mod:`kailab.userfile`), and its credential (exec) plugin is asked
+first, bounded in time."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import urllib.parse
 from pathlib import Path
 
@@ -77,6 +80,116 @@ def check_credential_plugin(path: Path, data: dict, context: str | None) -> str 
     return None
 
 
+# What the official client reads as text in a kubeconfig's cluster and user entries (anything else there is passed by)
+_TEXT_FIELDS = {
+    "cluster": ("server", "certificate-authority", "certificate-authority-data", "tls-server-name", "proxy-url"),
+    "user": (
+        "token",
+        "tokenFile",
+        "client-certificate",
+        "client-certificate-data",
+        "client-key",
+        "client-key-data",
+        "username",
+        "password",
+    ),
+}
+
+
+def kubeconfig_problem(data: dict, context: str | None = None) -> str | None:
+    """What in a kubeconfig's shape the official client would trip over (a traceback, not a message), in words;
+    None when there is nothing. ``context``: the one to use (None: its current one); a ``context`` that is not there
+    is left to the client, whose error the caller turns into a list of the contexts there are."""
+
+    def kind(value: object) -> str:
+        return "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else repr(value)[:40]
+
+    entries: dict[str, dict[str, dict]] = {}
+    for key, inner in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
+        items = data.get(key)
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            return f"its {key} are {kind(items)}, not a list"
+        entries[key] = {}
+        for n, item in enumerate(items, 1):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                return f"{key}[{n}] is not a mapping with a name"
+            body = item.get(inner)
+            if not isinstance(body, dict) and not (inner == "user" and body is None):
+                return f"{key}[{n}] ({item['name']}) has no {inner} mapping (found {kind(body)})"
+            for field in _TEXT_FIELDS.get(inner, ()):
+                if isinstance(body, dict) and field in body and not isinstance(body[field], str):
+                    return f"{key}[{n}] ({item['name']}): {field} is {kind(body[field])}, not text"
+            entries[key][item["name"]] = body or {}
+    name = context or data.get("current-context")
+    if not isinstance(name, str) or not name:
+        return "it names no current context (current-context)"
+    if name not in entries["contexts"]:
+        return None if context else f"its current context {name!r} is not one of its contexts"
+    ctx = entries["contexts"][name]
+    for ref, key in (("cluster", "clusters"), ("user", "users")):
+        if ref == "user" and ctx.get("user") in (None, ""):
+            continue
+        if not isinstance(ctx.get(ref), str) or ctx[ref] not in entries[key]:
+            return f"its context {name!r} names the {ref} {ctx.get(ref)!r}, which is not one of its {key}"
+    if not isinstance(entries["clusters"][ctx["cluster"]].get("server"), str):
+        return f"its cluster {ctx['cluster']!r} has no server"
+    return None
+
+
+_FILE_FIELDS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def check_named_files(path: Path, data: dict, context: str | None, hint: str) -> None:
+    """The files the kubeconfig's context names (a certificate authority, a client certificate or key, a token file)
+    read by the rule for files kailab reads (:mod:`kailab.userfile`) before the client reads them: a FIFO would block
+    it, a device never end. Relative paths are the kubeconfig's folder's, as kubectl reads them."""
+    from kailab.userfile import read_bytes
+
+    name = context or data.get("current-context")
+    ctx = next((c["context"] for c in data.get("contexts") or [] if c.get("name") == name), None)
+    if not isinstance(ctx, dict):
+        return
+    for kind, key in (("cluster", "clusters"), ("user", "users")):
+        body = next((e.get(kind) for e in data.get(key) or [] if e.get("name") == ctx.get(kind)), None) or {}
+        for field in _FILE_FIELDS[kind]:
+            if isinstance(body.get(field), str) and body[field]:
+                named = path.parent / os.path.expanduser(body[field])
+                try:
+                    read_bytes(named, limit=1024 * 1024)
+                except KailabError as e:
+                    why = e.message.removeprefix(f"Cannot read {named}: ")
+                    raise KailabError(f"The kubeconfig {path} names the {field} {named}: {why}", hint=hint) from None
+
+
+def _load_bounded(path: Path, context: str | None, cfg: client.Configuration) -> None:
+    """The official client reads the kubeconfig into ``cfg``, within EXEC_TIMEOUT: a user's ``auth-provider``
+    (OIDC) refreshes an expired token from its issuer with no time limit. ``persist_config=False``: the client never
+    writes the user's kubeconfig back (a refreshed token)."""
+    done, failed = threading.Event(), []
+
+    def load() -> None:
+        try:
+            config.load_kube_config(
+                config_file=str(path), context=context, client_configuration=cfg, persist_config=False
+            )
+        except BaseException as e:  # noqa: BLE001 (raised again in the caller's thread)
+            failed.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=load, name="kubeconfig", daemon=True).start()  # daemon: a hung one never holds the exit
+    if not done.wait(EXEC_TIMEOUT):
+        raise KailabError(
+            f"The kubeconfig {path} could not be read within {EXEC_TIMEOUT:.0f}s: its user's auth provider "
+            "did not answer (an OIDC issuer refreshing an expired token).",
+            hint="Log in again so that its token is fresh (kubectl --kubeconfig PATH get nodes), then try again.",
+        )
+    if failed:
+        raise failed[0]
+
+
 def load_config(path: Path | str, context: str | None = None) -> client.Configuration:
     """The client configuration for a kubeconfig's context; a :class:`KailabError` that names what is wrong
     with the file (not a file, too large, not YAML, not a mapping, bad base64 data, a server that is not a URL,
@@ -86,6 +199,9 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
     hint = "Check it with: kubectl --kubeconfig PATH get nodes"
     f = YamlFile(Path(path), KailabError, hint)
     data = f.read_mapping("a kubeconfig is a mapping (apiVersion, clusters, contexts, users)")
+    if problem := kubeconfig_problem(data, context):
+        raise KailabError(f"The kubeconfig {path} cannot be used: {problem}.", hint=hint)
+    check_named_files(Path(path), data, context, hint)
     failure = check_credential_plugin(Path(path), data, context)
     if failure:
         raise KailabError(
@@ -94,12 +210,22 @@ def load_config(path: Path | str, context: str | None = None) -> client.Configur
         )
     cfg = client.Configuration()
     try:
-        config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
+        _load_bounded(Path(path), context, cfg)
     except (binascii.Error, ValueError) as e:
         raise KailabError(
             f"The kubeconfig {path} holds data that is not valid base64 "
             f"(certificate-authority-data, client-certificate-data or client-key-data): {e}.",
             hint=hint,
+        ) from None
+    except config.ConfigException as e:
+        if context and f"name {context} in" in str(e):  # a context that is not there: the caller names the others
+            raise
+        raise KailabError(f"The kubeconfig {path} cannot be used: {str(e)[:300]}.", hint=hint) from None
+    except KailabError:
+        raise
+    except Exception as e:  # an auth provider's token refresh (OIDC: its issuer does not answer), a file it names
+        raise KailabError(
+            f"The kubeconfig {path} cannot be used: {type(e).__name__}: {str(e)[:300]}.", hint=hint
         ) from None
     url = urllib.parse.urlsplit(cfg.host or "")
     if url.scheme not in ("http", "https") or not url.hostname:

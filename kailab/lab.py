@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 from kailab import labdir
 from kailab.errors import KailabError, NotRunning
 from kailab.labstate import LabState
+from kailab.lesson import scenario_file
 from kailab.ownership import Owner
-from kailab.paths import EXERCISES, lab_home
+from kailab.paths import lab_home
 from kailab.progress import Progress, stderr
 from kailab.runtimes.base import Capabilities
 
@@ -55,24 +56,17 @@ class View:
 
     def fair_shares(self) -> dict[str, float] | None:
         """Each queue's fair share of GPUs now, as KAI's scheduler publishes it; None when this lab cannot say."""
+        return self.per_queue("gpu")
+
+    def per_queue(self, figure: str) -> dict[str, float] | None:
+        """A figure KAI's scheduler publishes per queue (a FairShare field: ``gpu``, ``usage``…); None: unknown."""
         from kailab import fairshare
 
         try:
             text = self.metrics() if self.metrics is not None else None
-        except Exception:  # no fair share is no reason to fail a status or a watch
+        except Exception:  # no figure is no reason to fail a status, a watch or an explanation
             return None
-        return {q: s.gpu for q, s in fairshare.parse(text).items()} if text else None
-
-    def queue_usage(self) -> dict[str, float] | None:
-        """Each queue's recent GPU usage (0 to 1) as KAI's scheduler publishes it for time-based fair share; None when
-        this lab cannot say."""
-        from kailab import fairshare
-
-        try:
-            text = self.metrics() if self.metrics is not None else None
-        except Exception:  # as fair_shares: no usage is no reason to fail an explanation
-            return None
-        return {q: s.usage for q, s in fairshare.parse(text).items()} if text else None
+        return {q: getattr(s, figure) for q, s in fairshare.parse(text).items()} if text else None
 
     def pod_namespaces(self, kube: Kube) -> list[str] | None:
         """The namespaces whose pods this lab may see (those that exist); None: every one."""
@@ -101,6 +95,7 @@ class Lab(ABC):
         from kailab.classroom.joined import current
 
         home = home or lab_home()
+        labdir.check_home(home)
         joined = current(home)
         return OwnLab(home) if joined is None else LearnerSlice(home, joined)
 
@@ -125,11 +120,17 @@ class Lab(ABC):
         from kailab.kube import Kube
 
         path = self.kubeconfig()
-        if not path.is_file():
-            raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Start again: kailab down && kailab up")
-        kube = Kube(path, context=self.context())
+        clears = None if os.environ.get("KAILAB_KUBECONFIG") else self.CLEARS  # the user's own file: its error says
+        try:
+            if not os.path.lexists(path):  # anything else there is read by the rule for files kailab reads, and said
+                raise NotRunning(f"The lab's kubeconfig {path} is missing.", hint="Unset KAILAB_KUBECONFIG.")
+            kube = Kube(path, context=self.context())
+        except KailabError as e:  # a damaged credential names itself and the one command that clears it
+            raise type(e)(e.message, hint=clears or e.hint, details=e.details) from None
         self._answers(kube, path)
         return kube
+
+    CLEARS = "Start again: kailab down && kailab up"  # what clears a kubeconfig of the lab's that cannot be used
 
     @abstractmethod
     def _answers(self, kube: Kube, path: Path) -> None:
@@ -151,10 +152,9 @@ class Lab(ABC):
 
     def exercise(self, name: str) -> Scenario:
         """A built-in exercise (or a lesson's variation), as this lab runs it."""
-        from kailab.lesson import scenario_file
         from kailab.scenarios.loader import load_scenario
 
-        return self.scenario(load_scenario(scenario_file(name, EXERCISES)))
+        return self.scenario(load_scenario(scenario_file(name)))
 
     @abstractmethod
     def cluster(self, kube: Kube) -> LiveCluster:
@@ -242,7 +242,7 @@ class Lab(ABC):
 
         kube, view = self.kube, self.view
         pods = view.pods(kube) if view.nodes else None
-        return gather(kube, name, namespace, view.fair_shares(), pods, view.nodes, view.queue_usage())
+        return gather(kube, name, namespace, view.fair_shares(), pods, view.nodes, view.per_queue("usage"))
 
     def frame(self):
         """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes."""
@@ -256,13 +256,8 @@ class Lab(ABC):
         from kailab import watch
 
         kube, view = self.kube, self.view
-        watch.run(
-            kube,
-            console,
-            fair_shares=view.fair_shares,
-            namespaces=view.pod_namespaces(kube),
-            selectors=(view.queues, view.nodes),
-        )
+        shown = (view.queues, view.nodes)
+        watch.run(kube, console, fair_shares=view.fair_shares, namespaces=view.pod_namespaces(kube), selectors=shown)
 
     def capture(self, progress: Progress, what: str, out: Path | None = None, allow_empty: bool = False) -> Path | None:
         """Snapshot this lab into evidence/<UTC timestamp>/ (or ``out``); None when there is nothing to capture and
@@ -447,7 +442,12 @@ class OwnLab(Lab):
         if self.runtime.traits.makes_cluster:
             klass.forget()  # the class goes with the cluster; on kind its state file is in the lab folder
             return
-        if not klass.learners():
+        try:
+            if not klass.learners():
+                return
+        except KailabError as e:  # a damaged class file: the lab goes all the same, and what is left is said
+            progress.info(f"{e.message} The class's learners are left on the cluster.", style="yellow")
+            klass.forget()
             return
         try:
             kube = self.kube
@@ -484,6 +484,8 @@ class LearnerSlice(Lab):
         super().__init__(home)
         self.joined = joined
         self.learner = joined.learner
+
+    CLEARS = "Leave the class here and join again: kailab down, then kailab join FILE"
 
     def kubeconfig(self) -> Path:
         if os.environ.get("KAILAB_KUBECONFIG"):

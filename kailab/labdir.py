@@ -7,9 +7,13 @@ has not yet captured as evidence are kept across ``down`` and the next ``up``.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import stat
 from pathlib import Path
 
+from kailab import outfile
 from kailab.errors import KailabError
 from kailab.progress import Progress
 
@@ -18,7 +22,27 @@ VERDICTS = "verdicts-since-capture.jsonl"  # what `kailab evidence` has not capt
 
 
 def is_ours(home: Path) -> bool:
-    return (home / MARKER).is_file()
+    """True when ``home`` holds kailab's marker: a regular file (a symbolic link there is not kailab's)."""
+    try:
+        return stat.S_ISREG(os.lstat(home / MARKER).st_mode)
+    except OSError:
+        return False
+
+
+def check_home(home: Path) -> None:
+    """Refuse a lab folder that is there but is not a folder (a file, a FIFO, a device, a link to one), in words."""
+    from kailab.userfile import what_it_is
+
+    try:
+        mode = os.stat(home).st_mode
+    except OSError:
+        return  # not there (a new lab), or a link to nothing: what comes next says so
+    if not stat.S_ISDIR(mode):
+        what = "a file" if stat.S_ISREG(mode) else what_it_is(mode)
+        raise KailabError(
+            f"The lab folder {home} is {what}, not a folder.",
+            hint="Point KAILAB_HOME at a folder: a new one, or a lab kailab made.",
+        )
 
 
 def claim(home: Path) -> Path:
@@ -28,10 +52,7 @@ def claim(home: Path) -> Path:
     """
     if is_ours(home):
         return home
-    if home.exists() and not home.is_dir():
-        raise KailabError(
-            f"The lab folder {home} is a file, not a folder.", hint="Point KAILAB_HOME at a new or empty folder."
-        )
+    check_home(home)
     if home.is_dir() and any(home.iterdir()):
         raise KailabError(
             f"The lab folder {home} already holds files that kailab did not write.",
@@ -40,17 +61,23 @@ def claim(home: Path) -> Path:
         )
     try:
         home.mkdir(parents=True, exist_ok=True)
-        (home / MARKER).write_text("This folder was made by kailab for its lab; `kailab down` removes it.\n")
     except OSError as e:
         raise KailabError(
             f"The lab folder {home} cannot be written: {e.strerror or e}.",
             hint="Point KAILAB_HOME at a folder you can write.",
+        ) from e
+    try:
+        outfile.write_own(home / MARKER, "This folder was made by kailab for its lab; `kailab down` removes it.\n")
+    except outfile.WriteRefused as e:
+        raise KailabError(
+            f"The lab folder {home} cannot be written: {e.message}", hint="Point KAILAB_HOME at a folder you can write."
         ) from e
     return home
 
 
 def refuse_unless_ours(home: Path) -> None:
     """Raise when ``home`` exists but kailab did not make it (nothing is touched then)."""
+    check_home(home)
     if home.exists() and not is_ours(home):
         raise KailabError(
             f"{home} is not a lab folder made by kailab (it has no {MARKER} file), so kailab leaves it alone.",
@@ -66,17 +93,25 @@ def remove(home: Path, entries: list[str]) -> list[str]:
     refuse_unless_ours(home)
     if not home.exists():
         return []
-    for name in entries:
+    for name in entries:  # each on its own: one that cannot be removed leaves the rest removed, and is said (left)
         path = home / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    if not (home / VERDICTS).exists():
-        (home / MARKER).unlink(missing_ok=True)
-    left = sorted(p.name for p in home.iterdir())
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass
+    with contextlib.suppress(OSError):
+        if not os.path.lexists(home / VERDICTS):
+            (home / MARKER).unlink(missing_ok=True)
+    try:
+        left = sorted(p.name for p in home.iterdir())
+    except OSError:
+        return []
     if not left:
-        home.rmdir()
+        with contextlib.suppress(OSError):
+            home.rmdir()
     return left
 
 

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kailab.errors import KailabError
+from kailab.outfile import write_own
+from kailab.userfile import read_own_json
 
 
 class DamagedState(KailabError):
@@ -41,16 +43,9 @@ class LabState:
         """The state of the lab in ``home``; None when there is none; DamagedState when it cannot be used
         (also when it names a runtime not in ``runtimes``, if they are given)."""
         path = home / cls.FILE
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
+        data = read_own_json(path, lambda why: cls._damaged(path, why))
+        if data is None:
             return None
-        except OSError as e:
-            raise cls._damaged(path, e.strerror or str(e)) from e
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise cls._damaged(path, "it is not JSON") from None
         if not isinstance(data, dict):
             raise cls._damaged(path, "it is not a JSON object")
         missing = [k for k in ("runtime", "kubeconfig") if not isinstance(data.get(k), str)]
@@ -63,17 +58,20 @@ class LabState:
             k for k, v in known.items() if not isinstance(v, type(getattr(cls(runtime="", kubeconfig=""), k)))
         ]:
             raise cls._damaged(path, f"{', '.join(wrong)} {'has' if len(wrong) == 1 else 'have'} the wrong type")
+        if not all(isinstance(x, str) for x in known.get("kai_components", [])) or not all(
+            isinstance(x, dict) for x in known.get("kwok_objects", [])
+        ):
+            raise cls._damaged(path, "kai_components or kwok_objects holds items of the wrong type")
         try:
             return cls(**known)
         except TypeError as e:
             raise cls._damaged(path, str(e)) from e
 
-    @staticmethod
-    def _damaged(path: Path, why: str) -> DamagedState:
-        return DamagedState(
-            f"The lab's state file {path} is damaged: {why}.",
-            hint="Remove the lab and start again: kailab down && kailab up",
-        )
+    _hint = "Remove the lab and start again: kailab down && kailab up"
+
+    @classmethod
+    def _damaged(cls, path: Path, why: str) -> DamagedState:
+        return DamagedState(f"The lab's state file {path} is damaged: {why}.", hint=cls._hint)
 
     def write(self, home: Path) -> None:
-        (home / self.FILE).write_text(json.dumps(asdict(self), indent=2))
+        write_own(home / self.FILE, json.dumps(asdict(self), indent=2), root=home, hint=self._hint)

@@ -27,11 +27,14 @@ from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
 from kailab.kube import Kube
 from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY, SHARD_API
+from kailab.labstate import DamagedState
+from kailab.outfile import write_own
 from kailab.ownership import CLUSTER_KINDS, Owner
 from kailab.runtimes.base import PartitionHost, SchedulerControl
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.model import DeletePods, NodeStep, Scenario, Wait
-from kailab.scenarios.prefix import prefixed
+from kailab.scenarios.prefix import check_prefix, prefixed
+from kailab.userfile import read_own_json
 
 LAB_ID_PREFIX = "class-"
 CLASS_STATE = "class.json"  # the class's partitions (its learners), in the host's folder
@@ -139,19 +142,33 @@ class Partitions:
         self.state_file = host.folder / state
 
     def names(self) -> list[str]:
-        try:
-            data = json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
+        """The partitions' names, from the state file; [] without one; DamagedState (naming the file and
+        ``kailab down``) when it cannot be read."""
+        data = read_own_json(self.state_file, self._damaged)
+        if data is None:
             return []
         names = data.get("learners") if isinstance(data, dict) else None
-        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise self._damaged("it holds no list of names")
+        for name in names:  # a name goes into paths and label selectors: only a learner's name will do
+            try:
+                check_prefix(name)
+            except ValueError:
+                raise self._damaged(f"{name[:80]!r} is not a partition's name") from None
+        return names
+
+    def _damaged(self, why: str) -> DamagedState:
+        return DamagedState(
+            f"The state file of this lab's partitions {self.state_file} is damaged: {why}.",
+            hint="Remove the lab, its class with it, and start again: kailab down && kailab up",
+        )
 
     def write(self, names: list[str]) -> None:
         if not names:  # no partition: no file (the lab's down then finds only what it wrote)
             self.forget()
             return
         self.host.folder.mkdir(parents=True, exist_ok=True)
-        self.state_file.write_text(json.dumps({"learners": names}, indent=1))
+        write_own(self.state_file, json.dumps({"learners": names}, indent=1), root=self.host.home)
 
     def forget(self) -> None:
         """The state file gone: for partitions whose cluster goes with them (kind, local), or when there are none."""

@@ -3,8 +3,9 @@
 Results go to stdout; progress goes here, so ``kailab ... --json | jq`` stays clean.
 
 Every text given here is plain: a title, a note or a line that holds ``[bold]`` or ``[/]`` (a file name,
-a scenario's title) is printed as it is, never read as Rich markup. Both consoles (this one and
-:data:`kailab.render.stdout`) have markup off; colour is given as a style, or with :class:`rich.text.Text`.
+a scenario's title) is printed as it is, never read as Rich markup, and without the control and escape sequences it
+may hold. Both consoles (this one and :data:`kailab.render.stdout`) are :class:`kailab.termtext.PlainConsole`s;
+colour is given as a style, or with :class:`rich.text.Text`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.text import Text
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+from kailab.termtext import PlainConsole
+
+stderr = PlainConsole(stderr=True, soft_wrap=True)
 
 
 class Step:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
+QUANTITY = re.compile(r"^\d{1,15}(\.\d{1,9})?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")  # bounded: a number the API server holds
 
 
 def quantity(text: Any) -> str:

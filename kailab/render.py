@@ -2,8 +2,9 @@
 
 Nothing here reads the cluster: each command hands over what its one call returned.
 
-Text from users and clusters (titles, notes, names, messages) is printed as it is: :data:`stdout` has Rich
-markup off, and colour is given as a style or a :class:`~rich.text.Text`, never as ``[red]`` in a string.
+Text from users and clusters (titles, notes, names, messages) is data: :data:`stdout` has Rich markup off (colour
+is given as a style or a :class:`~rich.text.Text`, never as ``[red]`` in a string) and takes every control and escape
+sequence out of what it prints (:class:`kailab.termtext.PlainConsole`).
 """
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
+from kailab.termtext import PlainConsole
 
 if TYPE_CHECKING:
     from kailab.checks import Verdict
 
-stdout = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 140)
+stdout = PlainConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 
 
 def verdict_table(v: Verdict) -> Table:

@@ -130,12 +130,11 @@ def challenge(name: str) -> Task:
 def give(task: Task, dest: Path) -> bool:
     """Write the starting file to ``dest`` unless a copy is there already (a learner's edits are never replaced).
     True if it was written."""
-    if dest.exists():
-        return False
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest, "x") as f:
-        f.write(f"# {task.kind.capitalize()} {task.name}: {task.goal}\n# Check it: {task.command}\n{task.start}")
-    return True
+    from kailab import outfile
+
+    return outfile.create_new(
+        dest, f"# {task.kind.capitalize()} {task.name}: {task.goal}\n# Check it: {task.command}\n{task.start}"
+    )
 
 
 def checked(task: Task, learner_file: Path) -> Scenario:

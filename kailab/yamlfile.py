@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from kailab.errors import KailabError
-from kailab.userfile import read_bytes
+from kailab.userfile import read_text
 
 M = TypeVar("M", bound=BaseModel)
 E = TypeVar("E", bound=KailabError)
@@ -174,12 +174,7 @@ class YamlFile(Generic[E]):
 
     def read(self, documents: bool = False) -> Any:
         """The file's data (a list of documents when ``documents``); errors name file and line."""
-        try:
-            text = read_bytes(self.path, self.error, self.hint).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise self.error(f"{self.path} is not a text file (byte {e.start} is not UTF-8).", hint=self.hint) from e
-        if "\0" in text:
-            raise self.error(f"{self.path} is not a text file (it holds NUL bytes).", hint=self.hint)
+        text = read_text(self.path, self.error, self.hint)
         try:
             if documents:
                 return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]

@@ -10,12 +10,13 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from kailab import partitions
+from kailab import outfile, partitions
 from kailab.classroom import credentials
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE
 from kailab.ownership import Owner
+from kailab.userfile import read_bytes
 
 
 def cluster_name(kube: Kube) -> str:
@@ -27,13 +28,29 @@ def _ca_data(kube: Kube) -> str:
     path = kube.api.configuration.ssl_ca_cert
     if not path:
         raise KailabError("The lab's kubeconfig names no certificate authority; a learner's kubeconfig needs one.")
-    return base64.b64encode(Path(path).read_bytes()).decode()
+    return base64.b64encode(read_bytes(path, hint="Check the lab's kubeconfig: kailab kubeconfig")).decode()
 
 
-def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
+def kubeconfig_path(out: Path, learner: str) -> Path:
+    return out / f"{learner}.kubeconfig"
+
+
+def check_out(out: Path, learners: list[str], force: bool = False) -> None:
+    """Refuse, before anything is applied, an ``--out`` where a learner's kubeconfig may not be written: a file in
+    the way of the folder, or a kubeconfig there kailab did not write (unless ``force``): :mod:`kailab.outfile`."""
+    if os.path.lexists(out) and not out.is_dir():
+        raise outfile.WriteRefused(
+            f"kailab will not write the learners' kubeconfigs in {out}: it is not a folder.",
+            hint="Give --out a folder (new, or one of yours).",
+        )
+    for learner in learners:
+        outfile.check_user_file(kubeconfig_path(out, learner), force, f"{learner}'s kubeconfig")
+
+
+def grant(kube: Kube, learners: list[str], out: Path, force: bool = False) -> list[Path]:
     """Apply the class's policy and each learner's ServiceAccount, roles and namespaces; write ``out/NAME.kubeconfig``
     with a fresh token (TokenRequest API). Returns the files written."""
-    out.mkdir(parents=True, exist_ok=True)
+    check_out(out, learners, force)
     for obj in credentials.class_objects(Owner()):
         kube.apply(obj)
     ca, cluster = _ca_data(kube), cluster_name(kube)
@@ -48,11 +65,14 @@ def grant(kube: Kube, learners: list[str], out: Path) -> list[Path]:
             mine.apply(obj)
         token = request_token(mine, learner)
         conf = credentials.kubeconfig(learner, kube.api.configuration.host, ca, token, cluster)
-        path = out / f"{learner}.kubeconfig"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # a credential: the instructor's to hand out
-        with os.fdopen(fd, "w") as f:
-            yaml.safe_dump(conf, f, sort_keys=False)
-        return path
+        return outfile.write_user_file(  # a credential: the instructor's to hand out, readable by them alone
+            kubeconfig_path(out, learner),
+            yaml.safe_dump(conf, sort_keys=False),
+            f"{learner}'s class credential (kailab class up --out; kailab join FILE)",
+            outfile.YAML,
+            force,
+            mode=0o600,
+        )
 
     with ThreadPoolExecutor(max_workers=8) as pool:  # learners at once
         return list(pool.map(one, learners))

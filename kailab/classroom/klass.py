@@ -85,13 +85,14 @@ class Class:
                 report[name]["scheduler"] = "missing"
         return report
 
-    def page(self, kube: Kube, out: Path, stuck_after: float) -> list[Path]:
-        """``class evidence``: the class's status as a page (classroom/report.py), with each learner's timelines."""
+    def page(self, kube: Kube, out: Path, stuck_after: float, force: bool = False) -> list[Path]:
+        """``class evidence``: the class's status as a page (classroom/report.py), with each learner's timelines;
+        a file at ``out`` that kailab did not write is replaced only with ``force`` (:mod:`kailab.outfile`)."""
         from kailab.classroom import report
         from kailab.lesson import lesson_names
 
         status = records.class_status(kube, self.learners(), stuck_after=stuck_after, timelines=True)
-        return report.write(status, lesson_names(), out)
+        return report.write(status, lesson_names(), out, force)
 
     # -- up and down -------------------------------------------------------------------------
 
@@ -145,9 +146,13 @@ class Class:
         progress: Progress,
         out: Path | None = None,
         available: int | None = None,
+        force: bool = False,
     ) -> list[str]:
         """Add the roster's new learners: their fleet, then their SchedulingShard; with ``out``, write every
-        learner's kubeconfig there (classroom.access). Returns the learners added."""
+        learner's kubeconfig there (classroom.access; one that kailab did not write is replaced only with ``force``,
+        and that is checked before anything is applied). Returns the learners added."""
+        if out is not None:
+            access.check_out(out, [*self.learners(), *roster.names], force)
         new = self.check(kube, roster, available)
         done = self.learners()
         if new:
@@ -163,7 +168,7 @@ class Class:
                 done += new
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
-                access.grant(kube, done, out)
+                access.grant(kube, done, out, force)
         return new
 
     def down(self, kube: Kube, learners: list[str] | None, progress: Progress) -> list[str]:
@@ -174,7 +179,7 @@ class Class:
         unknown = [n for n in learners if n not in have]
         if unknown:
             raise KailabError(
-                f"No learner named {', '.join(unknown)} in this lab's class.",
+                f"No learner named {', '.join(repr(n[:80]) for n in unknown)} in this lab's class.",
                 hint=f"Learners: {', '.join(have) or 'none'}.",
             )
         if learners:

@@ -10,14 +10,20 @@ Nobody collects anything by hand: ``class status`` and ``class evidence`` list t
 from __future__ import annotations
 
 import json
+import math
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 from kubernetes.client.exceptions import ApiException
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from kailab import partitions
-from kailab.checks import Verdict
+from kailab.checks import UNDECIDED, Verdict
 from kailab.classroom import STUCK_SECONDS
 from kailab.explain import explain_pods
+from kailab.gpus import NO_QUEUE
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.pods import api_time, pod_view
@@ -107,11 +113,150 @@ class Recording:
         return verdict
 
 
-def _time(text: str | None) -> datetime | None:
+# -- reading records: a learner wrote them, so each is checked whole before it is used ----------------------------------
+
+MAX_RECORDS = 100  # a learner's records read by class status (17 lessons, their tasks and the challenges: far fewer)
+MAX_TEXT = 2000  # characters of a title or a prediction
+MAX_JSON = 512 * 1024  # characters of a record's JSON field (a timeline, the verdict)
+MAX_POINTS = 10_000  # points of a GPU timeline
+MAX_QUEUES = 64  # queues in a timeline's point
+OUTCOMES = (RUNNING, "PASS", "FAIL", UNDECIDED, "NOT APPLICABLE")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a lesson's, a queue's name
+
+
+def _when(text: str) -> str:
+    """A record's time: "" or ISO 8601 with a time zone (what kailab writes); ValueError otherwise."""
+    if text == "":
+        return text
+    if len(text) > 40:
+        raise ValueError("is not a time")
     try:
-        return datetime.fromisoformat(text) if text else None
+        when = datetime.fromisoformat(text)
     except ValueError:
-        return None
+        raise ValueError("is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        raise ValueError("has no time zone")
+    return text
+
+
+def _json(kind: str, shape: Callable[[Any], Any]):
+    """A record field that holds JSON (text), parsed and checked by ``shape``."""
+
+    def parse(text: str) -> Any:
+        if len(text) > MAX_JSON:
+            raise ValueError(f"is larger than {MAX_JSON // 1024} KiB")
+        try:
+            value = json.loads(text) if text else []
+        except (ValueError, RecursionError):
+            raise ValueError(f"is not JSON ({kind})") from None
+        return shape(value)
+
+    return parse
+
+
+class _Graded(BaseModel):
+    """A graded prediction as kailab/predictions.py's ``Graded.to_dict`` writes it."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    key: Annotated[str, Field(max_length=100)]
+    ask: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    given: Annotated[str, Field(max_length=MAX_TEXT)] | None = ""
+    answer: Annotated[str, Field(max_length=MAX_TEXT)] | None = ""
+    right: bool | None = None
+    mark: Literal["right", "wrong", "not graded"]
+
+
+_GRADED = TypeAdapter(list[_Graded])
+
+
+def _graded(value: Any) -> list[dict]:
+    if not isinstance(value, list) or len(value) > 100:
+        raise ValueError("is not a list of graded predictions")
+    return [g.model_dump() for g in _GRADED.validate_python(value)]
+
+
+def _timeline(value: Any) -> list:
+    """[[seconds, {queue: GPUs}], …] as the engine keeps it (kailab/scenarios/engine.py; pods of no queue under
+    gpus.NO_QUEUE)."""
+    if not isinstance(value, list) or len(value) > MAX_POINTS:
+        raise ValueError(f"is not a timeline of at most {MAX_POINTS:,} points")
+    for point in value:
+        if not (isinstance(point, list) and len(point) == 2 and isinstance(point[1], dict)):
+            raise ValueError("is not a timeline: each point is [seconds, {queue: GPUs}]")
+        t, gpus = point
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 <= t < 1e7:
+            raise ValueError("is not a timeline: a point's time is not a number of seconds")
+        if len(gpus) > MAX_QUEUES or not all(
+            isinstance(q, str)
+            and (DNS_LABEL.match(q) or q == NO_QUEUE)
+            and isinstance(g, (int, float))
+            and not isinstance(g, bool)
+            and math.isfinite(g)
+            and 0 <= g <= 1e6
+            for q, g in gpus.items()
+        ):
+            raise ValueError("is not a timeline: a point holds something other than queue names and GPU counts")
+    return value
+
+
+def _verdict(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError("is not a verdict (a JSON object)")
+    return value
+
+
+class RecordData(BaseModel):
+    """A lesson record's ``data`` (:func:`record_object`, :func:`started_object`), checked whole: a learner can write
+    their own records, so any of it may be wrong, too large, or made to look like something else."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    lesson: Annotated[str, Field(pattern=DNS_LABEL.pattern)]
+    title: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    outcome: Literal[OUTCOMES]  # type: ignore[valid-type]
+    started: Annotated[str, AfterValidator(_when)] = ""
+    finished: Annotated[str, AfterValidator(_when)] = ""
+    seconds: Annotated[str, Field(max_length=20, pattern=r"^(\d{1,9}(\.\d{1,3})?)?$")] = ""
+    prediction: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    predictions: Annotated[str, AfterValidator(_json("graded predictions", _graded))] = ""
+    right: Annotated[str, Field(max_length=40)] = ""
+    verdict: Annotated[str, AfterValidator(_json("a verdict", _verdict))] = "{}"
+    timeline: Annotated[str, AfterValidator(_json("a GPU timeline", _timeline))] = ""
+
+
+def read_record(cm, learner: str) -> dict:
+    """A record (a ConfigMap, as the client gives it) of ``learner``'s as a row of ``class status``; ValueError saying
+    why it is not one: in another's namespace, not named as its lesson's record, or data that is not kailab's."""
+    namespace, name = cm.metadata.namespace or "", cm.metadata.name or ""
+    if not namespace.startswith(f"{learner}-"):
+        raise ValueError(f"it is in namespace {namespace[:63]!r}, not one of {learner}'s")
+    try:
+        data = RecordData.model_validate(cm.data or {})
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"][:2]) or "its data"
+        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}{more}") from None
+    if (cm.metadata.labels or {}).get(RECORD_LABEL) != data.lesson or name != record_name(data.lesson):
+        raise ValueError(f"it is named {name[:63]!r}, not as the record of {data.lesson}")
+    if data.outcome == RUNNING and not data.started:
+        raise ValueError("a running lesson's record says no start time")
+    return {
+        **data.model_dump(include={"outcome", "started", "finished", "seconds", "prediction", "right", "title"}),
+        "predictions": data.predictions,
+        "timeline": data.timeline,
+        "namespace": namespace,
+        "lesson": data.lesson,
+    }
+
+
+def _records(kube: Kube, learner: str) -> tuple[list, bool]:
+    """The learner's records (at most MAX_RECORDS), and whether there were more."""
+    listed = kube.core.list_config_map_for_all_namespaces(
+        label_selector=f"{LEARNER_LABEL}={learner},{RECORD_LABEL}", limit=MAX_RECORDS + 1
+    )
+    items = list(listed.items or [])
+    more = len(items) > MAX_RECORDS or bool(getattr(listed.metadata, "_continue", None))
+    return items[:MAX_RECORDS], more
 
 
 def class_status(
@@ -125,22 +270,30 @@ def class_status(
     or more without a verdict, and a pod Pending as long, unbound, with KAI's reason (read as ``kailab explain``
     reads it). A pod a finished lesson left Pending is that lesson's result, not a learner stuck: only pods made
     after their namespace's lesson finished, or while it runs, count. ``timelines``: each lesson's GPU timeline
-    and title too (for ``class evidence``)."""
+    and title too (for ``class evidence``). A record that is not one (:func:`read_record`) is left out and said,
+    per learner, in ``unreadable``: everyone else's, and the learner's other records, are shown."""
     now = now or datetime.now(UTC)
     out = {}
     for learner in learners:
-        lessons, finished_at, stuck = {}, {}, []
-        for cm in kube.core.list_config_map_for_all_namespaces(
-            label_selector=f"{LEARNER_LABEL}={learner},{RECORD_LABEL}"
-        ).items:
-            d = cm.data or {}
-            name = d.get("lesson", "?")
-            row = {k: d.get(k, "") for k in ("outcome", "started", "finished", "seconds", "prediction", "right")}
-            row["predictions"] = _graded(d.get("predictions"))
-            row["namespace"] = cm.metadata.namespace
-            if timelines:
-                row["title"] = d.get("title", name)
-                row["timeline"] = _timeline(d.get("timeline"))
+        lessons: dict[str, dict] = {}
+        finished_at: dict[str, datetime] = {}
+        stuck: list[dict] = []
+        unreadable: list[dict] = []
+        records, more = _records(kube, learner)
+        if more:
+            unreadable.append({"record": "", "why": f"more than {MAX_RECORDS} records: only {MAX_RECORDS} were read"})
+        for cm in records:
+            try:
+                row = read_record(cm, learner)
+            except ValueError as e:
+                where = f"{(cm.metadata.namespace or '')[:63]}/{(cm.metadata.name or '')[:253]}"
+                unreadable.append({"record": where, "why": str(e)})
+                continue
+            name = row.pop("lesson")
+            if not timelines:
+                row.pop("title"), row.pop("timeline")
+            elif not row["title"]:
+                row["title"] = name
             lessons[name] = row
             started = _time(row["started"])
             if row["outcome"] == RUNNING:
@@ -150,33 +303,29 @@ def class_status(
                         {
                             "kind": "lesson",
                             "lesson": name,
-                            "namespace": cm.metadata.namespace,
+                            "namespace": row["namespace"],
                             "running_seconds": int(running),
                             "reason": f"started {int(running)} s ago and has no verdict yet",
                         }
                     )
             elif done := _time(row["finished"]):
-                finished_at[cm.metadata.namespace] = done
+                finished_at[row["namespace"]] = done
         stuck += _pending(kube, learner, now, stuck_after, finished_at)
-        out[learner] = {"lessons": lessons, "stuck": stuck}
+        out[learner] = {"lessons": lessons, "stuck": stuck, "unreadable": unreadable}
     return out
 
 
-def _graded(text: str | None) -> list[dict]:
-    """A record's graded predictions; [] for a record without them (or not kailab's JSON)."""
-    try:
-        graded = json.loads(text or "[]")
-    except ValueError:
-        return []
-    return [g for g in graded if isinstance(g, dict)] if isinstance(graded, list) else []
+def unreadable_line(learner: str, u: dict) -> str:
+    """A record that could not be read, in words: ``ann: record unreadable (ns/name: why)``."""
+    return f"{learner}: record unreadable ({u['record'] + ': ' if u.get('record') else ''}{u['why']})"
 
 
-def _timeline(text: str | None) -> list:
+def _time(text: str | None) -> datetime | None:
+    """A time kailab wrote (read_record has checked it)."""
     try:
-        value = json.loads(text) if text else []
+        return datetime.fromisoformat(text) if text else None
     except ValueError:
-        return []
-    return value if isinstance(value, list) else []
+        return None
 
 
 def _created(pod: dict) -> datetime:
@@ -212,8 +361,8 @@ def _pending(kube: Kube, learner: str, now: datetime, stuck_after: float, finish
                     "kind": "pod",
                     "pod": f"{ns}/{p['metadata']['name']}",
                     "pending_seconds": int((now - _created(p)).total_seconds()),
-                    "reason": why.reported,  # KAI's (or kube-scheduler's) own words; "" before it reported
-                    "explanation": why.summary,
+                    "reason": why.reported[:MAX_TEXT],  # KAI's (or kube-scheduler's) own words; "" before it reported
+                    "explanation": why.summary[:MAX_TEXT],
                     "runbook": why.runbook,
                 }
             )

@@ -18,7 +18,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kailab.classroom.records import RUNNING, stuck_line
+from kailab import outfile
+from kailab.classroom.records import RUNNING, stuck_line, unreadable_line
+from kailab.termtext import one_line, plain
 
 MARKDOWN_SPECIAL = set("\\`*_[]()<>#|~!{}&")  # what makes markup inside a line (& an entity); a cell starts none
 
@@ -78,15 +80,22 @@ def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None
         out.append(Section("Graded predictions", ["learner", "lesson", "question", "said", "KAI did", "mark"], graded))
     stuck = [stuck_line(name, s) for name in learners for s in report[name]["stuck"]]
     out.append(Section("Stuck", lines=stuck, none="Nobody."))
+    if unreadable := [unreadable_line(name, u) for name in learners for u in report[name].get("unreadable", [])]:
+        out.append(Section("Records that could not be read", lines=unreadable))
     for name in learners:
         if pictures and name in pictures:
-            out.append(Section(f"GPU timelines: {name}", picture=(name, pictures[name])))
+            kept = sum(1 for r in report[name]["lessons"].values() if r.get("timeline"))
+            more = f" (the first {PANELS} of {kept} drawn)" if kept > PANELS else ""
+            out.append(Section(f"GPU timelines: {name}{more}", picture=(name, pictures[name])))
     return out
 
 
+PANELS = 24  # lessons drawn a learner: the 17 lessons and some tasks; a record is a learner's to write, many of them
+
+
 def timelines(report: dict) -> dict[str, bytes]:
-    """learner → a PNG of their lessons' GPU timelines (one panel a lesson, as ``kailab evidence`` draws them);
-    learners without a timeline are left out."""
+    """learner → a PNG of their lessons' GPU timelines (one panel a lesson, as ``kailab evidence`` draws them, at most
+    :data:`PANELS`); learners without a timeline are left out."""
     from kailab.evidence import timeline_png
 
     out = {}
@@ -96,7 +105,7 @@ def timelines(report: dict) -> dict[str, bytes]:
                 {"title": r.get("title") or lesson, "passed": r.get("outcome") == "PASS", "timeline": r["timeline"]}
                 for lesson, r in sorted(report[name]["lessons"].items())
                 if r.get("timeline")
-            ]
+            ][:PANELS]
             if verdicts:
                 path = Path(tmp) / f"{i}.png"
                 timeline_png(verdicts, path)
@@ -108,8 +117,8 @@ def timelines(report: dict) -> dict[str, bytes]:
 
 
 def md_text(text) -> str:
-    """User text as one Markdown line that shows as typed."""
-    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in " ".join(str(text).split()))
+    """User text as one Markdown line that shows as typed (without control characters or escape sequences)."""
+    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in one_line(text))
 
 
 def picture_file(learner: str) -> str:
@@ -142,7 +151,10 @@ STYLE = (
 
 def html_page(parts: list[Section]) -> str:
     """The page in HTML, one file: the pictures are in it (data: URLs)."""
-    e = html.escape
+
+    def e(text: object) -> str:  # user text: without control characters, escaped as HTML
+        return html.escape(plain(text))
+
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>Class report</title>',
@@ -166,28 +178,31 @@ def html_page(parts: list[Section]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(report: dict, lessons: list[str], out: Path) -> list[Path]:
+def write(report: dict, lessons: list[str], out: Path, force: bool = False) -> list[Path]:
     """Write the page to ``out``: HTML for ``.html``/``.htm`` (one file), else Markdown with the pictures in
-    ``<out's stem>-timelines/`` beside it. Returns the files written."""
+    ``<out's stem>-timelines/`` beside it. Returns the files written.
+
+    As every file kailab writes (:mod:`kailab.outfile`): a page is replaced only when kailab wrote it and nobody
+    changed it since, or with ``force``; the pictures' folder only when kailab made it."""
+    what = "The class report (kailab class evidence)"
+    outfile.check_user_file(out, force, "the class report")  # before anything is drawn or written
     pictures = timelines(report)
     parts = sections(report, lessons, pictures)
     if out.suffix.lower() in (".html", ".htm"):
-        out.write_text(html_page(parts))
-        return [out]
+        return [outfile.write_user_file(out, html_page(parts), what, outfile.HTML, force)]
     folder = out.with_name(f"{out.stem}-timelines")
     written = [out]
     if pictures:
-        folder.mkdir(parents=True, exist_ok=True)
+        outfile.own_folder(folder, "the class report's pictures")
         for name, png in pictures.items():
-            (folder / picture_file(name)).write_bytes(png)
-            written.append(folder / picture_file(name))
-    out.write_text(markdown(parts, folder.name))
+            written.append(outfile.write_own(folder / picture_file(name), png, root=folder))
+    outfile.write_user_file(out, markdown(parts, folder.name), what, outfile.MARKDOWN, force)
     return written
 
 
 def text(report: dict, learners: list[str]) -> list[str]:
     """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when,
-    predictions, who is stuck."""
+    predictions, who is stuck, and records that could not be read."""
     if not learners:
         return ["No class on this lab. Start one: kailab class up --learners N"]
     out = []
@@ -205,6 +220,7 @@ def text(report: dict, learners: list[str]) -> list[str]:
             if r.get("predictions"):
                 out.append(f"  {lesson} predictions: " + "; ".join(map(graded_words, r["predictions"])))
         out.extend(f"  stuck: {stuck_line(name, s)}" for s in row["stuck"])
+        out.extend(f"  {unreadable_line(name, u)}" for u in row.get("unreadable", []))
     if said := outcome_counts(report):
         out.append(said)
     return out

@@ -8,11 +8,13 @@ learner's name followed by ``-`` (``ann`` and ``ann-b`` would both own ``ann-b-t
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from kailab.errors import RosterError
 from kailab.scenarios.prefix import MAX_PREFIX, check_prefix
+from kailab.userfile import read_text
 
 # Each learner runs a scheduler of their own (76–84 MiB, measured by bench/class.py) beside a 5-node fleet.
 MAX_LEARNERS = 40
@@ -43,19 +45,11 @@ def from_names(names: list[str]) -> Roster:
 
 def from_file(path: Path) -> Roster:
     """A roster file: one learner name a line; blank lines and ``#`` comments are skipped. Errors name file:line."""
-    try:
-        if path.stat().st_size > MAX_ROSTER_BYTES:
-            raise RosterError(
-                f"{path} is larger than a roster ({MAX_ROSTER_BYTES // 1024} KiB at most).",
-                hint="A roster has one learner name a line.",
-            )
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RosterError(f"No roster file {path}.", hint="Give a file with one learner name a line.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise RosterError(f"Cannot read the roster {path}: {getattr(e, 'strerror', None) or e}.") from None
+    if not os.path.lexists(path):
+        raise RosterError(f"No roster file {path}.", hint="Give a file with one learner name a line.")
+    text = read_text(path, RosterError, "A roster is a text file with one learner name a line.", MAX_ROSTER_BYTES)
     names, lines = [], []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), 1):  # a BOM: Windows editors save one
         name = line.split("#", 1)[0].strip()
         if name:
             names.append(name)

@@ -19,10 +19,19 @@ app = typer.Typer(
     help="One lab for a whole class: each learner a fleet and a KAI partition of their own.",
 )
 
+
+def _finite(value: float) -> float:
+    """A number of seconds, refused when it is not a number (nan) or endless (inf)."""
+    if value != value or value in (float("inf"), float("-inf")):
+        raise typer.BadParameter("give a number of seconds, e.g. 300")
+    return value
+
+
 StuckOpt = typer.Option(
     STUCK_SECONDS,
     "--stuck-after",
     min=0,
+    callback=_finite,
     help="Seconds a lesson may run without a verdict, or a pod wait for a scheduler, before it counts as stuck.",
 )
 
@@ -58,6 +67,9 @@ def up(
     learner: list[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
     roster: Path | None = typer.Option(None, "--roster", help="A file with one learner name a line."),
     out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace kubeconfigs in --out that kailab did not write (or that were changed)."
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI partition (a SchedulingShard) of their own."""
@@ -66,7 +78,7 @@ def up(
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
     lab = Lab.open()
     klass = lab.klass()
-    added = klass.up(lab.kube, wanted, load_fleet(), Progress(quiet), out)
+    added = klass.up(lab.kube, wanted, load_fleet(), Progress(quiet), out, force=force)
     render.stdout.print(
         f"Class: {', '.join(klass.learners())} ({len(added)} added). "
         "A learner's lessons: kailab class demo NAME --learner LEARNER",
@@ -112,11 +124,18 @@ def evidence(
         Path("class-report.md"), "--out", help="The page: NAME.html (one file) or NAME.md (pictures beside it)."
     ),
     stuck_after: float = StuckOpt,
+    force: bool = typer.Option(
+        False, "--force", help="Replace --out even if kailab did not write it (or it was changed since)."
+    ),
 ) -> None:
     """Write the class's status as a page to hand round: learners × lessons, predictions, who is stuck, and each
     learner's GPU timelines."""
+    from kailab import outfile
+
     lab = Lab.open()
-    written = lab.klass().page(lab.kube, out, stuck_after)
+    klass = lab.klass()
+    outfile.check_user_file(out, force, "the class report")  # before the cluster is read
+    written = klass.page(lab.kube, out, stuck_after, force)
     render.stdout.print(f"Wrote {', '.join(map(str, written))}", markup=False, highlight=False)
 
 

@@ -129,7 +129,16 @@ def pool_counts(items: list[str]) -> dict[str, int]:
 
 def down(quiet: bool = QuietOpt) -> None:
     """Stop the lab and remove everything it made (uncaptured verdicts are kept for kailab evidence)."""
-    Lab.open().remove(Progress(quiet))
+    from kailab.classroom.joined import DamagedJoin, forget
+    from kailab.paths import lab_home
+
+    progress = Progress(quiet)
+    try:
+        lab = Lab.open()
+    except DamagedJoin as e:  # a join whose record cannot be read: the record goes, nothing on the cluster
+        forget(lab_home(), progress, e)
+    else:
+        lab.remove(progress)
     render.stdout.print("Lab removed.")
 
 

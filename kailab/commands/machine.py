@@ -35,6 +35,7 @@ def bench(
     if pods > nodes * gpus_per_node:
         raise typer.BadParameter(f"{pods} pods do not fit on {nodes} × {gpus_per_node} GPUs.", param_hint="--pods")
     names = [b.SCHEDULERS[s] for s in (("default", "kai") if scheduler == "both" else (scheduler,))]
+    b.check_size(nodes, gpus_per_node, pods, names)  # a size this machine cannot hold: refused, nothing made
     runs = b.run(lab.kube, names, pods, nodes, gpus_per_node, Progress(as_json), memory=lab.capabilities.memory)
     if as_json:
         render.print_json(render.bench_json(runs, nodes, gpus_per_node))

@@ -52,9 +52,11 @@ def ask(question: str) -> str:
 def ask_prediction(p):
     """A graded prediction's answer from the terminal, asked again until it is one; None if left empty."""
     from kailab.predictions import how_to_answer, parse
+    from kailab.termtext import plain
 
     while True:
-        text = typer.prompt(f"{p.ask} ({how_to_answer(p)}; Enter skips)", default="", show_default=False)
+        ask = plain(f"{p.ask} ({how_to_answer(p)}; Enter skips)")  # a scenario's text: never a terminal's command
+        text = typer.prompt(ask, default="", show_default=False)
         if not text.strip():
             return None
         try:

@@ -122,6 +122,12 @@ def bring_up(
     else:
         cls, why = choose_runtime(requested)
     check_options(cls, options)
+    if (
+        cls.traits.makes_cluster and not running
+    ):  # its nodes run on this machine: refused, with the figures, if too many
+        from kailab.sizing import check_lab
+
+        check_lab(options.fleet.node_count)
     progress.info(Text.assemble("Runtime: ", (cls.traits.name, "bold"), f" ({why})"))
     rt = cls(home)
     if found := rt.preflight(options):  # an adopted cluster is checked, and said, before anything changes

@@ -132,6 +132,7 @@ class PartitionHost(Protocol):
     process (``runtimes/local_partitions.py``); KAI's operator runs it as a Deployment on kind and existing clusters
     (``runtimes/operator_partitions.py``)."""
 
+    home: Path  # the lab folder: nothing of the partitions' is written outside it
     folder: Path  # where the lab keeps the names of the partitions it made
 
     def side_by_side(self, available: int | None = None) -> tuple[int, str]:

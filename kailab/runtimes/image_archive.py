@@ -12,6 +12,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from kailab.outfile import write_own
+from kailab.userfile import peek_text
+
 
 @dataclass
 class Layer:
@@ -24,13 +27,14 @@ class Layer:
 def layer_of(path: Path) -> Layer:
     """A tar file as a layer; its hash is kept beside it (``.sha256``) so a big layer is hashed once."""
     stamp = path.with_name(path.name + ".sha256")
-    if stamp.exists() and stamp.stat().st_mtime >= path.stat().st_mtime:
-        return Layer(path, stamp.read_text().strip())
+    known = peek_text(stamp, 128)  # kailab's own: a FIFO or a link there is no stamp
+    if known and stamp.stat().st_mtime >= path.stat().st_mtime:
+        return Layer(path, known.strip())
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
-    stamp.write_text(h.hexdigest())
+    write_own(stamp, h.hexdigest())
     return Layer(path, h.hexdigest())
 
 

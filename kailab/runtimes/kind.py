@@ -27,6 +27,7 @@ from kailab.labels import (
     KWOK_CONTROLLER,
 )
 from kailab.labstate import LabState
+from kailab.outfile import write_own
 from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger, kind_usage_db, usage_db
 from kailab.runtimes.base import (
@@ -60,6 +61,7 @@ from kailab.runtimes.local_kai import gpu_ledger_spec, wait_healthy
 from kailab.runtimes.processes import ProcessGroup
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.shards import settings_of
+from kailab.userfile import peek_text
 from kailab.waiting import Pending, seen, until
 
 
@@ -94,8 +96,8 @@ class KindRuntime(Runtime):
         self._client: Kube | None = None
         self.registry_unreachable = registry_unreachable or registries_unreachable
         self.tools: dict[str, str] = {}  # tool name → the path to run (offline: the ones kailab built)
-        if self.offline_record().get("tools"):
-            self.tools = dict(self.offline_record()["tools"])
+        if isinstance(tools := self.offline_record().get("tools"), dict):
+            self.tools = {str(k): str(v) for k, v in tools.items()}
 
     def runner(self, argv: list[str]) -> Result:
         """Run a command; kind, helm and kubectl are the ones kailab built when the lab is offline."""
@@ -104,9 +106,10 @@ class KindRuntime(Runtime):
     def offline_record(self) -> dict:
         """What an offline up wrote (offline.json): the tools it built, whether it made Docker's kind network."""
         try:
-            return json.loads((self.home / "offline.json").read_text())
-        except (OSError, ValueError):
+            record = json.loads(peek_text(self.home / "offline.json") or "{}")
+        except ValueError:
             return {}
+        return record if isinstance(record, dict) else {}
 
     def ledger(self) -> ProcessGroup:
         """kailab's GPU ledger process of an offline lab (pids and logs in the lab folder)."""
@@ -214,7 +217,9 @@ class KindRuntime(Runtime):
             record = self.offline_record()
             network = self.runner(["docker", "network", "inspect", "kind"]).returncode == 0
             made = record.get("network_made", not network)
-            (self.home / "offline.json").write_text(json.dumps({"tools": self.tools, "network_made": made}))
+            write_own(
+                self.home / "offline.json", json.dumps({"tools": self.tools, "network_made": made}), root=self.home
+            )
         # Written first, so that `kailab down` finds (and deletes) a cluster whose `up` was interrupted.
         self._write_state(options.fleet, complete=False)
         for step in plan(self.home, options.fleet, exists, host, kit):
@@ -237,7 +242,7 @@ class KindRuntime(Runtime):
         """Run one step; on failure say which step, what it ran, what it printed. ``fleet``: for a create_fleet step."""
         with progress.step(step.title):
             for name, text in step.files.items():
-                (self.home / name).write_text(text)
+                write_own(self.home / name, text, root=self.home)
             for argv in step.commands:
                 result = self.runner(argv)
                 if result.returncode != 0:

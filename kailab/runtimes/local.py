@@ -28,6 +28,7 @@ from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
 from kailab.labels import KAI_SCHEDULER_PROCESS, SHARD_SUPERVISOR
 from kailab.labstate import LabState
+from kailab.outfile import write_own
 from kailab.paths import MANIFESTS
 from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger, usage_db
@@ -36,6 +37,7 @@ from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime
 from kailab.runtimes.local_controls import LocalGpuLedgerControl, LocalSchedulerControl
 from kailab.runtimes.processes import Identity, ProcessGroup, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.userfile import peek_text, tail
 from kailab.waiting import until
 
 CLUSTER = "kailab"
@@ -208,7 +210,7 @@ class LocalRuntime(Runtime):
 
     def _start_control_plane(self, bins: dict[str, Path], progress: Progress, apiserver_port: int | None) -> None:
         config_path = self.home / "kwokctl.yaml"
-        config_path.write_text(yaml.safe_dump_all(self.kwokctl_config(bins, apiserver_port), sort_keys=False))
+        write_own(config_path, yaml.safe_dump_all(self.kwokctl_config(bins, apiserver_port), sort_keys=False))
         with progress.step("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK") as step:
             since = time.time()
             try:
@@ -261,18 +263,18 @@ class LocalRuntime(Runtime):
         found = {}
         for name in CONTROL_PLANE:
             try:
-                pid = int((self.cluster_dir / "pids" / f"{name}.pid").read_text().strip())
-            except (OSError, ValueError):
+                pid = int((peek_text(self.cluster_dir / "pids" / f"{name}.pid", 64) or "").strip())
+            except ValueError:
                 continue
             ident = Identity.of(pid)
             if ident and ident.started >= since - 2:
                 found[name] = ident.dump()
-        self.control_plane_file.write_text(json.dumps(found, indent=1))
+        write_own(self.control_plane_file, json.dumps(found, indent=1), root=self.home)
 
     def _control_plane(self) -> dict[str, Identity]:
         try:
-            recorded = json.loads(self.control_plane_file.read_text())
-        except (OSError, ValueError):
+            recorded = json.loads(peek_text(self.control_plane_file) or "{}")
+        except ValueError:
             return {}
         parsed = (
             {name: Identity.parse(str(text)) for name, text in recorded.items()} if isinstance(recorded, dict) else {}
@@ -300,8 +302,10 @@ class LocalRuntime(Runtime):
             for spec in specs:
                 self.kai_processes.start(spec)
             kai.wait_healthy(specs, self.kai_processes, timeout=60)
-        (self.home / "kai" / usage_db.METRICS_RECORD).write_text(
-            json.dumps({s.name: s.health_url for s in specs if s.health_url and s.health_url.endswith("/metrics")})
+        write_own(
+            self.home / "kai" / usage_db.METRICS_RECORD,
+            json.dumps({s.name: s.health_url for s in specs if s.health_url and s.health_url.endswith("/metrics")}),
+            root=self.home,
         )
         self.scheduler_control().record(next(s for s in specs if s.name == KAI_SCHEDULER_PROCESS), SchedulerSettings())
 
@@ -358,8 +362,8 @@ class LocalRuntime(Runtime):
 
     def _server(self) -> str:
         try:
-            conf = yaml.safe_load(self.kubeconfig().read_text())
-            return conf["clusters"][0]["cluster"]["server"]
+            conf = yaml.safe_load(peek_text(self.kubeconfig()) or "")
+            return str(conf["clusters"][0]["cluster"]["server"])
         except Exception:
             return "?"
 
@@ -384,10 +388,7 @@ class LocalRuntime(Runtime):
 
 
 def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+    return tail(path, lines) or "(no log)"
 
 
 def _kwokctl_errors(text: str) -> str:

@@ -15,12 +15,14 @@ from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import KAI_SCHEDULER_PROCESS
+from kailab.outfile import write_own
 from kailab.progress import Progress
 from kailab.runtimes import gpu_ledger, usage_db
 from kailab.runtimes import local_kai as kai
 from kailab.runtimes.base import GpuLedgerControl, SchedulerControl
 from kailab.runtimes.processes import ProcessSpec
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.userfile import peek_text
 from kailab.waiting import until
 
 if TYPE_CHECKING:
@@ -56,17 +58,19 @@ class LocalSchedulerControl(SchedulerControl):
 
     def _record(self) -> dict:
         try:
-            data = json.loads((self.workdir / self.RECORD).read_text())
-        except (OSError, ValueError):
+            data = json.loads(peek_text(self.workdir / self.RECORD) or "{}")
+        except ValueError:
             return {}
         return data if isinstance(data, dict) else {}
 
     def record(self, spec: ProcessSpec, settings: SchedulerSettings) -> None:
         """Remember what the scheduler started from ``spec`` runs with."""
-        (self.workdir / self.RECORD).write_text(
+        write_own(
+            self.workdir / self.RECORD,
             json.dumps(
                 {"settings": dataclasses.asdict(settings), "metrics": spec.health_url, "binary": spec.argv[0]}, indent=1
-            )
+            ),
+            root=self.rt.home,
         )
 
     @property

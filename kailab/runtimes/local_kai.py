@@ -23,6 +23,7 @@ from kailab.labels import (
     RESERVATION_NAMESPACE,
     RESERVATION_SERVICE_ACCOUNT,
 )
+from kailab.outfile import write_own
 from kailab.paths import MANIFESTS
 from kailab.runtimes import gpu_ledger
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
@@ -221,7 +222,7 @@ def scheduler_spec(
     """
     workdir.mkdir(parents=True, exist_ok=True)
     conf = workdir / "scheduler-config.yaml"
-    conf.write_text(scheduler_config(settings, usage_db))
+    write_own(conf, scheduler_config(settings, usage_db))
     metrics, plugins = free_port(), free_port()
     return ProcessSpec(
         name,

@@ -14,6 +14,7 @@ import psutil
 from kailab.errors import KailabError, RosterError
 from kailab.kube import Kube
 from kailab.labels import KAI_SCHEDULER_PROCESS, SHARD_SUPERVISOR
+from kailab.outfile import open_own_log
 from kailab.runtimes.local_controls import LocalSchedulerControl
 from kailab.runtimes.local_kai import python_process, wait_healthy
 from kailab.runtimes.processes import ProcessSpec
@@ -60,6 +61,7 @@ class LocalPartitions:
 
     def __init__(self, runtime: LocalRuntime):
         self.rt = runtime
+        self.home: Path = runtime.home
         self.folder: Path = runtime.home / "kai"
 
     def _runs_kai(self) -> bool:
@@ -99,7 +101,7 @@ class LocalPartitions:
         lock, since partitions are made in several threads (demo all) or by two kailab commands at once."""
         group = self.rt.kai_processes
         group.pids.mkdir(parents=True, exist_ok=True)
-        with open(group.pids / f"{SHARD_SUPERVISOR}.lock", "w") as lock:
+        with open_own_log(group.pids / f"{SHARD_SUPERVISOR}.lock") as lock:  # a FIFO there: refused, not waited on
             fcntl.flock(lock, fcntl.LOCK_EX)
             if group.identity(SHARD_SUPERVISOR) is None:
                 spec = supervisor_spec(self.rt.home)

@@ -21,6 +21,7 @@ class OperatorPartitions:
 
     def __init__(self, runtime: Runtime, usage_db: Callable[[SchedulerSettings, str], dict] | None = None):
         self.rt = runtime
+        self.home: Path = runtime.home
         self.folder: Path = runtime.home
         self.usage_db = usage_db
 

@@ -8,6 +8,7 @@ given to another program is never signalled. Nothing is ever found by matching a
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import socket
@@ -18,6 +19,8 @@ from pathlib import Path
 import psutil
 
 from kailab.errors import KailabError
+from kailab.outfile import open_own_log, write_own
+from kailab.userfile import peek_text, tail
 from kailab.waiting import TimedOut, until
 
 
@@ -41,9 +44,10 @@ class Identity:
         """``"<pid> <start time>"`` as written by :meth:`dump`; anything else is None."""
         try:
             pid, started = text.split()
-            return cls(int(pid), float(started))
+            ident = cls(int(pid), float(started))
         except ValueError:
             return None
+        return ident if 0 < ident.pid < 2**31 and math.isfinite(ident.started) else None
 
     def dump(self) -> str:
         return f"{self.pid} {self.started!r}"
@@ -106,10 +110,8 @@ class ProcessGroup:
 
     def identity(self, name: str) -> Identity | None:
         """The process started as ``name``, while it still runs; None otherwise."""
-        try:
-            ident = Identity.parse((self.pids / f"{name}.pid").read_text())
-        except OSError:
-            return None
+        text = peek_text(self.pids / f"{name}.pid", 4096)  # a pid file that is not one (a FIFO, a link): none
+        ident = Identity.parse(text) if text is not None else None
         return ident if ident and ident.alive() else None
 
     def pid(self, name: str) -> int | None:
@@ -123,7 +125,7 @@ class ProcessGroup:
             return running
         self.pids.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path(spec.name), "ab") as log:
+        with open_own_log(self.log_path(spec.name), root=self.root) as log:
             proc = subprocess.Popen(
                 spec.argv,
                 stdout=log,
@@ -134,7 +136,7 @@ class ProcessGroup:
                 cwd=self.root,
             )
         ident = Identity.of(proc.pid) or Identity(proc.pid, 0.0)
-        (self.pids / f"{spec.name}.pid").write_text(ident.dump())
+        write_own(self.pids / f"{spec.name}.pid", ident.dump(), root=self.root)
         return proc.pid
 
     def names(self) -> list[str]:
@@ -163,10 +165,7 @@ class ProcessGroup:
         (self.pids / f"{name}.pid").unlink(missing_ok=True)
 
     def log_tail(self, name: str, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path(name).read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return tail(self.log_path(name), lines) or "(no log)"
 
     def fail(self, name: str, why: str) -> KailabError:
         """The error for a component that did not start: its log tail and where the log is."""

@@ -48,8 +48,10 @@ from kailab.labels import (
     SHARD_METRICS_HOST_ANNOTATION,
     SHARD_SUPERVISOR,
 )
+from kailab.outfile import open_own_log, write_own
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.shards import STOPPED_SUFFIX, loopback_host, shard_scheduler
+from kailab.userfile import peek_text
 
 PROCESS_NAME = SHARD_SUPERVISOR
 SELECTOR = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), LEARNER_LABEL])
@@ -127,9 +129,10 @@ class Supervisor:
         control = self.control(name, spec)
         record = self.workdir(name) / "shard.json"
         try:
-            ran = json.loads(record.read_text())
-        except (OSError, ValueError):
+            ran = json.loads(peek_text(record) or "{}")
+        except ValueError:
             ran = {}
+        ran = ran if isinstance(ran, dict) else {}
         try:
             if control.partition.endswith(STOPPED_SUFFIX):  # a stopped learner's: no scheduler (nothing to schedule)
                 control.stop()
@@ -140,7 +143,7 @@ class Supervisor:
                 settings = SchedulerSettings.from_shard(spec)
                 control.stop()
                 control.start(settings)
-                record.write_text(json.dumps({"spec": spec, "generation": generation}))
+                write_own(record, json.dumps({"spec": spec, "generation": generation}))
             pid = self.rt.kai_processes.pid(control.name)
             self.report(shard, True, f"{control.name} runs it (pid {pid}), partition {control.partition!r}")
             self.annotate(shard, control._record().get("metrics") or "")
@@ -231,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     supervisor = Supervisor(args.home)
     # One supervisor per lab: two would each start a scheduler for every shard, and the second's pid files would
     # hide the first's processes from `kailab down`. The lock is held until this process ends.
-    held = open(supervisor.rt.kai_processes.pids / f"{PROCESS_NAME}.running", "w")
+    held = open_own_log(supervisor.rt.kai_processes.pids / f"{PROCESS_NAME}.running")
     try:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -29,10 +29,12 @@ from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.labels import GPU, NODEPOOL_LABEL
+from kailab.outfile import open_own_log, write_own
 from kailab.progress import Progress
 from kailab.quantity import QUANTITY, amount
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port
 from kailab.scheduler_settings import USAGE_DB_CLIENT, SchedulerSettings
+from kailab.userfile import peek_text
 
 PROCESS_NAME = "prometheus"
 SCRAPE_INTERVAL = "5s"  # KAI's own e2e test of time-based fair share scrapes every 5s (test/e2e/suites/timeaware)
@@ -57,8 +59,8 @@ def config_text(queue_controller: str) -> str:
 def queue_controller_address(group: ProcessGroup) -> str:
     """``host:port`` of the queue-controller's metrics, as the lab recorded it at up."""
     try:
-        url = json.loads((group.root / METRICS_RECORD).read_text())["kai-queuecontroller"]
-    except (OSError, ValueError, KeyError, TypeError):
+        url = str(json.loads(peek_text(group.root / METRICS_RECORD) or "")["kai-queuecontroller"])
+    except (ValueError, KeyError, TypeError):
         raise KailabError(
             "This lab did not record where KAI's queue-controller publishes its metrics, which the usage "
             "database scrapes (a lab brought up by an older kailab).",
@@ -74,13 +76,13 @@ def ensure_running(group: ProcessGroup, cache: Path | None, timeout: float = 60)
 
     home = group.root / PROCESS_NAME
     home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".start-lock", "w") as held:  # the shard supervisor starts schedulers from several threads
+    with open_own_log(home / ".start-lock") as held:  # the shard supervisor starts schedulers from several threads
         fcntl.flock(held, fcntl.LOCK_EX)
         record = home / "url"
-        if group.pid(PROCESS_NAME) is not None and record.exists():
-            return record.read_text().strip()
+        if group.pid(PROCESS_NAME) is not None and (recorded := peek_text(record, 4096)):
+            return recorded.strip()
         bins = build.ensure_built([versions.PROMETHEUS_BUILD], Progress(quiet=True), cache, lock=BUILD_LOCK)
-        (home / "prometheus.yml").write_text(config_text(queue_controller_address(group)))
+        write_own(home / "prometheus.yml", config_text(queue_controller_address(group)))
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         spec = ProcessSpec(
@@ -96,7 +98,7 @@ def ensure_running(group: ProcessGroup, cache: Path | None, timeout: float = 60)
         )
         group.start(spec)
         wait_healthy([spec], group, timeout=timeout)
-        record.write_text(url)
+        write_own(record, url)
         return url
 
 

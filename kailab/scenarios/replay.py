@@ -18,6 +18,7 @@ from kailab.progress import Progress
 from kailab.scenarios.engine import CHANGES_FILE, Engine
 from kailab.scenarios.fold import Change
 from kailab.scenarios.model import ABILITIES, Scenario
+from kailab.userfile import read_text
 
 
 class ReplayCluster:
@@ -106,7 +107,7 @@ class ReplayCluster:
 def read_changes(path: Path) -> list[Change]:
     """A recorded stream; a malformed line is an error naming its file and line."""
     out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(read_text(path, limit=64 * 1024 * 1024).splitlines(), 1):
         if not line.strip():
             continue
         try:

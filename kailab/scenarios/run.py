@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kailab import pace, predictions
 from kailab.checks import Observation, Verdict
+from kailab.errors import KailabError
 from kailab.gpus import per_queue
 from kailab.scenarios import timing
 from kailab.scenarios.fold import Change, RunState, fold, observe
@@ -250,12 +253,30 @@ class Run:
 
 
 class Recorder:
-    """Passes changes through and writes each one, with its time since ``start``, as a line of JSON."""
+    """Passes changes through and writes each one, with its time since ``start``, as a line of JSON: into a file
+    beside ``path`` that becomes it when the run ends (:meth:`close`), complete. What is at ``path`` is replaced only
+    when it is a recording too (kailab's; the golden files are refreshed this way)."""
 
     def __init__(self, changes: Changes, path: Path, start: float):
-        self.changes, self.start = changes, start
+        from kailab import outfile, userfile
+
+        self.changes, self.start, self.path = changes, start, path
+        if os.path.lexists(path):
+            try:
+                outfile.check_own(path, None, None)  # a regular file, not a link or a FIFO
+                for line in userfile.read_text(path, limit=64 * 1024 * 1024).splitlines():
+                    if line.strip():
+                        Change.from_json(json.loads(line))
+            except (KailabError, ValueError, KeyError, TypeError):
+                raise outfile.WriteRefused(
+                    f"kailab will not record into {path}: it is there and is not a recording kailab made.",
+                    hint="Record into a new folder: --record DIR",
+                ) from None
+        outfile.check_folder(path.parent)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = open(path, "w")
+        self.file = tempfile.NamedTemporaryFile(
+            "w", dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False, encoding="utf-8"
+        )
 
     def next(self, timeout: float) -> Change | None:
         change = self.changes.next(timeout)
@@ -269,4 +290,5 @@ class Recorder:
 
     def close(self) -> None:
         self.file.close()
+        os.replace(self.file.name, self.path)  # the whole recording, or the one that was there
         self.changes.close()

@@ -187,10 +187,13 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     ]
     obj = record_object("ann", Verdict(scenario="tiny", title="t", namespace="ann-kailab-tiny"), "x", marks)
     assert obj["data"]["right"] == "0 of 1 right"  # a-gpus wrong (4, not 9); loser not measured; low-binds unanswered
-    configmaps = SimpleNamespace(items=[SimpleNamespace(data=obj["data"], metadata=SimpleNamespace(namespace="ns"))])
+    meta = SimpleNamespace(**{k: obj["metadata"][k] for k in ("name", "namespace", "labels")})
+    configmaps = SimpleNamespace(
+        items=[SimpleNamespace(data=obj["data"], metadata=meta)], metadata=SimpleNamespace(_continue=None)
+    )
     kube = SimpleNamespace(
         core=SimpleNamespace(
-            list_config_map_for_all_namespaces=lambda label_selector: configmaps,
+            list_config_map_for_all_namespaces=lambda label_selector, limit: configmaps,
             list_namespace=lambda label_selector: SimpleNamespace(items=[]),
         )
     )

@@ -91,7 +91,7 @@ def snapshot_with_real_writes(kube, home, root, out, fair_shares, namespaces, sl
     [
         ("/dev/null", "Nothing captured: /dev/null exists; a snapshot is never overwritten."),
         ("{tmp}/file/snap", "Nothing captured: cannot write {tmp}/file: a file is in the way."),
-        ("/proc/kailab-evidence", "Nothing captured: cannot write /proc/.kailab-evidence.partial-"),
+        ("/proc/kailab-evidence", "Nothing captured: cannot write /proc/.kailab-evidence."),
     ],
     ids=["dev-null", "under-a-file", "proc"],
 )
