@@ -51,7 +51,7 @@ def main() -> None:
     run = SideBySide(host, load_fleet(), lambda: Kube(kubeconfig), Progress(quiet=True), args.parallel, lab.cluster)
     print(f"load before: {load()}")
     before, start = cpu_times(), time.monotonic()
-    with CpuSplit() as split:
+    with CpuSplit(str(lab.home)) as split:
         verdicts = run.run(names)
     total = time.monotonic() - start
     after = cpu_times()

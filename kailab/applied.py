@@ -73,7 +73,7 @@ def kai_lines(scenario: Scenario) -> list[Line]:
         objects = workload_objects(w, scenario)
         firsts = {o["kind"]: o for o in reversed(objects)}  # the first object of each kind
         copies = {"Job": w.jobs or 1, "Pod": w.pods}
-        for kind in ("PodGroup", "Job", "Deployment", "Pod"):
+        for kind in ("PodGroup", "Job", "Deployment", "RayCluster", "Pod"):
             if kind in firsts:
                 lines += _object_lines(firsts[kind], copies.get(kind, 1))
     return lines
@@ -88,20 +88,26 @@ def _object_lines(obj: dict, copies: int) -> list[Line]:
     if obj["kind"] == "PodGroup":
         _add(out, name, "spec", spec)
         return out
+    if obj["kind"] == "RayCluster":  # KAI's Ray grouper reads each group's size (plugins/ray/ray_grouper.go)
+        _add(out, name, "spec.headGroupSpec.template.spec", _pod_lines(spec["headGroupSpec"]["template"]["spec"]))
+        for i, g in enumerate(spec["workerGroupSpecs"]):
+            group = {**_pick(g, ("groupName", "replicas", "minReplicas")), **_pod_lines(g["template"]["spec"])}
+            _add(out, name, f"spec.workerGroupSpecs[{i}]", group)
+        return out
     if obj["kind"] == "Pod":
         pod, where = spec, "spec"
     else:
         _add(out, name, "spec", _pick(spec, ("parallelism", "replicas")))
         _add(out, name, "spec.template.metadata", _pick(_metadata(spec["template"]), ("annotations",)))
         pod, where = spec["template"]["spec"], "spec.template.spec"
-    gpus = _pick(pod["containers"][0].get("resources", {}).get("limits"), (GPU,))
-    _add(
-        out,
-        name,
-        where,
-        {**_pick(pod, POD_SPEC_FIELDS), **({"containers": [{"resources": {"limits": gpus}}]} if gpus else {})},
-    )
+    _add(out, name, where, _pod_lines(pod))
     return out
+
+
+def _pod_lines(pod: dict) -> dict:
+    """What KAI reads of a pod spec: its scheduler, priority class, node selector and GPUs."""
+    gpus = _pick(pod["containers"][0].get("resources", {}).get("limits"), (GPU,))
+    return {**_pick(pod, POD_SPEC_FIELDS), **({"containers": [{"resources": {"limits": gpus}}]} if gpus else {})}
 
 
 def _metadata(obj: dict) -> dict:

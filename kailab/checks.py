@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from kailab import gpus
 from kailab.pods import PodGroupView, PodView, QueueView
-from kailab.scenarios.model import ABILITIES, Expectation
+from kailab.scenarios.model import Expectation, why_unable
 from kailab.scenarios.objects import RequiresFile
 from kailab.scenarios.values import Bound
 
@@ -540,4 +540,4 @@ def _misfit_nodes(requires: RequiresFile, nodes: list[FleetNode]) -> list[str]:
 
 def unable(needs: frozenset[str], abilities: frozenset[str]) -> str:
     """Why a cluster cannot run a scenario that needs these abilities (see model.ABILITIES); "" if it can."""
-    return "; ".join(ABILITIES[n] for n in sorted(needs - abilities))
+    return "; ".join(why_unable(n) for n in sorted(needs - abilities))

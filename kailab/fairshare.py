@@ -3,9 +3,10 @@
 KAI v0.17.0 computes fair share in its proportion plugin every cycle
 (pkg/scheduler/plugins/proportion/resource_division) and exports it as the gauges
 ``<namespace>_queue_fair_share_gpu`` / ``_cpu_cores`` / ``_memory_gb`` labelled by
-``queue_name``; no Kubernetes object carries it. Beside it the gauge ``<namespace>_queue_gpu_usage``: the queue's
-recent GPU usage, as a part of the fleet's, that time-based fair share weighs (``historicalUsage`` in the scheduler's
-log; 0 unless a usage database is configured). :func:`parse` reads that text.
+``queue_name``; no Kubernetes object of KAI's carries it. Beside it the gauge ``<namespace>_queue_gpu_usage``: the
+queue's recent GPU usage, as a part of the fleet's, that time-based fair share weighs (``historicalUsage`` in the
+scheduler's log; 0 unless a usage database is configured). :func:`parse` reads that text; :func:`samples` keeps only
+those lines, which the local runtime's shard supervisor publishes on a class learner's SchedulingShard.
 """
 
 from __future__ import annotations
@@ -53,3 +54,15 @@ def parse(metrics: str) -> dict[str, FairShare]:
         if queue:
             found.setdefault(queue, {})[resource] = value
     return {q: FairShare(q, **values) for q, values in found.items()}
+
+
+def samples(metrics: str) -> str:
+    """The fair-share samples of ``metrics`` alone, as Prometheus text :func:`parse` reads, one line a sample in a
+    stable order: what the local runtime's shard supervisor publishes on a learner's shard (a scheduler's whole
+    metrics text is tens of KB; its fair shares a few lines)."""
+    kept = []
+    for line in metrics.splitlines():
+        m = _SAMPLE.match(line)
+        if m and any(m["name"].endswith(suffix) for suffix in RESOURCES):
+            kept.append(line.strip())
+    return "".join(f"{line}\n" for line in sorted(kept))

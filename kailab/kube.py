@@ -24,7 +24,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from kailab.errors import KailabError, NotRunning
 from kailab.kubeconfig import load_config
 from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
-from kailab.waiting import TimedOut, until
+from kailab.waiting import Pending, TimedOut, seen, until
 
 FIELD_MANAGER = "kailab"
 
@@ -526,3 +526,26 @@ def wait_until(cond: threading.Condition, predicate: Callable[[], bool], timeout
             if left <= 0:
                 return False
             cond.wait(min(left, 1.0))
+
+
+def wait_crds_established(kube: Kube, names: list[str], timeout: float = 60, what: str = "KAI's CRDs") -> None:
+    """Until the API server serves each CRD ``names`` (its Established condition), else a KailabError naming ``what``."""
+    pending = set(names)
+
+    def established() -> bool | Pending:
+        for name in list(pending):
+            crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+            conds = ((crd or {}).get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                pending.discard(name)
+        return not pending or Pending(", ".join(sorted(pending)))
+
+    until(
+        established,
+        timeout,
+        0.2,
+        fail=lambda last: KailabError(
+            f"{what} were not established within {timeout:.0f}s: {seen(last)}.",
+            hint="See kube-apiserver's log in the lab folder (kailab status names it).",
+        ),
+    )

@@ -24,7 +24,7 @@ from kailab.labstate import LabState
 from kailab.lesson import scenario_file
 from kailab.ownership import Owner
 from kailab.paths import lab_home
-from kailab.progress import Progress, stderr
+from kailab.progress import Progress
 from kailab.runtimes.base import Capabilities
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ class Lab(ABC):
 
     def info(self) -> LabInfo:
         """The running lab's components; NotRunning when there is none."""
-        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+        raise no_lab(self.home)
 
     def status(self, with_queues: bool) -> dict:
         """``kailab status``: components, GPU nodes, and with ``with_queues`` each queue with its fair share."""
@@ -308,26 +308,19 @@ class Lab(ABC):
     def remove(self, progress: Progress) -> None:
         """``kailab down``."""
 
-    def at_once(self, names: list[str], parallel: int | None, sequential_only: bool) -> tuple[int, str]:
-        """How many of these lessons to run at once (``--parallel``; by default side by side for several where the
-        lab can), and why one after another when it was asked for or is the default being given up ("" else)."""
-        from kailab.parallel import DEFAULT_PARALLEL
-
-        wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
-        if wanted <= 1 or len(names) <= 1:
-            return 1, ""
-        if sequential_only:
-            return 1, "--evidence and the golden recordings need the lab's own names"
-        fit, why = self.side_by_side()
-        return (1, why) if why else (min(wanted, fit, len(names)), "")
-
     @abstractmethod
     def side_by_side(self) -> tuple[int, str]:
-        """How many lessons fit side by side here, each in a partition of its own, and why not ("" they fit)."""
+        """How many lessons fit side by side here, each in a partition of its own, and why not ("" they fit):
+        :func:`kailab.parallel.at_once` weighs it against what was asked."""
 
     def klass(self) -> Class:
         """The running lab's class; a clear error without a lab, or where the class is not this lab's to change."""
-        raise NotRunning("No lab is running.", hint="Start one: kailab up")
+        raise no_lab(self.home)
+
+
+def no_lab(home: Path) -> NotRunning:
+    """No lab runs in ``home``: start one (a learner who left their class was told how to join again)."""
+    return NotRunning("No lab is running.", hint="Start one: kailab up")
 
 
 class OwnLab(Lab):
@@ -348,7 +341,7 @@ class OwnLab(Lab):
         if os.environ.get("KAILAB_KUBECONFIG"):
             return Path(os.environ["KAILAB_KUBECONFIG"])
         if self.state is None:
-            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+            raise no_lab(self.home)
         return Path(self.state.kubeconfig)
 
     def context(self) -> str | None:
@@ -398,6 +391,7 @@ class OwnLab(Lab):
             gpu_sharing=caps.gpu_sharing if self.runtime is not None else True,
             node_selector=self.view.fleet,
             gpu_ledger=caps.gpu_ledger,
+            operators=caps.operators,
         )
 
     def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
@@ -406,7 +400,7 @@ class OwnLab(Lab):
     def info(self) -> LabInfo:
         info = self.runtime.info() if self.runtime is not None else None
         if info is None:
-            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+            raise no_lab(self.home)
         return info
 
     def remove(self, progress: Progress) -> None:
@@ -469,10 +463,11 @@ class OwnLab(Lab):
 
         host = self.capabilities.partitions if self.runtime is not None else None
         if self.runtime is None:
-            raise NotRunning("No lab is running.", hint="Start one: kailab up")
+            raise no_lab(self.home)
         if host is None:
             raise KailabError(f"The {self.runtime.traits.name} runtime cannot hold a class.")
-        return Class(host)
+        address = self.state.address if self.state is not None else ""
+        return Class(host, address=address, adopted=not self.runtime.traits.makes_cluster)
 
 
 class LearnerSlice(Lab):
@@ -528,7 +523,7 @@ class LearnerSlice(Lab):
             nodes=nodes,
             fleet=nodes,
             namespaces=self._namespaces,
-            metrics=learner_metrics(self.control),
+            metrics=self.control.metrics,  # their fair shares, through the API server with their credential
         )
 
     def _namespaces(self, kube: Kube) -> list[str]:
@@ -547,10 +542,8 @@ class LearnerSlice(Lab):
         from kailab.scenarios.live import LiveCluster
         from kailab.shards import ShardSchedulerControl
 
-        control = ShardSchedulerControl(kube, self.learner)
-        cluster = LiveCluster(kube, control, owner=self.owner, node_selector=self.view.fleet)
-        cluster.metrics = self.view.metrics  # None (no fair share) rather than the control's by default
-        return cluster
+        control = ShardSchedulerControl(kube, self.learner)  # its metrics: their fair shares, through the API server
+        return LiveCluster(kube, control, owner=self.owner, node_selector=self.view.fleet)
 
     def engine(self, kube: Kube, progress: Progress, record: Path | None = None) -> Engine:
         """Theirs keeps each lesson in the cluster as it goes (started, then its verdict: classroom/records.py)."""
@@ -573,6 +566,27 @@ class LearnerSlice(Lab):
         with progress.step(f"Removing {self.learner}'s lesson objects (their namespaces stay, the instructor's)") as st:
             st.note(f"{len(leave(self.joined, self.home))} emptied or deleted")
 
+    def explain(self, name: str, namespace: str) -> list[Explanation]:
+        """As any lab's, but a Pending pod of theirs while their scheduler is stopped says that first (a lesson cut
+        short leaves it so; their next lesson, or the instructor's ``class reset``, starts it again)."""
+        found = super().explain(name, namespace)
+        if any(e.state == "Pending" for e in found) and not self._scheduler_runs():
+            for e in found:
+                if e.state == "Pending":
+                    e.details.insert(
+                        0,
+                        f"{self.learner}'s scheduler is stopped, so nothing in their partition is placed: a lesson "
+                        "cut short left it so. Your next kailab lesson or demo starts it again (or ask your "
+                        f"instructor: kailab class reset --learner {self.learner}).",
+                    )
+        return found
+
+    def _scheduler_runs(self) -> bool:
+        try:
+            return bool(self.control.running())
+        except KailabError:
+            return False
+
     def side_by_side(self) -> tuple[int, str]:
         return 0, "you run a class learner's slice"
 
@@ -581,18 +595,3 @@ class LearnerSlice(Lab):
             f"This folder joined a class as learner {self.learner}: the class's commands are the instructor's.",
             hint="Your own slice: kailab demo NAME, kailab lesson NAME, kailab watch, kailab down.",
         )
-
-
-_SAID: set[str] = set()
-
-
-def learner_metrics(control) -> Callable[[], str | None] | None:
-    """A joined learner's reader of their scheduler's metrics; None, said once on stderr, when their scheduler's
-    metrics are on another machine's loopback (a class on the instructor's local runtime): no fair share is better
-    than one read from whatever answers on this machine's port."""
-    if why := control.metrics_unreachable():
-        if why not in _SAID:
-            _SAID.add(why)
-            stderr.print(f"Fair shares are not available here: {why}.", markup=False, highlight=False)
-        return None
-    return control.metrics

@@ -10,6 +10,10 @@ PRIORITY_CLASS_LABEL = "priorityClassName"  # KAI's pod-grouper reads it before 
 MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
 POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+# KubeRay's group of a RayCluster's head (ray-operator utils.RayNodeHeadGroupLabelValue), also the name of KAI's
+# subgroup for it (pkg/podgrouper/podgrouper/plugins/ray/ray_grouper.go)
+RAY_HEAD_GROUP = "headgroup"
+RAY_API = "ray.io/v1"  # KubeRay's RayCluster, RayJob, RayService
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
 GPU_MEMORY_ANNOTATION = "gpu-memory"  # MiB of one GPU (pkg/common/constants/constants.go, GpuMemory)
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # a node's MiB per GPU; KAI needs it for gpu-memory requests
@@ -80,7 +84,9 @@ LAB_ID_LABEL = "kailab.io/lab-id"
 NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
-SHARD_METRICS_HOST_ANNOTATION = "kailab.io/scheduler-metrics-host"  # whose loopback that URL is (shards.loopback_host)
+# on a shard the local runtime's supervisor runs: its scheduler's fair shares, the metric samples as Prometheus text,
+# which the learner reads through the API server with their own credential (the metrics port stays on loopback)
+SHARD_FAIR_SHARES_ANNOTATION = "kailab.io/fair-shares"
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
 
 # KAI's topology-aware scheduling (docs/topology/ in KAI v0.17.0): a cluster-scoped Topology object names the node

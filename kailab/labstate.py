@@ -35,6 +35,7 @@ class LabState:
     prefix: str = ""  # existing runtime: in front of the lab's queue and namespace names
     lab_id: str = ""  # existing runtime: on every object the lab makes (kailab.io/lab-id)
     kwok_objects: list[dict] = field(default_factory=list)  # existing runtime with --kwok: what it applied, in order
+    address: str = ""  # local, kind: where learners on other machines reach the API server (--address); "" loopback
 
     FILE = "lab.json"
 

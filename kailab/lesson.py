@@ -38,6 +38,8 @@ EXERCISE_NAMES = (
     "preempt-delay",
     "elastic",
     "staleness",
+    # The workloads people run under KAI, with their real operators (issue 39)
+    "ray-gang",
     # KAI's time-based fair share (issue 26): a real Prometheus holds the usage
     "time-fairshare",
     "baseline",

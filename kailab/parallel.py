@@ -45,6 +45,21 @@ DEFAULT_PARALLEL = 6  # bench/exercises.py --parallel N measured it on 2 cores (
 GRACE = 15.0  # seconds a lesson still running after Ctrl-C has to notice its partition is gone
 
 
+def at_once(
+    names: list[str], parallel: int | None, sequential_only: bool, side_by_side: Callable[[], tuple[int, str]]
+) -> tuple[int, str]:
+    """How many of these lessons to run at once (``--parallel``; by default side by side for several where the lab
+    can: ``side_by_side`` is the lab's :meth:`~kailab.lab.Lab.side_by_side`), and why one after another when it was
+    asked for or is the default being given up ("" else)."""
+    wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
+    if wanted <= 1 or len(names) <= 1:
+        return 1, ""
+    if sequential_only:
+        return 1, "--evidence and the golden recordings need the lab's own names"
+    fit, why = side_by_side()
+    return (1, why) if why else (min(wanted, fit, len(names)), "")
+
+
 def partition(lesson: str) -> str:
     """The partition (node-pool label value, name prefix) a lesson runs in side by side."""
     return PREFIX + lesson
@@ -62,7 +77,9 @@ class SideBySide:
         at_once: int,
         own: Callable[[Kube], LiveCluster] | None = None,
     ):
-        self.own = own  # the lab's own partition, for the lessons without KAI
+        self.own = (
+            own  # the lab's own partition, for the lessons that run in the lab itself (parallel.in_the_lab_itself)
+        )
         self.parts = Partitions(host, STATE)
         self.klass = Partitions(host, CLASS_STATE)  # a class's learners' partitions, whose names are taken
         self.fleet = fleet
@@ -115,7 +132,7 @@ class SideBySide:
         kube = self.connect()
         self.check(kube, names)
         results: dict[str, Verdict] = {}
-        alone = [n for n in names if self.own is not None and without_kai(n)]
+        alone = [n for n in names if self.own is not None and in_the_lab_itself(n)]
         for n in alone:
             ns = load_scenario(EXERCISES / f"{n}.yaml").namespace
             found = kube.get("v1", "Namespace", ns)
@@ -237,6 +254,11 @@ def asleep(scenario) -> float:
     return sum(step.seconds for step in scenario.steps if isinstance(step, Sleep))
 
 
-def without_kai(lesson: str) -> bool:
-    """True for a lesson whose pods all go to the default kube-scheduler."""
-    return all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in load_scenario(EXERCISES / f"{lesson}.yaml").workloads)
+def in_the_lab_itself(lesson: str) -> bool:
+    """True for a lesson that runs in the lab's own partition, after the others: its pods all go to the default
+    kube-scheduler, or one of its KAI workloads has no queue — KAI puts it in ``default-queue``, which is the lab's
+    own (a partition's scheduler sees only the queues of its node pool)."""
+    workloads = load_scenario(EXERCISES / f"{lesson}.yaml").workloads
+    if all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in workloads):
+        return True
+    return any(w.scheduler != DEFAULT_SCHEDULER_NAME and w.queue is None for w in workloads)

@@ -26,7 +26,14 @@ from kailab import shards
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet, node_objects
 from kailab.kube import Kube
-from kailab.labels import DEFAULT_SCHEDULER_NAME, LEARNER_LABEL, NODEPOOL_LABEL, PARTITION_TAINT_KEY, SHARD_API
+from kailab.labels import (
+    DEFAULT_SCHEDULER_NAME,
+    KAI_SCHEDULER_NAME,
+    LEARNER_LABEL,
+    NODEPOOL_LABEL,
+    PARTITION_TAINT_KEY,
+    SHARD_API,
+)
 from kailab.labstate import DamagedState
 from kailab.outfile import write_own
 from kailab.ownership import CLUSTER_KINDS, Owner
@@ -34,6 +41,7 @@ from kailab.runtimes.base import PartitionHost, SchedulerControl
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.model import DeletePods, NodeStep, Scenario, Wait
 from kailab.scenarios.prefix import check_prefix, prefixed
+from kailab.scheduler_settings import SchedulerSettings
 from kailab.userfile import read_own_json
 
 LAB_ID_PREFIX = "class-"
@@ -55,12 +63,13 @@ class PartitionOwner(Owner):
 
     def confine(self, pod_spec: dict) -> None:
         """Every pod of the partition tolerates its nodes' taint (no one else's pod does: :func:`taint`); a pod for
-        the default kube-scheduler (no schedulerName), which knows no partitions, may go only to the partition's
-        nodes; KAI's pods need nothing more: their scheduler sees no other nodes."""
+        any scheduler but KAI's — the default kube-scheduler (no schedulerName), which knows no partitions, or one
+        misspelled on purpose (a runbook's) — may go only to the partition's nodes, as the class's admission policy
+        requires; KAI's pods need nothing more: their scheduler sees no other nodes."""
         tolerations = pod_spec.setdefault("tolerations", [])
         if toleration(self.node_pool) not in tolerations:
             tolerations.append(toleration(self.node_pool))
-        if pod_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) == DEFAULT_SCHEDULER_NAME:
+        if pod_spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) != KAI_SCHEDULER_NAME:
             pod_spec.setdefault("nodeSelector", {})[NODEPOOL_LABEL] = self.node_pool
 
 
@@ -197,6 +206,34 @@ class Partitions:
         self.host.ready(kube)
         kube.apply(shards.shard_object(partition, owner(partition).labels))
         self.control(partition, kube).start()
+
+    def reset(self, kube: Kube, fleet: Fleet, partition: str) -> None:
+        """A partition back to clean, as made: its scheduler running with the lab's defaults (its shard made again if
+        it is gone), its lesson namespaces emptied (the namespaces, and the lesson records in them, stay), its queues,
+        priority classes and topologies deleted, its nodes made again as the fleet has them (a lesson cut short may
+        have cordoned, tainted or relabelled one)."""
+        selector = owner(partition).selector()
+        self.host.ready(kube)
+        if kube.get(SHARD_API, shards.KIND, shards.shard_name(partition)) is None:
+            kube.apply(shards.shard_object(partition, owner(partition).labels))
+        self.control(partition, kube).start(SchedulerSettings())
+        for ns in kube.core.list_namespace(label_selector=selector).items:
+            kube.empty_namespace(ns.metadata.name)
+        for api, kind in CLUSTER_KINDS:
+            for obj in kube.list(api, kind, label_selector=selector):
+                kube.delete(api, kind, obj["metadata"]["name"])
+        kube.core.delete_collection_node(label_selector=f"{node_selector(partition)},{selector}")
+        if not wait_until_gone(
+            lambda: kube.core.list_node(label_selector=f"{node_selector(partition)},{selector}").items, 60
+        ):
+            raise KailabError(f"{partition}'s nodes were not deleted within 60s.", hint="See: kubectl get nodes")
+        create_fleet(
+            kube,
+            fleet,
+            timeout=60,
+            nodes=nodes(fleet, partition),
+            logs_hint="Is the KWOK controller running? See: kailab status",
+        )
 
     def stop_scheduler(self, kube: Kube, partition: str) -> None:
         """The partition's scheduler gone at once: its shard deleted (what ran it stops it), and what the host keeps

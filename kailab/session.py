@@ -77,7 +77,7 @@ class Session:
 
     def side_by_side(self, names: list[str], at_once: int) -> list[Verdict]:
         """The built-in exercises ``at_once`` at a time, each in a partition of its own (kailab/parallel.py); the
-        lessons without KAI in the lab's own partition after them. Every verdict kept."""
+        lessons that run in the lab itself (without KAI, or in default-queue) after them. Every verdict kept."""
         from kailab.fleet import load_fleet
         from kailab.kube import Kube
         from kailab.parallel import SideBySide

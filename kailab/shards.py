@@ -20,11 +20,7 @@ no learner's partition is ever that); starting it points the shard back at their
 
 from __future__ import annotations
 
-import os
-import socket
-import urllib.request
 from collections.abc import Callable
-from pathlib import Path
 
 from kubernetes import client
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
@@ -36,8 +32,8 @@ from kailab.labels import (
     KAI_SCHEDULER_NAME,
     LEARNER_LABEL,
     SHARD_API,
+    SHARD_FAIR_SHARES_ANNOTATION,
     SHARD_METRICS_ANNOTATION,
-    SHARD_METRICS_HOST_ANNOTATION,
 )
 from kailab.runtimes.base import SchedulerControl
 from kailab.scheduler_settings import SchedulerSettings
@@ -96,19 +92,6 @@ def shard_object(learner: str, labels: dict[str, str], settings: SchedulerSettin
         "metadata": {"name": shard_name(learner), "labels": {**labels, LEARNER_LABEL: learner}},
         "spec": {"partitionLabelValue": learner, **settings.shard_spec()},
     }
-
-
-def loopback_host() -> str:
-    """Which loopback this process is on: the machine (its host name and boot id) and, on Linux, its network
-    namespace. A scheduler's metrics address on the local runtime (``http://127.0.0.1:PORT``) means something only
-    where this is the same as the supervisor's that wrote it."""
-    parts = [socket.gethostname()]
-    try:
-        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
-        parts.append(os.readlink("/proc/self/ns/net"))
-    except OSError:  # not Linux: the host name alone
-        pass
-    return " ".join(parts)
 
 
 def serves_shards(kube: Kube) -> bool:
@@ -223,42 +206,22 @@ class ShardSchedulerControl(SchedulerControl):
             return Pending(f"{(s.replicas or 0) - (s.updated_replicas or 0)} old scheduler pod(s) still running")
         return (s.available_replicas or 0) >= want or Pending("the new scheduler pod is not available yet")
 
-    def metrics_unreachable(self) -> str:
-        """Why this machine cannot read the scheduler's metrics ("" when it can, or cannot tell yet): on the local
-        runtime the supervisor's address is the instructor's loopback, which a learner elsewhere cannot reach (nor
-        can the API server's proxy, which refuses loopback addresses)."""
-        try:
-            annotations = self.shard()["metadata"].get("annotations") or {}
-        except Exception:  # no shard, or no answer: said where the shard is needed
-            return ""
-        host = annotations.get(SHARD_METRICS_HOST_ANNOTATION)
-        if annotations.get(SHARD_METRICS_ANNOTATION) and host != loopback_host():
-            return (
-                f"{self.learner}'s scheduler runs as a process on the instructor's machine (the local runtime) and "
-                "publishes its metrics only on that machine's loopback, which this machine cannot reach"
-            )
-        return ""
-
     def metrics(self) -> str | None:
-        """The scheduler's metrics: from the address the supervisor wrote on the shard (local runtime; only on the
-        loopback it names, :meth:`metrics_unreachable`), else through the API server's proxy to the operator's
-        Service ``kai-scheduler-<shard>`` (port http-metrics)."""
+        """The scheduler's fair shares, through the API server with this client's credential: on the local runtime
+        the samples the shard supervisor publishes on the shard (it reads them on the instructor's loopback, where
+        the scheduler's metrics stay: kailab/runtimes/shard_supervisor.py), else the scheduler's metrics through
+        the API server's proxy to the operator's Service ``kai-scheduler-<shard>`` (port http-metrics). None when
+        there are none yet (a scheduler being started, stopped, or not there)."""
         try:
             shard = self.shard()
         except Exception:
             return None
         annotations = shard["metadata"].get("annotations") or {}
-        url = annotations.get(SHARD_METRICS_ANNOTATION)
+        if SHARD_METRICS_ANNOTATION in annotations:  # the supervisor runs it (local runtime)
+            return annotations.get(SHARD_FAIR_SHARES_ANNOTATION) or None
         try:
-            if url:
-                if not url.startswith("http://127.0.0.1:") or annotations.get(SHARD_METRICS_HOST_ANNOTATION) != (
-                    loopback_host()
-                ):  # another machine's (or network namespace's) loopback: nothing of ours answers there
-                    return None
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    return r.read().decode(errors="replace")
             return self.kube.core.connect_get_namespaced_service_proxy_with_path(
                 f"{scheduler_name(self.learner)}:http-metrics", KAI_NAMESPACE, "metrics", _request_timeout=5
             )
-        except Exception:  # a scheduler being restarted, or a Service not there yet
+        except Exception:  # a Service not there yet
             return None

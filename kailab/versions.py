@@ -143,6 +143,46 @@ PROMETHEUS_BUILD = GoBuild(
 )
 
 
+# The workload operators KAI v0.17.0's pod-grouper has a plugin for, at the versions its go.mod pins (and its go.sum
+# hashes): pkg/podgrouper/podgrouper/plugins/{ray,kubeflow,jobset,leaderworkerset}/. Each is built on its own (its own
+# cache entry and lock, kailab/operators.py) the first time a lesson needs it; `up` never builds them.
+KUBERAY_VERSION = "v1.5.1"
+TRAINING_OPERATOR_VERSION = "v1.9.3"
+JOBSET_VERSION = "v0.10.1"
+LWS_VERSION = "v0.7.0"
+
+OPERATOR_BUILDS: tuple[GoBuild, ...] = (
+    GoBuild(
+        name="kuberay",
+        module="github.com/ray-project/kuberay/ray-operator",
+        version=KUBERAY_VERSION,
+        binaries={"kuberay-operator": "github.com/ray-project/kuberay/ray-operator"},
+        sums=("h1:7FJYmB8oM+cnjv1VYCj/TfzRZG4XHvvt5Ayn5pZ5A1c=", "h1:itUPJnr3QwoZT70gRgsWFpBolquuZtDRCkdA1lrAb7Y="),
+    ),
+    GoBuild(
+        name="training-operator",
+        module="github.com/kubeflow/training-operator",
+        version=TRAINING_OPERATOR_VERSION,
+        binaries={"training-operator": "github.com/kubeflow/training-operator/cmd/training-operator.v1"},
+        sums=("h1:aaSHqskOtCY8Dn8sVd+l9p5XAczW6O0nYMPjVLAw/lc=", "h1:6zI0hgeCOheiW5Z12IcVkKBuSWm714fz8mUvYu4Fid4="),
+    ),
+    GoBuild(
+        name="jobset",
+        module="sigs.k8s.io/jobset",
+        version=JOBSET_VERSION,
+        binaries={"jobset-controller": "sigs.k8s.io/jobset"},
+        sums=("h1:u8QKifNsrWVrlRFe6w2ofYTqFT9ma2DRHxfeB2m9xyU=", "h1:B9jF+ttb/qAs6LyJ036QTJ0LwvVnY/ax1fIKAqn4AYE="),
+    ),
+    GoBuild(
+        name="lws",
+        module="sigs.k8s.io/lws",
+        version=LWS_VERSION,
+        binaries={"lws-controller": "sigs.k8s.io/lws/cmd"},
+        sums=("h1:qWfzX8+UBak+Hq0+m/PuE3uO0mp/3dmm5q/h/7z31A8=", "h1:WLg0CkyJTRQWMUOUam6qi9qRmcj3LAIWQUT81d4BGr4="),
+    ),
+)
+
+
 def _version_ldflags(version: str) -> str:
     """Kubernetes' version stamps (k8s.io/component-base/version): kubeadm refuses to run without a real version."""
     major, minor = version.lstrip("v").split(".")[:2]
@@ -223,7 +263,7 @@ OFFLINE_BUILDS: tuple[GoBuild, ...] = (
 
 def build(name: str) -> GoBuild:
     """The pinned build called ``name``."""
-    return next(b for b in (*BUILDS, PROMETHEUS_BUILD, *OFFLINE_BUILDS) if b.name == name)
+    return next(b for b in (*BUILDS, PROMETHEUS_BUILD, *OPERATOR_BUILDS, *OFFLINE_BUILDS) if b.name == name)
 
 
 def as_dict() -> dict[str, str]:
@@ -234,6 +274,10 @@ def as_dict() -> dict[str, str]:
         "etcd": ETCD_VERSION,
         "kwok": KWOK_VERSION,
         "prometheus": PROMETHEUS_VERSION,
+        "kuberay": KUBERAY_VERSION,
+        "training-operator": TRAINING_OPERATOR_VERSION,
+        "jobset": JOBSET_VERSION,
+        "lws": LWS_VERSION,
         "fake-gpu-operator": FAKE_GPU_OPERATOR_VERSION,
         "kind": KIND_VERSION,
         "kind-node-image": KIND_NODE_IMAGE,

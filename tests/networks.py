@@ -29,6 +29,7 @@ WORKERS = 2
 
 _wanted = False  # set in each worker when several run
 _private: int | None = None  # this worker's own network namespace (an fd), once made
+_machine: int | None = None  # the machine's network namespace (an fd), kept when the worker's own is made
 
 
 def _libc_call(name: str, *args: int) -> None:
@@ -76,13 +77,14 @@ def use_private_networks() -> None:
 def private_network() -> Iterator[None]:
     """Run the block (and what it starts) in this worker's own network namespace, with its own loopback; on the
     machine's where this worker runs alone."""
-    global _private
+    global _private, _machine
     if not _wanted:
         yield
         return
     host = _namespace_fd()
     try:
         if _private is None:
+            _machine = _namespace_fd()
             _libc_call("unshare", CLONE_NEWNET)
             _loopback_up()
             _private = _namespace_fd()
@@ -92,3 +94,19 @@ def private_network() -> Iterator[None]:
     finally:
         _libc_call("setns", host, CLONE_NEWNET)
         os.close(host)
+
+
+@contextmanager
+def machine_network() -> Iterator[None]:
+    """Run the block (and what it starts) on the machine's network, from inside this worker's own (a build that
+    downloads Go modules, first needed by a test that runs there); as it is where there is no namespace of its own."""
+    if _machine is None:
+        yield
+        return
+    here = _namespace_fd()
+    try:
+        _libc_call("setns", _machine, CLONE_NEWNET)
+        yield
+    finally:
+        _libc_call("setns", here, CLONE_NEWNET)
+        os.close(here)

@@ -19,9 +19,9 @@ from kailab.ownership import Owner
 from kailab.userfile import read_bytes
 
 
-def cluster_name(kube: Kube) -> str:
+def cluster_name(server: str) -> str:
     """The class's cluster as a learner's kubeconfig names it: its server address (``join`` checks it)."""
-    return "kailab-class@" + kube.api.configuration.host.split("://", 1)[-1]
+    return "kailab-class@" + server.split("://", 1)[-1]
 
 
 def _ca_data(kube: Kube) -> str:
@@ -47,13 +47,22 @@ def check_out(out: Path, learners: list[str], force: bool = False) -> None:
         outfile.check_user_file(kubeconfig_path(out, learner), force, f"{learner}'s kubeconfig")
 
 
-def grant(kube: Kube, learners: list[str], out: Path, force: bool = False) -> list[Path]:
-    """Apply the class's policy and each learner's ServiceAccount, roles and namespaces; write ``out/NAME.kubeconfig``
-    with a fresh token (TokenRequest API). Returns the files written."""
+def grant(
+    kube: Kube,
+    learners: list[str],
+    out: Path,
+    force: bool = False,
+    usage_db_url: str | None = None,
+    server: str | None = None,
+) -> list[Path]:
+    """Apply the class's policy (``usage_db_url``: the lab's usage database a learner's shard may name) and each
+    learner's ServiceAccount, roles and namespaces; write ``out/NAME.kubeconfig`` with a fresh token (TokenRequest
+    API), naming the API server at ``server`` (None: as ``kube`` reaches it). Returns the files written."""
     check_out(out, learners, force)
-    for obj in credentials.class_objects(Owner()):
+    for obj in credentials.class_objects(Owner(), usage_db_url):
         kube.apply(obj)
-    ca, cluster = _ca_data(kube), cluster_name(kube)
+    server = server or kube.api.configuration.host
+    ca, cluster = _ca_data(kube), cluster_name(server)
 
     def one(learner: str) -> Path:
         mine = Kube(kube.kubeconfig, kube.context)  # a client per thread
@@ -64,7 +73,7 @@ def grant(kube: Kube, learners: list[str], out: Path, force: bool = False) -> li
         for obj in credentials.learner_objects(learner, namespaces, Owner()):
             mine.apply(obj)
         token = request_token(mine, learner)
-        conf = credentials.kubeconfig(learner, kube.api.configuration.host, ca, token, cluster)
+        conf = credentials.kubeconfig(learner, server, ca, token, cluster)
         return outfile.write_user_file(  # a credential: the instructor's to hand out, readable by them alone
             kubeconfig_path(out, learner),
             yaml.safe_dump(conf, sort_keys=False),

@@ -7,17 +7,23 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
 - those namespaces themselves: get and patch (RBAC ``resourceNames``), nothing else's;
 - cluster-wide: read nodes, namespaces, queues, priority classes and topologies (a lesson lists them by label);
   create, change and delete Queues, PriorityClasses and KAI Topologies (the topology lesson) — which RBAC cannot
-  limit by name on create, so one ValidatingAdmissionPolicy (CEL, built into the API server) refuses any learner's request whose object (or,
-  on update and delete, old object) is not named ``<learner>-…`` and labelled with their node pool;
+  limit by name on create, so one ValidatingAdmissionPolicy (CEL, built into the API server) refuses any learner's
+  request whose object (or, on update and delete, old object) is not named ``<learner>-…`` and labelled as theirs
+  (their node pool and owner labels, by which ``class down`` finds it) — and, since a cluster-scoped object can
+  act beyond its name (:func:`effect_rules`), a PriorityClass that would be every pod's default (``globalDefault``)
+  and a Queue under another's parent queue;
 - their own SchedulingShard (``<learner>-shard``): get and patch (RBAC ``resourceNames``) — their scheduler's
   settings; the same policy keeps its partition theirs (``<learner>``, or ``<learner>.stopped`` while stopped,
-  kailab/shards.py) and its ``args`` to the flags kailab's settings set (no ``--partition-label-value`` of
-  another's); and their scheduler's metrics through the API server's proxy to its Service, and its Deployment
-  (get: whether KAI's operator has rolled it out) in KAI's namespace (kind, existing).
+  kailab/shards.py), its ``args`` to the flags and values kailab's settings set (no ``--partition-label-value``
+  of another's, no scheduling cycle shorter than the lab's), its other fields to those kailab's settings write, and
+  its usage database to the lab's (:func:`shard_rules`); and, in KAI's namespace only (kind, existing), their
+  scheduler's metrics through the API server's proxy to its Service and its Deployment (get: whether KAI's
+  operator has rolled it out).
 - the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
   Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
   and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
-  (``kailab.io/partition``, see ``kailab.partitions.taint``) nor every taint (a toleration without a key); and a PodGroup they
+  (``kailab.io/partition``, see ``kailab.partitions.taint``) nor every taint (a toleration without a key), and a pod for any
+  scheduler but KAI's (kube-scheduler knows no partitions) selects their node pool; and a PodGroup they
   make by hand (``scheduling.run.ai``) carries their node-pool label and names only their queues (``spec.queue``,
   and the queue label if it has one), since KAI's schedulers pick PodGroups by that label and charge that queue.
 
@@ -31,7 +37,10 @@ import base64
 
 from kailab.labels import (
     KAI_NAMESPACE,
+    KAI_SCHEDULER_NAME,
+    LAB_ID_LABEL,
     LEARNER_LABEL,
+    MANAGED,
     NODEPOOL_LABEL,
     PARTITION_TAINT_KEY,
     PODGROUP_API,
@@ -41,7 +50,8 @@ from kailab.labels import (
     TOPOLOGY_API,
 )
 from kailab.ownership import Owner
-from kailab.scheduler_settings import SchedulerSettings
+from kailab.partitions import LAB_ID_PREFIX
+from kailab.scheduler_settings import LAB_SCHEDULER_ARGS, USAGE_DB_CLIENT, SchedulerSettings
 from kailab.shards import STOPPED_SUFFIX, scheduler_name, shard_name
 
 SHARD_GROUP = SHARD_API.split("/")[0]
@@ -74,8 +84,9 @@ def _meta(name: str, labels: dict[str, str], namespace: str | None = None) -> di
     return meta
 
 
-def class_objects(owner: Owner = Owner()) -> list[dict]:
-    """What every learner shares: their ServiceAccounts' namespace, the read-only ClusterRole, the admission policy."""
+def class_objects(owner: Owner = Owner(), usage_db_url: str | None = None) -> list[dict]:
+    """What every learner shares: their ServiceAccounts' namespace, the read-only ClusterRole, the admission policy
+    (``usage_db_url``: the lab's usage database a learner's shard may name, :func:`shard_rules`)."""
     labels = owner.labels
     read = ["get", "list", "watch"]
     write = [*read, "create", "update", "patch", "delete"]
@@ -92,16 +103,22 @@ def class_objects(owner: Owner = Owner()) -> list[dict]:
                 {"apiGroups": [TOPOLOGY_API.split("/")[0]], "resources": ["topologies"], "verbs": write},
             ],
         },
-        *admission_policy(labels),
+        *admission_policy(labels, usage_db_url),
     ]
 
 
-def admission_policy(labels: dict[str, str]) -> list[dict]:
+def admission_policy(labels: dict[str, str], usage_db_url: str | None = None) -> list[dict]:
     """One policy for every learner: the learner is read from the request's user name."""
     prefix = f"system:serviceaccount:{CLASS_NAMESPACE}:{SA_PREFIX}"
-    theirs = (
-        "{o}.metadata.name.startsWith(variables.learner + '-') && has({o}.metadata.labels) && "
-        f"'{NODEPOOL_LABEL}' in {{o}}.metadata.labels && {{o}}.metadata.labels['{NODEPOOL_LABEL}'] == variables.learner"
+    # named theirs and labelled theirs: their node pool, and the owner labels `class down` and a learner's `down`
+    # delete by (kailab.partitions.owner: managed by kailab, lab id class-<learner>)
+    owner = {
+        **MANAGED,
+        NODEPOOL_LABEL: "' + variables.learner + '",
+        LAB_ID_LABEL: f"{LAB_ID_PREFIX}' + variables.learner + '",
+    }
+    theirs = "{o}.metadata.name.startsWith(variables.learner + '-') && has({o}.metadata.labels) && " + " && ".join(
+        f"'{k}' in {{o}}.metadata.labels && {{o}}.metadata.labels['{k}'] == '{v}'" for k, v in owner.items()
     )
     policy = {
         "apiVersion": ADMISSION,
@@ -168,15 +185,8 @@ def admission_policy(labels: dict[str, str]) -> list[dict]:
                 *pod_rules(),
                 *podgroup_rules(),
                 *named_rules(theirs),
-                {
-                    "expression": "request.resource.resource != 'schedulingshards' || request.operation == 'DELETE' "
-                    "|| (has(object.spec.partitionLabelValue) && object.spec.partitionLabelValue in "
-                    f"[variables.learner, variables.learner + '{STOPPED_SUFFIX}'] && (!has(object.spec.args) || "
-                    f"object.spec.args.all(k, k in {list(SchedulerSettings.ARGS)!r})))",
-                    "messageExpression": "'a learner\\'s SchedulingShard keeps partitionLabelValue ' + variables.learner "
-                    f"+ ' and only the args {', '.join(SchedulerSettings.ARGS)}'",
-                    "reason": "Forbidden",
-                },
+                *effect_rules(),
+                *shard_rules(usage_db_url),
             ],
         },
     }
@@ -232,6 +242,12 @@ def pod_rules() -> list[dict]:
             f"'a learner\\'s pod may select only their own node pool ({NODEPOOL_LABEL}={who})'",
         ),
         (
+            f"(has(variables.pod.schedulerName) && variables.pod.schedulerName == '{KAI_SCHEDULER_NAME}') || "
+            + _entry_is("variables.pod", "nodeSelector", NODEPOOL_LABEL, pool, required=True),
+            f"'a learner\\'s pod for any scheduler but {KAI_SCHEDULER_NAME} must select their own node pool "
+            f"(nodeSelector {NODEPOOL_LABEL}={who}): kube-scheduler knows no partitions'",
+        ),
+        (
             "!has(variables.pod.tolerations) || variables.pod.tolerations.all(t, has(t.key) && t.key != '' && "
             f"(t.key != '{PARTITION_TAINT_KEY}' || (has(t.value) && t.value == variables.learner && "
             "(!has(t.operator) || t.operator == 'Equal'))))",
@@ -269,7 +285,8 @@ def named_rules(theirs: str) -> list[dict]:
         _rule(
             f"variables.workload || variables.podgroup || request.operation == 'DELETE' || ({theirs.format(o='object')})",
             "'a learner may only make ' + request.resource.resource + ' named ' + "
-            f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner",
+            f"variables.learner + '-… and labelled {NODEPOOL_LABEL}=' + variables.learner + ', {LAB_ID_LABEL}="
+            f"{LAB_ID_PREFIX}' + variables.learner + ' and {next(iter(MANAGED))}={next(iter(MANAGED.values()))}'",
         ),
         _rule(
             f"variables.workload || variables.podgroup || request.operation == 'CREATE' || "
@@ -277,6 +294,81 @@ def named_rules(theirs: str) -> list[dict]:
             "'this ' + request.resource.resource + ' is not ' + variables.learner + "
             "'\\'s: a learner may only change or delete their own'",
         ),
+    ]
+
+
+def effect_rules() -> list[dict]:
+    """What a cluster-scoped object of a learner's may not do beyond its name: a PriorityClass may not be the
+    default of every pod created without one (``globalDefault``: the other learners' and the lab's too), and a Queue
+    hangs only under a parent queue of theirs (KAI charges a child's use to its parent, and reclaims across the tree).
+    """
+    queue = "object.spec.parentQueue"
+    return [
+        _rule(
+            "request.resource.resource != 'priorityclasses' || request.operation == 'DELETE' || "
+            "!has(object.globalDefault) || !object.globalDefault",
+            "'a learner\\'s PriorityClass may not be globalDefault: it would be the priority of every pod made "
+            "without one, other learners\\' too'",
+        ),
+        _rule(
+            "request.resource.resource != 'queues' || request.operation == 'DELETE' || !has(object.spec) || "
+            f"!has({queue}) || {queue} == '' || {queue}.startsWith(variables.learner + '-')",
+            "'a learner\\'s queue may have as parentQueue only a queue of theirs (' + variables.learner + '-…)'",
+        ),
+    ]
+
+
+# The fields of a SchedulingShard's spec kailab's settings write (SchedulerSettings.shard_spec); KAI v0.17.0's CRD
+# has more (plugins, actions, scenarioSearchBudgets, goMemLimit…), which a learner's shard may not set.
+SHARD_FIELDS = (
+    "partitionLabelValue",
+    "args",
+    "placementStrategy",
+    "minRuntime",
+    "kValue",
+    "queueDepthPerAction",
+    "usageDBConfig",
+)
+SHARD_FIELDS_REFUSED = ("actions", "goMemLimit", "goMemLimitRatio", "plugins", "scenarioSearchBudgets")
+
+
+def shard_rules(usage_db_url: str | None) -> list[dict]:
+    """A learner's SchedulingShard (theirs by name, RBAC): its partition stays theirs (or their stopped one),
+    its args are the flags kailab sets with the values it sets (no other partition as a flag, no scheduling cycle
+    shorter than the lab's, which would take the shared cores from everyone), it sets no field kailab's settings
+    do not write, and its usage database is the lab's (``usage_db_url``; None: none may be named, the local
+    runtime's supervisor gives its own) — never an address of the learner's choosing for their scheduler to call."""
+    spec = "object.spec"
+    args = f"{spec}.args"
+    usage = f"{spec}.usageDBConfig"
+    period = LAB_SCHEDULER_ARGS["schedule-period"]
+    url_ok = f"{usage}.connectionString == '{usage_db_url}'" if usage_db_url else "false"
+    rules = [
+        (
+            f"has({spec}.partitionLabelValue) && {spec}.partitionLabelValue in "
+            f"[variables.learner, variables.learner + '{STOPPED_SUFFIX}']",
+            "'a learner\\'s SchedulingShard keeps partitionLabelValue ' + variables.learner",
+        ),
+        (
+            f"!has({args}) || ({args}.all(k, k in {list(SchedulerSettings.ARGS)!r}) && "
+            f"(!('schedule-period' in {args}) || {args}['schedule-period'] == '{period}') && "
+            f"(!('full-hierarchy-fairness' in {args}) || {args}['full-hierarchy-fairness'] in ['true', 'false']))",
+            f"'a learner\\'s SchedulingShard has only the args {', '.join(SchedulerSettings.ARGS)} "
+            f"(schedule-period {period}, full-hierarchy-fairness true or false)'",
+        ),
+        (
+            " && ".join(f"!has({spec}.{f})" for f in SHARD_FIELDS_REFUSED),
+            f"'a learner\\'s SchedulingShard sets only {', '.join(SHARD_FIELDS)}'",
+        ),
+        (
+            f"!has({usage}) || ((!has({usage}.clientType) || {usage}.clientType == '{USAGE_DB_CLIENT}') && "
+            f"!has({usage}.connectionStringEnvVar) && (!has({usage}.connectionString) || {url_ok}))",
+            "'a learner\\'s SchedulingShard may name no usage database but the lab\\'s'",
+        ),
+    ]
+    return [
+        _rule(f"request.resource.resource != 'schedulingshards' || request.operation == 'DELETE' || ({e})", m)
+        for e, m in rules
     ]
 
 
@@ -306,12 +398,6 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     "resourceNames": [shard_name(learner)],
                     "verbs": ["get", "patch"],
                 },
-                {  # their scheduler's metrics, through the API server's proxy to the operator's Service
-                    "apiGroups": [""],
-                    "resources": ["services/proxy"],
-                    "resourceNames": [scheduler_name(learner), f"{scheduler_name(learner)}:http-metrics"],
-                    "verbs": ["get"],
-                },
             ],
         },
         {
@@ -321,7 +407,8 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
             "subjects": subject,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": own},
         },
-        {  # whether their scheduler's Deployment has rolled out (kind, existing): KAI's operator restarts it
+        {  # in KAI's namespace (kind, existing): whether their scheduler's Deployment has rolled out (KAI's operator
+            # restarts it), and their scheduler's metrics through the API server's proxy to the operator's Service
             "apiVersion": RBAC,
             "kind": "Role",
             "metadata": _meta(own, labels, KAI_NAMESPACE),
@@ -331,7 +418,13 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     "resources": ["deployments"],
                     "resourceNames": [scheduler_name(learner)],
                     "verbs": ["get"],
-                }
+                },
+                {
+                    "apiGroups": [""],
+                    "resources": ["services/proxy"],
+                    "resourceNames": [scheduler_name(learner), f"{scheduler_name(learner)}:http-metrics"],
+                    "verbs": ["get"],
+                },
             ],
         },
         {

@@ -39,10 +39,11 @@ from kailab.classroom import access, credentials
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.kubeconfig import kubeconfig_problem
-from kailab.labels import RECORD_LABEL
 from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
 from kailab.scenarios.prefix import check_prefix
+from kailab.scheduler_settings import SchedulerSettings
+from kailab.shards import ShardSchedulerControl
 
 FILE = "class-credential.json"
 CONTEXT_PREFIX = "kailab-class-"
@@ -320,9 +321,11 @@ def _expiry(kube: Kube) -> datetime | None:
 
 
 def leave(joined: Joined, home: Path) -> list[str]:
-    """A learner's ``down``: empty their lesson namespaces and delete their queues, priority classes and lesson
-    records (their own only: the credential allows nothing else), then forget the credential. A class that has
-    ended (the credential revoked, the cluster gone) is left all the same, and said so (KailabError, after)."""
+    """A learner's ``down``: empty their lesson namespaces and delete their queues and priority classes (their own
+    only: the credential allows nothing else), their scheduler left running with the lab's defaults, then forget
+    the credential. Their lesson records stay, for the instructor's ``class status``; their namespaces and shard
+    stay, so their next lesson (after ``kailab join`` again) starts clean. A class that has ended (the credential
+    revoked, the cluster gone) is left all the same, and said so (KailabError, after)."""
     try:
         kube = Kube(joined.kubeconfig)
         whoami(kube, joined.kubeconfig)
@@ -349,6 +352,9 @@ def leave(joined: Joined, home: Path) -> list[str]:
     for api, kind in CLUSTER_KINDS:
         for obj in kube.list(api, kind, label_selector=owner.selector()):
             remove(obj["metadata"]["name"], lambda a=api, k=kind, n=obj["metadata"]["name"]: kube.delete(a, k, n))
+    remove(
+        f"{joined.learner}'s scheduler", lambda: ShardSchedulerControl(kube, joined.learner).start(SchedulerSettings())
+    )
     if left:  # the join is kept, so that kailab down can try again
         raise KailabError(
             f"Removed {len(done)} of your lesson objects; these are left: {', '.join(left[:5])}.",
@@ -359,5 +365,5 @@ def leave(joined: Joined, home: Path) -> list[str]:
 
 
 def _empty(kube: Kube, namespace: str) -> None:
+    """Their lesson's objects gone; its lesson records stay, for the instructor's ``class status``."""
     kube.empty_namespace(namespace)
-    kube.core.delete_collection_namespaced_config_map(namespace, label_selector=RECORD_LABEL)

@@ -14,9 +14,10 @@ kubeconfig, from the learner's.
 
 from __future__ import annotations
 
+import urllib.parse
 from pathlib import Path
 
-from kailab import partitions, shards
+from kailab import network, partitions, shards
 from kailab.checks import Verdict
 from kailab.classroom import access, records
 from kailab.classroom.roster import MAX_LEARNERS, Roster
@@ -37,10 +38,15 @@ class Class:
     """The class of a running lab: its learners (the partitions it made, :class:`~kailab.partitions.Partitions`),
     their clusters as the engine sees them, their credentials. ``host``: the runtime's part (what runs shards)."""
 
-    def __init__(self, host: PartitionHost, state: str = CLASS_STATE):
+    def __init__(self, host: PartitionHost, state: str = CLASS_STATE, address: str = "", adopted: bool = False):
+        """``address``: where the lab's API server answers beyond loopback (``kailab up --address``; "" loopback
+        only); ``adopted``: the cluster is one kailab did not make (its API server is where the instructor's
+        kubeconfig names it)."""
         self.parts = Partitions(host, state)
         self.host = host
         self.state_file = self.parts.state_file
+        self.address = address
+        self.adopted = adopted
 
     def learners(self) -> list[str]:
         return self.parts.names()
@@ -94,6 +100,50 @@ class Class:
         status = records.class_status(kube, self.learners(), stuck_after=stuck_after, timelines=True)
         return report.write(status, lesson_names(), out, force)
 
+    def learners_server(self, kube: Kube, asked: str | None = None) -> tuple[str, str]:
+        """(the API server address the learners' kubeconfigs name, what ``class up`` says about it): the address the
+        lab was brought up at (``kailab up --address``), else its loopback, which works on this machine only; on a
+        cluster kailab did not make, the API server as the instructor's kubeconfig names it. ``asked``: the address
+        ``class up --address`` gave, refused (before anything is applied) unless it is the lab's."""
+        host = kube.api.configuration.host
+        if self.adopted:
+            if asked:
+                raise KailabError(
+                    f"--address is for labs kailab makes; on a cluster it adopts, learners reach its API server as your "
+                    f"kubeconfig names it ({host}).",
+                    hint="Leave --address out (the kubeconfig's server must be one your learners reach).",
+                )
+            return host, f"The learners' kubeconfigs name {host}, as yours does: it must be an address they reach."
+        have = self.address
+        if asked is not None:
+            asked = network.check_address(asked)
+            if asked != have:
+                where = f"at {have}" if have else "on this machine's loopback only"
+                raise KailabError(
+                    f"The lab's API server listens {where}, not at {asked}. Nothing was applied.",
+                    hint=f"Bring the lab up at that address first: kailab down && kailab up --address {asked}, "
+                    "then kailab class up again.",
+                )
+        if not have:
+            return host, (
+                f"The learners' kubeconfigs name {host}, this machine's loopback: they work on this machine only. "
+                "For learners on their own laptops: kailab down && kailab up --address <this machine's address>."
+            )
+        server = network.with_host(host, have)
+        port = urllib.parse.urlsplit(server).port
+        others = [
+            f"{name} on {network.host_port(at, p)}" for name, at, p in self.host.open_beyond_loopback() if p != port
+        ]
+        said = (
+            f"Learners reach the lab at {server} (TCP port {port}): its API server, with the kubeconfig each is given."
+            + (
+                " Nothing else of the lab listens beyond this machine's loopback."
+                if not others
+                else f" Also listening beyond this machine's loopback: {', '.join(others)}."
+            )
+        )
+        return server, said
+
     # -- up and down -------------------------------------------------------------------------
 
     def check(self, kube: Kube, roster: Roster, available: int | None = None) -> list[str]:
@@ -146,15 +196,19 @@ class Class:
         progress: Progress,
         out: Path | None = None,
         available: int | None = None,
+        server: str | None = None,
         force: bool = False,
     ) -> list[str]:
         """Add the roster's new learners: their fleet, then their SchedulingShard; with ``out``, write every
-        learner's kubeconfig there (classroom.access; one that kailab did not write is replaced only with ``force``,
-        and that is checked before anything is applied). Returns the learners added."""
+        learner's kubeconfig there (classroom.access), naming ``server`` (None: the API server as ``kube`` reaches
+        it; one that kailab did not write is replaced only with ``force``, and that is checked before anything is
+        applied). Returns the learners added."""
         if out is not None:
             access.check_out(out, [*self.learners(), *roster.names], force)
         new = self.check(kube, roster, available)
         done = self.learners()
+        if new and (slow := self.host.cores_short(len(done) + len(new))):
+            progress.info(f"This machine is slow for the class: {slow}. Every verdict still comes.", style="yellow")
         if new:
             with progress.step(
                 f"{'Learner' if len(new) == 1 else 'Learners'} {', '.join(new)}: {fleet.node_count} nodes "
@@ -168,8 +222,50 @@ class Class:
                 done += new
         if out is not None:
             with progress.step(f"Credentials: a kubeconfig per learner in {out}"):
-                access.grant(kube, done, out, force)
+                access.grant(kube, done, out, force, self.host.usage_db_url(), server)
         return new
+
+    def add(
+        self,
+        kube: Kube,
+        roster: Roster,
+        fleet: Fleet,
+        progress: Progress,
+        out: Path | None = None,
+        server: str | None = None,
+    ) -> list[str]:
+        """``class add``: late joiners, each a partition and (with ``out``) a kubeconfig of their own; nobody else's
+        partition or kubeconfig is touched. A name already in the class is refused before anything is applied."""
+        have = [n for n in roster.names if n in self.learners()]
+        if have:
+            raise RosterError(
+                f"Already in this lab's class: {', '.join(have)}. Nothing was applied.",
+                hint="A learner whose slice is in a bad state: kailab class reset --learner NAME",
+            )
+        added = self.up(kube, roster, fleet, progress, available=None)
+        if out is not None:
+            with progress.step(f"Credentials: a kubeconfig for {', '.join(added)} in {out}"):
+                access.grant(kube, added, out, False, self.host.usage_db_url(), server)
+        return added
+
+    def reset(self, kube: Kube, learners: list[str], fleet: Fleet, progress: Progress) -> list[str]:
+        """``class reset``: these learners' slices back to clean (:meth:`~kailab.partitions.Partitions.reset`) —
+        their records and credential kept, so their kubeconfig keeps working; nobody else's slice is touched. A name
+        not in the class is refused before anything is changed."""
+        unknown = [n for n in learners if n not in self.learners()]
+        if unknown or not learners:
+            raise KailabError(
+                f"No learner named {', '.join(unknown)} in this lab's class."
+                if unknown
+                else "Say whose slice to reset: --learner NAME.",
+                hint=f"Learners: {', '.join(self.learners()) or 'none'}.",
+            )
+        with progress.step(
+            f"Resetting {', '.join(learners)}: scheduler to the lab's defaults, lesson namespaces emptied, queues and "
+            "priority classes deleted, nodes made again (records and credentials kept)"
+        ):
+            each(learners, lambda learner: self.parts.reset(Kube(kube.kubeconfig, kube.context), fleet, learner))
+        return learners
 
     def down(self, kube: Kube, learners: list[str] | None, progress: Progress) -> list[str]:
         """Remove these learners (None: all): their scheduler, namespaces, queues, priority classes and nodes."""

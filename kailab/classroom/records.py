@@ -22,12 +22,15 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
 from kailab import partitions
 from kailab.checks import UNDECIDED, Verdict
 from kailab.classroom import STUCK_SECONDS
+from kailab.errors import KailabError
 from kailab.explain import explain_pods
 from kailab.gpus import NO_QUEUE
 from kailab.kube import Kube
 from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.pods import api_time, pod_view
 from kailab.predictions import tally
+from kailab.progress import stderr
+from kailab.scheduler_settings import SchedulerSettings
 
 NAME = "kailab-record"
 RUNNING = "RUNNING"  # a record's outcome from a lesson's start until its verdict
@@ -108,9 +111,35 @@ class Recording:
             # The instructor's first lesson of a learner who has no credential: their namespace is made here
             self.engine.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
             self.kube.apply(started)
+        self.restore_scheduler()
         verdict = self.engine.run(scenario)
         self.kube.apply(record_object(self.learner, verdict))
         return verdict
+
+    def restore_scheduler(self) -> None:
+        """Their scheduler as every lesson starts from it: running, with the lab's defaults. One that a lesson cut
+        short left stopped or reconfigured (the placement, consolidation and fair-share lessons change it) is said
+        plainly and restored, so the lesson is not played against a scheduler that never comes."""
+        control = getattr(self.engine.cluster, "scheduler", None)
+        if control is None:
+            return
+        try:
+            running, settings = control.running(), control.settings
+        except KailabError:  # no shard at all: the lesson's own steps say so
+            return
+        if running and settings == SchedulerSettings():
+            return
+        found = "stopped" if not running else f"running with {settings.describe()}"
+        # said even with --quiet or --json (on stderr): the lesson's times and the instructor's view depend on it
+        stderr.print(
+            f"! {self.learner}'s scheduler was {found} (a lesson cut short left it so): restarting it with the lab's "
+            "defaults before this lesson.",
+            style="yellow",
+            markup=False,
+            highlight=False,
+        )
+        with self.engine.progress.step(f"Restarting {self.learner}'s scheduler with the lab's defaults"):
+            control.start(SchedulerSettings())
 
 
 # -- reading records: a learner wrote them, so each is checked whole before it is used ----------------------------------

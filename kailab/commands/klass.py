@@ -67,6 +67,13 @@ def up(
     learner: list[str] = typer.Option([], "--learner", help="A learner by name (repeat for each)."),
     roster: Path | None = typer.Option(None, "--roster", help="A file with one learner name a line."),
     out: Path | None = typer.Option(None, "--out", help="Write each learner's kubeconfig here (NAME.kubeconfig)."),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        metavar="<ip>",
+        help="The address learners reach the lab at: the one it was brought up at (kailab up --address), which "
+        "their kubeconfigs name anyway; given here, class up checks it is.",
+    ),
     force: bool = typer.Option(
         False, "--force", help="Replace kubeconfigs in --out that kailab did not write (or that were changed)."
     ),
@@ -78,13 +85,52 @@ def up(
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
     lab = Lab.open()
     klass = lab.klass()
-    added = klass.up(lab.kube, wanted, load_fleet(), Progress(quiet), out, force=force)
+    server, said = klass.learners_server(lab.kube, address)  # a wrong address is refused before anything is applied
+    added = klass.up(lab.kube, wanted, load_fleet(), Progress(quiet), out, server=server, force=force)
     render.stdout.print(
         f"Class: {', '.join(klass.learners())} ({len(added)} added). "
         "A learner's lessons: kailab class demo NAME --learner LEARNER",
         markup=False,
         highlight=False,
     )
+    if out is not None:
+        render.stdout.print(said, markup=False, highlight=False)
+
+
+@app.command("add")
+def add(
+    learner: list[str] = typer.Option(..., "--learner", help="A late joiner by name (repeat for each)."),
+    out: Path | None = typer.Option(None, "--out", help="Write their kubeconfig here (NAME.kubeconfig)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Add late joiners mid-class: a fleet, a KAI partition and a kubeconfig each; nobody else's is touched."""
+    from kailab.classroom import roster
+    from kailab.fleet import load_fleet
+
+    wanted = roster.from_names(learner)  # checked before anything is applied
+    lab = Lab.open()
+    klass = lab.klass()
+    server, said = klass.learners_server(lab.kube)
+    added = klass.add(lab.kube, wanted, load_fleet(), Progress(quiet), out, server=server)
+    render.stdout.print(
+        f"Added: {', '.join(added)}. Class: {', '.join(klass.learners())}.", markup=False, highlight=False
+    )
+    if out is not None:
+        render.stdout.print(said, markup=False, highlight=False)
+
+
+@app.command("reset")
+def reset(
+    learner: list[str] = typer.Option(..., "--learner", help="Whose slice to reset (repeat for each)."),
+    quiet: bool = QuietOpt,
+) -> None:
+    """Put a learner's slice back to clean: their scheduler running with the lab's defaults, lesson namespaces
+    emptied, queues deleted, nodes made again. Their records and kubeconfig stay; nobody else is touched."""
+    from kailab.fleet import load_fleet
+
+    lab = Lab.open()
+    done = lab.klass().reset(lab.kube, learner, load_fleet(), Progress(quiet))
+    render.stdout.print(f"Reset: {', '.join(done)} (records and kubeconfig kept).", markup=False, highlight=False)
 
 
 @app.command("down")

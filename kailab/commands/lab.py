@@ -80,6 +80,13 @@ def up(
         help="Kind runtime: pull nothing; build the node image, KAI's and KWOK's images, kind and helm here "
         "(automatic when no image registry answers). First time about 15 minutes; cached after.",
     ),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        metavar="<ip>",
+        help="Local and kind runtimes: also open the lab's API server (and nothing else) at this address of this "
+        "machine, for a class whose learners join from their own laptops (default: this machine's loopback only).",
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Bring up the lab: a cluster, 32 fake GPUs and KAI Scheduler — or adopt a cluster you have (--runtime existing)."""
@@ -100,6 +107,7 @@ def up(
         kwok=kwok,
         prefix=prefix,
         offline=offline,
+        address=address,
     )
     info = Lab.open().up(
         options, runtime, Progress(quiet), show_findings=lambda found: render.stdout.print(render.findings_table(found))
@@ -133,12 +141,21 @@ def down(quiet: bool = QuietOpt) -> None:
     from kailab.paths import lab_home
 
     progress = Progress(quiet)
+    lab = None
     try:
         lab = Lab.open()
     except DamagedJoin as e:  # a join whose record cannot be read: the record goes, nothing on the cluster
         forget(lab_home(), progress, e)
     else:
         lab.remove(progress)
+    if (joined := getattr(lab, "joined", None)) is not None:  # a class's learner: their slice stays
+        render.stdout.print(
+            "Left the class: your lesson records stay for your instructor, your slice for your next lesson. "
+            f"Back in: kailab join {joined.kubeconfig}",
+            markup=False,
+            highlight=False,
+        )
+        return
     render.stdout.print("Lab removed.")
 
 

@@ -90,9 +90,11 @@ def demo(
 
 
 def side_by_side(lab: Lab, names: list[str], parallel: int | None, sequential_only: bool, quiet: bool) -> int:
-    """How many lessons to run at once (:meth:`kailab.lab.Lab.at_once`); one after another said, with why, when it
+    """How many lessons to run at once (:func:`kailab.parallel.at_once`); one after another said, with why, when it
     was asked for or is the default being given up."""
-    at_once, why = lab.at_once(names, parallel, sequential_only)
+    from kailab.parallel import at_once as how_many
+
+    at_once, why = how_many(names, parallel, sequential_only, lab.side_by_side)
     if why and not quiet:
         stderr.print(f"Running the lessons one after another: {why}.", markup=False, highlight=False)
     return at_once

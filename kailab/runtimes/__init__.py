@@ -122,6 +122,16 @@ def bring_up(
     else:
         cls, why = choose_runtime(requested)
     check_options(cls, options)
+    if options.address is not None:
+        from kailab.network import check_address
+
+        options.address = check_address(options.address)
+        if running and running.address != options.address:
+            where = f"at {running.address}" if running.address else "on this machine's loopback only"
+            raise KailabError(
+                f"The lab that is up listens {where}; kailab up does not move a running lab to {options.address}.",
+                hint=f"Start again there: kailab down && kailab up --address {options.address}",
+            )
     if (
         cls.traits.makes_cluster and not running
     ):  # its nodes run on this machine: refused, with the figures, if too many

@@ -1,8 +1,8 @@
 """The runtime interface: how a cluster comes to be, and what a runtime offers beyond a kubeconfig.
 
 A runtime has ten members (:class:`Runtime`) and one value of optional parts (:class:`Capabilities`: scheduler
-control, GPU ledger, metrics, partitions, GPU sharing, memory — None where it has none). This module imports no
-runtime: the runtimes import it, and the registry (``kailab.runtimes``) knows them all.
+control, GPU ledger, metrics, partitions, GPU sharing, memory, workload operators — None where it has none). This
+module imports no runtime: the runtimes import it, and the registry (``kailab.runtimes``) knows them all.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from kailab.scheduler_settings import SchedulerSettings
 if TYPE_CHECKING:
     from kailab.fleet import Fleet
     from kailab.kube import Kube
+    from kailab.operators import OperatorControl
 
 
 @dataclass
@@ -36,6 +37,7 @@ class UpOptions:
     kwok: bool = False  # existing runtime: add KWOK and kailab's fleet of fake GPUs
     prefix: str | None = None  # existing runtime: put NAME- in front of the lab's queues and namespaces
     offline: bool = False  # kind runtime: build every image here, pull nothing
+    address: str | None = None  # local, kind: an address of this machine where learners reach the API server
 
     # option → how the command line spells it, for "… is for the local runtime"
     FLAGS = {
@@ -47,12 +49,15 @@ class UpOptions:
         "prefix": "--prefix",
         "retain": "--retain",
         "offline": "--offline",
+        "address": "--address",
     }
 
     def given(self) -> set[str]:
         """The runtime-specific options that differ from their defaults."""
         out = {
-            name for name in ("apiserver_port", "kubeconfig", "context", "prefix") if getattr(self, name) is not None
+            name
+            for name in ("apiserver_port", "kubeconfig", "context", "prefix", "address")
+            if getattr(self, name) is not None
         }
         if not self.with_kai:
             out.add("with_kai")
@@ -151,6 +156,16 @@ class PartitionHost(Protocol):
     def stopped(self, kube: Kube, partition: str) -> None:
         """The partition's shard is deleted: what is left of its scheduler here removed at once."""
 
+    def usage_db_url(self) -> str | None:
+        """The lab's usage database a learner's shard may name (None: none may be named)."""
+
+    def cores_short(self, partitions: int) -> str:
+        """Why this machine's cores cannot run ``partitions`` lessons at once at the speed a class needs ("" they
+        can, or the host cannot say)."""
+
+    def open_beyond_loopback(self) -> list[tuple[str, str, int]]:
+        """(process, address, port) the lab listens on beyond this machine's loopback, where the host can tell."""
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -163,6 +178,7 @@ class Capabilities:
     partitions: PartitionHost | None = None  # what runs partitions' schedulers (a class, lessons side by side)
     gpu_sharing: bool = False  # KAI's GPU sharing is on
     memory: Callable[[], float | None] | None = None  # MiB of every process the lab runs, together
+    operators: OperatorControl | None = None  # the workload operators (KubeRay, JobSet…), each run on first need
 
 
 @dataclass(frozen=True)

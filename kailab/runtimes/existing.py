@@ -40,10 +40,11 @@ from kailab.labels import (
 from kailab.labstate import LabState
 from kailab.ownership import Owner, foreign, stamped
 from kailab.paths import MANIFESTS
-from kailab.preflight import Finding, blocking, findings
+from kailab.preflight import OK, Finding, blocking, findings
 from kailab.progress import Progress
 from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime, Traits, UpOptions
 from kailab.runtimes.existing_facts import exists, find_scheduler, read_facts, scheduler_metrics, sharing
+from kailab.runtimes.existing_operators import ExistingOperators, operator_findings
 from kailab.runtimes.kind_plan import KWOK_RELEASE
 from kailab.waiting import until
 
@@ -221,7 +222,9 @@ class ExistingRuntime(Runtime):
 
     def preflight(self, options: UpOptions) -> list[Finding]:
         path, context = self._target(options)
-        return findings(read_facts(connect(path, context), self._owner(), options.fleet if options.kwok else None))
+        kube = connect(path, context)
+        rows = findings(read_facts(kube, self._owner(), options.fleet if options.kwok else None))
+        return rows + operator_findings(kube) if rows and rows[0].status == OK else rows
 
     def up(self, options: UpOptions, progress: Progress) -> LabInfo:
         state = self._state()
@@ -485,8 +488,9 @@ class ExistingRuntime(Runtime):
 
     def capabilities(self) -> Capabilities:
         """KAI's scheduler here is not kailab's to stop or reconfigure: no scheduler control, no GPU ledger; its
-        metrics when KAI's chart made the scheduler's Service, GPU sharing as KAI's Config says, and partitions
-        through KAI's operator. Read from the cluster once (nothing of it when the cluster does not answer)."""
+        metrics when KAI's chart made the scheduler's Service, GPU sharing as KAI's Config says, partitions through
+        KAI's operator, and the workload operators the cluster has (used as found, never installed). Read from the
+        cluster once (nothing of it when the cluster does not answer)."""
         from kailab.runtimes.operator_partitions import OperatorPartitions
 
         try:
@@ -497,4 +501,5 @@ class ExistingRuntime(Runtime):
             metrics=None if kube is None else scheduler_metrics(kube),
             partitions=OperatorPartitions(self),
             gpu_sharing=False if kube is None else sharing(kube),
+            operators=None if kube is None else ExistingOperators(kube),
         )

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
+
+import yaml
 
 from kailab import labdir, versions
 from kailab.errors import KailabError, ToolMissing
@@ -74,7 +77,7 @@ class KindRuntime(Runtime):
 
     traits = Traits(
         "kind",
-        takes=frozenset({"offline"}),
+        takes=frozenset({"offline", "address"}),
         preference=10,  # first choice where a Docker engine answers
         own_entries=OWN_ENTRIES,
         after_failed_up="always keeps what a failed up made: the next kailab up completes it, kailab down removes it",
@@ -207,6 +210,13 @@ class KindRuntime(Runtime):
             self.check_tools()
             labdir.claim(self.home)
         exists = self.cluster_exists()
+        if exists and (at := self.api_server_host()) not in ("?", options.address or "127.0.0.1"):
+            wanted = f"at {options.address}" if options.address else "on this machine's loopback"
+            raise KailabError(
+                f"The kind cluster '{CLUSTER}' exists with its API server at {at}; kind cannot move it {wanted}.",
+                hint="Remove it first: kailab down, then kailab up"
+                + (f" --address {options.address}" if options.address else ""),
+            )
         state = self._state()
         if exists and state and state.complete and (info := self._running(progress)):
             return info
@@ -221,13 +231,22 @@ class KindRuntime(Runtime):
                 self.home / "offline.json", json.dumps({"tools": self.tools, "network_made": made}), root=self.home
             )
         # Written first, so that `kailab down` finds (and deletes) a cluster whose `up` was interrupted.
-        self._write_state(options.fleet, complete=False)
-        for step in plan(self.home, options.fleet, exists, host, kit):
+        self._write_state(options.fleet, complete=False, address=options.address)
+        for step in plan(self.home, options.fleet, exists, host, kit, options.address):
             self.execute(step, options.fleet, progress)
-        self._write_state(options.fleet, complete=True)
+        self._write_state(options.fleet, complete=True, address=options.address)
         return self.info() or LabInfo(self.traits.name, self.kubeconfig())
 
-    def _write_state(self, fleet: Fleet, complete: bool) -> None:
+    def api_server_host(self) -> str:
+        """The host the lab's kubeconfig names for the API server (kind writes the address it published it at); "?"
+        when it cannot be read."""
+        try:
+            server = yaml.safe_load(self.kubeconfig().read_text())["clusters"][0]["cluster"]["server"]
+        except (OSError, yaml.YAMLError, LookupError, TypeError):
+            return "?"
+        return urllib.parse.urlsplit(str(server)).hostname or "?"
+
+    def _write_state(self, fleet: Fleet, complete: bool, address: str | None = None) -> None:
         LabState(
             self.traits.name,
             str(self.kubeconfig()),
@@ -236,6 +255,7 @@ class KindRuntime(Runtime):
             versions.as_dict(),
             shape=fleet.describe(),
             complete=complete,
+            address=address or "",
         ).write(self.home)
 
     def execute(self, step: Step, fleet: Fleet | None, progress: Progress) -> None:
@@ -307,15 +327,17 @@ class KindRuntime(Runtime):
 
     def capabilities(self) -> Capabilities:
         """KAI's scheduler through the objects its operator reads; partitions through the operator too (time-based
-        fair share with the lab's Prometheus)."""
+        fair share with the lab's Prometheus); workload operators installed in the cluster on first need."""
+        from kailab.runtimes.kind_operators import KindOperators
         from kailab.runtimes.operator_partitions import OperatorPartitions
 
         control = self.scheduler_control()
         return Capabilities(
             scheduler=control,
             metrics=control.metrics,
-            partitions=OperatorPartitions(self, usage_db=control.usage_db),
+            partitions=OperatorPartitions(self, usage_db=control.usage_db, usage_db_url=kind_usage_db.URL),
             gpu_sharing=True,
+            operators=KindOperators(self, CLUSTER, {LAB_LABEL: "true"}, Step),
         )
 
     def scheduler_control(self) -> KindSchedulerControl:

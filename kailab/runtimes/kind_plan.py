@@ -176,11 +176,15 @@ def host_facts(runner: Runner) -> HostFacts:
     return HostFacts(version, bool((capability_bounding_set() >> CAP_SYS_RESOURCE) & 1))
 
 
-def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = None) -> dict:
+def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = None, address: str | None = None) -> dict:
     """One control-plane node and one worker for KAI's own pods; the lab label marks the cluster as ours.
 
     Offline: one node only (it runs KAI's pods; kind untaints a lone control plane), which imports the images
     kailab made from ``offline_images`` (mounted) before kubelet starts, and runs etcd and pause as made here.
+    ``address``: an address of this machine where learners reach the API server — kind's
+    ``networking.apiServerAddress``: Docker publishes the API server's port there only, kind puts the address in
+    the serving certificate's SANs (its kubeadm config: ``certSANs: [localhost, <apiServerAddress>]``) and in the
+    kubeconfig it writes. Nothing else of the cluster is published.
     """
     config: dict = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
     labels = {LAB_LABEL: "true", NODEPOOL_LABEL: KIND_NODE_POOL}
@@ -195,6 +199,8 @@ def kind_config(host: HostFacts = HostFacts(), offline_images: Path | None = Non
         ]
         config["nodes"] = [node]
         config["networking"] = {"podSubnet": kind_offline.POD_SUBNET}
+    if address:
+        config.setdefault("networking", {})["apiServerAddress"] = address
     kubeadm: list[str] = []
     containerd: list[str] = []
     if host.cgroup_version == "1":
@@ -276,9 +282,15 @@ def reservation_rbac() -> list[dict]:
 
 
 def plan(
-    home: Path, fleet: Fleet, cluster_exists: bool, host: HostFacts = HostFacts(), kit: OfflineKit | None = None
+    home: Path,
+    fleet: Fleet,
+    cluster_exists: bool,
+    host: HostFacts = HostFacts(),
+    kit: OfflineKit | None = None,
+    address: str | None = None,
 ) -> list[Step]:
-    """Everything ``kailab up --runtime kind`` runs, in order (``kit``: offline, with what kailab made)."""
+    """Everything ``kailab up --runtime kind`` runs, in order (``kit``: offline, with what kailab made; ``address``:
+    where learners reach the API server, :func:`kind_config`)."""
     kc = str(home / "kubeconfig.yaml")
     kubectl = ["kubectl", "--kubeconfig", kc]
     node_image = kit.node_image if kit else versions.KIND_NODE_IMAGE
@@ -305,7 +317,11 @@ def plan(
                         kc,
                     ]
                 ],
-                files={"kind.yaml": yaml.safe_dump(kind_config(host, kit.images if kit else None), sort_keys=False)},
+                files={
+                    "kind.yaml": yaml.safe_dump(
+                        kind_config(host, kit.images if kit else None, address), sort_keys=False
+                    )
+                },
             )
         )
     steps += [

@@ -4,7 +4,8 @@ How the local fleet starts:
 1. ``build.ensure_built`` builds the pinned binaries into the cache (once per version).
 2. ``kwokctl --runtime binary`` starts etcd, kube-apiserver, kube-controller-manager,
    kube-scheduler and the KWOK controller from those binaries, with kailab's stages
-   (``manifests/kwok-stages.yaml``), bound to 127.0.0.1, all state under the lab dir.
+   (``manifests/kwok-stages.yaml``), bound to 127.0.0.1, all state under the lab dir. With ``--address ADDR``
+   kube-apiserver alone also answers at ADDR, its certificate valid for it (:meth:`LocalRuntime.kwokctl_config`).
 3. ``kai.install_cluster_objects`` applies KAI's CRDs, priority classes and default queues.
 4. ``kai.components`` describes KAI's scheduler, binder and controllers, and kailab's GPU ledger; they run as
    processes kailab supervises (``processes.ProcessGroup``): pids/ and logs/ in the lab dir.
@@ -13,6 +14,7 @@ How the local fleet starts:
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -22,7 +24,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from kailab import build, labdir, versions
+from kailab import build, labdir, network, versions
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, create_fleet
 from kailab.kube import Kube
@@ -35,6 +37,7 @@ from kailab.runtimes import gpu_ledger, usage_db
 from kailab.runtimes import local_kai as kai
 from kailab.runtimes.base import Capabilities, ComponentHealth, LabInfo, Runtime, Traits, UpOptions
 from kailab.runtimes.local_controls import LocalGpuLedgerControl, LocalSchedulerControl
+from kailab.runtimes.local_operators import LocalOperators, forget_host_files
 from kailab.runtimes.processes import Identity, ProcessGroup, port_in_use, stop
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.userfile import peek_text, tail
@@ -52,7 +55,7 @@ class LocalRuntime(Runtime):
 
     traits = Traits(
         "local",
-        takes=frozenset({"with_kai", "apiserver_port", "retain"}),
+        takes=frozenset({"with_kai", "apiserver_port", "retain", "address"}),
         preference=20,  # used when no Docker engine answers
         own_entries=OWN_ENTRIES,
     )
@@ -91,9 +94,15 @@ class LocalRuntime(Runtime):
                 f"Port {options.apiserver_port} on 127.0.0.1 is already in use.",
                 hint="Stop what listens there (ss -ltnp), or choose another --apiserver-port.",
             )
+        if options.address and options.apiserver_port and network.port_taken(options.address, options.apiserver_port):
+            raise KailabError(
+                f"Port {options.apiserver_port} at {options.address} is already in use.",
+                hint=f"Stop what listens there (ss -ltnp 'sport = :{options.apiserver_port}'), or choose another "
+                "--apiserver-port (or leave it out: a free one).",
+            )
         bins = self.ensure_builds(options.with_kai, progress)
         try:
-            self._start_control_plane(bins, progress, options.apiserver_port)
+            self._start_control_plane(bins, progress, options.apiserver_port, options.address)
             kube = Kube(self.kubeconfig())
             if options.with_kai:
                 with progress.step(f"Installing KAI {versions.KAI_VERSION} CRDs, priority classes and default queues"):
@@ -168,8 +177,17 @@ class LocalRuntime(Runtime):
             )
         return proc
 
-    def kwokctl_config(self, bins: dict[str, Path], apiserver_port: int | None = None) -> list[dict]:
-        """The kwokctl configuration (one document) and kailab's KWOK stages (the rest)."""
+    def kwokctl_config(
+        self, bins: dict[str, Path], apiserver_port: int | None = None, address: str | None = None
+    ) -> list[dict]:
+        """The kwokctl configuration (one document) and kailab's KWOK stages (the rest).
+
+        ``address``: an address of this machine where learners reach the API server. Its serving certificate names
+        it (kwokctl's ``kubeApiserverCertSANs``; kwokctl v0.8.0 signs one certificate with these SANs beside
+        localhost and 127.0.0.1: pkg/kwokctl/pki/pki.go), and kube-apiserver listens on every address of its family
+        (``--bind-address``, kwokctl's own set to loopback, overridden): it takes one bind address, and the lab's own
+        components reach it on 127.0.0.1, as kwokctl writes every kubeconfig. Every other process stays on loopback
+        (``bindAddress``)."""
         options = {
             "runtime": "binary",
             "bindAddress": "127.0.0.1",
@@ -185,6 +203,8 @@ class LocalRuntime(Runtime):
         }
         if apiserver_port:
             options["kubeApiserverPort"] = apiserver_port
+        if address:
+            options["kubeApiserverCertSANs"] = [address]
         # etcd without fsync: the lab's cluster is thrown away with `kailab down`, so a crash may lose it whole;
         # every write no longer waits for the disk (a 32-pod Job bound ~0.3 s sooner, measured). The API server
         # deletes a collection with 8 workers, not 1: clearing a lesson's 40 pods took 1.5 s, now 0.6 s.
@@ -197,6 +217,11 @@ class LocalRuntime(Runtime):
                     # it listens on loopback only: say so, or it looks for a
                     # default route (a machine offline has none) and fails
                     {"key": "advertise-address", "value": "127.0.0.1"},
+                    *(
+                        [{"key": "bind-address", "value": network.listen_all(address), "override": True}]
+                        if address
+                        else []
+                    ),
                 ],
             },
         ]
@@ -208,9 +233,11 @@ class LocalRuntime(Runtime):
         }
         return [conf, *yaml.safe_load_all(STAGES.read_text())]
 
-    def _start_control_plane(self, bins: dict[str, Path], progress: Progress, apiserver_port: int | None) -> None:
+    def _start_control_plane(
+        self, bins: dict[str, Path], progress: Progress, apiserver_port: int | None, address: str | None = None
+    ) -> None:
         config_path = self.home / "kwokctl.yaml"
-        write_own(config_path, yaml.safe_dump_all(self.kwokctl_config(bins, apiserver_port), sort_keys=False))
+        write_own(config_path, yaml.safe_dump_all(self.kwokctl_config(bins, apiserver_port, address), sort_keys=False))
         with progress.step("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK") as step:
             since = time.time()
             try:
@@ -252,7 +279,10 @@ class LocalRuntime(Runtime):
                     "kube-apiserver started but does not answer.", hint=f"See {log}", details=_tail(log)
                 ),
             )
-            step.note(f"API server {self._server()}")
+            step.note(
+                f"API server {self._server()}"
+                + (f", and {network.with_host(self._server(), address)} for learners" if address else "")
+            )
 
     def _record_control_plane(self, since: float) -> None:
         """Remember, by pid and start time, the processes kwokctl started for this lab.
@@ -284,6 +314,24 @@ class LocalRuntime(Runtime):
     def processes(self) -> list[Identity]:
         """Every process this lab started that still runs (the control plane and KAI's components)."""
         return [i for i in self._control_plane().values() if i.alive()] + self.kai_processes.running()
+
+    def listening_beyond_loopback(self) -> list[tuple[str, str, int]]:
+        """(process, address, port) of every socket a process of this lab listens on beyond this machine's loopback
+        (``0.0.0.0`` and ``::`` are every address): what another machine could reach, were a firewall to allow it."""
+        named = {
+            **self._control_plane(),
+            **{n: i for n in self.kai_processes.names() if (i := self.kai_processes.identity(n))},
+        }
+        found = []
+        for name, ident in sorted(named.items()):
+            try:
+                sockets = psutil.Process(ident.pid).net_connections(kind="inet")
+            except psutil.Error:  # ended since it was listed
+                continue
+            for c in sockets:
+                if c.status == psutil.CONN_LISTEN and not ipaddress.ip_address(c.laddr.ip).is_loopback:
+                    found.append((name, c.laddr.ip, c.laddr.port))
+        return sorted(set(found))
 
     def memory_mib(self) -> float | None:
         """Memory (RSS, MiB) of every process the lab runs, together."""
@@ -321,7 +369,8 @@ class LocalRuntime(Runtime):
         return bins
 
     def capabilities(self) -> Capabilities:
-        """Its scheduler and GPU ledger are processes kailab started; its partitions' schedulers too."""
+        """Its scheduler and GPU ledger are processes kailab started; its partitions' schedulers and the workload
+        operators a lesson needs too."""
         from kailab.runtimes.local_partitions import LocalPartitions
 
         control = self.scheduler_control()
@@ -335,6 +384,7 @@ class LocalRuntime(Runtime):
             partitions=LocalPartitions(self),
             gpu_sharing=True,
             memory=self.memory_mib,
+            operators=LocalOperators(self),
         )
 
     def scheduler_control(self) -> LocalSchedulerControl:
@@ -358,6 +408,7 @@ class LocalRuntime(Runtime):
             versions.as_dict(),
             kai_components=self.kai_processes.names(),
             shape=options.fleet.describe(),
+            address=options.address or "",
         ).write(self.home)
 
     def _server(self) -> str:
@@ -370,6 +421,7 @@ class LocalRuntime(Runtime):
     def _teardown(self) -> list[str]:
         """Stop every process this lab started and remove what it wrote; return what is left in its folder."""
         self.kai_processes.stop_all(first=(SHARD_SUPERVISOR,))  # it starts schedulers: stopped before them
+        forget_host_files(self.kai_processes.root)
         kwokctl = build.binary_dir(versions.build("kwok"), self.cache) / "kwokctl"
         if kwokctl.exists() and self.cluster_dir.exists():
             env = {**os.environ, "KWOK_WORKDIR": str(self.kwok_workdir)}

@@ -11,7 +11,7 @@ import yaml
 from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.kai_patches import PODGROUP_CRD, PODGROUP_CRD_PATCH, apply_json_patch
-from kailab.kube import Kube
+from kailab.kube import Kube, wait_crds_established
 from kailab.labels import (
     KAI_NAMESPACE,
     KAI_SCHEDULER_NAME,
@@ -28,7 +28,7 @@ from kailab.paths import MANIFESTS
 from kailab.runtimes import gpu_ledger
 from kailab.runtimes.processes import ProcessGroup, ProcessSpec, free_port, port_in_use
 from kailab.scheduler_settings import SchedulerSettings
-from kailab.waiting import Pending, seen, until
+from kailab.waiting import until
 
 DEFAULT_QUEUES = MANIFESTS / "kai-default-queues.yaml"
 CHART_DIR = "deployments/kai-scheduler"
@@ -77,7 +77,7 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     ]
     for crd in crds:
         kube.apply(crd)
-    _wait_crds_established(kube, [c["metadata"]["name"] for c in crds])
+    wait_crds_established(kube, [c["metadata"]["name"] for c in crds])
     kube.dyn.resources.invalidate_cache()
     for ns in (KAI_NAMESPACE, RESERVATION_NAMESPACE):
         kube.ensure_namespace(ns)
@@ -100,28 +100,6 @@ def install_cluster_objects(kube: Kube, cache: Path | None = None) -> None:
     for obj in yaml.safe_load_all(DEFAULT_QUEUES.read_text()):
         if obj:
             kube.apply(obj)
-
-
-def _wait_crds_established(kube: Kube, names: list[str], timeout: float = 60) -> None:
-    pending = set(names)
-
-    def established() -> bool | Pending:
-        for name in list(pending):
-            crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-            conds = ((crd or {}).get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-                pending.discard(name)
-        return not pending or Pending(", ".join(sorted(pending)))
-
-    until(
-        established,
-        timeout,
-        0.2,
-        fail=lambda last: KailabError(
-            f"KAI's CRDs were not established within {timeout:.0f}s: {seen(last)}.",
-            hint="See kube-apiserver's log in the lab folder (kailab status names it).",
-        ),
-    )
 
 
 # Every KAI component's client to the API server. KAI's default (50 requests/s, burst 300) is sized for a shared

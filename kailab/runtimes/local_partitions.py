@@ -5,18 +5,20 @@ kailab's supervisor (``shard_supervisor.py``) runs each SchedulingShard as a ``k
 from __future__ import annotations
 
 import fcntl
+import math
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
 
+from kailab import versions
 from kailab.errors import KailabError, RosterError
 from kailab.kube import Kube
 from kailab.labels import KAI_SCHEDULER_PROCESS, SHARD_SUPERVISOR
 from kailab.outfile import open_own_log
 from kailab.runtimes.local_controls import LocalSchedulerControl
-from kailab.runtimes.local_kai import python_process, wait_healthy
+from kailab.runtimes.local_kai import FIXED_PORTS, python_process, wait_healthy
 from kailab.runtimes.processes import ProcessSpec
 from kailab.shards import ShardSchedulerControl, scheduler_name, shard_name
 
@@ -24,9 +26,10 @@ if TYPE_CHECKING:
     from kailab.runtimes.local import LocalRuntime
 
 # The memory a partition adds to a running lab: its scheduler process, five KWOK nodes and its lesson's objects
-# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS) at 1.7 GiB
-# with 1 learner and 2.6 GiB with 8 (README "Performance"): about 0.13 GiB a learner on top of the lab, which runs
-# already. kailab asks 0.2 GiB a learner, what an earlier run of it measured (1.19 GiB with 1, 2.51 GiB with 8).
+# in the API server and KAI's caches. bench/class.py measured the lab (every process it started, RSS, at its peak)
+# at 0.90 GiB without a class and 1.55 / 2.05 / 2.94 / 3.96 GiB with 1 / 4 / 8 / 16 learners running quota, gang
+# and reclaim at once: 0.55 GiB + 0.16 GiB a learner on top of the lab, which runs already. kailab asks 0.2 GiB a
+# learner.
 GIB = 2**30
 MEMORY_PER_PARTITION = int(0.2 * GIB)
 MEMORY_RESERVE = int(0.5 * GIB)  # left to the machine and the lab's own lessons
@@ -47,6 +50,37 @@ def memory_shortfall(adding: int, available: int) -> str:
         f"({MEMORY_PER_PARTITION / GIB:.2f} GiB each, measured by bench/class.py, and "
         f"{MEMORY_RESERVE / GIB:.1f} GiB kept free); this machine has {available / GIB:.1f} GiB available, "
         f"enough for {partitions_that_fit(available)}"
+    )
+
+
+# The CPU a class needs, from bench/class.py on the local runtime: the costliest learner-lesson for its length
+# (fairshare: 11.6 CPU seconds of the whole lab and kailab's client in 6.4 s, one learner alone; it restarts their
+# scheduler twice), and how a learner-lesson's CPU grows with the class (measured at 1, 4, 8, 16 learners: 12.1,
+# 10.2, 12.9, 12.3 CPU s; a line in the class size, fitted).
+LESSON_CPU_SECONDS = 11.6
+LESSON_SECONDS = 6.4
+CPU_GROWTH = (0.94, 0.006)  # a learner-lesson's CPU at N learners, over one learner's alone: a + b·N
+
+
+def cores_needed(learners: int) -> float:
+    """Cores for every learner's lesson to take at most twice one learner's time (bench/class.py's sizing)."""
+    a, b = CPU_GROWTH
+    return learners * LESSON_CPU_SECONDS * (a + b * learners) / (2 * LESSON_SECONDS)
+
+
+def cores_shortfall(learners: int, cores: int) -> str:
+    """ "" when ``cores`` hold ``learners`` at that speed; else the figures, in words (a warning: the lessons still
+    give their verdicts, later)."""
+    need = cores_needed(learners)
+    if need <= cores:
+        return ""
+    a, b = CPU_GROWTH
+    slower = learners * LESSON_CPU_SECONDS * (a + b * learners) / (cores * LESSON_SECONDS)
+    return (
+        f"{learners} learner{'s' if learners != 1 else ''} need about {math.ceil(need)} cores for a lesson to take at "
+        f"most twice one learner's time (bench/class.py: the costliest lesson for its length, {LESSON_CPU_SECONDS:.1f} "
+        f"CPU s in {LESSON_SECONDS:.1f} s for one learner alone); this machine has {cores}, so such a lesson run by "
+        f"everyone at once takes about {max(slower, 2):.0f}× one learner's time"
     )
 
 
@@ -107,6 +141,23 @@ class LocalPartitions:
                 spec = supervisor_spec(self.rt.home)
                 group.start(spec)
                 wait_healthy([spec], group, timeout=30)
+
+    def usage_db_url(self) -> str | None:
+        """None: the supervisor gives its schedulers the lab's own usage database; a learner's shard names none."""
+        return None
+
+    def cores_short(self, partitions: int) -> str:
+        return cores_shortfall(partitions, psutil.cpu_count() or 1)
+
+    def open_beyond_loopback(self) -> list[tuple[str, str, int]]:
+        """Every socket the lab's processes listen on beyond loopback, read from the processes themselves (a KAI
+        component that cannot be kept on loopback says why: kailab/runtimes/local_kai.py FIXED_PORTS)."""
+        why = {
+            name: f"{name} (KAI {versions.KAI_VERSION} ignores its --metrics-bind-address: its controller's own "
+            f"metrics, no learner's; a firewall rule for port {port} closes it)"
+            for name, port in FIXED_PORTS.items()
+        }
+        return [(why.get(name, name), at, port) for name, at, port in self.rt.listening_beyond_loopback()]
 
     def control(self, kube: Kube, partition: str) -> ShardSchedulerControl:
         """Through the shard; settings with usage params start the lab's Prometheus (the supervisor's schedulers)."""

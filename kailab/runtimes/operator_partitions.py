@@ -19,11 +19,31 @@ class OperatorPartitions:
     """What KAI's operator runs; ``usage_db`` (settings, partition) → a shard's usageDBConfig, the lab's Prometheus
     deployed first (kind: kailab/runtimes/kind_usage_db.py; None where kailab runs none)."""
 
-    def __init__(self, runtime: Runtime, usage_db: Callable[[SchedulerSettings, str], dict] | None = None):
+    def __init__(
+        self,
+        runtime: Runtime,
+        usage_db: Callable[[SchedulerSettings, str], dict] | None = None,
+        usage_db_url: str | None = None,
+    ):
         self.rt = runtime
         self.home: Path = runtime.home
         self.folder: Path = runtime.home
         self.usage_db = usage_db
+        self._usage_db_url = usage_db_url
+
+    def usage_db_url(self) -> str | None:
+        """The lab's usage database a learner's shard may name (kind: the lab's Prometheus in the cluster; an
+        existing cluster has none of the lab's)."""
+        return self._usage_db_url
+
+    def cores_short(self, partitions: int) -> str:
+        """Never short here: the nodes' room for each scheduler is counted instead (:meth:`check`)."""
+        return ""
+
+    def open_beyond_loopback(self) -> list[tuple[str, str, int]]:
+        """None the runtime can tell of: kind publishes its API server's port alone (Docker's port mapping of the
+        control-plane node); an existing cluster is the user's."""
+        return []
 
     def side_by_side(self, available: int | None = None) -> tuple[int, str]:
         return 0, f"on the {self.rt.traits.name} runtime kailab starts no partition schedulers"

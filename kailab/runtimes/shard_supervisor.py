@@ -12,8 +12,14 @@ read from placementStrategy, minRuntime, queueDepthPerAction, kValue and args) b
 and ``args`` flags after the others — only flags KAI's scheduler defines (read from the pinned module's
 cmd/scheduler/app/options/options.go, as buildArgsList skips the rest), and not the process's loopback ports.
 It reports as the operator does, in the shard's status: ``Available`` (and ``Ready``) with the generation now in
-effect; the scheduler's metrics address goes in the annotation ``kailab.io/scheduler-metrics``, and which loopback
-that address is on (this machine and network namespace) in ``kailab.io/scheduler-metrics-host``.
+effect; the scheduler's metrics address (on this machine's loopback) goes in the annotation
+``kailab.io/scheduler-metrics``. Every second it reads that scheduler's fair shares there and, when they changed,
+publishes them on the shard (``kailab.io/fair-shares``, the samples as Prometheus text): the learner reads them
+through the API server with their own credential, which may read their shard and no one else's, from whatever
+machine they work on — the scheduler's port is never opened beyond loopback. (KAI's operator runs a shard's
+scheduler as a pod, whose metrics the API server's service proxy reaches; the local runtime's are processes on
+loopback, and kube-apiserver proxies only to a Pod's own address, never to loopback: Kubernetes v1.35.4
+pkg/registry/core/service/storage/storage.go ``isValidAddress``, pkg/apis/core/validation ``ValidateEndpointIP``.)
 
 The lab starts it like its other processes (``kai/pids/``, pid and start time) when a class or a side-by-side run
 first needs a partition (``local_partitions.py``); ``kailab down`` stops it first, then the schedulers it started (their pid files are in
@@ -32,31 +38,36 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
 from kubernetes import client
 
+from kailab import fairshare
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched
 from kailab.labels import (
     LEARNER_LABEL,
     MANAGED,
     SHARD_API,
+    SHARD_FAIR_SHARES_ANNOTATION,
     SHARD_METRICS_ANNOTATION,
-    SHARD_METRICS_HOST_ANNOTATION,
     SHARD_SUPERVISOR,
 )
 from kailab.outfile import open_own_log, write_own
 from kailab.scheduler_settings import SchedulerSettings
-from kailab.shards import STOPPED_SUFFIX, loopback_host, shard_scheduler
+from kailab.shards import STOPPED_SUFFIX, shard_scheduler
 from kailab.userfile import peek_text
 
 PROCESS_NAME = SHARD_SUPERVISOR
 SELECTOR = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), LEARNER_LABEL])
 OWN_FLAGS = frozenset({"listen-address", "plugin-server-port"})  # the process's loopback ports: the supervisor's
 RECHECK = 2.0  # seconds between looks at a shard's process (one that exited is started again, as a Deployment would)
+# seconds between readings of a shard's fair shares: KAI divides them once per cycle (the lab's: 250 ms), and a
+# lesson's watch polls them every second (kailab/scenarios/live.py)
+PUBLISH = 1.0
 
 
 def scheduler_flags_known() -> frozenset[str] | None:
@@ -103,6 +114,7 @@ class Supervisor:
         self.known = scheduler_flags_known()
         self.latest: dict[str, dict | None] = {}
         self.wake: dict[str, threading.Event] = {}
+        self.published: dict[str, str] = {}  # shard → the fair shares last published on it
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 
@@ -170,10 +182,20 @@ class Supervisor:
         )
 
     def annotate(self, shard: dict, url: str) -> None:
-        wanted = {
-            SHARD_METRICS_ANNOTATION: url or None,
-            SHARD_METRICS_HOST_ANNOTATION: loopback_host() if url else None,
-        }
+        self._annotations(shard, {SHARD_METRICS_ANNOTATION: url or None})
+
+    def publish(self, shard: dict) -> None:
+        """The shard's fair shares, as its scheduler computes them now, on the shard (none while no scheduler runs
+        it); patched only when they changed."""
+        name, spec = shard["metadata"]["name"], shard.get("spec") or {}
+        control = self.control(name, spec)
+        running = not control.partition.endswith(STOPPED_SUFFIX) and control.running()
+        text = fairshare.samples(control.metrics() or "") if running else ""
+        if self.published.get(name) != text:
+            self._annotations(shard, {SHARD_FAIR_SHARES_ANNOTATION: text or None})
+            self.published[name] = text
+
+    def _annotations(self, shard: dict, wanted: dict[str, str | None]) -> None:
         have = shard["metadata"].get("annotations") or {}
         if all(have.get(k) == v for k, v in wanted.items()):
             return
@@ -188,6 +210,7 @@ class Supervisor:
         """A deleted shard: its scheduler stopped, its folder removed."""
         self.control(name, {}).stop()
         shutil.rmtree(self.workdir(name), ignore_errors=True)
+        self.published.pop(name, None)
 
     # -- every shard -----------------------------------------------------------------------------
 
@@ -201,9 +224,11 @@ class Supervisor:
             self.wake[name].set()
 
     def work(self, name: str) -> None:
-        """One shard's worker: reconciles its latest version on every change, and every RECHECK seconds."""
+        """One shard's worker: reconciles its latest version on every change, and every RECHECK seconds; publishes
+        its fair shares every PUBLISH seconds."""
+        checked = 0.0
         while not self.stopping.is_set():
-            self.wake[name].wait(RECHECK)
+            changed = self.wake[name].wait(PUBLISH)
             self.wake[name].clear()
             with self.lock:
                 shard = self.latest.get(name)
@@ -213,7 +238,10 @@ class Supervisor:
                 self.forget(name)
                 return
             try:
-                self.reconcile(shard)
+                if changed or time.monotonic() - checked >= RECHECK:
+                    self.reconcile(shard)
+                    checked = time.monotonic()
+                self.publish(shard)
             except Exception as e:  # noqa: BLE001 (the API server away for a moment: try again)
                 print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 

@@ -120,6 +120,10 @@ class Cluster(Protocol):
     def start_gpu_ledger(self) -> None:
         """Start it again; return once it is healthy."""
 
+    def ensure_operators(self, objects: list[dict], progress: Progress) -> None:
+        """Start the workload operators these objects need (KubeRay for a RayCluster …), each the first time (built
+        then, with progress); return once each serves."""
+
     def pace(self, namespace: str = "default") -> pace.Pace | None:
         """How fast the lab answers now (KAI's cycle, the API server's latency; ``namespace``: one whose pods this
         lab may list); None when it cannot be read."""
@@ -269,6 +273,10 @@ class Engine:
             for obj in namespace_objects(scenario):
                 self.cluster.apply(obj)
                 verdict.applied.append(obj)
+        if any(n.startswith(model.OPERATOR_NEED) for n in scenario.needs):
+            # before the first step: an operator's first build takes minutes, its start seconds
+            objects = [o for w in scenario.workloads for o in workload_objects(w, scenario)]
+            self.cluster.ensure_operators(objects, self.progress)
 
     def _changes(self, scenario: Scenario) -> Changes:
         queues = {q.name for q in scenario.queues} | set(scenario.missing_queues)
@@ -289,9 +297,10 @@ class Engine:
     def _(self, step: model.Apply, run: Run) -> bool:
         w = run.scenario.workload(step.workload)
         what = f"{w.jobs} Jobs {w.name}-0…{w.jobs - 1}" if w.jobs else f"{w.kind} {w.name}"
-        with self.progress.step(
-            f"Apply {what}: {w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}, queue {w.queue or '-'}"
-        ):
+        size = (
+            f"{w.total_pods} pods" if w.workerGroups else f"{w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}"
+        )
+        with self.progress.step(f"Apply {what}: {size}, queue {w.queue or '-'}"):
             for obj in workload_objects(w, run.scenario):
                 run.apply(obj)
             run.resized(w.name, w.total_pods)

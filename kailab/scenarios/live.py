@@ -17,7 +17,7 @@ from functools import partial
 from kubernetes import client
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from kailab import fairshare, pace
+from kailab import fairshare, operators, pace
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
@@ -25,6 +25,7 @@ from kailab.kube import FIELD_MANAGER, Kube, Watched, as_json
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import api_time, event_view, node_view, object_time, pod_view, podgroup_view, queue_view
+from kailab.progress import Progress
 from kailab.quantity import amount
 from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
@@ -171,7 +172,8 @@ class LiveCluster:
     metrics (by default the control's); ``owner``: whose objects this lab's are — every object applied here carries
     its labels, and every cleanup selects by them; ``gpu_sharing``: whether KAI's GPU sharing is on;
     ``node_selector``: the nodes that are this lab's fleet (its KAI partition's), None every node; ``gpu_ledger``:
-    the runtime's control of what gives KAI's GPU reservation pods their GPU, if it has one.
+    the runtime's control of what gives KAI's GPU reservation pods their GPU, if it has one; ``operators``: the
+    runtime's workload operators (KubeRay …), if it has them.
     """
 
     def __init__(
@@ -183,8 +185,10 @@ class LiveCluster:
         gpu_sharing: bool = True,
         node_selector: str | None = None,
         gpu_ledger=None,
+        operators: operators.OperatorControl | None = None,
     ):
         self.kube = kube
+        self.operators = operators
         self.gpu_ledger = gpu_ledger
         self.node_selector = node_selector
         self.scheduler = scheduler
@@ -209,7 +213,12 @@ class LiveCluster:
                 ("usage-db", bool(getattr(self.scheduler, "runs_usage_db", False))),
             )
             if has
-        )
+        ) | {f"operator:{kind}" for kind in (self.operators.kinds() if self.operators is not None else ())}
+
+    def ensure_operators(self, objects: list[dict], progress: Progress) -> None:
+        if self.operators is None:
+            raise KailabError("This lab runs no workload operators (KubeRay, JobSet, …).")
+        self.operators.ensure_for(objects, progress)
 
     def clear_scenarios(self, namespace: str = "") -> list[str]:
         return clear_scenarios(self.kube, self.owner, also=(namespace,) if namespace else ())
@@ -330,5 +339,6 @@ def clear_scenarios(kube: Kube, owner: Owner = Owner(), also: tuple[str, ...] = 
     ]
     busy = [n for n in namespaces if kube.core.list_namespaced_pod(n, limit=1).items]
     for name in dict.fromkeys([*busy, *(n for n in also if n in namespaces)]):
+        operators.delete_workloads(kube, name)  # first: an operator would make their pods again
         kube.empty_namespace(name)
     return busy

@@ -1,4 +1,4 @@
-"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments).
+"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments, RayClusters).
 
 Also what the runbooks' causes need: PodDisruptionBudgets, PersistentVolumeClaims, a namespace's ResourceQuota.
 
@@ -29,6 +29,7 @@ from kailab.labels import (
     PREEMPTION_DELAY_ANNOTATION,
     PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
+    RAY_API,
     SCENARIO_LABEL,
     SKIP_PODGROUPER_ANNOTATION,
     STALENESS_ANNOTATION,
@@ -302,6 +303,8 @@ def _workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = No
             }
             for name in names
         ]
+    if w.kind == "RayCluster":
+        return [ray_cluster(w, scenario)]
     if w.kind == "Deployment":
         return [
             {
@@ -370,3 +373,27 @@ def _workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = No
             }
         )
     return pod_objects + pod_group if w.podGroupAfterPods else pod_group + pod_objects
+
+
+def ray_cluster(w: WorkloadFile, scenario: Scenario) -> dict:
+    """A RayCluster for KubeRay (ray.io/v1): its head from the workload's own words, a worker group per
+    ``workerGroups`` entry. The queue label (and kailab's) are on the RayCluster, the top owner KAI's pod-grouper
+    reads (defaultgrouper.CalcPodGroupQueue), and on the pod templates, so kailab counts the pods KubeRay makes."""
+    head = pod_template(w, scenario, "Always")
+    workers = [
+        {
+            "groupName": g.name,
+            "replicas": g.replicas,
+            "minReplicas": g.minReplicas,
+            "maxReplicas": g.replicas,
+            "rayStartParams": {},
+            "template": pod_template(w.model_copy(update={"gpus": g.gpus}), scenario, "Always"),
+        }
+        for g in w.workerGroups
+    ]
+    return {
+        "apiVersion": RAY_API,
+        "kind": "RayCluster",
+        "metadata": {"name": w.name, "namespace": scenario.namespace, **_owner_meta(w, scenario)},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": head}, "workerGroupSpecs": workers},
+    }

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
-from kailab.scenarios.objects import PriorityClassFile, QueueFile, RequiresFile, TopologyFile, WorkloadFile
+from kailab.scenarios.objects import (
+    OPERATED_KINDS,
+    PriorityClassFile,
+    QueueFile,
+    RequiresFile,
+    TopologyFile,
+    WorkloadFile,
+)
 from kailab.scenarios.values import Bound
 from kailab.scheduler_settings import SchedulerSettings
 
@@ -321,6 +328,7 @@ class Scenario:
             out.add("gpu-sharing")
         if any(getattr(getattr(s, "settings", None), "usage_params", None) is not None for s in self.steps):
             out.add("usage-db")  # a schedulerConfig step with usageParams
+        out |= {OPERATOR_NEED + w.kind for w in self.workloads if w.kind in OPERATED_KINDS}
         return frozenset(out)
 
 
@@ -334,3 +342,22 @@ ABILITIES = {
     "usage-db": "it turns on KAI's usage database (time-based fair share), a Prometheus kailab runs only in a lab "
     "it made (the local and kind runtimes)",
 }
+# A workload kind whose pods an operator makes (``operator:RayCluster``): a lab it made starts the operator, a cluster
+# kailab did not make must have it installed (``kailab up --runtime existing`` lists which are).
+OPERATOR_NEED = "operator:"
+
+
+def operator_needs() -> frozenset[str]:
+    """Every operator need a scenario may have (a recording had what it needed)."""
+    return frozenset(OPERATOR_NEED + kind for kind in OPERATED_KINDS)
+
+
+def why_unable(need: str) -> str:
+    """Why a scenario needs it, said when a cluster cannot give it."""
+    if need.startswith(OPERATOR_NEED):
+        kind = need.removeprefix(OPERATOR_NEED)
+        return (
+            f"it makes a {kind}, whose operator this cluster does not run (kailab starts one only in a lab it made; "
+            "on a cluster it did not make, install it: kailab up --runtime existing says how)"
+        )
+    return ABILITIES[need]

@@ -36,6 +36,7 @@ from kailab.labels import (
     PRIORITY_CLASS_LABEL,
     QUEUE_API,
     QUEUE_LABEL,
+    RAY_HEAD_GROUP,
     SKIP_PODGROUPER_ANNOTATION,
     STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
@@ -132,6 +133,29 @@ class SubGroupFile(FileModel):
     name: Name
     pods: Count
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
+class RayWorkerGroupFile(FileModel):
+    """A RayCluster's worker group: ``replicas`` pods of ``gpus`` each, ``minReplicas`` of them in KAI's gang."""
+
+    name: Name
+    replicas: Count
+    minReplicas: Count = 0
+    gpus: Gpus = 1
+
+    @model_validator(mode="after")
+    def _min_within_replicas(self):
+        # KAI refuses such a group (ray_grouper.go, getReplicaCountersForWorkerGroup), and makes no PodGroup
+        if self.minReplicas > self.replicas:
+            raise ValueError(
+                f"minReplicas {self.minReplicas} is more than replicas {self.replicas}; KAI's Ray grouper makes no "
+                "PodGroup for such a group: raise replicas or lower minReplicas"
+            )
+        if self.name == RAY_HEAD_GROUP:
+            raise ValueError(f"'{RAY_HEAD_GROUP}' is the head's group (KubeRay's name, and KAI's subgroup of it)")
+        if 0 < self.gpus < 1:
+            raise ValueError("GPU fractions in a RayCluster are not among kailab's words yet: give whole GPUs")
+        return self
 
 
 class TopologyLevelFile(FileModel):
@@ -243,13 +267,13 @@ OWN_PREFIX = "kailab.io/"
 # word (so kailab's checks see what KAI will: the queue, a fraction, the gang size…); given both ways, the two must
 # agree. key → (labels or annotations, the word, the kinds whose top owner or pods carry it as that word).
 KAI_KEY_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    QUEUE_LABEL: ("labels", "queue", ("Job", "Pod", "PodGroup", "Deployment")),
-    PRIORITY_CLASS_LABEL: ("labels", "priorityClassLabel", ("Job", "Pod", "Deployment")),
-    PREEMPTIBILITY_LABEL: ("labels", "preemptibility", ("Job", "Pod", "PodGroup", "Deployment")),
-    NODEPOOL_LABEL: ("labels", "nodePool", ("Job", "Pod", "PodGroup", "Deployment")),
+    QUEUE_LABEL: ("labels", "queue", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
+    PRIORITY_CLASS_LABEL: ("labels", "priorityClassLabel", ("Job", "Pod", "Deployment", "RayCluster")),
+    PREEMPTIBILITY_LABEL: ("labels", "preemptibility", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
+    NODEPOOL_LABEL: ("labels", "nodePool", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
     MIN_MEMBER_ANNOTATION: ("annotations", "minMember", ("Job",)),
-    PREEMPTION_DELAY_ANNOTATION: ("annotations", "preemptionDelay", ("Job", "Pod", "Deployment")),
-    STALENESS_ANNOTATION: ("annotations", "stalenessGracePeriod", ("Job", "Pod", "Deployment")),
+    PREEMPTION_DELAY_ANNOTATION: ("annotations", "preemptionDelay", ("Job", "Pod", "Deployment", "RayCluster")),
+    STALENESS_ANNOTATION: ("annotations", "stalenessGracePeriod", ("Job", "Pod", "Deployment", "RayCluster")),
     GPU_FRACTION_ANNOTATION: ("annotations", "gpus", ("Job", "Pod", "PodGroup", "Deployment")),
     GPU_MEMORY_ANNOTATION: ("annotations", "gpuMemory", ("Job", "Pod", "Deployment")),
 }
@@ -302,11 +326,19 @@ def _kai_value(model: type[BaseModel], word: str, key: str, words: str, text: st
         raise ValueError(f"{words}: '{key}': {text!r} is not a value KAI reads there ({word}: {said})") from None
 
 
+# The workload kinds whose pods an operator makes (kailab/operators.py runs it); kailab applies the kind, the
+# operator makes the pods, KAI's pod-grouper gangs them.
+OPERATED_KINDS = ("RayCluster",)
+# Words a RayCluster leaves to KAI's Ray grouper and to KubeRay
+NOT_FOR_RAY = ("jobs", "minMember", "subGroups", "podGroup", "podGroupAfterPods", "completeAfter", "scheduler")
+
+
 class WorkloadFile(FileModel):
-    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment."""
+    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment;
+    or a RayCluster (KubeRay's): a head (``gpus``: its GPUs) and ``workerGroups``."""
 
     name: Name
-    kind: Literal["Job", "Pod", "PodGroup", "Deployment"] = "Job"
+    kind: Literal["Job", "Pod", "PodGroup", "Deployment", "RayCluster"] = "Job"
     pods: Count = 1  # per Job when ``jobs`` is set
     jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs <name>-0 …
     gpus: Gpus = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
@@ -338,6 +370,7 @@ class WorkloadFile(FileModel):
     tolerations: tuple[TolerationFile, ...] | None = None  # unset: KWOK's fake-node taint, which every lab node has
     nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
     schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
+    workerGroups: tuple[RayWorkerGroupFile, ...] = ()  # a RayCluster's worker groups (its head: the pods' words)
     # Words of the runbooks' causes (runbooks/scenarios/): what a pod asks of its node, its neighbours, its volumes
     gpuMemory: Annotated[StrictInt, Field(ge=1, le=1_048_576)] | None = None  # MiB of one GPU: KAI's gpu-memory
     podAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on a node (domain) with such pods
@@ -393,6 +426,31 @@ class WorkloadFile(FileModel):
                     "a workload that joins another's PodGroup (podGroup:) takes that PodGroup's minMember, "
                     "preemptionDelay and stalenessGracePeriod: set them on the PodGroup's workload"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _ray_words(self):
+        if self.workerGroups and self.kind != "RayCluster":
+            raise ValueError("workerGroups are a RayCluster's: they need kind: RayCluster")
+        if self.kind != "RayCluster":
+            return self
+        if not self.workerGroups:
+            raise ValueError(
+                "a RayCluster needs at least one worker group (workerGroups: [{name: …, replicas: N, minReplicas: M}])"
+            )
+        names = [g.name for g in self.workerGroups]
+        if len(set(names)) != len(names):
+            raise ValueError("two worker groups have the same name (KubeRay names pods and KAI subgroups by it)")
+        if "pods" in self.model_fields_set:
+            raise ValueError("a RayCluster's pods are its head and its worker groups' replicas: leave pods out")
+        refused = [word for word in NOT_FOR_RAY if word in self.model_fields_set]
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)}: not for a RayCluster — KAI's Ray grouper sizes its gang from the head and "
+                "each group's minReplicas, and KubeRay (run with --batch-scheduler=kai-scheduler) makes its pods"
+            )
+        if self.fraction:
+            raise ValueError("GPU fractions in a RayCluster are not among kailab's words yet: give whole GPUs")
         return self
 
     @model_validator(mode="after")
@@ -470,6 +528,8 @@ class WorkloadFile(FileModel):
 
     @property
     def total_pods(self) -> int:
+        if self.kind == "RayCluster":
+            return 1 + sum(g.replicas for g in self.workerGroups)  # the head, and every worker
         return self.pods * (self.jobs or 1)
 
 

@@ -17,7 +17,7 @@ from kailab.labels import KAI_SCHEDULER_NAME
 from kailab.progress import Progress
 from kailab.scenarios.engine import CHANGES_FILE, Engine
 from kailab.scenarios.fold import Change
-from kailab.scenarios.model import ABILITIES, Scenario
+from kailab.scenarios.model import ABILITIES, Scenario, operator_needs
 from kailab.userfile import read_text
 
 
@@ -69,8 +69,11 @@ class ReplayCluster:
     def foreign(self, objects: list[dict]) -> list[str]:
         return []
 
+    def ensure_operators(self, objects: list[dict], progress) -> None:
+        """A recording's operators ran when it was made."""
+
     def abilities(self) -> frozenset[str]:
-        return frozenset(ABILITIES)
+        return frozenset(ABILITIES) | operator_needs()
 
     def stop_scheduler(self) -> None:
         self.calls.append(("stop", KAI_SCHEDULER_NAME))

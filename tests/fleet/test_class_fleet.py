@@ -470,15 +470,82 @@ def test_a_learner_with_only_their_kubeconfig_joins_and_runs_their_lessons(kai_l
 
     left = ann("down")
     assert left.returncode == 0, left.stderr
+    assert f"kailab join {out / 'ann.kubeconfig'}" in left.stdout, left.stdout  # a learner's hint, not kailab up
     assert kai_lab.kube.list(QUEUE_API, "Queue", label_selector=partitions.owner("ann").selector()) == []
     assert kai_lab.kube.list(TOPOLOGY_API, "Topology", label_selector=partitions.owner("ann").selector()) == []
     assert kai_lab.kube.get(QUEUE_API, "Queue", "bob-team") is not None  # another learner's: left alone
+    after = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)["ann"]
+    assert after["lessons"]["quota"]["outcome"] == "PASS" and after["lessons"]["gang"]["outcome"] == "PASS"  # kept
+    assert after["scheduler"] == "running"
 
     assert ann("join", str(out / "ann.kubeconfig")).returncode == 0
+    recovers_mid_class(kai_lab, ann, out, tmp_path)
     kai_lab.cli("class", "down", check=True)
     ended = ann("demo", "quota")
     assert ended.returncode == 1
     assert "your class has ended or your credential was revoked" in ended.stderr, ended.stderr
+
+
+def recovers_mid_class(kai_lab, ann, out: Path, tmp_path: Path) -> None:
+    """Issue 42, item 3, on the class of the test above (ann joined, bob beside her): a scheduler a lesson cut short
+    left stopped is said and restored by ann's next lesson; ``class reset`` puts ann's slice back to clean, her
+    records and kubeconfig kept, bob untouched; ``class add`` brings cai in, writing her kubeconfig alone. Prints
+    what it adds to the test's time (CI's budget)."""
+    began = time.monotonic()
+    shards.ShardSchedulerControl(kai_lab.kube, "ann").stop()  # as an interrupted placement lesson leaves it
+    assert json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)["ann"]["scheduler"] == "stopped"
+    run = ann("demo", "quota", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["verdicts"][0]["outcome"] == "PASS"
+    assert "ann's scheduler was stopped" in run.stderr, run.stderr
+
+    bob_nodes = {
+        n.metadata.name: n.metadata.uid
+        for n in kai_lab.kube.core.list_node(label_selector=f"{NODEPOOL_LABEL}=bob").items
+    }
+    kai_lab.kube.apply(
+        {
+            "apiVersion": QUEUE_API,
+            "kind": "Queue",
+            "metadata": {"name": "ann-leftover", "labels": partitions.owner("ann").labels},
+            "spec": {},
+        }
+    )
+    kai_lab.kube.core.patch_node("ann-kwok-a100-0", {"spec": {"unschedulable": True}})
+    shards.ShardSchedulerControl(kai_lab.kube, "ann").start(SchedulerSettings(gpu_placement="spread"))
+    kubeconfig = (out / "ann.kubeconfig").read_bytes()
+    reset = kai_lab.cli("class", "reset", "--learner", "ann")
+    assert reset.returncode == 0, reset.stderr
+    assert kai_lab.kube.get(QUEUE_API, "Queue", "ann-leftover") is None
+    assert not kai_lab.kube.core.read_node("ann-kwok-a100-0").spec.unschedulable
+    control = shards.ShardSchedulerControl(kai_lab.kube, "ann")
+    assert control.running() and control.settings == SchedulerSettings()
+    report = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+    assert report["ann"]["lessons"]["quota"]["outcome"] == "PASS"  # her records kept
+    assert (out / "ann.kubeconfig").read_bytes() == kubeconfig
+    assert (
+        Kube(out / "ann.kubeconfig")
+        .core.list_namespaced_pod(partitions.for_partition(load_scenario(EXERCISES / "quota.yaml"), "ann").namespace)
+        .items
+        == []
+    )  # her credential works, her slice empty
+    assert kai_lab.kube.get(QUEUE_API, "Queue", "bob-team") is not None
+    assert {
+        n.metadata.name: n.metadata.uid
+        for n in kai_lab.kube.core.list_node(label_selector=f"{NODEPOOL_LABEL}=bob").items
+    } == bob_nodes  # bob's nodes are the same objects
+    unknown = kai_lab.cli("class", "reset", "--learner", "zoe")
+    assert unknown.returncode == 1 and "No learner named zoe" in unknown.stderr, unknown.stderr
+
+    late = tmp_path / "late"
+    added = kai_lab.cli("class", "add", "--learner", "cai", "--out", str(late))
+    assert added.returncode == 0, added.stderr
+    assert sorted(p.name for p in late.iterdir()) == ["cai.kubeconfig"]
+    assert (out / "ann.kubeconfig").read_bytes() == kubeconfig
+    assert shards.ShardSchedulerControl(Kube(late / "cai.kubeconfig"), "cai").running()  # hers, through her file
+    again = kai_lab.cli("class", "add", "--learner", "ann")
+    assert again.returncode == 1 and "Already in this lab's class: ann" in again.stderr, again.stderr
+    print(f"recovers_mid_class: {time.monotonic() - began:.1f} s")
 
 
 def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_queues(kai_lab, tmp_path):
@@ -526,7 +593,21 @@ def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_q
     )
     kai_lab.kube.delete(PODGROUP_API, "PodGroup", made["metadata"]["name"], ns)
 
-    # Her scheduler's metrics (fair shares): on the supervisor's loopback, which is this one, so she reads them
+    # Her scheduler's fair shares, with her credential: the supervisor publishes them on her shard (the scheduler's
+    # metrics port stays on loopback), so she reads them from any machine; a queue of hers gets one within seconds
+    kai_lab.kube.apply(
+        {
+            "apiVersion": QUEUE_API,
+            "kind": "Queue",
+            "metadata": {"name": "ann-fs", "labels": partitions.owner("ann").labels},
+            "spec": {
+                "resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}
+            },
+        }
+    )
     control = shards.ShardSchedulerControl(ann, "ann")
-    assert control.metrics_unreachable() == ""
-    assert "kai_" in until("ann's scheduler's metrics", control.metrics, timeout=30)
+    shares = until(
+        "ann's fair shares, published on her shard", lambda: "ann-fs" in (control.metrics() or ""), timeout=30
+    )
+    assert shares and all(line.startswith("kai_queue_fair_share_") for line in control.metrics().splitlines())
+    kai_lab.kube.delete(QUEUE_API, "Queue", "ann-fs")

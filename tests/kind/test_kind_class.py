@@ -1,6 +1,8 @@
 """A class on the kind runtime, offline: ``kailab class up`` gives each of two learners a SchedulingShard that KAI's
-operator (from KAI's chart, its image made here) turns into a scheduler Deployment of their own; a learner joins
-with only their kubeconfig (it names the kind API server as the host reaches it) from a lab folder of their own,
+operator (from KAI's chart, its image made here) turns into a scheduler Deployment of their own; the lab is opened
+at an address of this machine (``kailab up --address``: kind's apiServerAddress), each learner is refused
+everything outside their slice (the isolation matrix, tests/fleet/isolation.py); a learner joins with only their
+kubeconfig (it names the kind API server at that address) from a lab folder of their own,
 runs lessons that reconfigure their scheduler through their shard (placement) and read its fair shares through
 the API server's proxy (fairshare) while the other learner's lesson runs, each with the verdict the local runtime
 recorded (tests/golden/<lesson>/verdict.json); the admission policy refuses a PodGroup aimed at the other
@@ -15,6 +17,8 @@ Run it:  python -m pytest tests/kind/test_kind_class.py -m kind
 
 from __future__ import annotations
 
+import ipaddress
+import itertools
 import json
 import os
 import subprocess
@@ -25,7 +29,7 @@ import pytest
 import yaml
 from test_kind_e2e import assert_down_left_nothing, docker_before, kailab, same_on_kind
 
-from kailab import partitions, shards
+from kailab import network, partitions, shards
 from kailab.classroom import access, credentials
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE, NODEPOOL_LABEL, PODGROUP_API
@@ -34,6 +38,7 @@ from kailab.runtimes.kind_plan import SCHEDULER_RESOURCES
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 sys.path.insert(0, str(Path(__file__).parent.parent / "fleet"))
+import isolation  # noqa: E402  (tests/fleet/isolation.py)
 from golden_rows import rows  # noqa: E402  (tests/fleet/golden_rows.py)
 
 pytestmark = [pytest.mark.kind]
@@ -76,12 +81,54 @@ def podgroup(name: str, namespace: str, pool: str, queue: str) -> dict:
     }
 
 
+def assert_isolated(admin: Kube, learners: dict[str, Kube]) -> None:
+    """The isolation matrix on kind's API server (tests/fleet/isolation.py, as the local fleet test checks it):
+    each learner's rules in every namespace and cluster-wide are what a learner is meant to have, and the guarded
+    writes against the other learner are refused; the matrix is printed."""
+    kinds = isolation.served(admin)
+    verbs = isolation.every_verb(kinds)
+    for name in learners:
+        for obj in isolation.others_objects(name):
+            admin.apply(obj)
+    everyone = {ns for n in learners for ns in access.lesson_namespaces(n)}
+    for name, creds in learners.items():
+        want, seen = isolation.expected(name), {}
+        for ns in [n.metadata.name for n in admin.core.list_namespace().items]:
+            found = isolation.rules(creds, ns)
+            got = isolation.matrix(found, kinds, verbs, namespaced=True)
+            scope = (
+                "own namespace"
+                if ns in access.lesson_namespaces(name)
+                else "another learner's namespace"
+                if ns in everyone
+                else KAI_NAMESPACE
+                if ns == KAI_NAMESPACE
+                else "the lab's namespaces"
+            )
+            assert got == want[scope], (name, ns, got)
+            seen.setdefault(scope, got)
+            seen["cluster"] = isolation.matrix(found, kinds, verbs, namespaced=False)
+            assert seen["cluster"] == want["cluster"], (name, ns, seen["cluster"])
+        print(isolation.table(f"{name} on kind", kinds, verbs, {s: seen[s] for s in want if s in seen}))
+    for x, y in itertools.permutations(learners, 2):
+        for what, (who, call) in isolation.guarded_writes(x, learners[x], y).items():
+            status, words = isolation.refusal(call)
+            assert status == 403 and (who == "rbac" or isolation.POLICY in words), (x, y, what, status, words)
+
+
 def test_a_class_of_two_on_kind_runs_each_learners_scheduler_and_lessons_as_on_a_lab_of_ones_own(tmp_path):
     before = docker_before("kind class")
     env = {**os.environ, "KAILAB_HOME": str(tmp_path / "lab")}
     ann_env = {**os.environ, "KAILAB_HOME": str(tmp_path / "ann-machine")}  # the learner's own lab folder
     creds = tmp_path / "creds"
-    up = kailab("up", "--runtime", "kind", "--offline", env=env)
+    # Opened at an address of this machine (not loopback): kind publishes its API server there, with a certificate
+    # for it, and every learner's kubeconfig names it.
+    address = next(
+        a
+        for a in network.machine_addresses()
+        if ipaddress.ip_address(a).version == 4 and not ipaddress.ip_address(a).is_loopback
+    )
+    up = kailab("up", "--runtime", "kind", "--offline", "--address", address, env=env)
     try:
         assert up.returncode == 0, up.stderr[-4000:]
         joined = kailab(
@@ -99,10 +146,13 @@ def test_a_class_of_two_on_kind_runs_each_learners_scheduler_and_lessons_as_on_a
             assert container.resources.requests == SCHEDULER_RESOURCES["requests"]  # the lab's, so a class fits
             assert (deployment.status.ready_replicas or 0) == 1
         ann_file = yaml.safe_load((creds / "ann.kubeconfig").read_text())
-        assert ann_file["clusters"][0]["cluster"]["server"] == admin.api.configuration.host  # as the host reaches it
+        assert ann_file["clusters"][0]["cluster"]["server"] == admin.api.configuration.host  # kind's, at the address
+        assert admin.api.configuration.host.startswith(f"https://{address}:")
+        assert f"Learners reach the lab at https://{address}:" in joined.stdout
 
         assert kailab("join", str(creds / "ann.kubeconfig"), env=ann_env, timeout=120).returncode == 0
         ann = Kube(creds / "ann.kubeconfig")
+        assert_isolated(admin, {n: Kube(creds / f"{n}.kubeconfig") for n in LESSONS})
         ns = access.lesson_namespaces("ann")[0]
         theirs = refusal(lambda: ann.apply(podgroup("aimed", ns, "bob", "bob-team")))
         assert theirs[0] == 403 and credentials.POLICY in theirs[1] and "PodGroup" in theirs[1], theirs

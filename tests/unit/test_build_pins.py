@@ -54,7 +54,7 @@ def test_a_mirror_that_serves_other_bytes_is_refused(tmp_path):
 
 
 def test_the_build_module_starts_with_every_pin_in_go_sum(tmp_path):
-    for pin in versions.BUILDS:
+    for pin in (*versions.BUILDS, *versions.OPERATOR_BUILDS):
         src = build.pinned_module_dir(pin, tmp_path / pin.key)
         lines = (src / "go.sum").read_text().splitlines()
         assert lines == [
@@ -62,3 +62,21 @@ def test_the_build_module_starts_with_every_pin_in_go_sum(tmp_path):
             f"{pin.module} {pin.version}/go.mod {pin.sums[1]}",
         ]
         assert all(s.startswith("h1:") and s.endswith("=") for s in pin.sums)
+
+
+def test_the_operators_are_pinned_at_the_versions_and_hashes_kais_own_module_pins():
+    """KAI's pod-grouper understands the operators' kinds as its go.mod pins them: kailab runs those very modules."""
+    import os
+
+    kai = versions.build("kai")
+    why = build.module_available(kai)
+    if why is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must read KAI's module: {why}")
+        pytest.skip(f"KAI's module cannot be had here: {why.splitlines()[0]}")
+    source = build.module_source(kai)
+    requires = (source / "go.mod").read_text().split()
+    sums = set((source / "go.sum").read_text().splitlines())
+    for pin in versions.OPERATOR_BUILDS:
+        assert requires[requires.index(pin.module) + 1] == pin.version, pin.name
+        assert set(pin.go_sum_lines().splitlines()) <= sums, pin.name

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -164,13 +166,19 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
     placed = {o["metadata"].get("namespace") for o in objs} - {None}
     assert placed == {credentials.CLASS_NAMESPACE, KAI_NAMESPACE, *namespaces}
     (in_kai,) = [o for o in objs if o["kind"] == "Role" and o["metadata"]["namespace"] == KAI_NAMESPACE]
-    assert in_kai["rules"] == [  # KAI's namespace: only whether their scheduler's Deployment has rolled out
+    assert in_kai["rules"] == [  # KAI's namespace: whether their scheduler's Deployment rolled out, its metrics
         {
             "apiGroups": ["apps"],
             "resources": ["deployments"],
             "resourceNames": ["kai-scheduler-ann-shard"],
             "verbs": ["get"],
-        }
+        },
+        {
+            "apiGroups": [""],
+            "resources": ["services/proxy"],
+            "resourceNames": ["kai-scheduler-ann-shard", "kai-scheduler-ann-shard:http-metrics"],
+            "verbs": ["get"],
+        },
     ]
     own = next(o for o in objs if o["kind"] == "ClusterRole")
     assert own["rules"] == [
@@ -185,12 +193,6 @@ def test_a_learners_roles_are_bound_in_their_namespaces_only():
             "resources": ["schedulingshards"],
             "resourceNames": ["ann-shard"],
             "verbs": ["get", "patch"],
-        },
-        {
-            "apiGroups": [""],
-            "resources": ["services/proxy"],
-            "resourceNames": ["kai-scheduler-ann-shard", "kai-scheduler-ann-shard:http-metrics"],
-            "verbs": ["get"],
         },
     ]
     for obj in objs:
@@ -315,13 +317,13 @@ from kailab.classroom import joined  # noqa: E402
 from kailab.errors import KailabError  # noqa: E402
 
 
-def _credential(tmp_path, learner="ann", server="https://127.0.0.1:1"):
+def _credential(tmp_path, learner="ann", server="https://127.0.0.1:1", ca: bytes = b"CA"):
     import base64
 
     import yaml
 
     cluster = "kailab-class@" + server.split("://", 1)[-1]
-    conf = credentials.kubeconfig(learner, server, base64.b64encode(b"CA").decode(), "tok", cluster)
+    conf = credentials.kubeconfig(learner, server, base64.b64encode(ca).decode(), "tok", cluster)
     path = tmp_path / f"{learner}.kubeconfig"
     path.write_text(yaml.safe_dump(conf))
     return path
@@ -346,6 +348,27 @@ def test_join_refuses_a_credential_for_a_cluster_that_does_not_answer_and_rememb
     with pytest.raises(KailabError, match="refuses connections .is the cluster running..: is the class up"):
         joined.join(_credential(tmp_path, server="https://127.0.0.1:1"), home)
     assert joined.current(home) is None
+
+
+def test_a_class_address_that_never_answers_is_said_within_ten_seconds_naming_it(tmp_path):
+    """A learner's machine that reaches the address but nothing answers there (a firewall that drops, a server
+    that hangs): one message naming the address, in seconds, not the client's retries of a minute."""
+    import socket
+    import time
+
+    import certifi
+
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        server = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        start = time.monotonic()
+        with pytest.raises(KailabError) as said:
+            real_ca = Path(certifi.where()).read_bytes()  # a CA the TLS library loads: the wait is for the server
+            joined.join(_credential(tmp_path, server=server, ca=real_ca), tmp_path / "home")
+        took = time.monotonic() - start
+    assert server in said.value.message and "does not answer" in said.value.message, said.value.message
+    assert took < 10, took
 
 
 def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_as_data():
@@ -589,7 +612,7 @@ def test_demo_side_by_side_runs_no_more_at_once_than_memory_holds(monkeypatch, c
     assert at_once == 1 and "memory for 0 lesson partitions" in said
 
 
-def test_a_partitions_default_scheduler_pods_stay_on_its_nodes_and_kai_pods_are_left_as_they_are():
+def test_a_partitions_pods_for_other_schedulers_stay_on_its_nodes_and_kai_pods_are_left_as_they_are():
     from kailab.ownership import Owner
 
     scenario = partitions.for_partition(load_scenario(EXERCISES / "baseline.yaml"), "ann")
@@ -597,6 +620,8 @@ def test_a_partitions_default_scheduler_pods_stay_on_its_nodes_and_kai_pods_are_
     assert job["spec"]["template"]["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
     pod = stamped({"kind": "Pod", "metadata": {}, "spec": {"containers": []}}, partitions.owner("ann"))
     assert pod["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}
+    typo = stamped({"kind": "Pod", "metadata": {}, "spec": {"schedulerName": "kai-schedular"}}, partitions.owner("ann"))
+    assert typo["spec"]["nodeSelector"] == {NODEPOOL_LABEL: "ann"}  # no scheduler's: still only ever on her nodes
     kai = partitions.for_partition(load_scenario(EXERCISES / "quota.yaml"), "ann")
     kai_job = stamped(workload_objects(kai.workloads[0], kai)[0], partitions.owner("ann"))
     assert "nodeSelector" not in kai_job["spec"]["template"]["spec"]
@@ -629,49 +654,58 @@ def test_a_partitions_pods_tolerate_its_taint_and_no_other_partitions():
     ] == "Equal"
 
 
-def test_a_shards_loopback_metrics_are_read_only_on_the_loopback_that_wrote_them(capsys):
-    """The local runtime's supervisor writes its scheduler's address (the instructor's 127.0.0.1) and whose loopback
-    it is on the shard: read there; elsewhere (a learner's machine) no fair share at all, said once, rather than
-    whatever answers on that port here."""
-    import http.server
-    import threading
+def test_a_learner_reads_their_fair_shares_through_the_api_server_from_their_shard():
+    """On the local runtime the supervisor publishes the scheduler's fair-share samples on the shard (its metrics
+    port stays on the instructor's loopback): a learner reads them there, from any machine, with their own
+    credential; before the first publication there are none. On kind and existing clusters: the API server's proxy
+    to the operator's Service."""
+    from kailab import fairshare, lab
+    from kailab.labels import SHARD_FAIR_SHARES_ANNOTATION, SHARD_METRICS_ANNOTATION
 
-    from kailab import lab
-    from kailab.labels import SHARD_METRICS_ANNOTATION, SHARD_METRICS_HOST_ANNOTATION
-
-    class Metrics(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'kai_queue_fair_share_gpu{queue_name="ann-a"} 4\n')
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    published = 'kai_queue_fair_share_gpu{queue_name="ann-a"} 4\n'
 
     class OneShard:
-        def __init__(self, host):
-            self.annotations = {SHARD_METRICS_ANNOTATION: url, SHARD_METRICS_HOST_ANNOTATION: host}
+        def __init__(self, annotations):
+            self.annotations = annotations
+            self.core = SimpleNamespace(
+                connect_get_namespaced_service_proxy_with_path=lambda *a, **k: "proxied " + a[0]
+            )
 
         def get(self, api, kind, name, namespace=None):
             return {"metadata": {"name": name, "annotations": self.annotations}, "spec": {}}
 
-    try:
-        here = shards.ShardSchedulerControl(OneShard(shards.loopback_host()), "ann")
-        assert here.metrics_unreachable() == ""
-        assert "ann-a" in here.metrics()
-        assert lab.learner_metrics(here) == here.metrics
+    local = shards.ShardSchedulerControl(
+        OneShard({SHARD_METRICS_ANNOTATION: "http://127.0.0.1:1/metrics", SHARD_FAIR_SHARES_ANNOTATION: published}),
+        "ann",
+    )
+    assert local.metrics() == published
+    assert {q: s.gpu for q, s in fairshare.parse(local.metrics()).items()} == {"ann-a": 4.0}
+    not_yet = shards.ShardSchedulerControl(OneShard({SHARD_METRICS_ANNOTATION: "http://127.0.0.1:1/metrics"}), "ann")
+    assert not_yet.metrics() is None  # never the loopback port itself, which on a learner's machine is someone else's
+    operator = shards.ShardSchedulerControl(OneShard({}), "ann")
+    assert operator.metrics() == "proxied kai-scheduler-ann-shard:http-metrics"
+    assert not hasattr(lab, "learner_metrics")
 
-        elsewhere = shards.ShardSchedulerControl(OneShard("instructor-laptop 1234 net:[1]"), "ann")
-        assert "instructor's machine" in elsewhere.metrics_unreachable()
-        assert elsewhere.metrics() is None  # the port answers here, but it is not ann's scheduler's
-        assert lab.learner_metrics(elsewhere) is None and lab.learner_metrics(elsewhere) is None
-        assert capsys.readouterr().err.count("Fair shares are not available here") == 1
-    finally:
-        server.shutdown()
+
+def test_only_the_fair_share_samples_are_published():
+    from kailab import fairshare
+
+    text = (
+        "# HELP kai_queue_fair_share_gpu x\n# TYPE kai_queue_fair_share_gpu gauge\n"
+        'kai_queue_fair_share_gpu{queue_name="b"} 2\n'
+        'kai_queue_fair_share_gpu{queue_name="a"} 22\n'
+        'kai_queue_fair_share_cpu_cores{queue_name="a"} 1.5\n'
+        'kai_action_scheduling_latency_milliseconds{action="allocate"} 3\n'
+        "go_goroutines 120\n"
+    )
+    kept = fairshare.samples(text)
+    assert kept.splitlines() == [
+        'kai_queue_fair_share_cpu_cores{queue_name="a"} 1.5',
+        'kai_queue_fair_share_gpu{queue_name="a"} 22',
+        'kai_queue_fair_share_gpu{queue_name="b"} 2',
+    ]
+    assert fairshare.parse(kept) == fairshare.parse(text)
+    assert fairshare.samples("") == "" and fairshare.samples("go_goroutines 1\n") == ""
 
 
 def test_a_class_on_kind_or_an_existing_cluster_is_refused_when_the_nodes_lack_room_for_its_schedulers(monkeypatch):
@@ -730,3 +764,16 @@ def test_side_by_side_counts_a_scenarios_sleep_steps_so_the_longest_sleeper_star
     assert asleep(load_scenario(path)) == 125
     path.write_text("name: s\nworkloads:\n  - {name: j, gpus: 1}\nsteps:\n  - apply: j\n")
     assert asleep(load_scenario(path)) == 0
+
+
+def test_class_up_warns_with_the_benchs_figures_when_the_cores_cannot_hold_the_class_at_twice_one_learners_time():
+    """The cores a class needs grow faster than the class (each learner's scheduler watches every learner's pods):
+    bench/class.py's figures, kept in kailab/runtimes/local_partitions.py; a machine short of them is warned, never
+    refused (every verdict still comes, later)."""
+    need = [local_partitions.cores_needed(n) for n in (1, 4, 8, 16, 30)]
+    assert need == sorted(need) and need[-1] / 30 > need[0]  # more per learner as the class grows
+    enough = math.ceil(local_partitions.cores_needed(16))
+    assert local_partitions.cores_shortfall(16, enough) == ""
+    said = local_partitions.cores_shortfall(16, 2)
+    assert f"16 learners need about {enough} cores" in said and "this machine has 2" in said
+    assert f"{local_partitions.LESSON_CPU_SECONDS:.1f} CPU s in {local_partitions.LESSON_SECONDS:.1f} s" in said

@@ -114,3 +114,22 @@ def test_a_step_that_sets_a_quota_above_its_limit_is_a_warning_at_the_step(tmp_p
     )
     (warning,) = load_scenario(path).warnings
     assert warning.startswith("s.yaml:6: queue q: gpu: quota 2 is above limit 1: KAI accepts it")
+
+
+def test_a_ray_clusters_kai_keys_are_read_as_its_words_on_the_ray_cluster(tmp_path):
+    # KAI's Ray grouper reads them from the RayCluster, its top owner, as its default grouper does from a Job's
+    ray = (
+        "{name: w, kind: RayCluster, gpus: 0, workerGroups: [{name: g, replicas: 2, minReplicas: 1}], "
+        "labels: {kai.scheduler/queue: team-a, kai.scheduler/preemptibility: non-preemptible, tier: gold}, "
+        "annotations: {kai.scheduler/staleness-grace-period: 2m}}"
+    )
+    s = scenario(tmp_path, ray)
+    w = s.workload("w")
+    assert (w.queue, w.preemptibility, w.stalenessGracePeriod) == ("team-a", "non-preemptible", "2m")
+    (obj,) = workload_objects(w, s)
+    assert obj["kind"] == "RayCluster"
+    assert obj["metadata"]["labels"]["kai.scheduler/queue"] == "team-a"
+    assert obj["metadata"]["labels"]["tier"] == "gold"  # any other label passes through
+    assert obj["metadata"]["annotations"]["kai.scheduler/staleness-grace-period"] == "2m"
+    with pytest.raises(ScenarioError, match="and queue: says 'b'"):
+        scenario(tmp_path, ray.replace("gpus: 0,", "gpus: 0, queue: b,"))

@@ -457,3 +457,42 @@ def test_the_supervisor_runs_no_scheduler_for_a_stopped_partition_and_says_the_s
     [(_, body)] = [p for p in patches if p[0] == "status"]
     reported = {**shard, "status": body["status"]}
     assert shards.in_effect(reported) is True  # what ShardSchedulerControl.stop waits for
+
+
+def test_the_supervisor_publishes_a_shards_fair_shares_when_they_change_and_none_while_it_is_stopped(
+    monkeypatch, tmp_path
+):
+    """Every second the supervisor reads the scheduler's metrics on loopback and, when its fair shares changed,
+    patches them onto the shard (``kailab.io/fair-shares``), which the learner may read; nothing else of the
+    metrics, and no patch when nothing changed."""
+    from kailab.labels import SHARD_FAIR_SHARES_ANNOTATION
+    from kailab.runtimes.local import LocalRuntime
+    from kailab.runtimes.local_controls import LocalSchedulerControl
+
+    patches: list[dict] = []
+    kube = SimpleNamespace(
+        resource=lambda api, kind: SimpleNamespace(name="shards"),
+        dyn=SimpleNamespace(patch=lambda resource, body, name, content_type: patches.append(body)),
+    )
+    sup = object.__new__(supervisor.Supervisor)
+    sup.rt, sup.kube, sup.known, sup.published = LocalRuntime(home=tmp_path), kube, None, {}
+    metrics = {"text": 'go_goroutines 9\nkai_queue_fair_share_gpu{queue_name="ann-a"} 4\n'}
+    monkeypatch.setattr(LocalSchedulerControl, "running", lambda self: True)
+    monkeypatch.setattr(LocalSchedulerControl, "metrics", lambda self: metrics["text"])
+    shard = shards.shard_object("ann", partitions.owner("ann").labels)
+    sup.publish(shard)
+    sup.publish(shard)  # the same fair shares: no second patch
+    assert patches == [
+        {
+            "metadata": {
+                "annotations": {SHARD_FAIR_SHARES_ANNOTATION: 'kai_queue_fair_share_gpu{queue_name="ann-a"} 4\n'}
+            }
+        }
+    ]
+    metrics["text"] = 'kai_queue_fair_share_gpu{queue_name="ann-a"} 10\n'
+    sup.publish(shard)
+    assert patches[-1]["metadata"]["annotations"][SHARD_FAIR_SHARES_ANNOTATION].endswith(" 10\n")
+    shard["metadata"]["annotations"] = dict(patches[-1]["metadata"]["annotations"])  # as the watch brings it back
+    shard["spec"]["partitionLabelValue"] = shards.stopped("ann")  # stopped: no fair shares shown, not stale ones
+    sup.publish(shard)
+    assert patches[-1] == {"metadata": {"annotations": {SHARD_FAIR_SHARES_ANNOTATION: None}}} and len(patches) == 3

@@ -221,6 +221,28 @@ def test_every_lesson_task_says_what_to_keep():
         assert doc.keep, f"{t.path}: its goal limits the change; keep: says what"
 
 
+def test_the_course_guide_counts_and_orders_the_lessons_as_kailab_lesson_does():
+    """docs/instructor.md says how many lessons there are and lists them in ``kailab lesson``'s order; its plan
+    takes them in that order; time-fairshare, which a class's learner does not run, is marked demo-only."""
+    from kailab.lesson import lesson_names
+
+    guide = (ROOT / "docs" / "instructor.md").read_text()
+    names = lesson_names()
+    assert f"kailab has **{len(names)} lessons**" in guide
+    listed = " ".join(guide.split("which the plan below keeps:", 1)[1].split(".", 1)[0].split())
+    assert listed == ", ".join(names)
+    plan = guide.split("## The plan", 1)[1].split("\n## ", 1)[0]
+    order = [
+        n
+        for row in plan.splitlines()
+        if row.startswith("| 0:") or row.startswith("| 1:")
+        for n in names
+        if re.search(rf"\b{re.escape(n)}\b", row.split("|")[2])
+    ]
+    assert order and order == sorted(order, key=names.index), order
+    assert "time-fairshare is demo-only in a class" in guide
+
+
 def test_the_course_guide_sets_every_task_and_challenge_and_names_each_challenges_runbook():
     guide = (ROOT / "docs" / "instructor.md").read_text()
     rows = {r.split("|")[1].strip(): r for r in guide.splitlines() if r.startswith("| ")}
