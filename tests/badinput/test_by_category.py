@@ -519,6 +519,8 @@ class FakeKube:
             list_config_map_for_all_namespaces=configmaps,
             list_namespace=lambda label_selector: SimpleNamespace(items=[]),
         )
+        # the API server as the instructor's kubeconfig names it (class up names it in each learner's kubeconfig)
+        self.api = SimpleNamespace(configuration=SimpleNamespace(host="https://127.0.0.1:6443"))
 
 
 @pytest.fixture
@@ -535,7 +537,10 @@ def a_class(monkeypatch, tmp_path):
 
     def opened(home: Path | None = None) -> OwnLab:
         own = OwnLab(host.home)
-        own.__dict__.update(runtime=SimpleNamespace(), capabilities=Capabilities(partitions=host))
+        own.__dict__.update(
+            runtime=SimpleNamespace(traits=SimpleNamespace(name="local", makes_cluster=True)),
+            capabilities=Capabilities(partitions=host),
+        )
         own.__dict__["kube"] = FakeKube(records)
         return own
 
