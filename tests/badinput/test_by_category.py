@@ -1190,11 +1190,12 @@ def test_every_record_kailab_writes_is_one_class_status_reads(lesson):
     """The other side of the check: a lesson's record as kailab writes it (its golden run's verdict, timeline and
     graded predictions) is never taken for a bad one."""
     from kailab.classroom.records import read_record, record_object
+    from kailab.lesson import scenario_file
     from kailab.predictions import graded
     from kailab.scenarios.loader import load_scenario
     from kailab.scenarios.replay import replay
 
-    scenario = load_scenario(EXERCISES / f"{lesson}.yaml")
+    scenario = load_scenario(scenario_file(lesson))  # an exercise's, or a variation's (exercises/variations/)
     verdict = replay(scenario, GOLDEN / lesson)
     verdict.namespace = f"ann-{scenario.namespace}"
     marks = [g.to_dict() for g in graded(scenario.predictions, {}, verdict.answers)]
