@@ -13,7 +13,7 @@ import sys
 import typer
 from rich.text import Text
 
-from kailab.commands import lab, lessons, look, machine
+from kailab.commands import claims, lab, lessons, look, machine
 from kailab.commands.typer_help import flags_without_a_type
 from kailab.errors import KailabError
 from kailab.lesson import EXERCISE_NAMES
@@ -41,6 +41,7 @@ for name, command in (
     ("serve", look.serve),
     ("lesson", lessons.lesson),
     ("challenge", lessons.challenge),
+    ("claims", claims.claims),
     ("evidence", look.evidence),
     ("bench", machine.bench),
     ("doctor", machine.doctor),

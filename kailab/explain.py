@@ -9,12 +9,38 @@ fetches those objects.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
+from kailab.explain_facts import (
+    never_preempting,
+    owner_chain,
+    parent_outside,
+    priority_label,
+    quotas_past_fleet,
+    rivals,
+    selects,
+)
+from kailab.explain_words import (
+    FORBIDDEN_PRIORITY,
+    KNOWN_EVICTIONS,
+    KNOWN_REASONS,
+    OVER_QUOTA_DETAIL,
+    PREEMPTED_BY,
+    QUEUE_MISSING,
+    REFUSED,
+    RESERVATION_FAILED,
+    SHARING_OFF,
+    STALE,
+)
 from kailab.gpus import is_fraction
 from kailab.kube import Kube
 from kailab.labels import (
+    BIND_REQUEST_API,
     DEFAULT_SCHEDULER_NAME,
+    GPU,
+    GPU_MEMORY_ANNOTATION,
+    GPU_MEMORY_LABEL,
     NODEPOOL_LABEL,
     OLD_QUEUE_LABEL,
     POD_GROUP_ANNOTATION,
@@ -22,102 +48,12 @@ from kailab.labels import (
     PRIORITY_CLASS_LABEL,
     QUEUE_API,
     QUEUE_LABEL,
+    WORKLOAD_LABEL,
 )
 from kailab.labels import KAI_SCHEDULER_NAME as KAI
-from kailab.pods import PodView, event_view, pod_view
+from kailab.pods import PodView, api_time, event_view, pod_view
 from kailab.status import nodes_and_gpus
 from kailab.status import queues as queue_rows
-
-# KAI's binder, when a GPU-sharing pod's reservation pod got no GPU (pkg/binder/binding/resourcereservation/
-# resource_reservation.go, in the BindingError of pkg/binder/controllers/bindrequest_controller.go).
-RESERVATION_FAILED = r"GPU reservation pod|could not create reservation pod"
-
-# KAI's StaleJob event on a running gang short of pods (pkg/scheduler/cache/status_updater/default_status_updater.go).
-STALE = r"Job is stale"
-
-# KAI's words → (what it means, runbook). First match wins. Where KAI writes them (v0.17.0):
-# pkg/scheduler/cache/cluster_info/cluster_info.go (queue), pkg/scheduler/api/unschedule_info.go (over quota,
-# limit), pkg/scheduler/actions/common/allocate.go and cache/status_updater (gang, stale gang),
-# actions/utils/input_jobs.go (preemption delay), k8s_internal/predicates/maxNodeResources.go (bigger than any
-# node), pkg/binder/binding/resourcereservation/resource_reservation.go and pkg/binder/controllers/
-# bindrequest_controller.go (GPU sharing), k8s_internal/predicates (Kubernetes' node filters, run inside KAI) and
-# kube-scheduler (node constraints, no room).
-KNOWN_REASONS = [
-    (r"Queue '.*' does not exist", "the queue it names does not exist", "runbooks/pod-pending-forever.md"),
-    (
-        r"Non-preemptible workload is over quota",
-        "it is non-preemptible and its queue is at its quota; non-preemptible work may never go over quota",
-        "runbooks/borrowing-not-happening.md",
-    ),
-    (
-        r"allowable limit of (CPU|memory)",
-        "its queue's CPU or memory limit is reached — an unset limit is 0 to KAI",
-        "runbooks/pod-pending-forever.md",
-    ),
-    (
-        r"allowable limit",
-        "its queue, or the queue above it that KAI names, is at its GPU limit",
-        "runbooks/borrowing-not-happening.md",
-    ),
-    (
-        r"within its preemption delay window",
-        "it has a preemption delay (kai.scheduler/preemption-delay) that has "
-        "not elapsed: until then it may take only free GPUs, not evict anyone",
-        "runbooks/reclaim-not-happening.md",
-    ),
-    (
-        r"available in a single node in the .* node-pool is topped at|No node in the .* node-pool has",
-        "it asks for more in one pod than any node has: no node can ever hold it",
-        "runbooks/too-big.md",
-    ),
-    (
-        STALE,
-        "its gang ran with fewer pods than its minMember (stale): KAI evicts a stale gang's pods after the "
-        "staleness grace period, and a Job makes them again — they wait for the whole gang",
-        "runbooks/stale-gang.md",
-    ),
-    (
-        r"required for gang scheduling|not ready for scheduling",
-        "its gang cannot start whole yet",
-        "runbooks/gang-not-binding.md",
-    ),
-    (
-        RESERVATION_FAILED,
-        "KAI chose a GPU to share, but its binder could not reserve it: the GPU reservation pod got no GPU",
-        "runbooks/gpu-sharing-reservation.md",
-    ),
-    (
-        r"node affinity/selector|untolerated taint|node\(s\) had taint",
-        "no node both matches its node selector, affinity and tolerations and has room for it",
-        "runbooks/node-constraints.md",
-    ),
-    (r"enough resources|Insufficient", "no node has room for it", "runbooks/pod-pending-forever.md"),
-]
-
-# KAI's eviction words (Evict events on the PodGroup; pkg/scheduler/api/unschedule_info.go: consolidation,
-# reclaim, stale gang) → (what happened,
-# runbook). Read for pods that run again or wait again after KAI moved or evicted them.
-KNOWN_EVICTIONS = [
-    (
-        r"resource consolidation",
-        "KAI moved a pod of it to another node to make room for a bigger job (consolidation); the moved pod "
-        "restarted from the beginning",
-        "runbooks/consolidation.md",
-    ),
-    (
-        r"was preempted by workload ",
-        "KAI reclaimed a pod of it for another queue: its queue held more than its quota or fair share, and "
-        "the other queue less than its own",
-        "runbooks/reclaim-not-happening.md",
-    ),
-    (
-        r"doesn't meet the minimum required number of pods",
-        "KAI evicted the rest of its gang: fewer pods than its minMember were left (a stale gang)",
-        "runbooks/stale-gang.md",
-    ),
-]
-PREEMPTED_BY = re.compile(r"was preempted by higher priority workload ([\w.-]+/[\w.-]+)")
-FORBIDDEN_PRIORITY = re.compile(r"no PriorityClass with name (\S+) was found")
 
 
 @dataclass
@@ -128,6 +64,23 @@ class Explanation:
     reported: str = ""  # the scheduler's own words
     runbook: str = ""
     details: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What else the cluster says about a pod, beyond KAI's words: each gathered by :func:`explain_pods`."""
+
+    finished: int = 0  # pods of its PodGroup that have succeeded
+    queue_annotation: str = ""  # a kai.scheduler/queue annotation on the pod or its owner (KAI reads the label only)
+    parent_outside: tuple[str, str, str] | None = None  # (its queue's parent, the parent's partition, its queue's)
+    budgets: tuple[str, ...] = ()  # PodDisruptionBudgets that select it
+    refused: str = ""  # the last FailedCreate its Job's controller reported: the API server refused a pod of it
+    bind_request: str = ""  # the node of a BindRequest KAI made for it 10 s or more ago, while it is not bound
+    # recent GPU usage (KAI's time-based fair share) of its queue and the sibling queues that hold or ask for GPUs
+    usage: dict[str, float] | None = None
+    quotas_past_fleet: tuple[float, float] | None = None  # (top-level GPU quotas, the fleet's GPUs) when more
+    waiting_for: float = 0.0  # seconds since the pod was made (0: not known)
+    memory_unknown: tuple[str, ...] = ()  # GPU nodes without nvidia.com/gpu.memory, when it asks for GPU memory
 
 
 def explain_pod(
@@ -141,6 +94,7 @@ def explain_pod(
     evictions: list[str] | None = None,
     never_preemptors: frozenset[str] = frozenset(),
     ignored_class: tuple[str, str] | None = None,
+    facts: Facts = Facts(),
 ) -> Explanation:
     """Decide the explanation from plain data.
 
@@ -155,32 +109,54 @@ def explain_pod(
         never_preemptors: workloads ("ns/name") whose priority class says ``preemptionPolicy: Never``.
         ignored_class: (the priorityClassName label on the pod or its owner, the class its PodGroup got) when
             no PriorityClass has the label's name.
+        facts: what else the cluster says about it (:class:`Facts`).
     """
-    exp = _explain_now(pod, messages, queue_exists, is_leaf, nodes, standing)
+    exp = _explain_now(pod, messages, queue_exists, is_leaf, nodes, standing, facts)
     if pod.scheduler == KAI and not pod.queue and pod.old_queue:
         exp.details.append(
             f"It has the old {OLD_QUEUE_LABEL} label ('{pod.old_queue}'), which KAI v0.17.0 does not read: "
             f"KAI reads {QUEUE_LABEL} only, so it is in default-queue."
         )
         exp.runbook = "runbooks/old-queue-label.md"
+    elif pod.scheduler == KAI and not pod.queue and facts.queue_annotation:
+        exp.details.append(
+            f"Its queue is written as an annotation, {QUEUE_LABEL}: '{facts.queue_annotation}'. KAI reads only a "
+            "label of that name, on its owner or the pod, so it is in default-queue (quota 0)."
+        )
+        exp.runbook = "runbooks/queue-annotation.md"
     elif pod.scheduler == KAI and not pod.queue and exp.state == "Pending":
         exp.details.append(f"It has no {QUEUE_LABEL} label, so KAI put it in default-queue (quota 0).")
     # An eviction, or a class KAI did not take, is the story of a pod that is bound, or waits only for room (on a
     # node, or for its whole gang): it names the runbook then.
-    first = (
-        not exp.runbook
-        or exp.summary.startswith("Pending because no node has room")
-        or exp.runbook == "runbooks/gang-not-binding.md"
+    first = not exp.runbook or exp.runbook in (
+        "runbooks/pod-pending-forever.md" if exp.summary.startswith("Pending because no node has room") else "",
+        "runbooks/gang-not-binding.md",
     )
     if ignored_class:
         exp.details.append(class_note(*ignored_class, pod.priority_class))
         if first:
             exp.runbook, first = "runbooks/misspelt-priority-class.md", False
-    for detail, runbook in eviction_notes(evictions or [], never_preemptors):
+    notes = eviction_notes(evictions or [], never_preemptors)
+    for detail, runbook in notes:
         exp.details.append(detail)
         if first:
             exp.runbook, first = runbook, False
+    if notes and facts.budgets:
+        exp.details.append(
+            f"A PodDisruptionBudget covers it ({', '.join(facts.budgets)}), yet KAI evicted it: KAI deletes the pods "
+            "it evicts instead of asking the Eviction API, which is what honours a budget."
+        )
+        exp.runbook = "runbooks/pdb-not-honoured.md"
     stale = [m for m in messages if re.search(STALE, m)]
+    stale_evicted = any(rb == "runbooks/stale-gang.md" for _, rb in notes)
+    if facts.finished and (stale or stale_evicted):
+        exp.details.append(
+            f"{facts.finished} pod(s) of its gang had finished (Succeeded). KAI v0.17.0 does not count finished pods "
+            "(its scheduler's cache drops them), so it took the gang for short of pods and evicted the rest after "
+            "the staleness grace period — a bug fixed after v0.17.0 (upstream #1968); give such gangs a longer "
+            "stalenessGracePeriod."
+        )
+        exp.runbook, first = "runbooks/completing-gang-evicted.md", False
     if first and stale and exp.state == "Pending":
         # Its Evict event may be missing: KAI reports StaleJob every cycle, and client-go drops an object's events
         # past a burst of 25, so after a 60 s grace period the Evict that follows is often lost.
@@ -189,11 +165,27 @@ def explain_pod(
             "grace period KAI evicts such a gang's pods, and its Job makes them again: they wait for the whole gang."
         )
         exp.runbook = "runbooks/stale-gang.md"
+    if notes and exp.state == "Bound" and (note := _time_note(q_of(pod), facts)):
+        exp.details.append(note)  # its pods reclaimed: for a queue that used less of the fleet lately
+        exp.runbook = "runbooks/time-based-fairshare.md"
+    if facts.refused and exp.state == "Pending":
+        exp.details.append(
+            f"Its Job could not make all its pods: the API server refused one (“{facts.refused}”). KAI sees only "
+            "the pods that exist."
+        )
+        if first or exp.runbook == "runbooks/gang-not-binding.md":
+            exp.runbook = "runbooks/pods-refused.md"
     return exp
 
 
 def _explain_now(
-    pod: PodView, messages: list[str], queue_exists: bool, is_leaf: bool, nodes: list[dict], standing: dict | None
+    pod: PodView,
+    messages: list[str],
+    queue_exists: bool,
+    is_leaf: bool,
+    nodes: list[dict],
+    standing: dict | None,
+    facts: Facts = Facts(),
 ) -> Explanation:
     """Why the pod is where it is now, from its scheduler's last words and its own fields."""
     name = f"{pod.namespace}/{pod.name}"
@@ -236,7 +228,16 @@ def _explain_now(
             name,
             "Pending",
             "KAI's pod-grouper has not given it a PodGroup yet (is kai-podgrouper running? kailab status).",
-            runbook="runbooks/pod-pending-forever.md",
+            runbook="runbooks/kai-component-down.md",
+        )
+    if scheduler == KAI and facts.bind_request and not any(re.search(RESERVATION_FAILED, m) for m in messages):
+        # A binder that tried and failed (a GPU reservation) is running: that is the reservation runbook, below.
+        return Explanation(
+            name,
+            "Pending",
+            f"KAI's scheduler chose {facts.bind_request} for it (a BindRequest), but its binder has not bound it: "
+            "is kai-binder running? kailab status.",
+            runbook="runbooks/kai-component-down.md",
         )
     q = pod.queue or "default-queue"
     if scheduler == KAI and queue_exists and not is_leaf:
@@ -255,6 +256,33 @@ def _explain_now(
             "looks at it, and none has said a word about it. If no scheduler serves that pool, none ever will.",
             runbook="runbooks/node-pool-unserved.md",
         )
+    missing = QUEUE_MISSING.search(last)
+    if scheduler == KAI and missing and queue_exists and facts.parent_outside:
+        parent, theirs, ours = facts.parent_outside
+        return Explanation(
+            name,
+            "Pending",
+            f"Pending because its queue '{q}' exists, but its parent '{parent}' is in another partition "
+            f"({_partition(theirs)}, its queue's is {_partition(ours)}): the scheduler of its queue's partition does "
+            "not see the parent, and drops the queue with it.",
+            reported=last,
+            runbook="runbooks/partition-parent.md",
+        )
+    over = OVER_QUOTA_DETAIL.search(last) if re.search(r"Non-preemptible workload is over quota", last) else None
+    if over and (over["resource"] != "GPUs" or over["queue"] != q):
+        what = (
+            f"its queue's {over['resource'].split()[0]} quota"
+            if over["queue"] == q
+            else f"the quota of '{over['queue']}', a queue above its own,"
+        )
+        return Explanation(
+            name,
+            "Pending",
+            f"Pending because it is non-preemptible and {what} is used up: non-preemptible work may never go over "
+            f"quota, for any resource and at any level of the queue tree (queue '{q}').",
+            reported=last,
+            runbook="runbooks/non-preemptible-capped.md",
+        )
     for pattern, meaning, runbook in KNOWN_REASONS:
         if re.search(pattern, last):
             exp = Explanation(
@@ -262,14 +290,73 @@ def _explain_now(
             )
             if meaning.startswith("no node has room"):
                 exp.details.append(nearest_node(nodes, pod.gpus))
-                if standing:
-                    exp.details.append(queue_standing(standing))
+                _room_notes(exp, q, standing, facts)
+            if runbook == "runbooks/gpu-memory-label.md" and facts.memory_unknown:
+                exp.details.append(
+                    f"GPU nodes without the {GPU_MEMORY_LABEL} label: {', '.join(facts.memory_unknown)} — KAI takes "
+                    "each of their GPUs for 100 MiB (pkg/scheduler/api/node_info/node_info.go)."
+                )
             return exp
     if last:
         return Explanation(name, "Pending", f"Pending (queue '{q}'); the scheduler says:", reported=last)
+    if scheduler == KAI and facts.waiting_for >= QUIET_SCHEDULER:
+        return Explanation(
+            name,
+            "Pending",
+            f"Pending for {facts.waiting_for:.0f}s, it has a PodGroup, and KAI's scheduler has not said a word about "
+            "it: is kai-scheduler running? kailab status.",
+            runbook="runbooks/kai-component-down.md",
+        )
     return Explanation(
         name, "Pending", "Pending, and no scheduler has reported on it yet; look again in a few seconds."
     )
+
+
+# A KAI pod with a PodGroup that KAI's scheduler has not reported on for this long: it reports at every cycle (1 s
+# by default), so the scheduler is likely down, or not serving its partition.
+QUIET_SCHEDULER = 10.0
+
+
+def _partition(value: str) -> str:
+    return f"partition '{value}'" if value else "the default partition"
+
+
+def q_of(pod: PodView) -> str:
+    """The queue KAI puts the pod in: its label's, else default-queue."""
+    return pod.queue or "default-queue"
+
+
+def _room_notes(exp: Explanation, queue: str, standing: dict | None, facts: Facts) -> None:
+    """Why a pod that waits for room does not get it: where its queue stands — unless the quotas add up to more than
+    the fleet, or time-based fair share counts its queue's past usage, which say more."""
+    note = _time_note(queue, facts)
+    if facts.quotas_past_fleet:
+        quotas, fleet = facts.quotas_past_fleet
+        exp.details.append(
+            f"The top-level queues' GPU quotas add up to {quotas:g}, more than the fleet's {fleet:g} GPUs: KAI cannot "
+            "give every queue its quota, and reclaims for a queue below its quota only from queues above their own."
+        )
+        exp.runbook = "runbooks/quotas-past-fleet.md"
+    elif standing:
+        exp.details.append(queue_standing(standing))
+    if note:
+        exp.details.append(note)
+        exp.runbook = "runbooks/time-based-fairshare.md"
+
+
+def _time_note(queue: str, facts: Facts) -> str:
+    """What time-based fair share does to the queue: "" unless KAI weighs past usage (it publishes some) and, of the
+    sibling queues that want GPUs, this one used the most of the fleet lately — KAI splits a level's spare GPUs by
+    ``nWeight + kValue × (nWeight − nUsage)`` (``calcShareWeights``, resource_division.go)."""
+    usage = facts.usage or {}
+    mine = usage.get(queue, 0.0)
+    if mine > 0 and mine == max(usage.values()) and any(u < mine for q, u in usage.items() if q != queue):
+        return (
+            f"KAI's time-based fair share is on: queue '{queue}' used {mine:.2f} of the fleet lately (KAI's "
+            "kai_queue_gpu_usage), more than other queues, so it gets a smaller part of the spare GPUs until that "
+            "fades."
+        )
+    return ""
 
 
 def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
@@ -304,6 +391,24 @@ def explain_podless_job(job: str, namespace: str, messages: list[str]) -> Explan
     """A Job with no pods: what its controller reported (FailedCreate events), oldest first."""
     name = f"{namespace}/{job}"
     last = messages[-1] if messages else ""
+    if re.search(SHARING_OFF, last):
+        return Explanation(
+            name,
+            "NoPods",
+            "The Job has no pods: KAI's admission webhook refuses them, as they ask for a fraction of a GPU and GPU "
+            "sharing is off in this KAI installation. KAI's scheduler never sees them.",
+            reported=last,
+            runbook="runbooks/gpu-sharing-off.md",
+        )
+    if re.search(REFUSED, last):
+        return Explanation(
+            name,
+            "NoPods",
+            "The Job has no pods: the API server refuses them (a namespace's ResourceQuota, an admission webhook or "
+            "policy). KAI never sees them.",
+            reported=last,
+            runbook="runbooks/pods-refused.md",
+        )
     m = FORBIDDEN_PRIORITY.search(last)
     if m:
         return Explanation(
@@ -356,9 +461,12 @@ def gather(
     fair_shares: dict[str, float] | None = None,
     visible: list | None = None,
     node_selector: str = "",
+    usage: dict[str, float] | None = None,
 ) -> list[Explanation]:
-    """Explanations for a pod, or for every pod of a Job or PodGroup of that name (or for a Job that has none);
-    ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's)."""
+    """Explanations for a pod, or for every pod of a Job, PodGroup or scenario workload of that name (or for a Job
+    that has none);
+    ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's);
+    ``usage``: each queue's recent GPU usage as KAI's scheduler publishes it (time-based fair share), if known."""
 
     def owned_by(meta: dict) -> bool:
         refs = meta.get("ownerReferences") or []
@@ -369,13 +477,15 @@ def gather(
         return (
             meta.get("name") == name
             or (meta.get("labels") or {}).get("job-name") == name
+            or (meta.get("labels") or {}).get(WORKLOAD_LABEL) == name  # a scenario's workload (its Jobs, pods)
             or (meta.get("annotations") or {}).get(POD_GROUP_ANNOTATION) == name
             or owned_by(meta)
         )
 
-    pods = [p for p in kube.pods(namespace) if named(p)]
+    everyone = kube.pods(namespace)
+    pods = [p for p in everyone if named(p)]
     if pods:
-        return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector)
+        return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector, usage, everyone)
     if kube.get("batch/v1", "Job", name, namespace) is None:
         return []
     events = [event_view(e) for e in kube.events(namespace)]
@@ -394,9 +504,12 @@ def explain_pods(
     fair_shares: dict[str, float] | None = None,
     visible: list | None = None,
     node_selector: str = "",
+    usage: dict[str, float] | None = None,
+    everyone: list | None = None,
 ) -> list[Explanation]:
     """Explanations for these pods of one namespace (the API's JSON), from its events, the queues and the
-    nodes (``visible``, ``node_selector``: as :func:`gather`)."""
+    nodes (``visible``, ``node_selector``, ``usage``: as :func:`gather`; ``everyone``: the namespace's pods, if
+    already read)."""
     if not pods:
         return []
     events = sorted((event_view(e) for e in kube.events(namespace)), key=lambda e: e.time)
@@ -406,6 +519,25 @@ def explain_pods(
     standing = {row["name"]: row for row in queue_rows(kube, visible, fair_shares)}
     out = []
     classes = {c["metadata"]["name"] for c in kube.list("scheduling.k8s.io/v1", "PriorityClass")}
+    everyone = everyone if everyone is not None else kube.pods(namespace)
+    finished: dict[str, int] = {}
+    for other in map(pod_view, everyone):
+        if other.pod_group and other.phase == "Succeeded":
+            finished[other.pod_group] = finished.get(other.pod_group, 0) + 1
+    budgets = kube.list("policy/v1", "PodDisruptionBudget", namespace=namespace)
+    now = time.time()
+    binds = {  # a binder takes a BindRequest within a second: one left for longer says the binder is not there
+        (b.get("spec") or {}).get("podName"): (b.get("spec") or {}).get("selectedNode", "")
+        for b in kube.list(BIND_REQUEST_API, "BindRequest", namespace=namespace)
+        if now - (api_time((b.get("metadata") or {}).get("creationTimestamp")) or now) >= QUIET_SCHEDULER
+    }
+    refusals = {
+        e.name: e.message
+        for e in events
+        if e.kind == "Job" and e.reason == "FailedCreate" and re.search(f"{REFUSED}|{SHARING_OFF}", e.message)
+    }
+    over_fleet = quotas_past_fleet(list(queues.values()), nodes)
+    memory_unknown: tuple[str, ...] | None = None  # read once, for the first pod that asks for GPU memory
     for raw, p in zip(pods, map(pod_view, pods), strict=True):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
@@ -414,11 +546,36 @@ def explain_pods(
             e.message for e in events if e.reason == "Evict" and e.kind == "PodGroup" and e.name == p.pod_group
         ]
         q = p.queue or "default-queue"
-        label = priority_label(kube, raw)
+        chain = owner_chain(kube, raw)
+        label = priority_label(kube, raw, chain)
         ignored = None
         if label and label not in classes:
             group = kube.get(PODGROUP_API, "PodGroup", p.pod_group, namespace) if p.pod_group else None
             ignored = (label, ((group or {}).get("spec") or {}).get("priorityClassName") or "")
+        meta = raw.get("metadata") or {}
+        if memory_unknown is None and GPU_MEMORY_ANNOTATION in (meta.get("annotations") or {}):
+            memory_unknown = tuple(
+                n.metadata.name
+                for n in kube.core.list_node(label_selector=node_selector).items
+                if float((n.status.allocatable or {}).get(GPU, 0) or 0) > 0
+                and GPU_MEMORY_LABEL not in (n.metadata.labels or {})
+            )
+        facts = Facts(
+            finished=finished.get(p.pod_group, 0) if p.pod_group else 0,
+            queue_annotation=next(
+                (a[QUEUE_LABEL] for m in chain if QUEUE_LABEL in (a := m.get("annotations") or {})), ""
+            ),
+            parent_outside=parent_outside(queues.get(q), queues),
+            budgets=tuple(
+                b["metadata"]["name"] for b in budgets if selects((b.get("spec") or {}).get("selector"), meta)
+            ),
+            refused=refusals.get((meta.get("labels") or {}).get("job-name", ""), ""),
+            bind_request=binds.get(p.name, "") if not p.node else "",
+            usage=rivals(q, queues, standing, usage),
+            quotas_past_fleet=over_fleet,
+            waiting_for=max(0.0, now - (api_time(meta.get("creationTimestamp")) or now)),
+            memory_unknown=memory_unknown or (),
+        )
         out.append(
             explain_pod(
                 p,
@@ -431,36 +588,7 @@ def explain_pods(
                 evictions,
                 never_preempting(kube, evictions),
                 ignored,
+                facts,
             )
         )
     return out
-
-
-def priority_label(kube: Kube, pod: dict) -> str:
-    """The priorityClassName label KAI's pod-grouper reads first: on the pod's top owner (a Job, a Deployment
-    through its ReplicaSet), else on the pod; "" when neither has one."""
-    meta = pod.get("metadata") or {}
-    found = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, "")
-    refs = meta.get("ownerReferences") or []
-    for _ in range(2):  # a ReplicaSet's owner is the Deployment
-        ref = next((r for r in refs if r.get("controller")), None)
-        owner = kube.get(ref["apiVersion"], ref["kind"], ref["name"], meta.get("namespace")) if ref else None
-        if owner is None:
-            break
-        owner_meta = owner.get("metadata") or {}
-        found = (owner_meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL, found)
-        refs = owner_meta.get("ownerReferences") or []
-    return found
-
-
-def never_preempting(kube: Kube, evictions: list[str]) -> frozenset[str]:
-    """The preemptors named in these messages ("ns/podgroup") whose priority class says preemptionPolicy: Never."""
-    out = set()
-    for preemptor in {m.group(1) for m in map(PREEMPTED_BY.search, evictions) if m}:
-        ns, pg = preemptor.split("/", 1)
-        group = kube.get(PODGROUP_API, "PodGroup", pg, ns) or {}
-        pc = (group.get("spec") or {}).get("priorityClassName")
-        cls = kube.get("scheduling.k8s.io/v1", "PriorityClass", pc) if pc else None
-        if cls and cls.get("preemptionPolicy") == "Never":
-            out.add(preemptor)
-    return frozenset(out)

@@ -3,8 +3,10 @@
 KAI v0.17.0 computes fair share in its proportion plugin every cycle
 (pkg/scheduler/plugins/proportion/resource_division) and exports it as the gauges
 ``<namespace>_queue_fair_share_gpu`` / ``_cpu_cores`` / ``_memory_gb`` labelled by
-``queue_name``; no Kubernetes object of KAI's carries it. :func:`parse` reads that text; :func:`samples` keeps
-only those lines, which the local runtime's shard supervisor publishes on a class learner's SchedulingShard.
+``queue_name``; no Kubernetes object of KAI's carries it. Beside it the gauge ``<namespace>_queue_gpu_usage``: the
+queue's recent GPU usage, as a part of the fleet's, that time-based fair share weighs (``historicalUsage`` in the
+scheduler's log; 0 unless a usage database is configured). :func:`parse` reads that text; :func:`samples` keeps only
+those lines, which the local runtime's shard supervisor publishes on a class learner's SchedulingShard.
 """
 
 from __future__ import annotations
@@ -14,17 +16,23 @@ from dataclasses import dataclass
 
 _SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][\w:]*)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-RESOURCES = {"queue_fair_share_gpu": "gpu", "queue_fair_share_cpu_cores": "cpu", "queue_fair_share_memory_gb": "memory"}
+RESOURCES = {
+    "queue_fair_share_gpu": "gpu",
+    "queue_fair_share_cpu_cores": "cpu",
+    "queue_fair_share_memory_gb": "memory",
+    "queue_gpu_usage": "usage",
+}
 
 
 @dataclass(frozen=True)
 class FairShare:
-    """One queue's fair share right now: GPUs, CPU cores, memory in GB."""
+    """One queue's fair share right now: GPUs, CPU cores, memory in GB; and its recent GPU usage (0 to 1)."""
 
     queue: str
     gpu: float = 0.0
     cpu: float = 0.0
     memory: float = 0.0
+    usage: float = 0.0
 
 
 def parse(metrics: str) -> dict[str, FairShare]:

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 from kailab import labdir
 from kailab.errors import KailabError, NotRunning
 from kailab.labstate import LabState
+from kailab.lesson import scenario_file
 from kailab.ownership import Owner
-from kailab.paths import EXERCISES, lab_home
+from kailab.paths import lab_home
 from kailab.progress import Progress
 from kailab.runtimes.base import Capabilities
 
@@ -56,13 +57,17 @@ class View:
 
     def fair_shares(self) -> dict[str, float] | None:
         """Each queue's fair share of GPUs now, as KAI's scheduler publishes it; None when this lab cannot say."""
+        return self.per_queue("gpu")
+
+    def per_queue(self, figure: str) -> dict[str, float] | None:
+        """A figure KAI's scheduler publishes per queue (a FairShare field: ``gpu``, ``usage``…); None: unknown."""
         from kailab import fairshare
 
         try:
             text = self.metrics() if self.metrics is not None else None
-        except Exception:  # no fair share is no reason to fail a status or a watch
+        except Exception:  # no figure is no reason to fail a status, a watch or an explanation
             return None
-        return {q: s.gpu for q, s in fairshare.parse(text).items()} if text else None
+        return {q: getattr(s, figure) for q, s in fairshare.parse(text).items()} if text else None
 
     def pod_namespaces(self, kube: Kube) -> list[str] | None:
         """The namespaces whose pods this lab may see (those that exist); None: every one."""
@@ -152,10 +157,10 @@ class Lab(ABC):
         """The scenario as this lab runs it: its names prefixed (a lab's ``--prefix``) or renamed (a learner's)."""
 
     def exercise(self, name: str) -> Scenario:
-        """A built-in exercise, as this lab runs it."""
+        """A built-in exercise (or a lesson's variation), as this lab runs it."""
         from kailab.scenarios.loader import load_scenario
 
-        return self.scenario(load_scenario(EXERCISES / f"{name}.yaml"))
+        return self.scenario(load_scenario(scenario_file(name)))
 
     @abstractmethod
     def cluster(self, kube: Kube) -> LiveCluster:
@@ -249,7 +254,8 @@ class Lab(ABC):
         from kailab.explain import gather
 
         kube, view = self.kube, self.view
-        return gather(kube, name, namespace, view.fair_shares(), view.pods(kube) if view.nodes else None, view.nodes)
+        pods = view.pods(kube) if view.nodes else None
+        return gather(kube, name, namespace, view.fair_shares(), pods, view.nodes, view.per_queue("usage"))
 
     def frame(self):
         """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes."""
@@ -263,13 +269,8 @@ class Lab(ABC):
         from kailab import watch
 
         kube, view = self.kube, self.view
-        watch.run(
-            kube,
-            console,
-            fair_shares=view.fair_shares,
-            namespaces=view.pod_namespaces(kube),
-            selectors=(view.queues, view.nodes),
-        )
+        shown = (view.queues, view.nodes)
+        watch.run(kube, console, fair_shares=view.fair_shares, namespaces=view.pod_namespaces(kube), selectors=shown)
 
     def capture(self, progress: Progress, what: str, out: Path | None = None, allow_empty: bool = False) -> Path | None:
         """Snapshot this lab into evidence/<UTC timestamp>/ (or ``out``); None when there is nothing to capture and
@@ -320,22 +321,10 @@ class Lab(ABC):
     def remove(self, progress: Progress) -> None:
         """``kailab down``."""
 
-    def at_once(self, names: list[str], parallel: int | None, sequential_only: bool) -> tuple[int, str]:
-        """How many of these lessons to run at once (``--parallel``; by default side by side for several where the
-        lab can), and why one after another when it was asked for or is the default being given up ("" else)."""
-        from kailab.parallel import DEFAULT_PARALLEL
-
-        wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
-        if wanted <= 1 or len(names) <= 1:
-            return 1, ""
-        if sequential_only:
-            return 1, "--evidence and the golden recordings need the lab's own names"
-        fit, why = self.side_by_side()
-        return (1, why) if why else (min(wanted, fit, len(names)), "")
-
     @abstractmethod
     def side_by_side(self) -> tuple[int, str]:
-        """How many lessons fit side by side here, each in a partition of its own, and why not ("" they fit)."""
+        """How many lessons fit side by side here, each in a partition of its own, and why not ("" they fit):
+        :func:`kailab.parallel.at_once` weighs it against what was asked."""
 
     def klass(self) -> Class:
         """The running lab's class; a clear error without a lab, or where the class is not this lab's to change."""

@@ -15,6 +15,8 @@ SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 RAY_HEAD_GROUP = "headgroup"
 RAY_API = "ray.io/v1"  # KubeRay's RayCluster, RayJob, RayService
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
+GPU_MEMORY_ANNOTATION = "gpu-memory"  # MiB of one GPU (pkg/common/constants/constants.go, GpuMemory)
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # a node's MiB per GPU; KAI needs it for gpu-memory requests
 SKIP_PODGROUPER_ANNOTATION = "kai.scheduler/skip-podgrouper"
 # Read by KAI's pod-grouper from a workload's owners, then its pods, into the PodGroup's spec (policies lessons)
 PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
@@ -44,7 +46,6 @@ RESERVATION_APP_LABEL = "kai-resource-reservation"
 RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
 # The binder's annotations on GPU-sharing pods (pkg/common/constants/constants.go, pkg/binder/binding/resourcereservation/)
 RESERVE_ANNOTATION = "run.ai/reserve_for_gpu_index"  # a reservation pod's GPU (the GPU operator's part sets it)
-GPU_MEMORY_ANNOTATION = "gpu-memory"  # a fraction asked for as GPU memory (MiB)
 SHARED_GPU_CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
 FRACTION_CONTAINER_ANNOTATION = "gpu-fraction-container-name"
 # KAI's operator (kind, existing clusters): its Deployment, and the cluster's Config object it reconciles from

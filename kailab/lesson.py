@@ -93,6 +93,30 @@ def load_lesson(name: str, root: Path = EXERCISES) -> Lesson:
     return Lesson(name, title, sections, summaries(root).get(name, ""))
 
 
+def variations(name: str, root: Path = EXERCISES) -> list[Path]:
+    """Lesson ``name``'s variations: scenarios in exercises/variations/ that run one of its "what if" questions
+    (their ``lesson:`` is exercises/NAME.md), each with a golden recording and a fleet test of its own, as a lesson
+    has. ``kailab demo VARIATION`` runs one; the lesson's text may state what they show."""
+    import yaml
+
+    return [
+        path
+        for path in sorted((root / "variations").glob("*.yaml"))
+        if (yaml.safe_load(path.read_text()) or {}).get("lesson") == f"exercises/{name}.md"
+    ]
+
+
+def variation_names(root: Path = EXERCISES) -> list[str]:
+    """Every variation's name (its file's), in lesson order."""
+    return [p.stem for name in lesson_names(root) for p in variations(name, root)]
+
+
+def scenario_file(name: str, root: Path = EXERCISES) -> Path:
+    """The scenario of an exercise (exercises/NAME.yaml) or of a variation (exercises/variations/NAME.yaml)."""
+    own = root / f"{name}.yaml"
+    return own if own.exists() else root / "variations" / f"{name}.yaml"
+
+
 def lesson_names(root: Path = EXERCISES) -> list[str]:
     """The exercises in teaching order, then any lesson an instructor added to the folder (NAME.md beside NAME.yaml)."""
     added = sorted(

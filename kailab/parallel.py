@@ -45,6 +45,21 @@ DEFAULT_PARALLEL = 6  # bench/exercises.py --parallel N measured it on 2 cores (
 GRACE = 15.0  # seconds a lesson still running after Ctrl-C has to notice its partition is gone
 
 
+def at_once(
+    names: list[str], parallel: int | None, sequential_only: bool, side_by_side: Callable[[], tuple[int, str]]
+) -> tuple[int, str]:
+    """How many of these lessons to run at once (``--parallel``; by default side by side for several where the lab
+    can: ``side_by_side`` is the lab's :meth:`~kailab.lab.Lab.side_by_side`), and why one after another when it was
+    asked for or is the default being given up ("" else)."""
+    wanted = parallel if parallel is not None else (DEFAULT_PARALLEL if len(names) > 1 else 1)
+    if wanted <= 1 or len(names) <= 1:
+        return 1, ""
+    if sequential_only:
+        return 1, "--evidence and the golden recordings need the lab's own names"
+    fit, why = side_by_side()
+    return (1, why) if why else (min(wanted, fit, len(names)), "")
+
+
 def partition(lesson: str) -> str:
     """The partition (node-pool label value, name prefix) a lesson runs in side by side."""
     return PREFIX + lesson

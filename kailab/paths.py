@@ -35,6 +35,7 @@ def _shipped(folder: str) -> Path:
 MANIFESTS = _shipped("manifests")
 EXERCISES = _shipped("exercises")
 RUNBOOKS = _shipped("runbooks")
+CLAIMS = _shipped("claims")
 
 
 def lab_home() -> Path:

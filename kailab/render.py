@@ -168,7 +168,11 @@ def status_tables(status: dict) -> list[Table | Text]:
             nodes.add_row(n["name"], n["pool"], num(n["gpus"]), num(n["used"]), num(n["free"]))
     tables: list[Table | Text] = [comps, nodes]
     if status.get("queues") is not None:
-        tables.append(queue_table(status["queues"]))
+        table = queue_table(status["queues"])
+        if status.get("warnings"):
+            table.caption = Text("\n".join(f"⚠ {w}" for w in status["warnings"]), style="yellow")
+            table.caption_justify = "left"
+        tables.append(table)
     if load := status.get("load"):
         tables.append(Text(load["busy"], style="yellow") if load["busy"] else Text(f"Load: {load['said']}."))
     return tables

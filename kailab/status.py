@@ -105,6 +105,46 @@ def queue_rows(
     return sorted(out, key=lambda q: (q["parent"] or q["name"], q["parent"] is not None, q["name"]))
 
 
+def top_level_quotas(queue_objects: list[dict]) -> float:
+    """The GPU quotas of the top-level Queue objects, summed; an unlimited quota (-1) is not counted."""
+    total = 0.0
+    for q in queue_objects:
+        spec = q.get("spec") or {}
+        quota = ((spec.get("resources") or {}).get("gpu") or {}).get("quota") or 0
+        if not spec.get("parentQueue") and quota > 0:
+            total += quota
+    return total
+
+
+def quota_warnings(rows: list[dict], nodes: list[dict]) -> list[str]:
+    """What ``kailab status --queues`` warns of: the top-level queues' GPU quotas (rows of :func:`queues`) adding up
+    to more than the fleet's GPUs, or a parent's children's to more than its own quota. KAI then cannot give every
+    queue its quota: it gives each min(quota, requested) first, whatever is left (pkg/scheduler/plugins/proportion/
+    resource_division/resource_division.go), and its maintainers say fairness is not guaranteed."""
+
+    def summed(group: list[dict]) -> float:
+        return sum(q["quota"] for q in group if q["quota"] and q["quota"] > 0)
+
+    out = []
+    fleet = sum(n["gpus"] for n in nodes)
+    top = summed([q for q in rows if not q["parent"]])
+    if nodes and top > fleet:
+        out.append(
+            f"The top-level queues' GPU quotas add up to {top:g}, more than the fleet's {fleet:g} GPUs: KAI cannot "
+            "give every queue its quota (runbooks/quotas-past-fleet.md)."
+        )
+    by_name = {q["name"]: q for q in rows}
+    for parent in sorted({q["parent"] for q in rows if q["parent"]}):
+        children = summed([q for q in rows if q["parent"] == parent])
+        own = (by_name.get(parent) or {}).get("quota")
+        if own is not None and own >= 0 and children > own:
+            out.append(
+                f"The quotas of {parent}'s children add up to {children:g}, more than its own {own:g}: KAI divides "
+                f"only {parent}'s share among them (runbooks/quotas-past-fleet.md)."
+            )
+    return out
+
+
 def lab_status(
     info: LabInfo,
     kube: Kube | None,
@@ -123,9 +163,10 @@ def lab_status(
     }
     if kube is not None:
         pods = all_pods(kube)
-        status["nodes"] = nodes_and_gpus(kube, pods)
+        status["nodes"] = nodes = nodes_and_gpus(kube, pods)
         if with_queues:
-            status["queues"] = queues(kube, pods, fair_shares)
+            status["queues"] = rows = queues(kube, pods, fair_shares)
+            status["warnings"] = quota_warnings(rows, nodes)
         status["load"] = load(kube, metrics)
     return status
 

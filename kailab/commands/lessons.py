@@ -70,11 +70,16 @@ def demo(
         "its own (local runtime; default 6 for all); 1: one after another.",
     ),
 ) -> None:
-    """Run a built-in exercise (or all of them) and check what KAI did against the lesson."""
+    """Run a built-in exercise (or all of them, or a lesson's variation) and check what KAI did against the lesson."""
+    from kailab.lesson import variation_names
+
     names = list(EXERCISE_NAMES) if name == "all" else [name]
     for n in names:
-        if n not in EXERCISE_NAMES:
-            raise KailabError(f"No exercise named {n!r}.", hint=f"Choose one of: {', '.join(EXERCISE_NAMES)}, all.")
+        if n not in EXERCISE_NAMES and n not in variation_names():
+            raise KailabError(
+                f"No exercise named {n!r}.",
+                hint=f"Choose one of: {', '.join([*EXERCISE_NAMES, *variation_names()])}, all.",
+            )
     lab = Lab.open()
     at_once = side_by_side(lab, names, parallel, evidence or record is not None, quiet)
     if at_once > 1:
@@ -85,9 +90,11 @@ def demo(
 
 
 def side_by_side(lab: Lab, names: list[str], parallel: int | None, sequential_only: bool, quiet: bool) -> int:
-    """How many lessons to run at once (:meth:`kailab.lab.Lab.at_once`); one after another said, with why, when it
+    """How many lessons to run at once (:func:`kailab.parallel.at_once`); one after another said, with why, when it
     was asked for or is the default being given up."""
-    at_once, why = lab.at_once(names, parallel, sequential_only)
+    from kailab.parallel import at_once as how_many
+
+    at_once, why = how_many(names, parallel, sequential_only, lab.side_by_side)
     if why and not quiet:
         stderr.print(f"Running the lessons one after another: {why}.", markup=False, highlight=False)
     return at_once

@@ -14,7 +14,7 @@ from kailab.progress import Progress
 
 
 def explain(
-    name: str = typer.Argument(..., help="A pod, or a Job (explains each of its pods)."),
+    name: str = typer.Argument(..., help="A pod, a Job or a scenario's workload (explains each of its pods)."),
     namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace, as kubectl's -n."),
     as_json: bool = JsonOpt,
 ) -> None:

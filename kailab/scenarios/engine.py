@@ -37,7 +37,14 @@ from kailab.progress import Progress
 from kailab.queues import queue_ref
 from kailab.scenarios import model
 from kailab.scenarios.fold import Change, observe
-from kailab.scenarios.manifests import priority_class_object, queue_object, topology_object, workload_objects
+from kailab.scenarios.manifests import (
+    NAMESPACE_QUOTA,
+    namespace_objects,
+    priority_class_object,
+    queue_object,
+    topology_object,
+    workload_objects,
+)
 from kailab.scenarios.model import Scenario, Step
 from kailab.scenarios.objects import WorkloadFile
 from kailab.scenarios.run import Held, Recorder, Run
@@ -150,6 +157,8 @@ class Engine:
             verdict.not_applicable = why
             self.progress.info(f"– {scenario.name} is not applicable {why}", style="yellow")
             return verdict
+        for warning in scenario.warnings:  # what KAI accepts but may surprise: said, never refused
+            self.progress.info(f"! {warning}", style="yellow")
         step: Step | None = None
         try:
             self.prepare(scenario, verdict)
@@ -259,6 +268,17 @@ class Engine:
                 self.cluster.apply(labelled(obj, scenario))
                 verdict.applied.append(obj)
             self.cluster.ensure_namespace(scenario.namespace, {SCENARIO_LABEL: scenario.name})
+            # A quota an earlier run of the file set is gone unless the file still says it (runbooks' causes).
+            self.cluster.delete(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ResourceQuota",
+                    "metadata": {"name": NAMESPACE_QUOTA, "namespace": scenario.namespace},
+                }
+            )
+            for obj in namespace_objects(scenario):
+                self.cluster.apply(obj)
+                verdict.applied.append(obj)
         if any(n.startswith(model.OPERATOR_NEED) for n in scenario.needs):
             # before the first step: an operator's first build takes minutes, its start seconds
             objects = [o for w in scenario.workloads for o in workload_objects(w, scenario)]

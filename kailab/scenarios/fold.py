@@ -94,7 +94,9 @@ class RunState:
 
     pods: dict[str, PodView] = field(default_factory=dict)  # live pods by name
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # every pod ever seen → (workload, queue)
-    pod_groups: dict[str, str] = field(default_factory=dict)  # PodGroup name → workload
+    pod_groups: dict[str, str] = field(default_factory=dict)  # PodGroup name → workload (of its pods)
+    # PodGroup name → the workload its own label names (a hand-made one's: pods of other workloads may join it)
+    group_workloads: dict[str, str] = field(default_factory=dict)
     evicted: set[str] = field(default_factory=set)  # pods evicted or preempted (an event said so, or see fold)
     released: set[str] = field(
         default_factory=set
@@ -147,6 +149,8 @@ def fold(state: RunState, change: Change) -> RunState:
         else:
             state.queues[change.queue.name] = change.queue
     elif change.group is not None:
+        if change.group.workload:
+            state.group_workloads[change.group.name] = change.group.workload
         if change.type == "DELETED":
             state.groups.pop(change.group.name, None)
         else:
@@ -187,7 +191,11 @@ def observe(state: RunState) -> Observation:
         if kind == "Job":  # a Job is named for its workload (<name>-<i> with jobs:)
             workload = next((w for w in (name, name.rpartition("-")[0]) if w in state.sizes), "")
         else:
-            workload = state.seen.get(name, ("", ""))[0] if kind == "Pod" else state.pod_groups.get(name, "")
+            workload = (
+                state.seen.get(name, ("", ""))[0]
+                if kind == "Pod"
+                else state.group_workloads.get(name) or state.pod_groups.get(name, "")
+            )
         if workload:
             said.extend((t, workload, m) for m, t in messages.items())
     for _, workload, message in sorted(said):

@@ -117,7 +117,27 @@ class _Build:
             workload_lines={w.name: self.line("workloads", i) for i, w in enumerate(doc.workloads)},
             topologies=tuple(doc.topologies),
             predictions=predictions,
+            namespace_quota={k: str(v) for k, v in (doc.namespaceQuota or {}).items()},
+            warnings=self.warnings(doc, queues, steps),
         )
+
+    def warnings(self, doc: schema.ScenarioFile, queues: tuple[QueueFile, ...], steps: tuple[Step, ...]) -> tuple:
+        """What KAI accepts but may surprise, each at its line: a queue's quota above its limit (declared or set by a
+        step)."""
+        items = doc.queues if isinstance(doc.queues, list) else []
+        listed = {q.name: i for i, q in enumerate(items) if isinstance(q, QueueFile)}
+        said = [
+            f"{self.f.path.name}:{self.line('queues', listed[q.name]) if q.name in listed else self.line('queues')}: {w}"
+            for q in queues
+            for w in q.surprises()
+        ]
+        said += [
+            f"{self.f.path.name}:{s.line}: {w}"
+            for s in steps
+            if isinstance(s, model.SetQueue)
+            for w in s.queue.surprises()
+        ]
+        return tuple(said)
 
     def queues(self, doc: schema.ScenarioFile) -> tuple[QueueFile, ...]:
         """``queues: lesson`` takes manifests/queues.yaml; a list declares queues here (and may include lesson)."""

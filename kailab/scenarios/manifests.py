@@ -1,5 +1,7 @@
 """Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments, RayClusters).
 
+Also what the runbooks' causes need: PodDisruptionBudgets, PersistentVolumeClaims, a namespace's ResourceQuota.
+
 Where KAI reads a setting matters, and the public course lab got it wrong:
 the queue label and the gang size (``kai.scheduler/batch-min-member``) go on
 the **Job** (KAI's pod-grouper reads the top owner), not only on its pod template.
@@ -13,6 +15,8 @@ from kailab import gpus, queues
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     DEFAULT_SCHEDULER_NAME,
+    GPU_FRACTION_ANNOTATION,
+    GPU_MEMORY_ANNOTATION,
     HOSTNAME_LABEL,
     KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
@@ -47,8 +51,8 @@ def _resource(r: ResourceFile) -> dict:
 
 
 def queue_object(q: QueueFile) -> dict:
-    """A scenario's queue as a KAI Queue (kailab.queues: the one shape)."""
-    return queues.queue_object(
+    """A scenario's queue as a KAI Queue (kailab.queues: the one shape); ``nodePool``: its partition's label."""
+    obj = queues.queue_object(
         q.name,
         _resource(q.gpu),
         _resource(q.cpu),
@@ -58,6 +62,9 @@ def queue_object(q: QueueFile) -> dict:
         preempt_min_runtime=q.preemptMinRuntime,
         reclaim_min_runtime=q.reclaimMinRuntime,
     )
+    if q.nodePool:
+        obj["metadata"].setdefault("labels", {})[NODEPOOL_LABEL] = q.nodePool
+    return obj
 
 
 def priority_class_object(pc: PriorityClassFile) -> dict:
@@ -101,8 +108,9 @@ def topology_annotations(w: WorkloadFile) -> dict[str, str]:
 
 
 def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
-    """Labels and annotations KAI reads from the top owner (the Job, the Deployment, a bare Pod)."""
-    labels = {**MANAGED, WORKLOAD_LABEL: w.name, SCENARIO_LABEL: scenario.name, **w.labels}
+    """Labels and annotations KAI reads from the top owner (the Job, the Deployment, a bare Pod); the file's own
+    labels and annotations last, as written (KAI's keys among them already agree with kailab's words)."""
+    labels = {**MANAGED, WORKLOAD_LABEL: w.name, SCENARIO_LABEL: scenario.name}
     if w.queue:
         labels[QUEUE_LABEL] = w.queue
     if w.preemptibility:
@@ -113,12 +121,14 @@ def _owner_meta(w: WorkloadFile, scenario: Scenario) -> dict:
         labels[PRIORITY_CLASS_LABEL] = w.priorityClassLabel  # as given: nobody checks that the class exists
     elif w.priority_class and w.scheduler == KAI_SCHEDULER_NAME and not w.priorityClassName:
         labels["priorityClassName"] = w.priority_class  # KAI reads this label before the pods' spec
-    annotations = dict(w.annotations)
+    labels.update(w.labels)
+    annotations = {}
     if w.minMember is not None and w.kind == "Job":
         annotations[MIN_MEMBER_ANNOTATION] = str(w.minMember)
     annotations.update(_policy_annotations(w))
     if w.kind != "PodGroup":  # a hand-made PodGroup says it in its spec
         annotations.update(topology_annotations(w))
+    annotations.update(w.annotations)
     return {"labels": labels, "annotations": annotations}
 
 
@@ -140,7 +150,8 @@ def _policy_annotations(w: WorkloadFile) -> dict[str, str]:
 
 def _resources(w: WorkloadFile) -> dict:
     res: dict = {}
-    limits, _ = gpus.request(w.gpus)  # a fraction is KAI's gpu-fraction annotation, not a limit
+    # a fraction is KAI's gpu-fraction annotation, not a limit; so is a share of one GPU's memory (gpuMemory)
+    limits = gpus.request(w.gpus)[0] if w.gpuMemory is None else {}
     if limits:
         res["limits"] = limits
     requests = {k: v for k, v in (("cpu", w.cpu), ("memory", w.memory)) if v}
@@ -159,7 +170,13 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         annotations[COMPLETE_DELAY_ANNOTATION] = f"{w.completeAfter:g}s"
     if w.kind == "PodGroup" or w.podGroup is not None:
         annotations[POD_GROUP_ANNOTATION] = w.podGroup or w.name
-    annotations.update(gpus.request(w.gpus)[1])
+    if w.gpuMemory is None:
+        annotations.update(gpus.request(w.gpus)[1])
+    else:
+        annotations[GPU_MEMORY_ANNOTATION] = str(w.gpuMemory)
+    for key in (GPU_FRACTION_ANNOTATION, GPU_MEMORY_ANNOTATION):  # KAI reads them on the pods: as the file wrote them
+        if key in w.annotations and key in annotations:
+            annotations[key] = w.annotations[key]
     spec: dict = {
         "restartPolicy": restart,
         "terminationGracePeriodSeconds": 0,
@@ -185,19 +202,87 @@ def pod_template(w: WorkloadFile, scenario: Scenario, restart: str) -> dict:
         spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }
+    for word, pod_terms in (("podAffinity", w.podAffinity), ("podAntiAffinity", w.podAntiAffinity)):
+        if pod_terms:
+            spec.setdefault("affinity", {})[word] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": dict(t.matchLabels)}, "topologyKey": t.topologyKey}
+                    for t in pod_terms
+                ]
+            }
+    if w.volumeClaim:
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": w.volumeClaim}}]
+        spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
     if w.priority_class:
         spec["priorityClassName"] = w.priority_class
     return {
         "metadata": {
-            "labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName"},
+            # kailab's priorityClassName label goes on the top owner only; one the file wrote goes everywhere
+            "labels": {k: v for k, v in meta["labels"].items() if k != "priorityClassName" or k in w.labels},
             "annotations": annotations,
         },
         "spec": spec,
     }
 
 
+def namespace_objects(scenario: Scenario) -> list[dict]:
+    """What the scenario's namespace holds before any workload: its ResourceQuota (``namespaceQuota``) and the
+    PersistentVolumeClaims its workloads mount (``volumeClaim``: 1Gi, storage class "" — only a PersistentVolume
+    made for it could bind it, and the lab makes none)."""
+    ns = scenario.namespace
+    out: list[dict] = []
+    if scenario.namespace_quota:
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": NAMESPACE_QUOTA, "namespace": ns, "labels": dict(MANAGED)},
+                "spec": {"hard": dict(scenario.namespace_quota)},
+            }
+        )
+    for claim in sorted({w.volumeClaim for w in scenario.workloads if w.volumeClaim}):
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim, "namespace": ns, "labels": dict(MANAGED)},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        )
+    return out
+
+
+NAMESPACE_QUOTA = "kailab-quota"  # the ResourceQuota a scenario's namespaceQuota makes
+
+
+def disruption_budget(w: WorkloadFile, scenario: Scenario) -> list[dict]:
+    """The workload's PodDisruptionBudget (``disruptionBudget``), over its pods; none when it has none."""
+    if w.disruptionBudget is None:
+        return []
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": w.name, "namespace": scenario.namespace, "labels": dict(MANAGED)},
+            "spec": {
+                "minAvailable": w.disruptionBudget.minAvailable,
+                "selector": {"matchLabels": {WORKLOAD_LABEL: w.name}},
+            },
+        }
+    ]
+
+
 def workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = None) -> list[dict]:
-    """The objects that make one workload; ``pods`` overrides its size (the scale step)."""
+    """The objects that make one workload (its PodDisruptionBudget last); ``pods`` overrides its size (the scale
+    step)."""
+    return [*_workload_objects(w, scenario, pods), *disruption_budget(w, scenario)]
+
+
+def _workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = None) -> list[dict]:
     n = w.pods if pods is None else pods
     ns = scenario.namespace
     meta = _owner_meta(w, scenario)

@@ -285,6 +285,8 @@ class Scenario:
     workload_lines: dict[str, int] = field(default_factory=dict)  # workload → its line in the file
     topologies: tuple[TopologyFile, ...] = ()  # KAI Topology objects (cluster-scoped), applied before the workloads
     predictions: tuple[Prediction, ...] = ()  # what a lesson asks the learner before the run
+    namespace_quota: dict[str, str] = field(default_factory=dict)  # a ResourceQuota's hard limits in the namespace
+    warnings: tuple[str, ...] = ()  # what KAI accepts but may surprise ("file:line: …"), said before a run
 
     def workload(self, name: str) -> WorkloadFile:
         return self._workloads[name]

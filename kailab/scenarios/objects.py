@@ -4,14 +4,27 @@ Each key is a field (``extra="forbid"``). KAI's Queue object is declared as ``ma
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from kailab.labelfield import LabelKey, LabelValue
 from kailab.labels import (
     COMPLETE_DELAY_ANNOTATION,
     GPU_FRACTION_ANNOTATION,
+    GPU_MEMORY_ANNOTATION,
     HOSTNAME_LABEL,
     KAI_SCHEDULER_NAME,
     MANAGED,
@@ -20,6 +33,7 @@ from kailab.labels import (
     POD_GROUP_ANNOTATION,
     PREEMPTIBILITY_LABEL,
     PREEMPTION_DELAY_ANNOTATION,
+    PRIORITY_CLASS_LABEL,
     QUEUE_API,
     QUEUE_LABEL,
     RAY_HEAD_GROUP,
@@ -55,15 +69,17 @@ class ResourceFile(FileModel):
     limit: Amount = UNLIMITED
     overQuotaWeight: Amount = 1
 
-    @model_validator(mode="after")
-    def _quota_within_limit(self):
+    def surprise(self) -> str | None:
+        """What KAI does with a quota above the limit, which it accepts: the limit caps the queue, so the quota above
+        it is never given (pkg/scheduler/plugins/proportion/resource_division/resource_division.go,
+        setDeservedResource: a queue's share from its quota is at most its limit); None when the two agree."""
         if self.limit != UNLIMITED and (self.quota == UNLIMITED or self.quota > self.limit):
             quota = "an unlimited quota (-1)" if self.quota == UNLIMITED else f"quota {self.quota:g}"
-            raise ValueError(
-                f"{quota} is above limit {self.limit:g}: a queue never gets more than its limit; "
-                "raise the limit (or -1, unlimited) or lower the quota"
+            return (
+                f"{quota} is above limit {self.limit:g}: KAI accepts it, but a queue never gets more than its "
+                "limit, so the quota above it is never given"
             )
-        return self
+        return None
 
 
 _UNLIMITED = ResourceFile(quota=UNLIMITED)
@@ -80,6 +96,15 @@ class QueueFile(FileModel):
     memory: ResourceFile = _UNLIMITED
     preemptMinRuntime: GoDuration | None = None
     reclaimMinRuntime: GoDuration | None = None
+    nodePool: Name | None = None  # label kai.scheduler/node-pool: only the scheduler of that partition sees the queue
+
+    def surprises(self) -> list[str]:
+        """What KAI accepts in this queue but a reader may not expect (a quota above its limit), one line each."""
+        return [
+            f"queue {self.name}: {word}: {said}"
+            for word, r in (("gpu", self.gpu), ("cpu", self.cpu), ("memory", self.memory))
+            if (said := r.surprise()) is not None
+        ]
 
 
 class PriorityClassFile(FileModel):
@@ -220,40 +245,92 @@ class NodeRequirementFile(FileModel):
         return self
 
 
-# Labels and annotations kailab or KAI set on a workload's objects → what to write instead. A workload's
-# ``labels:``/``annotations:`` may not set them: kailab would lose track of its pods, or KAI misread them.
-OWN_KEYS = {
-    **{key: "kailab sets it on everything it makes" for key in MANAGED},
-    QUEUE_LABEL: "write queue: instead",
-    PREEMPTIBILITY_LABEL: "write preemptibility: instead",
-    "priorityClassName": "write priorityClass: instead",
-    MIN_MEMBER_ANNOTATION: "write minMember: instead",
-    SUBGROUP_LABEL: "write subGroups: instead",
-    GPU_FRACTION_ANNOTATION: "write gpus: 0.5 instead",
-    POD_GROUP_ANNOTATION: "write kind: PodGroup instead",
-    SKIP_PODGROUPER_ANNOTATION: "write kind: PodGroup instead",
-    COMPLETE_DELAY_ANNOTATION: "write completeAfter: instead",
-    TOPOLOGY_ANNOTATION: "write topology: {name: …} instead",
-    TOPOLOGY_REQUIRED_ANNOTATION: "write topology: {required: LEVEL} instead",
-    TOPOLOGY_PREFERRED_ANNOTATION: "write topology: {preferred: LEVEL} instead",
-    PREEMPTION_DELAY_ANNOTATION: "write preemptionDelay: instead",
-    STALENESS_ANNOTATION: "write stalenessGracePeriod: instead",
-    NODEPOOL_LABEL: "write nodePool: instead",
+class PodAffinityTermFile(FileModel):
+    """One required pod (anti-)affinity term: pods with these labels, in the same domain of ``topologyKey``."""
+
+    matchLabels: Annotated[dict[LabelKey, LabelValue], Field(min_length=1)]
+    topologyKey: LabelKey = HOSTNAME_LABEL
+
+
+class DisruptionBudgetFile(FileModel):
+    """A PodDisruptionBudget over the workload's pods (Kubernetes' ``policy/v1``)."""
+
+    minAvailable: Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
+
+
+# A workload's ``labels:`` and ``annotations:`` reach the cluster as written — KAI's own keys too, exactly as KAI's docs
+# write them (tests/unit/test_kai_keys.py holds each documented key to this). Only kailab's own keys are refused:
+# those it finds its objects by (MANAGED, kailab.io/…).
+OWN_PREFIX = "kailab.io/"
+
+# KAI's keys that kailab also writes from a word of its own. Given as a label or annotation, the key is read as that
+# word (so kailab's checks see what KAI will: the queue, a fraction, the gang size…); given both ways, the two must
+# agree. key → (labels or annotations, the word, the kinds whose top owner or pods carry it as that word).
+KAI_KEY_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    QUEUE_LABEL: ("labels", "queue", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
+    PRIORITY_CLASS_LABEL: ("labels", "priorityClassLabel", ("Job", "Pod", "Deployment", "RayCluster")),
+    PREEMPTIBILITY_LABEL: ("labels", "preemptibility", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
+    NODEPOOL_LABEL: ("labels", "nodePool", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
+    MIN_MEMBER_ANNOTATION: ("annotations", "minMember", ("Job",)),
+    PREEMPTION_DELAY_ANNOTATION: ("annotations", "preemptionDelay", ("Job", "Pod", "Deployment", "RayCluster")),
+    STALENESS_ANNOTATION: ("annotations", "stalenessGracePeriod", ("Job", "Pod", "Deployment", "RayCluster")),
+    GPU_FRACTION_ANNOTATION: ("annotations", "gpus", ("Job", "Pod", "PodGroup", "Deployment")),
+    GPU_MEMORY_ANNOTATION: ("annotations", "gpuMemory", ("Job", "Pod", "Deployment")),
 }
-OWN_PREFIXES = ("kailab.io/", "kai.scheduler/", "scheduling.run.ai/", "run.ai/")
+
+# Keys kailab writes itself when a word asks it to (key → the word, and whether this workload's words ask): given
+# too, kailab would write over them, so the file must say it once.
+WRITTEN_FOR: dict[str, tuple[str, Callable[[WorkloadFile], bool]]] = {
+    POD_GROUP_ANNOTATION: ("kind: PodGroup or podGroup:", lambda w: w.kind == "PodGroup" or w.podGroup is not None),
+    SKIP_PODGROUPER_ANNOTATION: (
+        "kind: PodGroup or podGroup:",
+        lambda w: w.kind == "PodGroup" or w.podGroup is not None,
+    ),
+    SUBGROUP_LABEL: ("subGroups:", lambda w: bool(w.subGroups)),
+    TOPOLOGY_ANNOTATION: ("topology:", lambda w: w.topology is not None),
+    TOPOLOGY_REQUIRED_ANNOTATION: ("topology:", lambda w: w.topology is not None),
+    TOPOLOGY_PREFERRED_ANNOTATION: ("topology:", lambda w: w.topology is not None),
+    COMPLETE_DELAY_ANNOTATION: ("completeAfter:", lambda w: w.completeAfter is not None),
+}
 
 
 def _own_key(key: str) -> str | None:
-    """What to do instead of setting a label or annotation key that is kailab's or KAI's; None if the key is free."""
-    if key in OWN_KEYS:
-        return OWN_KEYS[key]
-    prefix = next((p for p in OWN_PREFIXES if key.startswith(p)), None)
-    return None if prefix is None else f"kailab and KAI set the keys under {prefix} themselves"
+    """Why kailab refuses a label or annotation key that is its own; None if the key is the file's to write."""
+    if key in MANAGED:
+        return "kailab sets it on everything it makes"
+    if key.startswith(OWN_PREFIX):
+        return f"kailab sets the keys under {OWN_PREFIX} itself"
+    return None
+
+
+def _as_word(word: str, text: str) -> Any:
+    """A key's text as its word's value (``gpus``, ``minMember``, ``gpuMemory`` are numbers)."""
+    if word in ("minMember", "gpuMemory"):
+        return int(text) if text.strip().isdigit() else text
+    if word == "gpus":
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _kai_value(model: type[BaseModel], word: str, key: str, words: str, text: str) -> Any:
+    """The text of KAI's key as its word's value, checked as the word is; an error names the key."""
+    info = model.model_fields[word]
+    try:
+        shape: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        return TypeAdapter(shape).validate_python(_as_word(word, text))
+    except ValidationError as e:
+        said = e.errors()[0]["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{words}: '{key}': {text!r} is not a value KAI reads there ({word}: {said})") from None
 
 
 # The workload kinds whose pods an operator makes (kailab/operators.py runs it); kailab applies the kind, the
 # operator makes the pods, KAI's pod-grouper gangs them.
 OPERATED_KINDS = ("RayCluster",)
+# Words a RayCluster leaves to KAI's Ray grouper and to KubeRay
+NOT_FOR_RAY = ("jobs", "minMember", "subGroups", "podGroup", "podGroupAfterPods", "completeAfter", "scheduler")
 
 
 class WorkloadFile(FileModel):
@@ -294,6 +371,35 @@ class WorkloadFile(FileModel):
     nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
     schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
     workerGroups: tuple[RayWorkerGroupFile, ...] = ()  # a RayCluster's worker groups (its head: the pods' words)
+    # Words of the runbooks' causes (runbooks/scenarios/): what a pod asks of its node, its neighbours, its volumes
+    gpuMemory: Annotated[StrictInt, Field(ge=1, le=1_048_576)] | None = None  # MiB of one GPU: KAI's gpu-memory
+    podAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on a node (domain) with such pods
+    podAntiAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on none with such pods
+    volumeClaim: Name | None = None  # the pods mount this PersistentVolumeClaim, which kailab makes and nothing binds
+    disruptionBudget: DisruptionBudgetFile | None = None  # a PodDisruptionBudget over the pods
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kai_keys_as_words(cls, data: Any) -> Any:
+        """KAI's keys given as labels or annotations (KAI_KEY_WORDS) read as kailab's words; both ways must agree."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        kind = out.get("kind", "Job")
+        for key, (words, word, kinds) in KAI_KEY_WORDS.items():
+            given = out.get(words)
+            if not isinstance(given, dict) or key not in given or kind not in kinds or not isinstance(given[key], str):
+                continue
+            value = _kai_value(cls, word, key, words, given[key])
+            if word == "priorityClassLabel" and "priorityClass" in out:  # priorityClass writes this label itself
+                word = "priorityClass"
+            if word in out and out[word] != value:
+                raise ValueError(
+                    f"{words}: '{key}' says {given[key]!r}, and {word}: says {out[word]!r}: KAI reads one of them; "
+                    "give one (or the same in both)"
+                )
+            out[word] = value
+        return out
 
     @model_validator(mode="after")
     def _requests_within_limits(self):
@@ -337,19 +443,7 @@ class WorkloadFile(FileModel):
             raise ValueError("two worker groups have the same name (KubeRay names pods and KAI subgroups by it)")
         if "pods" in self.model_fields_set:
             raise ValueError("a RayCluster's pods are its head and its worker groups' replicas: leave pods out")
-        refused = [
-            word
-            for word in (
-                "jobs",
-                "minMember",
-                "subGroups",
-                "podGroup",
-                "podGroupAfterPods",
-                "completeAfter",
-                "scheduler",
-            )
-            if word in self.model_fields_set
-        ]
+        refused = [word for word in NOT_FOR_RAY if word in self.model_fields_set]
         if refused:
             raise ValueError(
                 f"{', '.join(refused)}: not for a RayCluster — KAI's Ray grouper sizes its gang from the head and "
@@ -386,12 +480,23 @@ class WorkloadFile(FileModel):
                 f"the subgroups' pods add up to {sum(g.pods for g in self.subGroups)}, "
                 f"but the workload has pods: {self.pods}"
             )
+        if self.gpuMemory is not None and ("gpus" in self.model_fields_set or self.kind == "PodGroup"):
+            raise ValueError(
+                "gpuMemory asks for part of one GPU by its memory (KAI's gpu-memory annotation), instead of gpus: "
+                "give one or the other"
+                + ("; a hand-made PodGroup's pods ask by gpus" if self.kind == "PodGroup" else "")
+            )
         for words, keys in (("labels", self.labels), ("annotations", self.annotations)):
             for key in keys:
-                if (instead := _own_key(key)) is not None:
+                if (why := _own_key(key)) is not None:
                     raise ValueError(
-                        f"{words}: '{key}' is kailab's or KAI's own (kailab finds and counts its pods "
-                        f"by such keys): leave it out; {instead}"
+                        f"{words}: '{key}' is kailab's own (kailab finds and counts its objects by it): leave it "
+                        f"out; {why}"
+                    )
+                if key in WRITTEN_FOR and WRITTEN_FOR[key][1](self):
+                    raise ValueError(
+                        f"{words}: '{key}' is what kailab writes for {WRITTEN_FOR[key][0]}, which this workload "
+                        "gives too: say it once"
                     )
         if (too_long := self.longest_name(self.pods)) is not None:
             raise ValueError(too_long)
@@ -419,7 +524,7 @@ class WorkloadFile(FileModel):
 
     @property
     def fraction(self) -> bool:
-        return 0 < self.gpus < 1
+        return 0 < self.gpus < 1 and self.gpuMemory is None
 
     @property
     def total_pods(self) -> int:
@@ -450,13 +555,13 @@ class KaiResource(ResourceFile):
     overQuotaWeight: Amount = 0
 
     @model_validator(mode="after")
-    def _quota_within_limit(self):
+    def _limit_given(self):
         if "limit" not in self.model_fields_set and self.quota != 0:
             raise ValueError(
                 "the limit is left out, and KAI reads an unset limit as 0 (no GPUs at all, whatever the quota): "
                 "write limit: -1 for unlimited, or a number"
             )
-        return ResourceFile._quota_within_limit(self)
+        return self
 
 
 _KAI_UNSET = KaiResource()

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import Discriminator, Field, StrictInt, StrictStr, Tag, create_model, model_validator
 
+from kailab.quantity import Quantity
 from kailab.scenarios.measures import _NEEDS_SCOPE, MEASURE_OF_KEY, Conditions
 from kailab.scenarios.model import ChoicePrediction, Expectation, NumberPrediction, Prediction, WhichPrediction
 from kailab.scenarios.objects import PriorityClassFile, QueueFile, RequiresFile, TopologyFile, WorkloadFile
 from kailab.scenarios.steps import StepFile
-from kailab.scenarios.values import MAX_NAME, FileModel, Name, Number, exactly_one
+from kailab.scenarios.values import MAX_NAME, FileModel, Name, Number, ResourceName, exactly_one
 
 # -- predictions ---------------------------------------------------------------------------------
 
@@ -177,6 +178,8 @@ class ScenarioFile(FileModel):
     workloads: list[WorkloadFile] = []
     requires: RequiresFile | None = None
     topologies: list[TopologyFile] = []  # KAI Topology objects the scenario's workloads name
+    # A ResourceQuota in the scenario's namespace: the API server refuses pods past it (runbooks/pods-refused.md)
+    namespaceQuota: Annotated[dict[ResourceName, Quantity], Field(min_length=1)] | None = None
     steps: Annotated[list[StepFile], Field(min_length=1)]
     predictions: list[PredictionFile] = []
     verify: StrictStr = ""

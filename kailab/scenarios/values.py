@@ -66,6 +66,19 @@ MAX_SECONDS = 3600  # a sleep, timeout, hold or completeAfter: a lesson takes se
 MAX_NAME = 63  # a Kubernetes name that is also a label value or a DNS label
 
 Name = Annotated[StrictStr, Field(pattern=DNS_LABEL, max_length=MAX_NAME)]
+RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)?$")
+
+
+def _resource_name(text: str) -> str:
+    if not RESOURCE_NAME.match(text):
+        raise ValueError(
+            f"{text!r} is not a resource a ResourceQuota limits; want one such as pods, requests.cpu or "
+            "requests.nvidia.com/gpu"
+        )
+    return text
+
+
+ResourceName = Annotated[StrictStr, AfterValidator(_resource_name)]  # a ResourceQuota's key
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_PODS)]
 
 

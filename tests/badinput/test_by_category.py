@@ -784,7 +784,7 @@ def test_a_record_labelled_as_another_learners_is_never_theirs(tmp_path, monkeyp
 
 
 def test_more_records_than_a_class_holds_are_said_and_the_rest_read(tmp_path, monkeypatch, capsys, a_class):
-    from kailab.classroom.records import MAX_RECORDS
+    from kailab.classroom.record_data import MAX_RECORDS
 
     a_class.extend(record("ann", f"task-{i}") for i in range(MAX_RECORDS + 50))
     report = json.loads(run(monkeypatch, capsys, tmp_path / "lab", "class", "status", "--json").out)
@@ -795,7 +795,7 @@ def test_more_records_than_a_class_holds_are_said_and_the_rest_read(tmp_path, mo
 def test_a_learners_many_long_timelines_are_drawn_within_a_bound(tmp_path, monkeypatch, capsys, a_class):
     """A record is a learner's to write: as many as class status reads, each with the longest timeline a record
     holds, are drawn as the first PANELS lessons, each from at most DRAWN_POINTS points and DRAWN_QUEUES queues."""
-    from kailab.classroom.records import MAX_JSON, MAX_POINTS
+    from kailab.classroom.record_data import MAX_JSON, MAX_POINTS
     from kailab.classroom.report import PANELS
     from kailab.evidence import DRAWN_POINTS, drawn
 
@@ -1194,11 +1194,12 @@ def test_every_record_kailab_writes_is_one_class_status_reads(lesson):
     """The other side of the check: a lesson's record as kailab writes it (its golden run's verdict, timeline and
     graded predictions) is never taken for a bad one."""
     from kailab.classroom.records import read_record, record_object
+    from kailab.lesson import scenario_file
     from kailab.predictions import graded
     from kailab.scenarios.loader import load_scenario
     from kailab.scenarios.replay import replay
 
-    scenario = load_scenario(EXERCISES / f"{lesson}.yaml")
+    scenario = load_scenario(scenario_file(lesson))  # an exercise's, or a variation's (exercises/variations/)
     verdict = replay(scenario, GOLDEN / lesson)
     verdict.namespace = f"ann-{scenario.namespace}"
     marks = [g.to_dict() for g in graded(scenario.predictions, {}, verdict.answers)]

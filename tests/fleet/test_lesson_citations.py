@@ -57,3 +57,26 @@ def test_every_name_a_lesson_places_in_a_kai_file_is_in_it(kai_source, name):
 def test_the_citation_reader_finds_paths_and_leaves_labels():
     text = "see `pkg/a/b.go` and `tests/golden/x/` but not `kai.scheduler/queue` or `nvidia.com/gpu`"
     assert cited(text) == ["pkg/a/b.go", "tests/golden/x/"]
+
+
+RUNBOOK_PAGES = sorted(p.name for p in (REPO / "runbooks").glob("*.md"))
+
+
+def _page(name: str) -> str:
+    return (REPO / "docs" / "instructor.md" if name == "instructor.md" else REPO / "runbooks" / name).read_text()
+
+
+@pytest.mark.parametrize("name", [*RUNBOOK_PAGES, "instructor.md"])
+def test_every_file_a_runbook_or_the_instructors_guide_cites_exists(kai_source, name):
+    """The runbooks and docs/instructor.md are held to the lessons' rule: a file they cite is there (``docs/``: KAI's
+    or this repository's), and a name they place in a KAI file is in it."""
+    text = _page(name)
+    for path in cited(text):
+        if re.search(r"[A-Z]{3,}", path):  # a placeholder: exercises/NAME.md
+            continue
+        roots = [kai_source, REPO] if path.startswith("docs/") else [kai_source if path.startswith(KAI_TOP) else REPO]
+        assert any((root / path).exists() for root in roots), f"{name} cites {path}, which is in none of {roots}"
+    flat = " ".join(text.split())
+    for ident, path in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)` in `([^`]+)`", flat):
+        if path.startswith(KAI_TOP) and (kai_source / path).is_file():
+            assert ident in (kai_source / path).read_text(), f"{name}: {ident} is not in {path}"

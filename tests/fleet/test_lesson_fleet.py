@@ -71,3 +71,22 @@ def test_lesson_reclaim_grades_predictions_against_what_kai_did(kai_lab):
     assert graded["prod-evicted"]["mark"] == "not graded"  # not answered
     assert rec["lesson"]["right"] == "1 of 2 right"
     assert rec["answers"]["prod-gpus"]["shown"] == graded["prod-gpus"]["answer"]
+
+
+def test_the_quota_lessons_variation_holds_on_kai_and_replays_to_the_same_verdict(kai_lab, tmp_path):
+    """exercises/variations/quota-zero.yaml, the quota lesson's "what if the teams' quotas were 0?": nothing while
+    their parent's quota is 0 too, 8 each once it is 16 — on the real KAI, and its recording replays the same."""
+    from kailab.lesson import scenario_file
+    from kailab.scenarios.loader import load_scenario
+    from kailab.scenarios.replay import replay
+
+    proc = kai_lab.cli("demo", "quota-zero", "--json", "--record", str(tmp_path))
+    (verdict,) = json.loads(proc.stdout or "{}")["verdicts"]
+    rows = {c["title"]: c for c in verdict["checks"]}
+    assert proc.returncode == 0 and verdict["passed"], [(t, c["expected"], c["observed"]) for t, c in rows.items()]
+    assert rows["every quota 0 but gang-demo's: team-research runs nothing (running)"]["observed"] == "0"
+    assert rows["ai-factory's quota 16, the teams' still 0: team-research runs 8"]["observed"] == "8"
+    again = replay(load_scenario(scenario_file("quota-zero")), tmp_path / "quota-zero")
+    assert [(c.title, c.observed, c.passed) for c in again.checks] == [
+        (c["title"], c["observed"], c["passed"]) for c in verdict["checks"]
+    ]

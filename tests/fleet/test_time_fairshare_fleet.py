@@ -5,6 +5,10 @@ lesson's expectation fails there."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 import urllib.parse
 import urllib.request
 
@@ -29,12 +33,36 @@ def _query(url: str, promql: str) -> list[dict]:
 
 
 def test_the_queue_that_used_the_gpus_gets_less_of_them_next(kai_lab):
-    verdict = _run(kai_lab, "demo", "time-fairshare")
+    """The lesson on the real KAI and a real Prometheus; while it runs, `kailab explain` on team-early's workload
+    sees the usage KAI publishes and names the runbook of "my queue gets less than its weight" (after the run the
+    lab's scheduler is back to its defaults, without usage)."""
+    env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "kailab", "demo", "time-fairshare", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    seen: list[dict] = []
+    try:
+        while run.poll() is None and not seen:
+            proc = kai_lab.cli("explain", "early-flood", "-n", "kailab-time-fairshare", "--json")
+            found = json.loads(proc.stdout) if proc.returncode == 0 else []
+            seen = [e for e in found if e["runbook"] == "runbooks/time-based-fairshare.md"]
+            time.sleep(1)
+        out, err = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    (verdict,) = json.loads(out or "{}")["verdicts"]
     rows = {c["title"]: c for c in verdict["checks"]}
-    assert verdict["passed"], [(c["title"], c["expected"], c["observed"]) for c in verdict["checks"]]
+    assert verdict["passed"], [(c["title"], c["expected"], c["observed"]) for c in verdict["checks"]] + [err[-2000:]]
     early = rows["team-early, which used the GPUs, gets the smaller fair share"]
     late = rows["team-late, which did not, the larger"]
     assert float(early["observed"]) < float(late["observed"])  # equal weights, yet not 16 and 16
+    assert seen, "kailab explain never named the time-based fair share runbook while the lesson ran"
+    assert any("kai_queue_gpu_usage" in d for d in seen[0]["details"]), seen[0]
     # The usage KAI read came from the lab's real Prometheus, which scraped KAI's queue-controller.
     processes = kai_lab.runtime.kai_processes
     assert processes.pid(usage_db.PROCESS_NAME) is not None

@@ -233,7 +233,7 @@ def test_a_learners_explain_says_first_that_their_scheduler_is_stopped(tmp_path,
     lab = LearnerSlice(tmp_path, joined.Joined("ann", tmp_path / "ann.kubeconfig"))
     lab.__dict__.update(
         kube=None,
-        view=SimpleNamespace(fair_shares=lambda: {}, nodes=None),
+        view=SimpleNamespace(fair_shares=lambda: {}, per_queue=lambda figure: None, nodes=None),
         control=SimpleNamespace(running=lambda: runs),
     )
     pending, bound = lab.explain("p", "ann-kailab-quota")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kailab.lesson import EXERCISE_NAMES
+from kailab.lesson import EXERCISE_NAMES, scenario_file, variation_names
 from kailab.paths import EXERCISES
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.model import Expect
@@ -23,13 +23,13 @@ GOLDEN = Path(__file__).parent.parent / "golden"
 RECORDED = sorted(p.name for p in GOLDEN.iterdir() if (p / "verdict.json").exists())
 
 
-def test_every_lesson_has_a_recorded_stream():
-    assert RECORDED == sorted(EXERCISE_NAMES)
+def test_every_lesson_and_variation_has_a_recorded_stream():
+    assert RECORDED == sorted([*EXERCISE_NAMES, *variation_names()])
 
 
 @pytest.mark.parametrize("name", RECORDED)
 def test_replay_gives_the_golden_verdict(name):
-    verdict = replay(load_scenario(EXERCISES / f"{name}.yaml"), GOLDEN / name)
+    verdict = replay(load_scenario(scenario_file(name)), GOLDEN / name)
     assert golden(verdict) == json.loads((GOLDEN / name / "verdict.json").read_text())
 
 

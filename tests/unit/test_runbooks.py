@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from kailab.paths import RUNBOOKS
 from kailab.scenarios.loader import load_scenario
 
@@ -22,6 +24,18 @@ RUNBOOK_OF = {
     "stale-gang.yaml": "stale-gang.md",
     "preemption-policy-never.yaml": "preemption-policy-never.md",
     "gpu-sharing-reservation.yaml": "gpu-sharing-reservation.md",
+    "completing-gang.yaml": "completing-gang-evicted.md",
+    "gpu-memory-label.yaml": "gpu-memory-label.md",
+    "non-preemptible-capped.yaml": "non-preemptible-capped.md",
+    "pod-affinity.yaml": "pod-affinity.md",
+    "unbound-volume.yaml": "unbound-volume.md",
+    "pods-refused.yaml": "pods-refused.md",
+    "topology-unmet.yaml": "topology-unmet.md",
+    "kai-component-down.yaml": "kai-component-down.md",
+    "queue-annotation.yaml": "queue-annotation.md",
+    "pdb-not-honoured.yaml": "pdb-not-honoured.md",
+    "partition-parent.yaml": "partition-parent.md",
+    "quotas-past-fleet.yaml": "quotas-past-fleet.md",
 }
 
 
@@ -51,12 +65,13 @@ def test_runbook_index_lists_every_runbook():
 
 
 def test_every_runbook_explain_names_exists_and_the_triage_leads_to_every_runbook():
-    from kailab import explain
+    from kailab import explain, explain_words
 
-    named = set(re.findall(r"runbooks/([\w-]+\.md)", Path(explain.__file__).read_text()))
+    text = Path(explain.__file__).read_text() + Path(explain_words.__file__).read_text()
+    named = set(re.findall(r"runbooks/([\w-]+\.md)", text))
     assert len(named) >= 12, named  # the search above finds them at all
     for md in named:
-        assert (RUNBOOKS / md).is_file(), f"kailab/explain.py names runbooks/{md}, which does not exist"
+        assert (RUNBOOKS / md).is_file(), f"kailab/explain*.py names runbooks/{md}, which does not exist"
     triage = (RUNBOOKS / "why-pending.md").read_text()
     for md in RUNBOOKS.glob("*.md"):
         if md.name not in ("README.md", "why-pending.md"):
@@ -67,3 +82,39 @@ def test_each_runbook_cites_the_kai_source_it_rests_on():
     for md in RUNBOOKS.glob("*.md"):
         if md.name not in ("README.md", "why-pending.md"):
             assert re.search(r"`pkg/[\w/.-]+\.go`", md.read_text()), f"{md.name} cites no KAI source file"
+
+
+# The runbooks of the causes kailab did not cover before (issue 40): each shows a run on the lab, and in it what
+# `kailab explain` printed — naming that very runbook, so the way from the symptom to the page is shown working.
+SHOWN_BY_EXPLAIN = (
+    "completing-gang-evicted",
+    "gpu-memory-label",
+    "non-preemptible-capped",
+    "pod-affinity",
+    "unbound-volume",
+    "pods-refused",
+    "topology-unmet",
+    "time-based-fairshare",
+    "kai-component-down",
+    "queue-annotation",
+    "pdb-not-honoured",
+    "partition-parent",
+    "quotas-past-fleet",
+)
+
+
+@pytest.mark.parametrize("name", SHOWN_BY_EXPLAIN)
+def test_a_runbook_shows_kailab_explain_naming_it(name):
+    text = (RUNBOOKS / f"{name}.md").read_text()
+    assert "<!-- OUT:" not in text, f"{name}.md still waits for its run's output"
+    assert "$ kailab explain" in text, f"{name}.md shows no kailab explain"
+    assert f"read: runbooks/{name}.md" in text, f"{name}.md does not show kailab explain naming it"
+
+
+def test_every_runbook_says_how_to_reproduce_it_or_why_it_cannot_be():
+    for md in RUNBOOKS.glob("*.md"):
+        if md.name in ("README.md", "why-pending.md"):
+            continue
+        line = next((ln for ln in md.read_text().splitlines() if ln.startswith("Reproduce:")), "")
+        assert line, f"{md.name} has no Reproduce: line"
+        assert "`kailab " in line or "**not on the local runtime**" in line, (md.name, line)
