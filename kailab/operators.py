@@ -249,11 +249,24 @@ def delete_workloads(kube: Kube, namespace: str) -> None:
     """Delete every object of an operator's kinds in ``namespace`` (those the cluster serves), so its operator makes
     no more pods there: ``Kube.empty_namespace`` knows only Kubernetes' own workloads. An operator none of whose
     CRDs the cluster has costs one read per CRD (never an API discovery)."""
+    from kubernetes.dynamic.exceptions import DynamicApiError, ForbiddenError, ResourceNotFoundError
+
     for op in OPERATORS.values():
-        if not any(kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", c) for c in op.crds):
-            continue
+        try:
+            if not any(kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", c) for c in op.crds):
+                continue
+        except ForbiddenError:
+            pass  # a learner may not read CRDs: their own namespace's objects are tried below
         for api_version, kind in op.kinds:
-            for obj in kube.list(api_version, kind, namespace=namespace):
+            try:
+                found = kube.list(api_version, kind, namespace=namespace)
+            except (ForbiddenError, ResourceNotFoundError):
+                continue  # not served, or not this user's to list: nothing of theirs to delete
+            except DynamicApiError as e:
+                if e.status == 404:
+                    continue
+                raise
+            for obj in found:
                 kube.delete(api_version, kind, obj["metadata"]["name"], namespace)
 
 

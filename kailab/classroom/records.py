@@ -136,6 +136,8 @@ class Recording:
         return getattr(self.engine, name)
 
     def run(self, scenario) -> Verdict:
+        if self.learner is None and self.engine.not_applicable(scenario):
+            return self.engine.run(scenario)  # the lab's own lesson that cannot run here leaves nothing in the cluster
         self._expected = expectations(scenario)
         started = started_object(
             self.learner, scenario.name, scenario.title, scenario.namespace, self._expected, self.owner
