@@ -609,5 +609,6 @@ def test_a_learners_podgroup_is_admitted_only_in_their_partition_and_for_their_q
     shares = until(
         "ann's fair shares, published on her shard", lambda: "ann-fs" in (control.metrics() or ""), timeout=30
     )
-    assert shares and all(line.startswith("kai_queue_fair_share_") for line in control.metrics().splitlines())
+    published = control.metrics().splitlines()  # fair shares, and each queue's recent GPU usage (time-based)
+    assert shares and all(line.startswith(("kai_queue_fair_share_", "kai_queue_gpu_usage")) for line in published)
     kai_lab.kube.delete(QUEUE_API, "Queue", "ann-fs")
