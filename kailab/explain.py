@@ -18,6 +18,7 @@ from kailab.explain_facts import (
     parent_outside,
     priority_label,
     quotas_past_fleet,
+    readable,
     rivals,
     selects,
 )
@@ -524,16 +525,11 @@ def explain_pods(
     for other in map(pod_view, everyone):
         if other.pod_group and other.phase == "Succeeded":
             finished[other.pod_group] = finished.get(other.pod_group, 0) + 1
-    try:
-        budgets = kube.list("policy/v1", "PodDisruptionBudget", namespace=namespace)
-    except Exception as e:  # a learner may not read budgets (403; and could make none): no budget is the answer
-        if getattr(e, "status", None) != 403:
-            raise
-        budgets = []
+    budgets = readable(kube, "policy/v1", "PodDisruptionBudget", namespace)
     now = time.time()
     binds = {  # a binder takes a BindRequest within a second: one left for longer says the binder is not there
         (b.get("spec") or {}).get("podName"): (b.get("spec") or {}).get("selectedNode", "")
-        for b in kube.list(BIND_REQUEST_API, "BindRequest", namespace=namespace)
+        for b in readable(kube, BIND_REQUEST_API, "BindRequest", namespace)
         if now - (api_time((b.get("metadata") or {}).get("creationTimestamp")) or now) >= QUIET_SCHEDULER
     }
     refusals = {
