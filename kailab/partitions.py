@@ -196,13 +196,7 @@ class Partitions:
 
     def make(self, kube: Kube, fleet: Fleet, partition: str) -> None:
         """A partition: its fleet (labelled with its node pool), then its shard, until its scheduler runs."""
-        create_fleet(
-            kube,
-            fleet,
-            timeout=60,
-            nodes=nodes(fleet, partition),
-            logs_hint="Is the KWOK controller running? See: kailab status",
-        )
+        _make_nodes(kube, fleet, partition)
         self.host.ready(kube)
         kube.apply(shards.shard_object(partition, owner(partition).labels))
         self.control(partition, kube).start()
@@ -227,13 +221,7 @@ class Partitions:
             lambda: kube.core.list_node(label_selector=f"{node_selector(partition)},{selector}").items, 60
         ):
             raise KailabError(f"{partition}'s nodes were not deleted within 60s.", hint="See: kubectl get nodes")
-        create_fleet(
-            kube,
-            fleet,
-            timeout=60,
-            nodes=nodes(fleet, partition),
-            logs_hint="Is the KWOK controller running? See: kailab status",
-        )
+        _make_nodes(kube, fleet, partition)
 
     def stop_scheduler(self, kube: Kube, partition: str) -> None:
         """The partition's scheduler gone at once: its shard deleted (what ran it stops it), and what the host keeps
@@ -291,3 +279,14 @@ def wait_until_gone(listing: Callable[[], list], timeout: float) -> bool:
             return False
         time.sleep(0.5)
     return True
+
+
+def _make_nodes(kube: Kube, fleet: Fleet, partition: str) -> None:
+    """The partition's KWOK nodes as the fleet has them (labelled with its node pool), until they are Ready."""
+    create_fleet(
+        kube,
+        fleet,
+        timeout=60,
+        nodes=nodes(fleet, partition),
+        logs_hint="Is the KWOK controller running? See: kailab status",
+    )
