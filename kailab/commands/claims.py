@@ -24,7 +24,7 @@ def claims(
     found = table.load()
     if name is None:
         if as_json:
-            render.print_json([c.model_dump() for c in found])
+            render.print_json([c.model_dump(by_alias=True) for c in found])
             return
         render.named_lines([(c.name, f"{c.verdict:<6}{c.claim}") for c in found], max(len(c.name) for c in found) + 2)
         render.stdout.print("\nCheck one on your lab: kailab claims NAME (or all)", markup=False, highlight=False)
@@ -46,10 +46,14 @@ def _check(chosen, as_json: bool, quiet: bool) -> None:
     (verdict,) = lab.session(Progress(quiet or as_json)).run_all(
         [lab.scenario(load_scenario(table.SCENARIO))], titles=not (quiet or as_json)
     )
+    verdict = table.with_schema_checks(chosen, verdict, lab.kube)
     shown = [table.shown(c, verdict) for c in chosen]
     if as_json:
         render.print_json(
-            [{**s.claim.model_dump(), "shown": s.verdict, "checks": [asdict(c) for c in s.checks]} for s in shown]
+            [
+                {**s.claim.model_dump(by_alias=True), "shown": s.verdict, "checks": [asdict(c) for c in s.checks]}
+                for s in shown
+            ]
         )
     else:
         for s in shown:

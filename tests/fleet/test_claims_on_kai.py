@@ -7,7 +7,7 @@ import json
 from kailab import claims
 
 
-def test_every_claim_is_shown_true_or_false_on_kai(kai_lab):
+def test_every_claim_is_shown_true_or_false_on_kai(kai_lab, kuberay_built):  # the Ray claim's RayCluster
     proc = kai_lab.cli("claims", "all", "--json")
     shown = {c["name"]: c for c in json.loads(proc.stdout or "[]")}
     assert set(shown) == {c.name for c in claims.load()}, proc.stderr[-2000:]
@@ -20,3 +20,5 @@ def test_every_claim_is_shown_true_or_false_on_kai(kai_lab):
     # the two answers KAI gives where a claim is FALSE: its own words on the lab
     limit = shown["limit-zero-keeps-quota"]["checks"]
     assert any(k["observed"].startswith("OverLimit") for k in limit), limit
+    # a RayCluster's gang is its head and minReplicas, not all its pods; the Topology CRD has no NVLink field
+    assert shown["ray-all-pods-together"]["shown"] == "FALSE" and shown["topology-from-nvlink"]["shown"] == "FALSE"
