@@ -26,15 +26,18 @@ from kailab.explain_words import (
     FORBIDDEN_PRIORITY,
     KNOWN_EVICTIONS,
     KNOWN_REASONS,
-    OVER_QUOTA_DETAIL,
-    PREEMPTED_BY,
+    MIN_MEMBER,
+    OVER_QUOTA,
     QUEUE_MISSING,
     REFUSED,
     RESERVATION_FAILED,
     SHARING_OFF,
     STALE,
+    over_quota_detail,
+    preemptor,
 )
 from kailab.gpus import is_fraction
+from kailab.kai_strings import get as kai
 from kailab.kube import Kube
 from kailab.labels import (
     BIND_REQUEST_API,
@@ -55,6 +58,14 @@ from kailab.labels import KAI_SCHEDULER_NAME as KAI
 from kailab.pods import PodView, api_time, event_view, pod_view
 from kailab.status import nodes_and_gpus
 from kailab.status import queues as queue_rows
+
+# KAI's words explain quotes (kailab/kai_strings.yaml)
+STALENESS_GRACE_PERIOD = kai("field.stalenessGracePeriod")
+RECLAIM_MIN_RUNTIME = kai("field.reclaimMinRuntime")
+PARENT_QUEUE = kai("field.parentQueue")
+EVICT = kai("event.evict")
+USAGE_METRIC = kai("metric.queue-gpu-usage")
+RESOURCE_WORDS = {"gpus": "GPU", "cpu": "CPU", "memory": "memory"}  # explain_words.over_quota_detail's resources
 
 
 @dataclass
@@ -155,14 +166,14 @@ def explain_pod(
             f"{facts.finished} pod(s) of its gang had finished (Succeeded). KAI v0.17.0 does not count finished pods "
             "(its scheduler's cache drops them), so it took the gang for short of pods and evicted the rest after "
             "the staleness grace period — a bug fixed after v0.17.0 (upstream #1968); give such gangs a longer "
-            "stalenessGracePeriod."
+            f"{STALENESS_GRACE_PERIOD}."
         )
         exp.runbook, first = "runbooks/completing-gang-evicted.md", False
     if first and stale and exp.state == "Pending":
         # Its Evict event may be missing: KAI reports StaleJob every cycle, and client-go drops an object's events
         # past a burst of 25, so after a 60 s grace period the Evict that follows is often lost.
         exp.details.append(
-            f"Its gang ran before with fewer pods than its minMember (KAI: “{stale[-1]}”); after the staleness "
+            f"Its gang ran before with fewer pods than its {MIN_MEMBER} (KAI: “{stale[-1]}”); after the staleness "
             "grace period KAI evicts such a gang's pods, and its Job makes them again: they wait for the whole gang."
         )
         exp.runbook = "runbooks/stale-gang.md"
@@ -199,7 +210,7 @@ def _explain_now(
         if re.search(STALE, last):
             exp.reported, exp.runbook = last, "runbooks/stale-gang.md"
             exp.details.append(
-                "KAI says its gang is stale: fewer pods than its minMember are left. Unless the missing pods "
+                f"KAI says its gang is stale: fewer pods than its {MIN_MEMBER} are left. Unless the missing pods "
                 "come back, KAI evicts the rest after the staleness grace period (60 s by default)."
             )
         elif failed:
@@ -269,12 +280,13 @@ def _explain_now(
             reported=last,
             runbook="runbooks/partition-parent.md",
         )
-    over = OVER_QUOTA_DETAIL.search(last) if re.search(r"Non-preemptible workload is over quota", last) else None
-    if over and (over["resource"] != "GPUs" or over["queue"] != q):
+    over = over_quota_detail(last) if re.search(OVER_QUOTA, last) else None
+    if over and over != ("gpus", q):
+        resource, queue = over
         what = (
-            f"its queue's {over['resource'].split()[0]} quota"
-            if over["queue"] == q
-            else f"the quota of '{over['queue']}', a queue above its own,"
+            f"its queue's {RESOURCE_WORDS[resource]} quota"
+            if queue == q
+            else f"the quota of '{queue}', a queue above its own,"
         )
         return Explanation(
             name,
@@ -354,7 +366,7 @@ def _time_note(queue: str, facts: Facts) -> str:
     if mine > 0 and mine == max(usage.values()) and any(u < mine for q, u in usage.items() if q != queue):
         return (
             f"KAI's time-based fair share is on: queue '{queue}' used {mine:.2f} of the fleet lately (KAI's "
-            "kai_queue_gpu_usage), more than other queues, so it gets a smaller part of the spare GPUs until that "
+            f"{USAGE_METRIC}), more than other queues, so it gets a smaller part of the spare GPUs until that "
             "fades."
         )
     return ""
@@ -367,10 +379,10 @@ def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = froz
         for pattern, meaning, runbook in KNOWN_EVICTIONS:
             if re.search(pattern, message):
                 latest[pattern] = (f"{meaning}: “{message}”", runbook)
-        m = PREEMPTED_BY.search(message)
-        if m and m.group(1) in never_preemptors:
+        who = preemptor(message)
+        if who and who in never_preemptors:
             latest["never"] = (
-                f"KAI preempted a pod of it for {m.group(1)}, whose priority class says preemptionPolicy: Never "
+                f"KAI preempted a pod of it for {who}, whose priority class says preemptionPolicy: Never "
                 f"— KAI v0.17.0 does not read that field: “{message}”",
                 "runbooks/preemption-policy-never.md",
             )
@@ -438,7 +450,7 @@ def queue_standing(row: dict) -> str:
         where = f"{held:g} of its quota {quota:g}" if below_quota else f"{held:g} GPUs, below its fair share {share:g}"
         return (
             f"Its queue '{name}' holds {where}: KAI reclaims for it from queues over their quota or fair "
-            "share — unless their pods are non-preemptible or inside their queue's reclaimMinRuntime."
+            f"share — unless their pods are non-preemptible or inside their queue's {RECLAIM_MIN_RUNTIME}."
         )
     return f"Its queue '{name}' holds {held:g} GPUs" + (f" (fair share {share:g})." if share is not None else ".")
 
@@ -515,7 +527,7 @@ def explain_pods(
         return []
     events = sorted((event_view(e) for e in kube.events(namespace)), key=lambda e: e.time)
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
-    parents = {q.get("spec", {}).get("parentQueue") for q in queues.values()}
+    parents = {q.get("spec", {}).get(PARENT_QUEUE) for q in queues.values()}
     nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes
     standing = {row["name"]: row for row in queue_rows(kube, visible, fair_shares)}
     out = []
@@ -543,9 +555,7 @@ def explain_pods(
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
             messages.append(p.waiting)
-        evictions = [
-            e.message for e in events if e.reason == "Evict" and e.kind == "PodGroup" and e.name == p.pod_group
-        ]
+        evictions = [e.message for e in events if e.reason == EVICT and e.kind == "PodGroup" and e.name == p.pod_group]
         q = p.queue or "default-queue"
         chain = owner_chain(kube, raw)
         label = priority_label(kube, raw, chain)

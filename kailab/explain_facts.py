@@ -5,7 +5,7 @@ Read by ``kailab explain`` (:func:`kailab.explain.explain_pods`) into its Facts.
 
 from __future__ import annotations
 
-from kailab.explain_words import PREEMPTED_BY
+from kailab.explain_words import preemptor
 from kailab.kube import Kube
 from kailab.labels import NODEPOOL_LABEL, PODGROUP_API, PRIORITY_CLASS_LABEL
 
@@ -96,13 +96,13 @@ def quotas_past_fleet(queues: list[dict], nodes: list[dict]) -> tuple[float, flo
 def never_preempting(kube: Kube, evictions: list[str]) -> frozenset[str]:
     """The preemptors named in these messages ("ns/podgroup") whose priority class says preemptionPolicy: Never."""
     out = set()
-    for preemptor in {m.group(1) for m in map(PREEMPTED_BY.search, evictions) if m}:
-        ns, pg = preemptor.split("/", 1)
+    for named in {who for who in map(preemptor, evictions) if who}:
+        ns, pg = named.split("/", 1)
         group = kube.get(PODGROUP_API, "PodGroup", pg, ns) or {}
         pc = (group.get("spec") or {}).get("priorityClassName")
         cls = kube.get("scheduling.k8s.io/v1", "PriorityClass", pc) if pc else None
         if cls and cls.get("preemptionPolicy") == "Never":
-            out.add(preemptor)
+            out.add(named)
     return frozenset(out)
 
 

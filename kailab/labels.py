@@ -1,30 +1,35 @@
-"""Names kailab and KAI agree on: labels, annotations, API groups, namespaces and component names. One home for each."""
+"""Names kailab and KAI agree on: labels, annotations, API groups, namespaces and component names. One home for each.
+
+KAI's own keys are read from kailab/kai_strings.yaml, the one table of what KAI says (checked against its source).
+"""
 
 from __future__ import annotations
 
+from kailab.kai_strings import get as kai
+
 # KAI Scheduler's (v0.17.0)
-QUEUE_LABEL = "kai.scheduler/queue"
+QUEUE_LABEL = kai("label.queue")
 OLD_QUEUE_LABEL = "runai/queue"  # Run:ai's older key; KAI v0.17.0 does not read it (a common leftover)
-PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
-PRIORITY_CLASS_LABEL = "priorityClassName"  # KAI's pod-grouper reads it before the pods' spec.priorityClassName
-MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
-POD_GROUP_ANNOTATION = "pod-group-name"
-SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+PREEMPTIBILITY_LABEL = kai("label.preemptibility")
+PRIORITY_CLASS_LABEL = kai("label.priority-class")  # KAI's pod-grouper reads it before the pods' spec.priorityClassName
+MIN_MEMBER_ANNOTATION = kai("annotation.batch-min-member")
+POD_GROUP_ANNOTATION = kai("annotation.pod-group-name")
+SUBGROUP_LABEL = kai("label.subgroup-name")
 # KubeRay's group of a RayCluster's head (ray-operator utils.RayNodeHeadGroupLabelValue), also the name of KAI's
 # subgroup for it (pkg/podgrouper/podgrouper/plugins/ray/ray_grouper.go)
 RAY_HEAD_GROUP = "headgroup"
 RAY_API = "ray.io/v1"  # KubeRay's RayCluster, RayJob, RayService
-GPU_FRACTION_ANNOTATION = "gpu-fraction"
-GPU_MEMORY_ANNOTATION = "gpu-memory"  # MiB of one GPU (pkg/common/constants/constants.go, GpuMemory)
+GPU_FRACTION_ANNOTATION = kai("annotation.gpu-fraction")
+GPU_MEMORY_ANNOTATION = kai("annotation.gpu-memory")  # MiB of one GPU (pkg/common/constants/constants.go, GpuMemory)
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # a node's MiB per GPU; KAI needs it for gpu-memory requests
-SKIP_PODGROUPER_ANNOTATION = "kai.scheduler/skip-podgrouper"
+SKIP_PODGROUPER_ANNOTATION = kai("annotation.skip-podgrouper")
 # Read by KAI's pod-grouper from a workload's owners, then its pods, into the PodGroup's spec (policies lessons)
-PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
-STALENESS_ANNOTATION = "kai.scheduler/staleness-grace-period"
-GPU_GROUP_LABEL = "runai-gpu-group"  # the binder's: pods sharing one GPU carry the same value
-QUEUE_API = "scheduling.run.ai/v2"
-PODGROUP_API = "scheduling.run.ai/v2alpha2"
-BIND_REQUEST_API = "scheduling.run.ai/v1alpha2"
+PREEMPTION_DELAY_ANNOTATION = kai("annotation.preemption-delay")
+STALENESS_ANNOTATION = kai("annotation.staleness-grace-period")
+GPU_GROUP_LABEL = kai("label.gpu-group")  # the binder's: pods sharing one GPU carry the same value
+QUEUE_API = f"{kai('api.scheduling')}/v2"
+PODGROUP_API = f"{kai('api.scheduling')}/v2alpha2"
+BIND_REQUEST_API = f"{kai('api.scheduling')}/v1alpha2"
 SHARD_API = "kai.scheduler/v1"  # SchedulingShard: one scheduler per partition (KAI's operator; kailab's supervisor)
 # "kai-scheduler" means four things; one name for each meaning:
 KAI_SCHEDULER_NAME = (
@@ -41,11 +46,13 @@ KAI_SCHEDULER_DEPLOYMENT = (
 )
 # Where KAI's binder puts the pods that reserve a shared GPU (GPU fractions): the namespace, its pods' app label and
 # their service account all carry this one name (the binder's --resource-reservation-* defaults).
-RESERVATION_NAMESPACE = "kai-resource-reservation"
-RESERVATION_APP_LABEL = "kai-resource-reservation"
-RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
+RESERVATION_NAMESPACE = kai("namespace.resource-reservation")
+RESERVATION_APP_LABEL = RESERVATION_NAMESPACE
+RESERVATION_SERVICE_ACCOUNT = RESERVATION_NAMESPACE
 # The binder's annotations on GPU-sharing pods (pkg/common/constants/constants.go, pkg/binder/binding/resourcereservation/)
-RESERVE_ANNOTATION = "run.ai/reserve_for_gpu_index"  # a reservation pod's GPU (the GPU operator's part sets it)
+RESERVE_ANNOTATION = kai(
+    "annotation.reserve-for-gpu-index"
+)  # a reservation pod's GPU (the GPU operator's part sets it)
 SHARED_GPU_CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
 FRACTION_CONTAINER_ANNOTATION = "gpu-fraction-container-name"
 # KAI's operator (kind, existing clusters): its Deployment, and the cluster's Config object it reconciles from
@@ -81,7 +88,7 @@ GPU = "nvidia.com/gpu"
 LAB_ID_LABEL = "kailab.io/lab-id"
 
 # A class on one cluster (kailab/classroom): each learner's partition is KAI's node pool of that name
-NODEPOOL_LABEL = "kai.scheduler/node-pool"  # KAI's --nodepool-label-key (its default)
+NODEPOOL_LABEL = kai("label.node-pool")  # KAI's --nodepool-label-key (its default)
 LEARNER_LABEL = "kailab.io/learner"  # on a learner's nodes and class objects
 SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its local scheduler's metrics URL
 # on a shard the local runtime's supervisor runs: its scheduler's fair shares, the metric samples as Prometheus text,
@@ -93,9 +100,9 @@ RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's less
 # labels of each level; a workload's top owner asks for a level by annotation (pkg/podgrouper/podgrouper/plugins/
 # constants/constants.go), which the pod-grouper copies into the PodGroup's spec.topologyConstraint.
 TOPOLOGY_API = "kai.scheduler/v1alpha1"
-TOPOLOGY_ANNOTATION = "kai.scheduler/topology"
-TOPOLOGY_REQUIRED_ANNOTATION = "kai.scheduler/topology-required-placement"
-TOPOLOGY_PREFERRED_ANNOTATION = "kai.scheduler/topology-preferred-placement"
+TOPOLOGY_ANNOTATION = kai("annotation.topology")
+TOPOLOGY_REQUIRED_ANNOTATION = kai("annotation.topology-required-placement")
+TOPOLOGY_PREFERRED_ANNOTATION = kai("annotation.topology-preferred-placement")
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 # A learner's nodes carry this taint (value: the learner) and only their own pods tolerate it, so no one else's pod
 # lands there: not the default scheduler's (which knows no partitions), nor one of another partition (KAI's

@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from kailab import gpus
+from kailab import gpus, kai_strings
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
     GPU,
@@ -28,7 +28,7 @@ from kailab.labels import (
 )
 
 # Events that report a pod losing its place: KAI on the victim's PodGroup, kube-scheduler on the pod.
-EVICTION_REASONS = {"Evict", "Evicted", "Preempted", "Preempting", "Killing"}
+EVICTION_REASONS = {kai_strings.get("event.evict"), "Evicted", "Preempted", "Preempting", "Killing"}
 EVICTION_WORDS = ("preempted", "evict", "reclaim")
 VICTIM = re.compile(
     r"Pod ([\w.-]+)/([\w.-]+) was (?:preempted|evicted|reclaimed)"
@@ -41,11 +41,11 @@ VICTIM = re.compile(
 WAITING_REASONS = {
     "Unschedulable",
     "FailedScheduling",
-    "NotReady",
-    "FailedBinding",
-    "BindingError",
-    "StaleJob",
-    "PodGrouperWarning",
+    kai_strings.get("event.not-ready"),
+    kai_strings.get("event.failed-binding"),
+    kai_strings.get("reason.binding-error"),
+    kai_strings.get("event.stale-job"),
+    kai_strings.get("event.podgrouper-warning"),
     "FailedCreate",
 }
 

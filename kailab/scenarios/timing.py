@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kailab import kai_strings
 from kailab.checks import BUSY_PREFIX
 from kailab.pace import BUSY, MOST, SCHEDULE_PERIOD, Pace, slowdown, words
 from kailab.pods import PodGroupView, api_time
@@ -33,9 +34,10 @@ SETTLE_CYCLES = 8  # …or this many of KAI's cycles, when they are slower
 LEAST_SEEN = 2.0  # seconds of a window the lab must see before it ends to say KAI kept it
 LEAST_CYCLES = 3  # a hold ("stable") lasts at least this many of KAI's cycles: on a slow host, more than its seconds
 
-LAST_START = "kai.scheduler/last-start-timestamp"  # pkg/common/constants/constants.go (KAI v0.17.0)
-STALE_SINCE = "kai.scheduler/stale-podgroup-timestamp"
-LAST_EVICTION = "kai.scheduler/last-eviction-timestamp"
+# KAI's annotations on a PodGroup (kailab/kai_strings.yaml)
+LAST_START = kai_strings.get("annotation.last-start-timestamp")
+STALE_SINCE = kai_strings.get("annotation.stale-podgroup-timestamp")
+LAST_EVICTION = kai_strings.get("annotation.last-eviction-timestamp")
 
 
 def slowest(paces: Sequence[tuple[float, Pace]], since: float) -> tuple[float, Pace | None]:
