@@ -189,6 +189,18 @@ def test_a_kai_message_is_a_pattern_of_what_kai_fills_in():
         kai_strings.get("message.nothing")
 
 
+def test_explains_patterns_match_each_kai_message_it_reads_as_kai_fills_it_in():
+    source = (REPO / "kailab" / "explain_words.py").read_text()
+    read = [r for r in ROWS if r.kind == "message" and (f'"{r.key}"' in source or f"'{r.key}'" in source)]
+    patterns = [p for p, _, _ in explain_words.KNOWN_REASONS + explain_words.KNOWN_EVICTIONS]
+    patterns += [explain_words.OVER_QUOTA, explain_words.PREEMPTED.pattern, explain_words.SHARING_OFF]
+    patterns += [d.pattern for d in explain_words.OVER_QUOTA_DETAILS.values()]
+    assert len(read) >= 20
+    for r in read:
+        said = f"KAI: {VERB.sub('team-a', r.text)}."
+        assert any(re.search(p, said) for p in patterns), f"no pattern of explain_words matches {r.key}: {said!r}"
+
+
 def _literals(path: Path) -> list[tuple[int, str]]:
     """A module's string constants, docstrings and comments aside."""
     tree = ast.parse(path.read_text())
