@@ -162,6 +162,9 @@ def lesson(
     if task is not None:
         from kailab.tasks import lesson_task
 
+        if (lab := Lab.open()).learner is not None:  # a class's learner: the task is the class's, graded there
+            hand_in(lab, name, task, file)
+            return
         set_or_check(lesson_task(name, task), file)
         return
     lab = Lab.open()
@@ -242,4 +245,43 @@ def set_or_check(task: Task, file: Path | None) -> None:
         raise typer.Exit(verdict.exit_code)
     elif not verdict.passed:
         out.print(f"Not yet: edit {file} and check it again.", markup=False)
+        raise typer.Exit(1)
+
+
+def hand_in(lab: Lab, lesson: str, number: int, file: Path | None) -> None:
+    """A class learner's task: its goal and starting file from the class (kailab/classroom/grading.py), their copy
+    written the first time; after that their file played in their slice, watched as long as the hidden check would
+    watch it, and handed in (their file and what the run saw) for their instructor's side to grade."""
+    import tempfile
+
+    from rich.panel import Panel
+
+    from kailab import tasks
+    from kailab.classroom import grading
+    from kailab.classroom.records import record_object
+
+    out = render.stdout
+    with tempfile.TemporaryDirectory() as d:
+        task = grading.class_task(lab.kube, lesson, number, Path(d))
+        out.print(Panel(Text(task.goal), title=Text(f"Task {task.name}"), title_align="left"), soft_wrap=False)
+        if file is None:
+            file = task.copy_path()
+            if tasks.give(task, file):
+                shown = file.relative_to(Path.cwd())
+                out.print(f"Your copy: {shown} — edit it to reach the goal, then run it: {task.command}", markup=False)
+                return
+        scenario = lab.scenario(tasks.checked(task, file))  # the file is read and checked before the lab is asked
+        session = lab.session(Progress(), record=Path(d) / "run")
+        session.refuse([scenario])
+        verdict = session.run(scenario)
+        (stream,) = (Path(d) / "run").glob("*/changes.jsonl")
+        lab.kube.apply(grading.submission(record_object(lab.learner, verdict, owner=lab.owner), file, stream))
+    if verdict.checks and not verdict.passed or verdict.error:
+        render.print_verdicts([verdict], as_json=False)  # their own steps' expectations, or why the run stopped
+    out.print(
+        f"Handed in: your instructor's side grades this run against the task's goal. To hand in again: edit {file} "
+        f"and run {task.command}",
+        markup=False,
+    )
+    if verdict.error or verdict.not_applicable:
         raise typer.Exit(1)
