@@ -324,7 +324,14 @@ def _changes(packed: bytes) -> list[Change]:
         raw = f.read(MAX_CHANGES + 1)
     if len(raw) > MAX_CHANGES:
         raise ValueError("its recording unpacks to more than 64 MiB")
-    return [Change.from_json(json.loads(line)) for line in raw.decode().splitlines() if line.strip()]
+    out = []
+    for n, line in enumerate(raw.decode().splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(Change.from_json(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"its recording's line {n} is not a recorded change ({e})") from None
+    return out
 
 
 def graded_record(cm, learner: str, hidden: dict[str, tuple[str, str]]) -> tuple[str, dict]:

@@ -108,7 +108,7 @@ def hands_in_a_task_graded_on_the_instructors_side(kai_lab, ann, out: Path, tmp_
     shutil.copyfile(SOLUTION, copy)
     graded = hand_in()
     assert graded["outcome"] == "PASS", graded
-    assert [c["title"] for c in graded["checks"]][:1] == ["team-research runs all 8 of its pods"], graded
+    assert graded["checks"][0]["title"].startswith("team-research runs all 8 of its pods"), graded
 
 
 def keep_recording(kai_lab, copy: Path) -> None:
