@@ -87,7 +87,7 @@ def read_dir(folder: Path) -> list[StoredTask]:
     if not files:
         raise TaskFileError(
             f"--tasks {folder}: no task files (*.yaml) in it. Nothing was stored.",
-            hint="A task file is LESSON-N.yaml with goal:, scenario: and check: (see exercises/tasks/ for examples).",
+            hint="A task file is LESSON-N.yaml with goal:, scenario: and check: (see instructor/tasks/ in kailab's repository).",
         )
     return [checked_file(p) for p in files]
 
@@ -143,8 +143,10 @@ def learner_steps(raw: list, steps: tuple[model.Step, ...]) -> list[dict]:
 
 
 def built_in() -> list[StoredTask]:
-    """The tasks this install carries (exercises/tasks/), checked as an instructor's are."""
-    return [checked_file(p) for p in sorted(tasks.TASKS.glob("*.yaml"))]
+    """The tasks of a checkout (instructor/tasks/), checked as an instructor's own are; none in an installed wheel."""
+    from kailab.paths import INSTRUCTOR
+
+    return [] if INSTRUCTOR is None else [checked_file(p) for p in sorted(tasks.folder("task").glob("*.yaml"))]
 
 
 # -- in the cluster ----------------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def test_a_joined_learner_watches_explains_and_captures_evidence_of_their_slice(
         kai_lab.cli("class", "down", check=True)
 
 
-SOLUTION = Path(__file__).parents[2] / "docs" / "instructor" / "solutions" / "tasks" / "quota-1.yaml"
+SOLUTION = Path(__file__).parents[2] / "instructor" / "solutions" / "tasks" / "quota-1.yaml"
 
 
 def hands_in_a_task_graded_on_the_instructors_side(kai_lab, ann, out: Path, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Every task and challenge on the real KAI: the starting file, unchanged, FAILs its hidden check; the instructor's
-solution (docs/instructor/solutions/) PASSes it. One lab for them all: each run clears the one before. And a class
+solution (instructor/solutions/) PASSes it. One lab for them all: each run clears the one before. And a class
 learner, with only her kubeconfig, sets, fails and solves a challenge in her slice, which class status shows."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kailab.lesson import EXERCISE_NAMES
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
-SOLUTIONS = Path(__file__).resolve().parents[2] / "docs" / "instructor" / "solutions"
+SOLUTIONS = Path(__file__).resolve().parents[2] / "instructor" / "solutions"
 ALL = [t for n in EXERCISE_NAMES for t in tasks.lesson_tasks(n)] + tasks.challenges()
 OUTCOME = re.compile(r"— (PASS|FAIL|NOT APPLICABLE)")
 

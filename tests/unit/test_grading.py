@@ -2,7 +2,7 @@
 
 The recordings in tests/golden/tasks/ are real: ann's runs of quota-1 on the real KAI in a class (made by
 tests/fleet/test_joined_commands_fleet.py with KAILAB_TASK_RECORDINGS=DIR) — her file as given, and solved
-(docs/instructor/solutions/tasks/quota-1.yaml) — each her file and the change stream her run saw. Malformed task
+(instructor/solutions/tasks/quota-1.yaml) — each her file and the change stream her run saw. Malformed task
 files for ``class up --tasks DIR`` are in tests/badinput/tasks/ (each ``# error: LINE: words``).
 """
 
@@ -26,7 +26,7 @@ from kailab.scenarios.replay import read_changes
 
 RECORDINGS = Path(__file__).parent.parent / "golden" / "tasks"
 BAD = sorted((Path(__file__).parent.parent / "badinput" / "tasks").glob("*/*.yaml"))
-QUOTA_1 = tasks.TASKS / "quota-1.yaml"
+QUOTA_1 = tasks.folder("task") / "quota-1.yaml"
 
 
 def handed_in(name: str) -> tuple[str, list[Change]]:
@@ -90,7 +90,7 @@ def test_the_stored_objects_keep_the_checks_in_secrets_and_give_learners_configm
     assert binding["subjects"][0]["name"] == "system:serviceaccounts:kailab-class"
     secrets = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Secret"}
     assert base64.b64decode(secrets["quota-task-1"]["data"]["task.yaml"]).decode() == QUOTA_1.read_text()
-    assert len(secrets) == len(list(tasks.TASKS.glob("*.yaml")))
+    assert len(secrets) == len(list(tasks.folder("task").glob("*.yaml")))
 
 
 def test_a_learner_gets_a_task_file_that_plays_their_steps_then_watches(tmp_path):
