@@ -55,6 +55,7 @@ FILE_KEY = "taskFile"  # the learner's file, as they ran it
 MAX_FILE = 256 * 1024  # characters of a learner's task file kept in their record
 MAX_GZIP = 900 * 1024  # a ConfigMap holds 1 MiB in all
 MAX_CHANGES = 64 * 1024 * 1024  # bytes of a change stream once unpacked
+KINDS = ("task", "challenge")
 NAME = re.compile(r"^(?P<lesson>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-(?P<n>[1-9][0-9]{0,2})$")
 
 
@@ -92,19 +93,20 @@ def read_dir(folder: Path) -> list[StoredTask]:
     return [checked_file(p) for p in files]
 
 
-def checked_file(path: Path) -> StoredTask:
-    """One task file, checked: its name, its format, its starting file, its hidden steps and ``keep:`` rules."""
+def checked_file(path: Path, kind: str = "task") -> StoredTask:
+    """One task (or challenge) file, checked: its name, its format, its starting file, its hidden steps and ``keep:``
+    rules."""
     from kailab.lesson import lesson_names
 
     got = NAME.match(path.stem)
-    if got is None or got["lesson"] not in lesson_names() or path.suffix != ".yaml":
+    if kind == "task" and (got is None or got["lesson"] not in lesson_names() or path.suffix != ".yaml"):
         raise TaskFileError(
             f"{path}: a task file is named LESSON-N.yaml, LESSON one of kailab lesson's "
             f"({', '.join(lesson_names())}), N a number from 1.",
             hint="Rename it, e.g. quota-2.yaml for kailab lesson quota --task 2. Nothing was stored.",
         )
     try:
-        task, f, data, doc = tasks._read(path, "task")
+        task, f, data, doc = tasks._read(path, kind)
         start = _start(task, path, f.line_of(data, ("scenario",)))
         hidden = more_steps(start, f, data, "check", doc.check)
         for i, rule in enumerate(doc.keep):
@@ -143,10 +145,13 @@ def learner_steps(raw: list, steps: tuple[model.Step, ...]) -> list[dict]:
 
 
 def built_in() -> list[StoredTask]:
-    """The tasks of a checkout (instructor/tasks/), checked as an instructor's own are; none in an installed wheel."""
+    """The tasks and challenges of a checkout (instructor/), checked as an instructor's own are; none in an installed
+    wheel."""
     from kailab.paths import INSTRUCTOR
 
-    return [] if INSTRUCTOR is None else [checked_file(p) for p in sorted(tasks.folder("task").glob("*.yaml"))]
+    if INSTRUCTOR is None:
+        return []
+    return [checked_file(p, kind) for kind in KINDS for p in sorted(tasks.folder(kind).glob("*.yaml"))]
 
 
 # -- in the cluster ----------------------------------------------------------------------------------------------------
@@ -159,6 +164,7 @@ def _meta(name: str, owner: Owner, task: str = "") -> dict:
 def learner_part(task: tasks.Task, raw: list, hidden: tuple[model.Step, ...], keep: list[str]) -> dict[str, str]:
     """What a learner reads of a task: goal, starting file, ``keep:`` rules and the steps played after theirs."""
     return {
+        "kind": task.kind,
         "task": task.name,
         "goal": task.goal,
         "scenario": task.start,
@@ -196,6 +202,7 @@ def objects(stored: list[StoredTask], owner: Owner = Owner()) -> list[dict]:
                 "data": {
                     "task.yaml": base64.b64encode(s.text.encode()).decode(),
                     "name": base64.b64encode(s.task.name.encode()).decode(),
+                    "kind": base64.b64encode(s.task.kind.encode()).decode(),
                 },
             }
         )
@@ -219,18 +226,22 @@ def remove(kube: Kube) -> None:
 # -- the learner's side ------------------------------------------------------------------------------------------------
 
 
-def class_task(kube: Kube, lesson: str, number: int, folder: Path) -> tasks.Task:
-    """Lesson ``lesson``'s task ``number`` as the class stores it for learners, written as a task file (its hidden
-    check replaced by the steps a learner plays) in ``folder``; a clear error when the class has no such task."""
-    name = f"{lesson}-{number}"
-    tid = tasks.Task("task", name, "", "", "", Path(name)).id
+def class_task(kube: Kube, kind: str, name: str, folder: Path) -> tasks.Task:
+    """The class's task (``kind`` "task", ``name`` quota-1) or challenge (ticket-3) as it stores it for learners,
+    written as a task file (its hidden check replaced by the steps a learner plays) in ``folder``; a clear error when
+    the class has no such one."""
+    tid = tasks.Task(kind, name, "", "", "", Path(name)).id
     try:
         cm = kube.core.read_namespaced_config_map(tid, NAMESPACE)
     except ApiException as e:
         if e.status == 404:
+            lesson, _, n = name.rpartition("-")
             raise tasks.TaskError(
-                f"Your class has no task {number} for lesson {lesson!r}.",
-                hint="Ask your instructor which tasks the class has.",
+                f"Your class has no task {n} for lesson {lesson!r}."
+                if kind == "task"
+                else f"Your class has no challenge {name!r}.",
+                hint=f"Ask your instructor which {kind}s the class has"
+                + (": kailab challenge lists them." if kind == "challenge" else "."),
             ) from None
         if e.status == 403:
             raise tasks.TaskError(
@@ -247,10 +258,20 @@ def class_task(kube: Kube, lesson: str, number: int, folder: Path) -> tasks.Task
             "keep": json.loads(data.get("keep") or "[]"),
         }
     except (KeyError, ValueError, yaml.YAMLError) as e:
-        raise tasks.TaskError(f"The class's task {name} is damaged ({e}).", hint="Tell your instructor.") from None
+        raise tasks.TaskError(f"The class's {kind} {name} is damaged ({e}).", hint="Tell your instructor.") from None
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return tasks.load_task(path)
+    return tasks.load_task(path, kind)
+
+
+def class_challenges(kube: Kube) -> list[tuple[str, str]]:
+    """The class's challenges a learner may take: (name, goal) each."""
+    found = kube.core.list_namespaced_config_map(NAMESPACE, label_selector=TASK_LABEL).items
+    return sorted(
+        (str(d.get("task", "")), " ".join(str(d.get("goal", "")).split()))
+        for d in (cm.data or {} for cm in found)
+        if d.get("kind") == "challenge"
+    )
 
 
 def submission(record: dict, learner_file: Path, changes: Path) -> dict:
@@ -304,7 +325,7 @@ class GradingReplay(ReplayCluster):
             self._stepped, self._writing = change.step, False
 
 
-def grade(name: str, task_text: str, learner: str, learner_text: str, changes: list[Change]) -> Verdict:
+def grade(kind: str, name: str, task_text: str, learner: str, learner_text: str, changes: list[Change]) -> Verdict:
     """The learner's file with the task's hidden check after its steps, in their partition, decided on the change
     stream their run recorded."""
     from kailab import partitions
@@ -314,7 +335,7 @@ def grade(name: str, task_text: str, learner: str, learner_text: str, changes: l
         task_path = Path(d) / "task" / f"{name}.yaml"
         task_path.parent.mkdir()
         task_path.write_text(task_text)
-        task = tasks.load_task(task_path)
+        task = tasks.load_task(task_path, kind)
         mine = Path(d) / f"{learner}-{task.id}.yaml"
         mine.write_text(learner_text)
         scenario = partitions.for_partition(tasks.checked(task, mine), learner)
@@ -336,9 +357,9 @@ def _changes(packed: bytes) -> list[Change]:
     return out
 
 
-def graded_record(cm, learner: str, hidden: dict[str, tuple[str, str]]) -> tuple[str, dict]:
+def graded_record(cm, learner: str, hidden: dict[str, tuple[str, str, str]]) -> tuple[str, dict]:
     """(task id, its grade) of one of ``learner``'s submitted task records (the client's ConfigMap): outcome, and
-    each hidden expectation's row; ``hidden``: the stored tasks by id (name, file's text). A record that cannot be graded says why
+    each hidden expectation's row; ``hidden``: the stored tasks by id (kind, name, file's text). A record that cannot be graded says why
     (outcome "NOT GRADED")."""
     data, namespace = cm.data or {}, cm.metadata.namespace or ""
     tid = str(data.get("lesson", ""))[:63]
@@ -372,10 +393,10 @@ def grades(kube: Kube, learners: list[str]) -> dict[str, dict[str, dict]]:
         if e.status != 404:
             raise
         secrets = []
-    hidden: dict[str, tuple[str, str]] = {}
+    hidden: dict[str, tuple[str, str, str]] = {}
     for s in secrets:
-        name, text = (base64.b64decode((s.data or {}).get(k, "")).decode() for k in ("name", "task.yaml"))
-        hidden[s.metadata.labels[TASK_LABEL]] = (name, text)
+        kind, name, text = (base64.b64decode((s.data or {}).get(k, "")).decode() for k in ("kind", "name", "task.yaml"))
+        hidden[s.metadata.labels[TASK_LABEL]] = (kind, name, text)
     out: dict[str, dict[str, dict]] = {learner: {} for learner in learners}
     if not learners:
         return out

@@ -163,7 +163,7 @@ def lesson(
         from kailab.tasks import lesson_task
 
         if (lab := Lab.open()).learner is not None:  # a class's learner: the task is the class's, graded there
-            hand_in(lab, name, task, file)
+            hand_in(lab, "task", f"{name}-{task}", file)
             return
         set_or_check(lesson_task(name, task), file)
         return
@@ -208,9 +208,18 @@ def challenge(
     and kailab checks it. The first time, your copy is written to kailab-tasks/; after that, it is run and checked."""
     from kailab import tasks
 
+    lab = Lab.open()
     if name is None:
-        render.named_lines([(c.name, f" {c.goal}") for c in tasks.challenges()], 10)
+        if lab.learner is not None:  # a class's learner: the class's challenges
+            from kailab.classroom.grading import class_challenges
+
+            render.named_lines([(n, f" {goal}") for n, goal in class_challenges(lab.kube)], 10)
+        else:
+            render.named_lines([(c.name, f" {c.goal}") for c in tasks.challenges()], 10)
         render.stdout.print("Start one: kailab challenge NAME")
+        return
+    if lab.learner is not None:
+        hand_in(lab, "challenge", name, file)
         return
     set_or_check(tasks.challenge(name), file)
 
@@ -251,8 +260,9 @@ def set_or_check(task: Task, file: Path | None) -> None:
         raise typer.Exit(1)
 
 
-def hand_in(lab: Lab, lesson: str, number: int, file: Path | None) -> None:
-    """A class learner's task: its goal and starting file from the class (kailab/classroom/grading.py), their copy
+def hand_in(lab: Lab, kind: str, name: str, file: Path | None) -> None:
+    """A class learner's task (``kind`` "task", ``name`` quota-1) or challenge (ticket-3): its goal and starting file
+    from the class (kailab/classroom/grading.py), their copy
     written the first time; after that their file played in their slice, watched as long as the hidden check would
     watch it, and handed in (their file and what the run saw) for their instructor's side to grade."""
     import tempfile
@@ -265,8 +275,10 @@ def hand_in(lab: Lab, lesson: str, number: int, file: Path | None) -> None:
 
     out = render.stdout
     with tempfile.TemporaryDirectory() as d:
-        task = grading.class_task(lab.kube, lesson, number, Path(d))
-        out.print(Panel(Text(task.goal), title=Text(f"Task {task.name}"), title_align="left"), soft_wrap=False)
+        task = grading.class_task(lab.kube, kind, name, Path(d))
+        out.print(
+            Panel(Text(task.goal), title=Text(f"{kind.capitalize()} {task.name}"), title_align="left"), soft_wrap=False
+        )
         if file is None:
             file = task.copy_path()
             if tasks.give(task, file):
@@ -282,7 +294,7 @@ def hand_in(lab: Lab, lesson: str, number: int, file: Path | None) -> None:
     if verdict.checks and not verdict.passed or verdict.error:
         render.print_verdicts([verdict], as_json=False)  # their own steps' expectations, or why the run stopped
     out.print(
-        f"Handed in: your instructor's side grades this run against the task's goal. To hand in again: edit {file} "
+        f"Handed in: your instructor's side grades this run against the {kind}'s goal. To hand in again: edit {file} "
         f"and run {task.command}",
         markup=False,
     )

@@ -36,7 +36,7 @@ def handed_in(name: str) -> tuple[str, list[Change]]:
 
 def test_a_solved_run_passes_the_hidden_check_graded_from_its_recording():
     text, changes = handed_in("quota-1-solved")
-    verdict = grading.grade("quota-1", QUOTA_1.read_text(), "ann", text, changes)
+    verdict = grading.grade("task", "quota-1", QUOTA_1.read_text(), "ann", text, changes)
     assert verdict.outcome == "PASS", [c.to_dict() for c in verdict.checks]
     rows = {c.title.split(" (")[0]: c for c in verdict.checks}
     assert rows["team-research runs all 8 of its pods"].observed.startswith("8")
@@ -45,7 +45,7 @@ def test_a_solved_run_passes_the_hidden_check_graded_from_its_recording():
 
 def test_the_file_as_given_fails_the_hidden_check_on_its_recording():
     text, changes = handed_in("quota-1-as-given")
-    verdict = grading.grade("quota-1", QUOTA_1.read_text(), "ann", text, changes)
+    verdict = grading.grade("task", "quota-1", QUOTA_1.read_text(), "ann", text, changes)
     assert verdict.outcome == "FAIL"
     failed = [c for c in verdict.checks if not c.passed]
     assert failed and failed[0].title.startswith("team-research runs all 8"), [c.to_dict() for c in verdict.checks]
@@ -56,7 +56,7 @@ def test_the_recording_decides_not_the_file_handed_in_with_it():
     """The solved file beside the recording of a run that did not solve it: what the cluster did fails."""
     solved, _ = handed_in("quota-1-solved")
     _, unsolved_run = handed_in("quota-1-as-given")
-    assert grading.grade("quota-1", QUOTA_1.read_text(), "ann", solved, unsolved_run).outcome == "FAIL"
+    assert grading.grade("task", "quota-1", QUOTA_1.read_text(), "ann", solved, unsolved_run).outcome == "FAIL"
 
 
 def test_a_stricter_hidden_check_fails_on_the_same_solved_recording():
@@ -64,7 +64,7 @@ def test_a_stricter_hidden_check_fails_on_the_same_solved_recording():
     text, changes = handed_in("quota-1-solved")
     stricter = QUOTA_1.read_text().replace("running: 8, pods: 8", "running: 9, pods: 8")
     assert stricter != QUOTA_1.read_text()
-    assert grading.grade("quota-1", stricter, "ann", text, changes).outcome == "FAIL"
+    assert grading.grade("task", "quota-1", stricter, "ann", text, changes).outcome == "FAIL"
 
 
 def test_the_learners_part_holds_the_goal_and_starting_file_and_no_check():
@@ -90,7 +90,8 @@ def test_the_stored_objects_keep_the_checks_in_secrets_and_give_learners_configm
     assert binding["subjects"][0]["name"] == "system:serviceaccounts:kailab-class"
     secrets = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Secret"}
     assert base64.b64decode(secrets["quota-task-1"]["data"]["task.yaml"]).decode() == QUOTA_1.read_text()
-    assert len(secrets) == len(list(tasks.folder("task").glob("*.yaml")))
+    assert len(secrets) == len([*tasks.folder("task").glob("*.yaml"), *tasks.folder("challenge").glob("*.yaml")])
+    assert {"quota-task-1", "challenge-ticket-3"} <= set(secrets)
 
 
 def test_a_learner_gets_a_task_file_that_plays_their_steps_then_watches(tmp_path):
@@ -98,7 +99,7 @@ def test_a_learner_gets_a_task_file_that_plays_their_steps_then_watches(tmp_path
     kube = SimpleNamespace(
         core=SimpleNamespace(read_namespaced_config_map=lambda name, ns: SimpleNamespace(data=stored.part))
     )
-    task = grading.class_task(kube, "quota", 1, tmp_path)  # type: ignore[arg-type]
+    task = grading.class_task(kube, "task", "quota-1", tmp_path)  # type: ignore[arg-type]
     assert task.goal == stored.task.goal and task.start == stored.task.start
     mine = tmp_path / "mine.yaml"
     mine.write_text(task.start)
@@ -107,6 +108,17 @@ def test_a_learner_gets_a_task_file_that_plays_their_steps_then_watches(tmp_path
     mine.write_text(task.start.replace("priority: 200", "priority: 50"))
     with pytest.raises(tasks.TaskError, match="keep"):  # the goal's limits, checked on the learner's side
         tasks.checked(task, mine)
+
+
+def test_a_learner_gets_a_class_challenge_without_its_cause(tmp_path):
+    (stored,) = [s for s in grading.built_in() if s.id == "challenge-ticket-3"]
+    assert "runbook" not in stored.part and yaml.safe_load(stored.text)["runbook"]  # the cause: the instructor's
+    kube = SimpleNamespace(
+        core=SimpleNamespace(read_namespaced_config_map=lambda name, ns: SimpleNamespace(data=stored.part))
+    )
+    task = grading.class_task(kube, "challenge", "ticket-3", tmp_path)  # type: ignore[arg-type]
+    assert (task.kind, task.id, task.namespace) == ("challenge", "challenge-ticket-3", "kailab-challenge")
+    assert task.runbook == ""
 
 
 def record(learner: str, namespace: str, lesson: str, text: str, changes: bytes) -> SimpleNamespace:
@@ -120,7 +132,7 @@ def record(learner: str, namespace: str, lesson: str, text: str, changes: bytes)
 def test_a_handed_in_record_is_graded_and_a_forged_or_broken_one_is_said_not_graded():
     text, _ = handed_in("quota-1-solved")
     packed = gzip.compress((RECORDINGS / "quota-1-solved" / "changes.jsonl").read_bytes())
-    hidden = {"quota-task-1": ("quota-1", QUOTA_1.read_text())}
+    hidden = {"quota-task-1": ("task", "quota-1", QUOTA_1.read_text())}
     tid, row = grading.graded_record(record("ann", "ann-kailab-quota", "quota-task-1", text, packed), "ann", hidden)
     assert (tid, row["outcome"]) == ("quota-task-1", "PASS")
     cases = {
