@@ -320,6 +320,18 @@ class GradingReplay(ReplayCluster):
         self._write()
         return super().delete(obj)
 
+    def delete_pods(self, namespace: str, workload: str) -> None:
+        self._write()
+        super().delete_pods(namespace, workload)
+
+    def stop_scheduler(self) -> None:
+        self._write()
+        super().stop_scheduler()
+
+    def start_scheduler(self, settings) -> None:
+        self._write()
+        super().start_scheduler(settings)
+
     def note(self, change: Change) -> None:
         if change.type == "STEP" and change.step is not None:
             self._stepped, self._writing = change.step, False

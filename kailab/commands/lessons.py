@@ -289,10 +289,16 @@ def hand_in(lab: Lab, kind: str, name: str, file: Path | None) -> None:
         session = lab.session(Progress(), record=Path(d) / "run")
         session.refuse([scenario])
         verdict = session.run(scenario)
-        (stream,) = (Path(d) / "run").glob("*/changes.jsonl")
-        lab.kube.apply(grading.submission(record_object(lab.learner, verdict, owner=lab.owner), file, stream))
-    if verdict.checks and not verdict.passed or verdict.error:
+        streams = list((Path(d) / "run").glob("*/changes.jsonl"))  # none: it stopped before its first step
+        if streams:
+            lab.kube.apply(grading.submission(record_object(lab.learner, verdict, owner=lab.owner), file, streams[0]))
+    if verdict.checks and not verdict.passed or verdict.error or not streams:
         render.print_verdicts([verdict], as_json=False)  # their own steps' expectations, or why the run stopped
+    if not streams:
+        out.print(
+            f"Not handed in: the run stopped before it started (above, why). Run {task.command} again.", markup=False
+        )
+        raise typer.Exit(1)
     out.print(
         f"Handed in: your instructor's side grades this run against the {kind}'s goal. To hand in again: edit {file} "
         f"and run {task.command}",
