@@ -1,6 +1,7 @@
 """A class's tasks graded on the instructor's side: the hidden checks live in the cluster, out of learners' reach.
 
-``class up`` stores every task (the built-in ones, and an instructor's own from ``--tasks DIR``) in the namespace
+``class up`` stores every task and challenge (a checkout's, instructor/; and an instructor's own tasks from ``--tasks
+DIR``) in the namespace
 ``kailab-class-tasks``, twice over:
 
 - a **Secret** per task: the whole task file — goal, starting file, hidden ``check:`` steps and ``keep:`` rules. No
@@ -11,7 +12,7 @@
   watched as long as the check would watch it) and its other steps (a ``scale``…) as they are. Every learner may read
   these (a Role bound to the group of the class's ServiceAccounts).
 
-A joined learner's ``kailab lesson NAME --task N`` takes the task from that ConfigMap, plays their file and those
+A joined learner's ``kailab lesson NAME --task N`` (or ``kailab challenge NAME``) takes the task from that ConfigMap, plays their file and those
 steps in their slice, and keeps, in their task record (classroom/records.py), their file and the change stream the
 engine saw (gzip). The instructor's ``class status`` grades each such record: the learner's file with the hidden
 check after its steps, replayed on that stream (scenarios/replay.py) — the recording graded, the cluster not run
