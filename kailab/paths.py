@@ -32,10 +32,19 @@ def _shipped(folder: str) -> Path:
     return found
 
 
+def _instructor() -> Path | None:
+    """The checkout's ``instructor/`` folder — the tasks' and challenges' files with their hidden checks, and the
+    solutions — beside the package in an editable install (``pip install -e .``) or a checkout run in place; None in an
+    installed wheel, which leaves it out (pyproject.toml): a class's learners never have it."""
+    folder = Path(__file__).resolve().parent.parent / "instructor"
+    return folder if (folder / "tasks").is_dir() else None
+
+
 MANIFESTS = _shipped("manifests")
 EXERCISES = _shipped("exercises")
 RUNBOOKS = _shipped("runbooks")
 CLAIMS = _shipped("claims")
+INSTRUCTOR = _instructor()
 
 
 def lab_home() -> Path:

@@ -1,12 +1,14 @@
 """Tasks and challenges: a starting scenario the learner edits to reach a goal, checked by steps they do not see.
 
-A lesson's task (``exercises/tasks/LESSON-N.yaml``, ``kailab lesson LESSON --task N``) asks for a change of queues,
-priorities, sizes or a workload's policy; a challenge (``runbooks/challenges/NAME.yaml``, ``kailab challenge NAME``)
+A lesson's task (``instructor/tasks/LESSON-N.yaml``, ``kailab lesson LESSON --task N``) asks for a change of queues,
+priorities, sizes or a workload's policy; a challenge (``instructor/challenges/NAME.yaml``, ``kailab challenge NAME``)
 is a runbook's failure with its cause hidden: the learner diagnoses it with ``kailab explain`` and fixes the file.
 Each is one file: the goal, the starting scenario (copied once into the learner's ``kailab-tasks/`` folder to
 edit) and the hidden check — steps played after the learner's own, about workloads and queues the starting file
 declares — and what the learner must keep as the starting file has it (``keep:``, the limits the goal states in
-words). The instructor's solutions are in ``docs/instructor/solutions/``.
+words). The instructor's solutions are in ``instructor/solutions/``. None of ``instructor/`` is in the wheel (what a
+class's learners install): a checkout's editable install reads it (kailab/paths.py), and a class keeps its tasks in
+the cluster, graded on the instructor's side (kailab/classroom/grading.py).
 """
 
 from __future__ import annotations
@@ -19,14 +21,12 @@ from typing import Annotated
 from pydantic import Field, StrictStr
 
 from kailab.errors import KailabError, ScenarioError
-from kailab.paths import EXERCISES, RUNBOOKS
+from kailab.paths import INSTRUCTOR
 from kailab.scenarios import model, steps, values
 from kailab.scenarios.loader import load_scenario, more_steps
 from kailab.scenarios.model import Scenario, Step
 from kailab.yamlfile import YamlFile
 
-TASKS = EXERCISES / "tasks"
-CHALLENGES = RUNBOOKS / "challenges"
 WORK_FOLDER = "kailab-tasks"  # the learner's copies, in the folder they run kailab from
 CHALLENGE_NAMESPACE = "kailab-challenge"  # every challenge runs here (a class learner's slice has it)
 HINT = "A task or challenge file holds goal:, scenario: (the starting file's text) and check: (steps)."
@@ -34,6 +34,18 @@ HINT = "A task or challenge file holds goal:, scenario: (the starting file's tex
 
 class TaskError(KailabError):
     """No such task or challenge, or a learner's file the hidden check cannot be applied to."""
+
+
+def folder(kind: str) -> Path:
+    """``instructor/tasks`` or ``instructor/challenges`` of the checkout; a clear error in an install without them."""
+    if INSTRUCTOR is None:
+        raise TaskError(
+            f"This kailab carries no {kind}s: an installed wheel leaves their hidden checks out (they are the "
+            "instructor's).",
+            hint=f"In a class: kailab join FILE, and your class's {kind}s come from it. Alone: install kailab from its "
+            "repository (pip install -e .).",
+        )
+    return INSTRUCTOR / f"{kind}s"
 
 
 class TaskFile(values.FileModel):
@@ -101,12 +113,12 @@ def load_task(path: Path, kind: str = "task") -> Task:
 
 def lesson_tasks(lesson: str) -> list[Task]:
     """A lesson's tasks, 1, 2, …"""
-    found = sorted(TASKS.glob(f"{lesson}-*.yaml"), key=lambda p: (len(p.stem), p.stem))
+    found = sorted(folder("task").glob(f"{lesson}-*.yaml"), key=lambda p: (len(p.stem), p.stem))
     return [load_task(p) for p in found if p.stem.rpartition("-")[0] == lesson]
 
 
 def lesson_task(lesson: str, number: int) -> Task:
-    path = TASKS / f"{lesson}-{number}.yaml"
+    path = folder("task") / f"{lesson}-{number}.yaml"
     if not path.is_file():
         have = [t.name.rpartition("-")[2] for t in lesson_tasks(lesson)]
         raise TaskError(
@@ -117,11 +129,12 @@ def lesson_task(lesson: str, number: int) -> Task:
 
 
 def challenges() -> list[Task]:
-    return [load_task(p, "challenge") for p in sorted(CHALLENGES.glob("*.yaml"), key=lambda p: (len(p.stem), p.stem))]
+    found = sorted(folder("challenge").glob("*.yaml"), key=lambda p: (len(p.stem), p.stem))
+    return [load_task(p, "challenge") for p in found]
 
 
 def challenge(name: str) -> Task:
-    path = CHALLENGES / f"{name}.yaml"
+    path = folder("challenge") / f"{name}.yaml"
     if not path.is_file():
         raise TaskError(f"No challenge named {name!r}.", hint=f"Challenges: {', '.join(c.name for c in challenges())}.")
     return load_task(path, "challenge")

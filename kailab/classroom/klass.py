@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kailab import network, partitions, shards
 from kailab.checks import Verdict
-from kailab.classroom import access, records
+from kailab.classroom import access, grading, records
 from kailab.classroom.roster import MAX_LEARNERS, Roster
 from kailab.errors import KailabError, RosterError
 from kailab.fleet import Fleet
@@ -83,7 +83,11 @@ class Class:
 
     def status(self, kube: Kube, stuck_after: float) -> dict:
         """``class status``: learners × lessons (classroom/records.py) and whose scheduler runs."""
+        from kailab.classroom.grading import grades
+
         report = records.class_status(kube, self.learners(), stuck_after=stuck_after)
+        for name, theirs in grades(kube, self.learners()).items():  # task grades, from the learners' recordings
+            report[name]["tasks"] = theirs
         for name in self.learners():
             try:
                 report[name]["scheduler"] = "running" if self.control(name, kube).running() else "stopped"
@@ -300,7 +304,16 @@ class Class:
                 self.parts.write([n for n in self.learners() if n not in learners])
         if not self.learners():
             access.revoke_class(kube)
+            grading.remove(kube)
         return learners
+
+    def store_tasks(self, kube: Kube, own: list[grading.StoredTask], progress: Progress) -> list[str]:
+        """The built-in tasks and the instructor's ``own`` (which replace a built-in one of the same name) stored in
+        the cluster, their hidden checks where no learner reads them (classroom/grading.py). Returns their names."""
+        everyone = {s.id: s for s in [*grading.built_in(), *own]}
+        with progress.step(f"Tasks: {len(everyone)} stored ({len(own)} of yours), their checks hidden from learners"):
+            grading.store(kube, list(everyone.values()))
+        return [s.task.name for s in everyone.values()]
 
 
 def slice_line(learner: str) -> str:

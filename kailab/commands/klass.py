@@ -77,16 +77,26 @@ def up(
     force: bool = typer.Option(
         False, "--force", help="Replace kubeconfigs in --out that kailab did not write (or that were changed)."
     ),
+    tasks_dir: Path | None = typer.Option(
+        None,
+        "--tasks",
+        metavar="<dir>",
+        help="Your own task files (LESSON-N.yaml) to store beside the built-in ones, hidden checks out of learners' "
+        "reach; run class up again to add more.",
+    ),
     quiet: bool = QuietOpt,
 ) -> None:
     """Give each learner a lesson fleet (5 KWOK nodes, 32 GPUs) and a KAI partition (a SchedulingShard) of their own."""
+    from kailab.classroom.grading import read_dir
     from kailab.fleet import load_fleet
 
     wanted = roster_of(learners, learner, roster)  # checked before anything is applied
+    own = read_dir(tasks_dir) if tasks_dir is not None else []  # likewise
     lab = Lab.open()
     klass = lab.klass()
     server, said = klass.learners_server(lab.kube, address)  # a wrong address is refused before anything is applied
     added = klass.up(lab.kube, wanted, load_fleet(), Progress(quiet), out, server=server, force=force)
+    klass.store_tasks(lab.kube, own, Progress(quiet))
     render.stdout.print(
         f"Class: {', '.join(klass.learners())} ({len(added)} added). "
         "A learner's lessons: kailab class demo NAME --learner LEARNER",
@@ -162,6 +172,10 @@ def status(
     from kailab.lesson import lesson_names
 
     for line in text(report, klass.learners(), lesson_names()):
+        render.stdout.print(line, markup=False, highlight=False)
+    from kailab.classroom.grading import grade_lines
+
+    for line in grade_lines({name: report[name].get("tasks", {}) for name in klass.learners()}):
         render.stdout.print(line, markup=False, highlight=False)
 
 

@@ -162,6 +162,9 @@ def lesson(
     if task is not None:
         from kailab.tasks import lesson_task
 
+        if (lab := Lab.open()).learner is not None:  # a class's learner: the task is the class's, graded there
+            hand_in(lab, "task", f"{name}-{task}", file)
+            return
         set_or_check(lesson_task(name, task), file)
         return
     lab = Lab.open()
@@ -191,7 +194,10 @@ def lesson(
 def _complete_challenges(incomplete: str) -> list[tuple[str, str]]:
     from kailab.tasks import challenges
 
-    return [(c.name, c.goal) for c in challenges() if c.name.startswith(incomplete)]
+    try:
+        return [(c.name, c.goal) for c in challenges() if c.name.startswith(incomplete)]
+    except KailabError:  # an install without challenges: nothing to complete
+        return []
 
 
 def challenge(
@@ -202,9 +208,18 @@ def challenge(
     and kailab checks it. The first time, your copy is written to kailab-tasks/; after that, it is run and checked."""
     from kailab import tasks
 
+    lab = Lab.open()
     if name is None:
-        render.named_lines([(c.name, f" {c.goal}") for c in tasks.challenges()], 10)
+        if lab.learner is not None:  # a class's learner: the class's challenges
+            from kailab.classroom.grading import class_challenges
+
+            render.named_lines([(n, f" {goal}") for n, goal in class_challenges(lab.kube)], 10)
+        else:
+            render.named_lines([(c.name, f" {c.goal}") for c in tasks.challenges()], 10)
         render.stdout.print("Start one: kailab challenge NAME")
+        return
+    if lab.learner is not None:
+        hand_in(lab, "challenge", name, file)
         return
     set_or_check(tasks.challenge(name), file)
 
@@ -242,4 +257,52 @@ def set_or_check(task: Task, file: Path | None) -> None:
         raise typer.Exit(verdict.exit_code)
     elif not verdict.passed:
         out.print(f"Not yet: edit {file} and check it again.", markup=False)
+        raise typer.Exit(1)
+
+
+def hand_in(lab: Lab, kind: str, name: str, file: Path | None) -> None:
+    """A class learner's task (``kind`` "task", ``name`` quota-1) or challenge (ticket-3): its goal and starting file
+    from the class (kailab/classroom/grading.py), their copy
+    written the first time; after that their file played in their slice, watched as long as the hidden check would
+    watch it, and handed in (their file and what the run saw) for their instructor's side to grade."""
+    import tempfile
+
+    from rich.panel import Panel
+
+    from kailab import tasks
+    from kailab.classroom import grading
+    from kailab.classroom.records import record_object
+
+    out = render.stdout
+    with tempfile.TemporaryDirectory() as d:
+        task = grading.class_task(lab.kube, kind, name, Path(d))
+        out.print(
+            Panel(Text(task.goal), title=Text(f"{kind.capitalize()} {task.name}"), title_align="left"), soft_wrap=False
+        )
+        if file is None:
+            file = task.copy_path()
+            if tasks.give(task, file):
+                shown = file.relative_to(Path.cwd())
+                out.print(f"Your copy: {shown} — edit it to reach the goal, then run it: {task.command}", markup=False)
+                return
+        scenario = lab.scenario(tasks.checked(task, file))  # the file is read and checked before the lab is asked
+        session = lab.session(Progress(), record=Path(d) / "run")
+        session.refuse([scenario])
+        verdict = session.run(scenario)
+        streams = list((Path(d) / "run").glob("*/changes.jsonl"))  # none: it stopped before its first step
+        if streams:
+            lab.kube.apply(grading.submission(record_object(lab.learner, verdict, owner=lab.owner), file, streams[0]))
+    if verdict.checks and not verdict.passed or verdict.error or not streams:
+        render.print_verdicts([verdict], as_json=False)  # their own steps' expectations, or why the run stopped
+    if not streams:
+        out.print(
+            f"Not handed in: the run stopped before it started (above, why). Run {task.command} again.", markup=False
+        )
+        raise typer.Exit(1)
+    out.print(
+        f"Handed in: your instructor's side grades this run against the {kind}'s goal. To hand in again: edit {file} "
+        f"and run {task.command}",
+        markup=False,
+    )
+    if verdict.error or verdict.not_applicable:
         raise typer.Exit(1)

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from kailab import cli, evidence, labdir, outfile, partitions
-from kailab.classroom import credentials
+from kailab.classroom import credentials, grading
 from kailab.classroom import joined as joined_mod
 from kailab.classroom.records import RUNNING, record_name
 from kailab.errors import KailabError
@@ -512,6 +512,9 @@ class FakeKube:
         self.records = records
 
         def configmaps(label_selector, limit=None):
+            if label_selector.startswith(grading.SUBMITTED_LABEL + ","):  # tasks handed in (classroom/grading.py)
+                handed = [r for r in self.records if grading.SUBMITTED_LABEL in r.metadata.labels]
+                return SimpleNamespace(items=handed, metadata=SimpleNamespace(_continue=None))
             learner = label_selector.split(",")[0].split("=")[1]
             items = [r for r in self.records if r.metadata.labels.get(LEARNER_LABEL) == learner]
             return SimpleNamespace(items=items[:limit], metadata=SimpleNamespace(_continue=None))
@@ -521,7 +524,11 @@ class FakeKube:
             theirs = [n for n in names if partitions.owner(n.split("-")[0]).selector() == label_selector]
             return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in theirs])
 
-        self.core = SimpleNamespace(list_config_map_for_all_namespaces=configmaps, list_namespace=namespaces)
+        self.core = SimpleNamespace(
+            list_config_map_for_all_namespaces=configmaps,
+            list_namespace=namespaces,
+            list_namespaced_secret=lambda namespace, label_selector: SimpleNamespace(items=[]),  # no task stored
+        )
         self.pods = lambda namespace: []
         # the API server as the instructor's kubeconfig names it (class up names it in each learner's kubeconfig)
         self.api = SimpleNamespace(configuration=SimpleNamespace(host="https://127.0.0.1:6443"))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from kubernetes import client
 
 from kailab import partitions, shards
-from kailab.classroom import access, credentials
+from kailab.classroom import access, credentials, grading
 from kailab.kube import Kube
 from kailab.labels import KAI_NAMESPACE
 
@@ -23,6 +23,8 @@ READ = frozenset({"get", "list", "watch"})
 WRITE = READ | {"create", "update", "patch", "delete"}
 LESSON = WRITE | {"deletecollection"}
 ANY = "*"  # every name
+LAB = "the lab's namespaces"
+TASKS = "the class's tasks"  # kailab/classroom/grading.py's namespace
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,8 @@ def expected(learner: str) -> dict[str, Matrix]:
             "scheduling.run.ai/podgroups": each(LESSON),
         },
         "another learner's namespace": {},
-        "the lab's namespaces": {},
+        LAB: {},
+        TASKS: {"core/configmaps": each(READ)},  # the tasks' goals and starting files; their checks are Secrets
         KAI_NAMESPACE: {
             "apps/deployments": each({"get"}, frozenset({scheduler})),
             "core/services/proxy": each({"get"}, frozenset({scheduler, f"{scheduler}:http-metrics"})),
@@ -148,6 +151,11 @@ def expected(learner: str) -> dict[str, Matrix]:
             "authentication.k8s.io/selfsubjectreviews": each({"create"}),
         },
     }
+
+
+def lab_scope(namespace: str) -> str:
+    """The scope of :func:`expected` a namespace that is no learner's falls in."""
+    return KAI_NAMESPACE if namespace == KAI_NAMESPACE else TASKS if namespace == grading.NAMESPACE else LAB
 
 
 def _cell(a: str | frozenset[str]) -> str:

@@ -16,7 +16,6 @@ import pytest
 
 from kailab.classroom import access
 from kailab.kube import Kube
-from kailab.labels import KAI_NAMESPACE
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
@@ -68,7 +67,7 @@ def test_each_learner_is_refused_everything_outside_their_slice(kai_lab, a_class
                 checked += 1
         for ns in lab_namespaces:
             got = isolation.matrix(isolation.rules(creds, ns), kinds, verbs, namespaced=True)
-            scope = KAI_NAMESPACE if ns == KAI_NAMESPACE else "the lab's namespaces"
+            scope = isolation.lab_scope(ns)
             assert got == want[scope], (learner, ns, got)
             seen.setdefault(scope, got)
             checked += 1

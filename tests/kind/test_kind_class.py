@@ -101,9 +101,7 @@ def assert_isolated(admin: Kube, learners: dict[str, Kube]) -> None:
                 if ns in access.lesson_namespaces(name)
                 else "another learner's namespace"
                 if ns in everyone
-                else KAI_NAMESPACE
-                if ns == KAI_NAMESPACE
-                else "the lab's namespaces"
+                else isolation.lab_scope(ns)
             )
             assert got == want[scope], (name, ns, got)
             seen.setdefault(scope, got)

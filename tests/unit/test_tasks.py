@@ -19,7 +19,7 @@ from kailab.scenarios import model
 from kailab.scenarios.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-SOLUTIONS = ROOT / "docs" / "instructor" / "solutions"
+SOLUTIONS = ROOT / "instructor" / "solutions"
 ALL = [t for n in EXERCISE_NAMES for t in tasks.lesson_tasks(n)] + tasks.challenges()
 # Words that name a cause a runbook explains: no challenge's file name, title, workload or queue may use one.
 CAUSE_WORDS = (
@@ -35,7 +35,7 @@ def kailab(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
 
 def test_every_lesson_has_a_task_and_every_task_and_challenge_a_solution():
     for name in EXERCISE_NAMES:
-        assert tasks.lesson_tasks(name), f"lesson {name} has no task in exercises/tasks/"
+        assert tasks.lesson_tasks(name), f"lesson {name} has no task in instructor/tasks/"
     assert tasks.challenges()
     files = {p.relative_to(SOLUTIONS) for p in SOLUTIONS.rglob("*.yaml")}
     assert files == {Path(f"{t.kind}s") / f"{t.name}.yaml" for t in ALL}

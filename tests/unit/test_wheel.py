@@ -133,11 +133,19 @@ def test_the_wheel_carries_every_file_and_kailab_runs_from_it(installed):
     src, wheel, venv, elsewhere = installed
     names = set(zipfile.ZipFile(wheel).namelist())
     assert sorted(shipped_files(src) - names) == [], "in the tree but missing from the wheel"
+    # What a class's learners install holds no hidden check and no solution (instructor/ stays in the repository)
+    hidden = {p.name for p in (src / "instructor").rglob("*.yaml")}
+    assert hidden and not [n for n in names if n.rsplit("/", 1)[-1] in hidden or "instructor/" in n]
     assert {n.split("/")[0] for n in names} == {"kailab", wheel.name.split("-py")[0] + ".dist-info"}
 
     # The wheel again, in case the editable test ran first in this venv.
     run([venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--force-reinstall", wheel], cwd=elsewhere)
     found = check(venv, elsewhere)
+    refused = subprocess.run(
+        [venv / "bin" / "kailab", "lesson", "quota", "--task", "1"], cwd=elsewhere, capture_output=True, text=True
+    )
+    assert refused.returncode == 1 and "carries no tasks" in refused.stderr, refused.stderr
+    assert not (elsewhere / "kailab-tasks").exists()
     purelib = Path(found["purelib"])
     assert Path(found["prefix"]) == venv
     assert Path(found["kailab"]).is_relative_to(purelib / "kailab")
