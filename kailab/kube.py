@@ -226,11 +226,16 @@ class Kube:
         """
         background = client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0)
 
-        def workloads_and_pods() -> None:
-            client.BatchV1Api(self.api).delete_collection_namespaced_job(name, body=background)
-            self.apps.delete_collection_namespaced_deployment(name, body=background)
-            self.apps.delete_collection_namespaced_replica_set(name, body=background)
-            self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+        def workloads_and_pods() -> None:  # each answer (the objects deleted) read, not made into the client's objects
+            for delete in (
+                client.BatchV1Api(self.api).delete_collection_namespaced_job,
+                self.apps.delete_collection_namespaced_deployment,
+                self.apps.delete_collection_namespaced_replica_set,
+            ):
+                delete(name, body=background, _preload_content=False).read()
+            self.core.delete_collection_namespaced_pod(
+                name, body=client.V1DeleteOptions(grace_period_seconds=0), _preload_content=False
+            ).read()
 
         try:
             if not _found(workloads_and_pods):
@@ -245,7 +250,9 @@ class Kube:
         def gone() -> bool:
             if self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
                 return True
-            self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+            self.core.delete_collection_namespaced_pod(
+                name, body=client.V1DeleteOptions(grace_period_seconds=0), _preload_content=False
+            ).read()
             return False
 
         until(
@@ -263,7 +270,7 @@ class Kube:
                 group, version, name, "podgroups", propagation_policy="Background"
             )
         )
-        self.core.delete_collection_namespaced_event(name)
+        self.core.delete_collection_namespaced_event(name, _preload_content=False).read()  # every event: not typed
 
     def _watch_until(
         self, list_fn: Callable, args: Sequence, done: Callable[[set[str]], bool], timeout: float, **kw

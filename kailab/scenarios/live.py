@@ -288,7 +288,7 @@ class LiveCluster:
         ]
 
     def node_names(self) -> list[str]:
-        return [n.metadata.name for n in self.kube.core.list_node().items]
+        return [n["metadata"]["name"] for n in as_json(self.kube.core.list_node)()["items"]]
 
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)
