@@ -62,6 +62,8 @@ def samples(metrics: str) -> str:
     metrics text is tens of KB; its fair shares a few lines)."""
     kept = []
     for line in metrics.splitlines():
+        if "queue_" not in line:  # every name kept has it: most lines are skipped before the pattern runs
+            continue
         m = _SAMPLE.match(line)
         if m and any(m["name"].endswith(suffix) for suffix in RESOURCES):
             kept.append(line.strip())

@@ -226,11 +226,16 @@ class Kube:
         """
         background = client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0)
 
-        def workloads_and_pods() -> None:
-            client.BatchV1Api(self.api).delete_collection_namespaced_job(name, body=background)
-            self.apps.delete_collection_namespaced_deployment(name, body=background)
-            self.apps.delete_collection_namespaced_replica_set(name, body=background)
-            self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+        def workloads_and_pods() -> None:  # each answer (the objects deleted) read, not made into the client's objects
+            for delete in (
+                client.BatchV1Api(self.api).delete_collection_namespaced_job,
+                self.apps.delete_collection_namespaced_deployment,
+                self.apps.delete_collection_namespaced_replica_set,
+            ):
+                delete(name, body=background, _preload_content=False).read()
+            self.core.delete_collection_namespaced_pod(
+                name, body=client.V1DeleteOptions(grace_period_seconds=0), _preload_content=False
+            ).read()
 
         try:
             if not _found(workloads_and_pods):
@@ -245,7 +250,9 @@ class Kube:
         def gone() -> bool:
             if self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
                 return True
-            self.core.delete_collection_namespaced_pod(name, body=client.V1DeleteOptions(grace_period_seconds=0))
+            self.core.delete_collection_namespaced_pod(
+                name, body=client.V1DeleteOptions(grace_period_seconds=0), _preload_content=False
+            ).read()
             return False
 
         until(
@@ -263,14 +270,17 @@ class Kube:
                 group, version, name, "podgroups", propagation_policy="Background"
             )
         )
-        self.core.delete_collection_namespaced_event(name)
+        self.core.delete_collection_namespaced_event(name, _preload_content=False).read()  # every event: not typed
 
     def _watch_until(
         self, list_fn: Callable, args: Sequence, done: Callable[[set[str]], bool], timeout: float, **kw
     ) -> bool:
-        """List, then watch, keeping the set of object names, until ``done(names)``; False at the timeout."""
+        """List, then watch, keeping the set of object names, until ``done(names)``; False at the timeout. The list and
+        the changes are read as the API's JSON (:func:`as_json`): only names are kept, and a typed pod costs several
+        times more (a partition's removal waits on hundreds of pods)."""
+        list_fn = as_json(list_fn)
         listing = list_fn(*args, **kw)
-        names = {o.metadata.name for o in listing.items}
+        names = {_name(o) for o in listing.get("items") or ()}
         if done(names):
             return True
         deadline = time.monotonic() + timeout
@@ -279,21 +289,21 @@ class Kube:
             for ev in w.stream(
                 list_fn,
                 *args,
-                resource_version=listing.metadata.resource_version,
+                resource_version=(listing.get("metadata") or {}).get("resourceVersion"),
                 timeout_seconds=max(1, int(timeout)),
                 **kw,
             ):
                 if ev["type"] == "DELETED":
-                    names.discard(ev["object"].metadata.name)
-                else:
-                    names.add(ev["object"].metadata.name)
+                    names.discard(_name(ev["object"]))
+                elif ev["type"] in ("ADDED", "MODIFIED"):
+                    names.add(_name(ev["object"]))
                 if done(names):
                     return True
                 if time.monotonic() > deadline:
                     break
         finally:
             w.stop()
-        return done({o.metadata.name for o in list_fn(*args, **kw).items})
+        return done({_name(o) for o in list_fn(*args, **kw).get("items") or ()})
 
 
 def no_answer(e: Exception) -> str:
@@ -341,6 +351,16 @@ def _listing(listing) -> tuple[list, str]:
     if isinstance(listing, dict):
         return listing.get("items") or [], (listing.get("metadata") or {}).get("resourceVersion", "")
     return listing.items, listing.metadata.resource_version
+
+
+def _name(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("name", "")
+
+
+def _event_version(ev: dict) -> str | None:
+    """The resourceVersion a watch event carries (a bookmark's too), from its raw JSON."""
+    raw = ev.get("raw_object")
+    return ((raw.get("metadata") or {}).get("resourceVersion") or None) if isinstance(raw, dict) else None
 
 
 def _found(call: Callable[[], object]) -> bool:
@@ -461,13 +481,19 @@ class Watched:
                 self._changed("MODIFIED", obj)
 
     def _run(self) -> None:
+        """List once, then watch from the list's resourceVersion; a watch the server ends (every 30 s) goes on from
+        the last version it saw (bookmarks keep that recent while nothing changes), as an informer does: a relist
+        only after an error (the version too old, 410 Gone, included), not every 30 s (a full list of every pod of the
+        cluster twice a minute, in the GPU ledger)."""
+        version: str | None = None
         while not self._stop.is_set():
             try:
-                listing = self._call()
-                self.error, self._failing_since = None, None
-                items, version = _listing(listing)
-                self._relisted(items)
-                self._ready.set()
+                if version is None:
+                    listing = self._call()
+                    self.error, self._failing_since = None, None
+                    items, version = _listing(listing)
+                    self._relisted(items)
+                    self._ready.set()
                 w = self._watch = watch.Watch()
                 if self._stop.is_set():
                     return
@@ -476,14 +502,17 @@ class Watched:
                     *([self._namespace] if self._namespace is not None else []),
                     resource_version=version,
                     timeout_seconds=30,
+                    allow_watch_bookmarks=True,
                     **self._kwargs,
                 ):
+                    version = _event_version(ev) or version
                     if self._stop.is_set():
                         w.stop()
                         break
                     if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
                         self._changed(ev["type"], ev["object"])
-            except Exception as e:  # kept (and raised by check() if it lasts); the watch starts again
+            except Exception as e:  # kept (and raised by check() if it lasts); listed again, then watched
+                version = None
                 self.error = e
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()

@@ -42,9 +42,9 @@ BUSY = 3.0  # this many times slower than quiet: "far above normal"
 MOST = 10.0  # a wait's limit grows to at most this many times its timeout
 
 _E2E = re.compile(r"^(?:\w+_)?e2e_scheduling_latency_milliseconds(?:\{[^}]*\})?\s+(\S+)", re.MULTILINE)
-_API = re.compile(
-    r"^apiserver_request_duration_seconds_(?P<kind>sum|count)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)", re.MULTILINE
-)
+# A line's start as "\n", not "^" with re.MULTILINE: a pattern that begins with text is searched for as text, 3× faster
+# through the API server's megabytes of metrics (read at the start of every lesson)
+_API = re.compile(r"\napiserver_request_duration_seconds_(?P<kind>sum|count)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)")
 _VERB = re.compile(r'verb="([^"]*)"')
 LONG_RUNNING = {"WATCH", "WATCHLIST", "CONNECT"}  # open for minutes by design: not latency
 
@@ -82,7 +82,7 @@ def cycle_work(metrics: str | None) -> float | None:
 def request_totals(metrics: str | None) -> tuple[float, float]:
     """(seconds, requests) the API server has served so far, watches excepted, from its ``/metrics`` text."""
     total, count = 0.0, 0.0
-    for m in _API.finditer(metrics or ""):
+    for m in _API.finditer("\n" + (metrics or "")):
         verb = _VERB.search(m["labels"])
         if verb is None or verb.group(1) in LONG_RUNNING:
             continue

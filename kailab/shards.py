@@ -20,13 +20,15 @@ no learner's partition is ever that); starting it points the shard back at their
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 
 from kubernetes import client
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import KailabError
-from kailab.kube import Kube
+from kailab.kube import Kube, Watched
 from kailab.labels import (
     KAI_NAMESPACE,
     KAI_SCHEDULER_NAME,
@@ -146,6 +148,7 @@ class ShardSchedulerControl(SchedulerControl):
         self.learner = learner
         self.name = shard_name(learner)
         self.timeout = timeout
+        self._watched: Watched | None = None  # the shard, while :meth:`watching`
 
     def shard(self) -> dict:
         got = self.kube.get(SHARD_API, KIND, self.name)
@@ -219,9 +222,10 @@ class ShardSchedulerControl(SchedulerControl):
         the samples the shard supervisor publishes on the shard (it reads them on the instructor's loopback, where
         the scheduler's metrics stay: kailab/runtimes/shard_supervisor.py), else the scheduler's metrics through
         the API server's proxy to the operator's Service ``kai-scheduler-<shard>`` (port http-metrics). None when
-        there are none yet (a scheduler being started, stopped, or not there)."""
+        there are none yet (a scheduler being started, stopped, or not there). The shard as last seen by the watch
+        while :meth:`watching`, else read now."""
         try:
-            shard = self.shard()
+            shard = self._watched.snapshot()[0] if self._watched is not None else self.shard()
         except Exception:
             return None
         annotations = shard["metadata"].get("annotations") or {}
@@ -233,3 +237,26 @@ class ShardSchedulerControl(SchedulerControl):
             )
         except Exception:  # a Service not there yet
             return None
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """While open, the shard is watched (the API server sends each change of it) and :meth:`metrics` reads it
+        there: a lesson reads its fair shares every second, a GET of the shard each time before. A credential that
+        may not list the shard (a learner's may get it only) keeps the GET."""
+        group, version = SHARD_API.split("/")
+        listing = partial(
+            client.CustomObjectsApi(self.kube.api).list_cluster_custom_object, group, version, "schedulingshards"
+        )
+        one = f"metadata.name={self.name}"
+        try:
+            listing(field_selector=one, limit=1, _preload_content=False).read()
+            watched: Watched | None = Watched(listing, field_selector=one).start()
+        except Exception:  # forbidden, or no answer: read as before
+            watched = None
+        self._watched = watched
+        try:
+            yield
+        finally:
+            self._watched = None
+            if watched is not None:
+                watched.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
@@ -112,6 +113,11 @@ class SchedulerControl(ABC):
     def metrics(self) -> str | None:
         """The scheduler's Prometheus metrics, as text; None when it does not answer."""
         return None
+
+    def watching(self) -> AbstractContextManager:
+        """While open, :meth:`metrics` may answer from a watch rather than a request per call (a lesson reads it every
+        second); by default nothing changes."""
+        return nullcontext()
 
 
 class GpuLedgerControl(ABC):

@@ -64,7 +64,8 @@ from kailab.userfile import peek_text
 PROCESS_NAME = SHARD_SUPERVISOR
 SELECTOR = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), LEARNER_LABEL])
 OWN_FLAGS = frozenset({"listen-address", "plugin-server-port"})  # the process's loopback ports: the supervisor's
-RECHECK = 2.0  # seconds between looks at a shard's process (one that exited is started again, as a Deployment would)
+RECHECK = 5.0  # seconds between looks at a shard's process (one that exited is started again, as a Deployment would;
+# a change of the shard is seen at once, by the watch)
 # seconds between readings of a shard's fair shares: KAI divides them once per cycle (the lab's: 250 ms), and a
 # lesson's watch polls them every second (kailab/scenarios/live.py)
 PUBLISH = 1.0

@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, ExitStack
 from functools import partial
 
 from kubernetes import client
@@ -33,8 +34,9 @@ from kailab.scheduler_settings import SchedulerSettings
 
 
 class LiveChanges:
-    """Watches of one namespace's pods, events and PodGroups and of the scenario's Queue objects, and a poll of the
-    scheduler's fair shares and the lab's pace; their threads only put changes on a queue."""
+    """Watches of one namespace's pods, events and PodGroups and of the scenario's Queue objects (``queue_selector``:
+    the labels of the lab's own queues, which the scenario's are), and a poll of the scheduler's fair shares and the
+    lab's pace; their threads only put changes on a queue."""
 
     POLL = 1.0  # seconds between reads of fair shares and the pace; KAI divides fair shares once per cycle (250 ms in
     # kailab's labs, 1 s KAI's default)
@@ -48,8 +50,11 @@ class LiveChanges:
         queues: Iterable[str] = (),
         node_labels: tuple[str, ...] = (),
         node_selector: str | None = None,
+        queue_selector: str = "",
+        watching: AbstractContextManager | None = None,
     ):
         self._queue: queue.Queue[Change] = queue.Queue()
+        self._open = ExitStack()
         self._clock = clock
         self._kube, self._namespace = kube, namespace
         self._stop = threading.Event()
@@ -79,7 +84,7 @@ class LiveChanges:
             all_queues = partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
             self._watches.append(
                 self._watch(
-                    Watched(all_queues),
+                    Watched(all_queues, label_selector=queue_selector),  # the lab's: not every lesson's, side by side
                     lambda kind, o: Change(kind, queue=queue_view(o)),
                     keep=lambda o: (o.get("metadata") or {}).get("name") in wanted,  # the scenario's queues only
                 )
@@ -87,6 +92,8 @@ class LiveChanges:
         try:
             for w in self._watches:
                 w.start()
+            if watching is not None:  # the scheduler control's watch of what ``metrics`` reads (its shard)
+                self._open.enter_context(watching)
         except BaseException:
             self.close()
             raise
@@ -140,6 +147,7 @@ class LiveChanges:
             w.stop()
         if self._poller is not None:
             self._poller.join(5)
+        self._open.close()
 
 
 def _event_change(kind: str, obj: dict) -> Change:
@@ -255,7 +263,17 @@ class LiveCluster:
         self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
 
     def changes(self, namespace: str, queues: Iterable[str] = (), node_labels: tuple[str, ...] = ()) -> LiveChanges:
-        return LiveChanges(self.kube, namespace, self.clock, self.metrics, queues, node_labels, self.node_selector)
+        return LiveChanges(
+            self.kube,
+            namespace,
+            self.clock,
+            self.metrics,
+            queues,
+            node_labels,
+            self.node_selector,
+            self.owner.selector(),
+            self.scheduler.watching() if self.scheduler is not None else None,
+        )
 
     def fleet_nodes(self) -> list[FleetNode]:
         nodes = self.kube.core.list_node(label_selector=self.node_selector or "").items
@@ -270,7 +288,7 @@ class LiveCluster:
         ]
 
     def node_names(self) -> list[str]:
-        return [n.metadata.name for n in self.kube.core.list_node().items]
+        return [n["metadata"]["name"] for n in as_json(self.kube.core.list_node)()["items"]]
 
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)
@@ -297,33 +315,35 @@ class LiveCluster:
             ]
         )
 
-    def _control(self):
-        if self.scheduler is None:
-            raise KailabError(
-                "This lab cannot stop or start KAI's scheduler from a scenario.",
-                hint="Run the scenario on a lab made by kailab up (local or kind runtime).",
-            )
-        return self.scheduler
-
     def stop_scheduler(self) -> None:
-        self._control().stop()
+        self._needed("scheduler").stop()
 
     def start_scheduler(self, settings: SchedulerSettings) -> None:
-        self._control().start(settings)
-
-    def _ledger(self):
-        if self.gpu_ledger is None:
-            raise KailabError(
-                "This lab cannot stop or start what gives KAI's GPU reservation pods their GPU.",
-                hint="Run the scenario on a lab the local runtime made (kailab up --runtime local).",
-            )
-        return self.gpu_ledger
+        self._needed("scheduler").start(settings)
 
     def stop_gpu_ledger(self) -> None:
-        self._ledger().stop()
+        self._needed("gpu_ledger").stop()
 
     def start_gpu_ledger(self) -> None:
-        self._ledger().start()
+        self._needed("gpu_ledger").start()
+
+    def _needed(self, part: str):
+        """The runtime's control that a scenario's step stops or starts (``scheduler``, ``gpu_ledger``); an error
+        naming what it controls when this lab has none."""
+        control = getattr(self, part)
+        if control is None:
+            what, hint = CONTROLS[part]
+            raise KailabError(f"This lab cannot stop or start {what} from a scenario.", hint=hint)
+        return control
+
+
+CONTROLS = {  # a control a lab may lack: what it stops and starts, and where a scenario that needs it runs
+    "scheduler": ("KAI's scheduler", "Run the scenario on a lab made by kailab up (local or kind runtime)."),
+    "gpu_ledger": (
+        "what gives KAI's GPU reservation pods their GPU",
+        "Run the scenario on a lab the local runtime made (kailab up --runtime local).",
+    ),
+}
 
 
 def clear_scenarios(kube: Kube, owner: Owner = Owner(), also: tuple[str, ...] = ()) -> list[str]:

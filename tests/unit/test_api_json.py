@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 from kubernetes import client, watch
 
-from kailab.kube import as_json
+from kailab.kube import Watched, as_json
 from kailab.pods import api_time, event_view, node_view, pod_view
 
 
@@ -33,6 +33,50 @@ def test_an_as_json_list_is_parsed_from_the_answer_and_a_watch_is_left_to_the_st
     assert calls[-1] == (("ns",), {"label_selector": "a=b", "_preload_content": False})
     answer = as_json(list_fn)("ns", watch=True, _preload_content=False)
     assert isinstance(answer, Answer) and calls[-1][1]["watch"] is True
+
+
+def test_a_watch_the_server_ends_goes_on_from_the_last_version_seen_and_lists_again_only_after_an_error(monkeypatch):
+    lists, streams = [], []
+    listed = iter(["3", "10"])
+
+    def list_fn(**kw):
+        lists.append(kw)
+        return {"metadata": {"resourceVersion": next(listed)}, "items": []}
+
+    def event(kind, rv, name="p"):
+        raw = {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}}
+        return {"type": kind, "object": raw, "raw_object": raw}
+
+    def first():  # ends as the server ends a watch after its timeout
+        yield event("ADDED", "5")
+        yield event("BOOKMARK", "8")
+
+    def second():
+        raise client.exceptions.ApiException(status=410, reason="Gone: too old resource version")
+        yield
+
+    def third():
+        w._stop.set()
+        yield event("MODIFIED", "11")
+
+    script = iter([first, second, third])
+
+    class FakeWatch:
+        def stream(self, func, *args, **kw):
+            streams.append(kw)
+            return next(script)()
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr("kailab.kube.watch.Watch", FakeWatch)
+    w = Watched(list_fn, label_selector="a=b")
+    w._stop.wait = lambda timeout=None: w._stop.is_set()  # no half-second pause after the error
+    w._run()
+    assert len(lists) == 2  # the first list, and one after the 410: not one per watch the server ended
+    assert [kw["resource_version"] for kw in streams] == ["3", "8", "10"]  # the bookmark's version carried on
+    assert all(kw["allow_watch_bookmarks"] and kw["label_selector"] == "a=b" for kw in streams)
+    assert list(w.objects) == []  # the relist found no pod: the one seen is gone, told as DELETED
 
 
 def test_a_pod_as_the_api_gives_it():

@@ -10,7 +10,7 @@ from kailab.labels import RESERVATION_NAMESPACE, RESERVE_ANNOTATION
 from kailab.labels import SHARED_GPU_CONFIGMAP_ANNOTATION as CONFIGMAP_ANNOTATION
 from kailab.runtimes.gpu_ledger.admission import shared_gpu_prep
 from kailab.runtimes.gpu_ledger.facts import NodeShape, PodFacts, facts_of, node_shape
-from kailab.runtimes.gpu_ledger.store import dump_ledger, parse_ledger
+from kailab.runtimes.gpu_ledger.store import dump_ledger, parse_ledger, write_ledger
 from kailab.runtimes.gpu_ledger.topology import FRACTION, RESERVATION, WHOLE, Annotate, Topology
 
 NODE = "kwok-a100-0"
@@ -166,6 +166,33 @@ def test_the_stored_ledger_round_trips_and_a_restart_gives_whole_pods_the_same_i
     again.synced()
     assert held(again)["1"] == held(again)["2"] == [("whole:b", 1.0)]
     assert held(again)["3"] == [("whole:c", 1.0)]
+
+
+def test_the_ledger_is_written_whole_first_then_only_the_nodes_that_changed():
+    calls = []
+
+    class Core:
+        def __getattr__(self, verb):
+            def call(*args, **kw):
+                calls.append((verb, args))
+                if verb == "patch_namespaced_config_map" and len(calls) == 3:
+                    raise client.exceptions.ApiException(status=404)  # someone deleted it: made again whole
+                return type("Answer", (), {"read": lambda self: b"{}"})()
+
+            return call
+
+    kube = type("Kube", (), {"core": Core()})()
+    first = {"n1": "a", "n2": "b"}
+    write_ledger(kube, first)
+    write_ledger(kube, {"n1": "a", "n3": "c"}, stored=first)
+    write_ledger(kube, {"n1": "a", "n3": "c"}, stored={"n1": "a", "n3": "c"})  # nothing changed: no request
+    write_ledger(kube, {"n1": "x"}, stored=first)
+    assert [(verb, args[-1] if verb.startswith("patch") else args[-1].data) for verb, args in calls] == [
+        ("replace_namespaced_config_map", first),
+        ("patch_namespaced_config_map", {"data": {"n3": "c", "n2": None}}),
+        ("patch_namespaced_config_map", {"data": {"n1": "x", "n2": None}}),
+        ("replace_namespaced_config_map", {"n1": "x"}),
+    ]
 
 
 def test_a_ledger_that_is_not_json_reads_as_what_can_be_read():

@@ -228,6 +228,55 @@ def test_starting_it_patches_the_settings_into_their_shard_and_waits_until_in_ef
     assert len(kube.patches) == 1  # running with these settings already: nothing to do
 
 
+def test_while_watching_a_lesson_reads_its_fair_shares_from_the_watch_and_a_learner_who_may_not_list_gets_them(
+    monkeypatch,
+):
+    from kailab.labels import SHARD_FAIR_SHARES_ANNOTATION, SHARD_METRICS_ANNOTATION
+
+    published = {SHARD_METRICS_ANNOTATION: "http://127.0.0.1:1/metrics", SHARD_FAIR_SHARES_ANNOTATION: "shares 1\n"}
+    shard = {**_shard(1, 1), "metadata": {**_shard(1, 1)["metadata"], "annotations": published}}
+    kube = _ShardKube(shard)
+    kube.api, gets, listed, watches = None, [], [], []
+    kube.get = lambda *a, **kw: gets.append(a) or shard
+    may_list = {"yes": True}
+
+    class Api:
+        def __init__(self, api):
+            pass
+
+        def list_cluster_custom_object(self, group, version, plural, **kw):
+            listed.append(kw["field_selector"])
+            if not may_list["yes"]:
+                raise ApiException(status=403, reason="Forbidden")
+            return SimpleNamespace(read=lambda: b"{}")
+
+    class FakeWatched:
+        def __init__(self, listing, **kw):
+            watches.append(kw)
+            self.stopped = False
+
+        def start(self):
+            return self
+
+        def snapshot(self):
+            return [shard]
+
+        def stop(self):
+            self.stopped = True
+
+    monkeypatch.setattr(shards.client, "CustomObjectsApi", Api)
+    monkeypatch.setattr(shards, "Watched", FakeWatched)
+    control = shards.ShardSchedulerControl(kube, "ann", timeout=1)
+    with control.watching():
+        assert control.metrics() == control.metrics() == "shares 1\n"
+    assert gets == [] and watches == [{"field_selector": "metadata.name=ann-shard"}]  # the shard alone, no GET
+    assert control.metrics() == "shares 1\n" and len(gets) == 1  # not watching: read now
+    may_list["yes"] = False  # a learner's credential: get, not list
+    with control.watching():
+        assert control.metrics() == "shares 1\n"
+    assert len(gets) == 2 and len(watches) == 1 and listed == ["metadata.name=ann-shard"] * 2
+
+
 def test_a_patch_never_put_in_effect_times_out_saying_what_was_seen():
     kube = _ShardKube(_shard(1, 1))
     kube._patch = lambda *a, **k: None  # nothing runs the shard: its status stays at generation 1

@@ -32,6 +32,7 @@ class Driver:
         self.synced = threading.Event()
         self.stopping = threading.Event()
         self.written = -1
+        self.stored: dict[str, str] | None = None  # the ledger's data as this process last wrote it
         self.last_write = 0.0
         self.watches: list = []
         self.prepared: dict[str, str] = {}  # uid → shared-GPU ConfigMap prefix, of fractional pods made ready
@@ -170,10 +171,15 @@ class Driver:
         timer.start()
 
     def write(self) -> None:
+        """The ledger written where it changed: a change of the topology that leaves every node's holders as they were
+        (a pod without GPUs came or went) writes nothing."""
         version = self.topology.version
         self.last_write = time.monotonic()
+        data = dump_ledger(self.topology.cells(), self.topology.nodes)
         try:
-            write_ledger(self.kube, dump_ledger(self.topology.cells(), self.topology.nodes))
+            write_ledger(self.kube, data, self.stored)
+            self.stored = data
             self.written = version
-        except Exception as e:  # noqa: BLE001 - written again on the next round
+        except Exception as e:  # noqa: BLE001 - written again on the next round, whole
+            self.stored = None
             log.warning("could not write the ledger: %s", str(e)[:300])

@@ -70,11 +70,27 @@ def read_ledger(kube) -> dict[str, list[GpuCell]]:
     return parse_ledger(cm.data)
 
 
-def write_ledger(kube, data: dict[str, str]) -> None:
-    """Replace the ConfigMap's data (create it the first time); an API error is raised."""
+def write_ledger(kube, data: dict[str, str], stored: dict[str, str] | None = None) -> None:
+    """The ConfigMap's data made ``data``; an API error is raised. ``stored``: the data this process last wrote, when
+    it has written: then only the nodes whose value changed are patched (a node no longer there removed), not every
+    node's; else the whole ConfigMap is replaced (made the first time). The API's answer is not read into the
+    client's objects: nothing of it is used."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
+    if stored is not None:
+        changed: dict[str, str | None] = {k: v for k, v in data.items() if stored.get(k) != v}
+        changed.update({k: None for k in stored if k not in data})
+        if not changed:
+            return
+        try:
+            kube.core.patch_namespaced_config_map(
+                LEDGER_CONFIGMAP, RESERVATION_NAMESPACE, {"data": changed}, _preload_content=False
+            ).read()
+            return
+        except ApiException as e:
+            if e.status != 404:
+                raise  # gone (someone deleted it): made again whole, below
     body = client.V1ConfigMap(
         metadata=client.V1ObjectMeta(
             name=LEDGER_CONFIGMAP,
@@ -85,8 +101,10 @@ def write_ledger(kube, data: dict[str, str]) -> None:
         data=data,
     )
     try:
-        kube.core.replace_namespaced_config_map(LEDGER_CONFIGMAP, RESERVATION_NAMESPACE, body)
+        kube.core.replace_namespaced_config_map(
+            LEDGER_CONFIGMAP, RESERVATION_NAMESPACE, body, _preload_content=False
+        ).read()
     except ApiException as e:
         if e.status != 404:
             raise
-        kube.core.create_namespaced_config_map(RESERVATION_NAMESPACE, body)
+        kube.core.create_namespaced_config_map(RESERVATION_NAMESPACE, body, _preload_content=False).read()

@@ -208,13 +208,16 @@ class Topology:
                     holders.setdefault((node, gpu), []).append(
                         Holder(f.namespace, f.name, f.uid, FRACTION, self._portion(f, self.nodes.get(node)))
                     )
+        held_on: dict[str, list[str]] = {}  # node → its GPUs someone holds (not every holder for every node)
+        for n, gpu in holders:
+            held_on.setdefault(n, []).append(gpu)
         out: dict[str, list[GpuCell]] = {}
         for node in sorted(self.nodes):
             shape = self.nodes[node]
             if shape.gpus <= 0:
                 continue
             numbered = [str(i) for i in range(shape.gpus)]
-            numbered += sorted((gpu for (n, gpu) in holders if n == node and gpu not in numbered), key=id_order)
+            numbered += sorted((gpu for gpu in held_on.get(node, ()) if gpu not in numbered), key=id_order)
             out[node] = [
                 GpuCell(node, gpu, tuple(sorted(holders.get((node, gpu), []), key=_holder_order))) for gpu in numbered
             ]
