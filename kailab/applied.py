@@ -73,7 +73,7 @@ def kai_lines(scenario: Scenario) -> list[Line]:
         objects = workload_objects(w, scenario)
         firsts = {o["kind"]: o for o in reversed(objects)}  # the first object of each kind
         copies = {"Job": w.jobs or 1, "Pod": w.pods}
-        for kind in ("PodGroup", "Job", "Deployment", "RayCluster", "Pod"):
+        for kind in ("PodGroup", "Job", "Deployment", "RayCluster", *OPERATED_SIZES, "Pod"):
             if kind in firsts:
                 lines += _object_lines(firsts[kind], copies.get(kind, 1))
     return lines
@@ -94,6 +94,10 @@ def _object_lines(obj: dict, copies: int) -> list[Line]:
             group = {**_pick(g, ("groupName", "replicas", "minReplicas")), **_pod_lines(g["template"]["spec"])}
             _add(out, name, f"spec.workerGroupSpecs[{i}]", group)
         return out
+    if obj["kind"] in OPERATED_SIZES:  # the counts the kind's KAI grouper reads (kailab/scenarios/operated.py)
+        for where, size, pod in OPERATED_SIZES[obj["kind"]](spec):
+            _add(out, name, where, {**size, **_pod_lines(pod)})
+        return out
     if obj["kind"] == "Pod":
         pod, where = spec, "spec"
     else:
@@ -104,8 +108,50 @@ def _object_lines(obj: dict, copies: int) -> list[Line]:
     return out
 
 
+def _pytorch_sizes(spec: dict) -> list[tuple[str, dict, dict]]:
+    rows = [
+        (f"spec.pytorchReplicaSpecs.{kind}", {"replicas": r["replicas"]}, r["template"]["spec"])
+        for kind, r in spec["pytorchReplicaSpecs"].items()
+    ]
+    if "runPolicy" in spec:
+        rows.append(("spec.runPolicy", spec["runPolicy"], {}))
+    return rows
+
+
+def _jobset_sizes(spec: dict) -> list[tuple[str, dict, dict]]:
+    return [
+        (
+            f"spec.replicatedJobs[{i}]",
+            {
+                "name": rj["name"],
+                "replicas": rj["replicas"],
+                **_pick(rj["template"]["spec"], ("parallelism", "completions")),
+            },
+            rj["template"]["spec"]["template"]["spec"],
+        )
+        for i, rj in enumerate(spec["replicatedJobs"])
+    ]
+
+
+def _lws_sizes(spec: dict) -> list[tuple[str, dict, dict]]:
+    group = spec["leaderWorkerTemplate"]
+    return [
+        (
+            "spec",
+            {"replicas": spec["replicas"], "leaderWorkerTemplate": {"size": group["size"]}},
+            group["workerTemplate"]["spec"],
+        )
+    ]
+
+
+# kind → (where, the counts its KAI grouper reads, the pod spec there)
+OPERATED_SIZES = {"PyTorchJob": _pytorch_sizes, "JobSet": _jobset_sizes, "LeaderWorkerSet": _lws_sizes}
+
+
 def _pod_lines(pod: dict) -> dict:
     """What KAI reads of a pod spec: its scheduler, priority class, node selector and GPUs."""
+    if not pod:
+        return {}
     gpus = _pick(pod["containers"][0].get("resources", {}).get("limits"), (GPU,))
     return {**_pick(pod, POD_SPEC_FIELDS), **({"containers": [{"resources": {"limits": gpus}}]} if gpus else {})}
 

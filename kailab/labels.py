@@ -19,6 +19,9 @@ SUBGROUP_LABEL = kai("label.subgroup-name")
 # subgroup for it (pkg/podgrouper/podgrouper/plugins/ray/ray_grouper.go)
 RAY_HEAD_GROUP = "headgroup"
 RAY_API = "ray.io/v1"  # KubeRay's RayCluster, RayJob, RayService
+PYTORCH_API = "kubeflow.org/v1"  # Kubeflow training-operator's PyTorchJob (and its other jobs)
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+LWS_API = "leaderworkerset.x-k8s.io/v1"
 GPU_FRACTION_ANNOTATION = kai("annotation.gpu-fraction")
 GPU_MEMORY_ANNOTATION = kai("annotation.gpu-memory")  # MiB of one GPU (pkg/common/constants/constants.go, GpuMemory)
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # a node's MiB per GPU; KAI needs it for gpu-memory requests

@@ -27,7 +27,7 @@ import yaml
 from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube, wait_crds_established
-from kailab.labels import MANAGED, RAY_API
+from kailab.labels import JOBSET_API, LWS_API, MANAGED, PYTORCH_API, RAY_API
 from kailab.paths import cache_home
 from kailab.progress import Progress
 from kailab.versions import GoBuild
@@ -107,7 +107,7 @@ OPERATORS: dict[str, Operator] = {
             name="training-operator",
             title="Kubeflow training-operator",
             kinds=tuple(
-                ("kubeflow.org/v1", k) for k in ("PyTorchJob", "TFJob", "XGBoostJob", "JAXJob", "PaddleJob", "MPIJob")
+                (PYTORCH_API, k) for k in ("PyTorchJob", "TFJob", "XGBoostJob", "JAXJob", "PaddleJob", "MPIJob")
             ),
             kustomization="manifests/overlays/standalone",
             crds=tuple(
@@ -125,7 +125,7 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             name="jobset",
             title="JobSet",
-            kinds=(("jobset.x-k8s.io/v1alpha2", "JobSet"),),
+            kinds=((JOBSET_API, "JobSet"),),
             kustomization="config/default",
             crds=("jobsets.jobset.x-k8s.io",),
             deployment="jobset-controller-manager",
@@ -139,7 +139,7 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             name="lws",
             title="LeaderWorkerSet",
-            kinds=(("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),),
+            kinds=((LWS_API, "LeaderWorkerSet"),),
             kustomization="config/default",
             crds=("leaderworkersets.leaderworkerset.x-k8s.io",),
             deployment="lws-controller-manager",

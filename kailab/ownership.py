@@ -44,18 +44,32 @@ class Owner:
 
 
 def stamped(obj: dict, owner: Owner) -> dict:
-    """``obj`` with the owner's labels on it, and on its pod template if it has one (Jobs, Deployments); its pods
-    confined to the owner's nodes."""
+    """``obj`` with the owner's labels on it, and on each of its pod templates (a Job's or Deployment's, and those
+    an operator's kind nests: a RayCluster's groups, a PyTorchJob's replicas, a JobSet's Jobs, a LeaderWorkerSet's
+    workers); its pods confined to the owner's nodes."""
     obj.setdefault("metadata", {}).setdefault("labels", {}).update(owner.labels)
     spec = obj.get("spec")
-    template = spec.get("template") if isinstance(spec, dict) else None
-    if isinstance(template, dict):
+    if obj.get("kind") == "Pod" and isinstance(spec, dict):
+        owner.confine(spec)
+        return obj
+    top = spec.get("template") if isinstance(spec, dict) else None
+    for template in [top] if isinstance(top, dict) else pod_templates(spec):
         template.setdefault("metadata", {}).setdefault("labels", {}).update(owner.labels)
         if isinstance(template.get("spec"), dict):
             owner.confine(template["spec"])
-    elif obj.get("kind") == "Pod" and isinstance(spec, dict):
-        owner.confine(spec)
     return obj
+
+
+def pod_templates(node: object) -> list[dict]:
+    """The pod templates inside an object's spec: each mapping whose ``spec`` has containers (not searched within)."""
+    if isinstance(node, list):
+        return [t for item in node for t in pod_templates(item)]
+    if not isinstance(node, dict):
+        return []
+    inner = node.get("spec")
+    if isinstance(inner, dict) and isinstance(inner.get("containers"), list):
+        return [node]
+    return [t for value in node.values() for t in pod_templates(value)]
 
 
 def foreign(found: dict[str, dict[str, str] | None], owner: Owner) -> list[str]:

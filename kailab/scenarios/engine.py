@@ -46,7 +46,7 @@ from kailab.scenarios.manifests import (
     workload_objects,
 )
 from kailab.scenarios.model import Scenario, Step
-from kailab.scenarios.objects import WorkloadFile
+from kailab.scenarios.objects import OPERATED_KINDS, WorkloadFile
 from kailab.scenarios.run import Held, Recorder, Run
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import timed_out
@@ -309,7 +309,9 @@ class Engine:
         w = run.scenario.workload(step.workload)
         what = f"{w.jobs} Jobs {w.name}-0…{w.jobs - 1}" if w.jobs else f"{w.kind} {w.name}"
         size = (
-            f"{w.total_pods} pods" if w.workerGroups else f"{w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}"
+            f"{w.total_pods} pods"
+            if w.kind in OPERATED_KINDS
+            else f"{w.pods} pods × {w.gpus:g} GPU{' each' if w.jobs else ''}"
         )
         with self.progress.step(f"Apply {what}: {size}, queue {w.queue or '-'}"):
             for obj in workload_objects(w, run.scenario):

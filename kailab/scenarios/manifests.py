@@ -1,4 +1,6 @@
-"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments, RayClusters).
+"""Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments, operators' kinds).
+
+The operators' kinds: RayClusters, PyTorchJobs, JobSets, LeaderWorkerSets (their words: objects.py, operated.py).
 
 Also what the runbooks' causes need: PodDisruptionBudgets, PersistentVolumeClaims, a namespace's ResourceQuota.
 
@@ -18,8 +20,10 @@ from kailab.labels import (
     GPU_FRACTION_ANNOTATION,
     GPU_MEMORY_ANNOTATION,
     HOSTNAME_LABEL,
+    JOBSET_API,
     KAI_SCHEDULER_NAME,
     KWOK_TOLERATION,
+    LWS_API,
     MANAGED,
     MIN_MEMBER_ANNOTATION,
     NODEPOOL_LABEL,
@@ -28,6 +32,7 @@ from kailab.labels import (
     PREEMPTIBILITY_LABEL,
     PREEMPTION_DELAY_ANNOTATION,
     PRIORITY_CLASS_LABEL,
+    PYTORCH_API,
     QUEUE_LABEL,
     RAY_API,
     SCENARIO_LABEL,
@@ -305,6 +310,8 @@ def _workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = No
         ]
     if w.kind == "RayCluster":
         return [ray_cluster(w, scenario)]
+    if w.kind in OPERATED_OBJECTS:
+        return [OPERATED_OBJECTS[w.kind](w, scenario)]
     if w.kind == "Deployment":
         return [
             {
@@ -397,3 +404,69 @@ def ray_cluster(w: WorkloadFile, scenario: Scenario) -> dict:
         "metadata": {"name": w.name, "namespace": scenario.namespace, **_owner_meta(w, scenario)},
         "spec": {"headGroupSpec": {"rayStartParams": {}, "template": head}, "workerGroupSpecs": workers},
     }
+
+
+def _top_owner(w: WorkloadFile, scenario: Scenario, api_version: str, spec: dict) -> dict:
+    return {
+        "apiVersion": api_version,
+        "kind": w.kind,
+        "metadata": {"name": w.name, "namespace": scenario.namespace, **_owner_meta(w, scenario)},
+        "spec": spec,
+    }
+
+
+def pytorch_job(w: WorkloadFile, scenario: Scenario) -> dict:
+    """A PyTorchJob for the training-operator (kubeflow.org/v1): its master and workers from the same pod words, the
+    container named ``pytorch`` (its webhook wants that name); ``minAvailable`` in ``runPolicy.schedulingPolicy``,
+    where KAI's Kubeflow grouper reads it (plugins/kubeflow/distributed_common.go). The queue label on the
+    PyTorchJob, the top owner KAI's pod-grouper reads, and on the pods' template (kailab counts them by it)."""
+
+    def template() -> dict:
+        out = pod_template(w, scenario, "OnFailure")
+        out["spec"]["containers"][0]["name"] = "pytorch"
+        return out
+
+    replicas = {"Master": w.master, **({"Worker": w.workers} if w.workers else {})}
+    spec: dict[str, Any] = {
+        "pytorchReplicaSpecs": {
+            kind: {"replicas": n, "restartPolicy": "OnFailure", "template": template()} for kind, n in replicas.items()
+        }
+    }
+    if w.minAvailable is not None:
+        spec["runPolicy"] = {"schedulingPolicy": {"minAvailable": w.minAvailable}}
+    return _top_owner(w, scenario, PYTORCH_API, spec)
+
+
+def jobset(w: WorkloadFile, scenario: Scenario) -> dict:
+    """A JobSet (jobset.x-k8s.io/v1alpha2): per replicatedJob, ``replicas`` Jobs of ``parallelism`` pods at once and
+    ``completions`` (default: ``parallelism``) in all — the two numbers a Job has, of which KAI's JobSet grouper reads
+    only ``parallelism`` (plugins/jobset/jobset_grouper.go, singleReplicaSubGroupMinMember)."""
+    jobs = [
+        {
+            "name": rj.name,
+            "replicas": rj.replicas,
+            "template": {
+                "spec": {
+                    "parallelism": rj.parallelism,
+                    "completions": rj.completions or rj.parallelism,
+                    "backoffLimit": 100000,  # KAI's evictions delete pods; each counts as a failure to the Job
+                    "template": pod_template(w, scenario, "Never"),
+                }
+            },
+        }
+        for rj in w.replicatedJobs
+    ]
+    return _top_owner(w, scenario, JOBSET_API, {"replicatedJobs": jobs})
+
+
+def leader_worker_set(w: WorkloadFile, scenario: Scenario) -> dict:
+    """A LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): ``replicas`` groups of ``size`` pods, a leader and its
+    workers, all from the workload's pod words (LWS runs them as StatefulSets: restartPolicy Always)."""
+    spec = {
+        "replicas": w.replicas,
+        "leaderWorkerTemplate": {"size": w.size, "workerTemplate": pod_template(w, scenario, "Always")},
+    }
+    return _top_owner(w, scenario, LWS_API, spec)
+
+
+OPERATED_OBJECTS = {"PyTorchJob": pytorch_job, "JobSet": jobset, "LeaderWorkerSet": leader_worker_set}

@@ -45,6 +45,8 @@ from kailab.labels import (
     TOPOLOGY_REQUIRED_ANNOTATION,
 )
 from kailab.quantity import Quantity, amount
+from kailab.scenarios import operated
+from kailab.scenarios.operated import Replicas, ReplicatedJobFile
 from kailab.scenarios.values import (
     MAX_NAME,
     MAX_PODS,
@@ -266,14 +268,15 @@ OWN_PREFIX = "kailab.io/"
 # KAI's keys that kailab also writes from a word of its own. Given as a label or annotation, the key is read as that
 # word (so kailab's checks see what KAI will: the queue, a fraction, the gang size…); given both ways, the two must
 # agree. key → (labels or annotations, the word, the kinds whose top owner or pods carry it as that word).
+_OPERATED = ("RayCluster", *operated.KIND_WORDS)
 KAI_KEY_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    QUEUE_LABEL: ("labels", "queue", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
-    PRIORITY_CLASS_LABEL: ("labels", "priorityClassLabel", ("Job", "Pod", "Deployment", "RayCluster")),
-    PREEMPTIBILITY_LABEL: ("labels", "preemptibility", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
-    NODEPOOL_LABEL: ("labels", "nodePool", ("Job", "Pod", "PodGroup", "Deployment", "RayCluster")),
+    QUEUE_LABEL: ("labels", "queue", ("Job", "Pod", "PodGroup", "Deployment", *_OPERATED)),
+    PRIORITY_CLASS_LABEL: ("labels", "priorityClassLabel", ("Job", "Pod", "Deployment", *_OPERATED)),
+    PREEMPTIBILITY_LABEL: ("labels", "preemptibility", ("Job", "Pod", "PodGroup", "Deployment", *_OPERATED)),
+    NODEPOOL_LABEL: ("labels", "nodePool", ("Job", "Pod", "PodGroup", "Deployment", *_OPERATED)),
     MIN_MEMBER_ANNOTATION: ("annotations", "minMember", ("Job",)),
-    PREEMPTION_DELAY_ANNOTATION: ("annotations", "preemptionDelay", ("Job", "Pod", "Deployment", "RayCluster")),
-    STALENESS_ANNOTATION: ("annotations", "stalenessGracePeriod", ("Job", "Pod", "Deployment", "RayCluster")),
+    PREEMPTION_DELAY_ANNOTATION: ("annotations", "preemptionDelay", ("Job", "Pod", "Deployment", *_OPERATED)),
+    STALENESS_ANNOTATION: ("annotations", "stalenessGracePeriod", ("Job", "Pod", "Deployment", *_OPERATED)),
     GPU_FRACTION_ANNOTATION: ("annotations", "gpus", ("Job", "Pod", "PodGroup", "Deployment")),
     GPU_MEMORY_ANNOTATION: ("annotations", "gpuMemory", ("Job", "Pod", "Deployment")),
 }
@@ -328,17 +331,20 @@ def _kai_value(model: type[BaseModel], word: str, key: str, words: str, text: st
 
 # The workload kinds whose pods an operator makes (kailab/operators.py runs it); kailab applies the kind, the
 # operator makes the pods, KAI's pod-grouper gangs them.
-OPERATED_KINDS = ("RayCluster",)
+OPERATED_KINDS = _OPERATED
 # Words a RayCluster leaves to KAI's Ray grouper and to KubeRay
 NOT_FOR_RAY = ("jobs", "minMember", "subGroups", "podGroup", "podGroupAfterPods", "completeAfter", "scheduler")
 
 
 class WorkloadFile(FileModel):
     """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment;
-    or a RayCluster (KubeRay's): a head (``gpus``: its GPUs) and ``workerGroups``."""
+    or a RayCluster (KubeRay's): a head (``gpus``: its GPUs) and ``workerGroups``; or a PyTorchJob, JobSet or
+    LeaderWorkerSet (kailab/scenarios/operated.py: ``gpus`` is each pod's)."""
 
     name: Name
-    kind: Literal["Job", "Pod", "PodGroup", "Deployment", "RayCluster"] = "Job"
+    kind: Literal["Job", "Pod", "PodGroup", "Deployment", "RayCluster", "PyTorchJob", "JobSet", "LeaderWorkerSet"] = (
+        "Job"
+    )
     pods: Count = 1  # per Job when ``jobs`` is set
     jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs <name>-0 …
     gpus: Gpus = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
@@ -371,6 +377,12 @@ class WorkloadFile(FileModel):
     nodeAffinity: tuple[NodeRequirementFile, ...] = ()  # required node affinity: every requirement must hold
     schedulingGates: tuple[LabelKey, ...] = ()  # the pods' spec.schedulingGates: no scheduler looks at them
     workerGroups: tuple[RayWorkerGroupFile, ...] = ()  # a RayCluster's worker groups (its head: the pods' words)
+    master: Count | None = None  # a PyTorchJob's master replicas (1), workers: its Worker replicas
+    workers: Count = 0
+    minAvailable: Annotated[StrictInt, Field(ge=1)] | None = None  # a PyTorchJob's runPolicy.schedulingPolicy
+    replicatedJobs: tuple[ReplicatedJobFile, ...] = ()  # a JobSet's
+    replicas: Replicas = 1  # a LeaderWorkerSet's groups, each of size pods
+    size: Replicas | None = None
     # Words of the runbooks' causes (runbooks/scenarios/): what a pod asks of its node, its neighbours, its volumes
     gpuMemory: Annotated[StrictInt, Field(ge=1, le=1_048_576)] | None = None  # MiB of one GPU: KAI's gpu-memory
     podAffinity: tuple[PodAffinityTermFile, ...] = ()  # required: on a node (domain) with such pods
@@ -454,6 +466,11 @@ class WorkloadFile(FileModel):
         return self
 
     @model_validator(mode="after")
+    def _operated_words(self):
+        operated.check_words(self)
+        return self
+
+    @model_validator(mode="after")
     def _kind_words(self):
         if self.jobs is not None and self.kind != "Job":
             raise ValueError("jobs: N makes N separate Jobs; it needs kind: Job")
@@ -530,6 +547,8 @@ class WorkloadFile(FileModel):
     def total_pods(self) -> int:
         if self.kind == "RayCluster":
             return 1 + sum(g.replicas for g in self.workerGroups)  # the head, and every worker
+        if self.kind in operated.KIND_WORDS:
+            return operated.total_pods(self)
         return self.pods * (self.jobs or 1)
 
 

@@ -30,6 +30,7 @@ from kailab.scenarios.model import (
     Wait,
 )
 from kailab.scenarios.objects import QueueFile, WorkloadFile
+from kailab.scenarios.operated import KIND_WORDS
 from kailab.scenarios.values import MAX_PODS, Count, FileModel, Name, Seconds, exactly_one
 from kailab.scheduler_settings import SchedulerSettings
 
@@ -55,6 +56,8 @@ def _scale(v: ScaleFile, at: Where) -> Scale:
     w = at.workload(v.workload, "workload")
     if w.jobs is not None or w.kind == "PodGroup":
         raise at.fail(f"workload '{w.name}' cannot be scaled: scale a single Job, a Deployment or bare Pods")
+    if w.kind in KIND_WORDS:  # its operator makes the pods from its own counts
+        raise at.fail(f"workload '{w.name}' is a {w.kind}, whose pods its operator makes: kailab does not scale it")
     if (too_long := w.longest_name(v.pods)) is not None:
         raise at.fail(too_long, "pods")
     return Scale(workload=w.name, pods=v.pods, **at.common)

@@ -53,7 +53,7 @@ def test_kai_binds_one_gpu_pod_and_explains_a_nine_gpu_pod(kai_lab):
         kube.delete_namespace("kai-probe")
 
 
-def test_every_exercise_passes_on_real_kai_and_replays_to_the_same_verdict(kai_lab, kuberay_built, tmp_path):
+def test_every_exercise_passes_on_real_kai_and_replays_to_the_same_verdict(kai_lab, operators_built, tmp_path):
     """Every lesson passes on the real KAI; its recorded change stream, replayed offline, gives the same verdict."""
     from kailab.paths import EXERCISES
     from kailab.scenarios.loader import load_scenario

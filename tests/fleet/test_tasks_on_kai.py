@@ -15,6 +15,7 @@ import pytest
 
 from kailab import tasks
 from kailab.lesson import EXERCISE_NAMES
+from kailab.scenarios.objects import OPERATED_KINDS
 
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
@@ -36,8 +37,8 @@ def _outcome(proc) -> str:
 
 @pytest.mark.parametrize("task", ALL, ids=[t.id for t in ALL])
 def test_unchanged_fails_and_solution_passes(kai_lab, tmp_path, task, request):
-    if "kind: RayCluster" in task.start:  # its lesson starts KubeRay: built first, on the machine's network
-        request.getfixturevalue("kuberay_built")
+    if any(f"kind: {kind}" in task.start for kind in OPERATED_KINDS):  # its lesson starts an operator: built
+        request.getfixturevalue("operators_built")  # first, on the machine's network
     start = task.copy_path(tmp_path)
     assert tasks.give(task, start)
     unchanged = kai_lab.cli(*_args(task, start))

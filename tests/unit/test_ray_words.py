@@ -138,4 +138,6 @@ def test_an_existing_clusters_findings_name_the_lessons_an_operator_lets_run():
     from kailab.runtimes.existing_operators import lessons_of
 
     assert lessons_of(operators.OPERATORS["kuberay"]) == ["ray-gang"]
-    assert lessons_of(operators.OPERATORS["jobset"]) == []
+    assert lessons_of(operators.OPERATORS["jobset"]) == ["jobset-lws"]
+    assert lessons_of(operators.OPERATORS["lws"]) == ["jobset-lws"]
+    assert lessons_of(operators.OPERATORS["training-operator"]) == ["pytorchjob"]
