@@ -35,8 +35,12 @@ PREFIX = "guest"
 # Lessons the adopted local cluster cannot run: they stop or reconfigure KAI's scheduler (not the guest's to
 # touch; time-fairshare turns on its usage database), read fair shares from its metrics (no metrics Service here),
 # or need GPU sharing known to be on (no KAI Config here).
-# ray-gang: the adopted cluster has no KubeRay (kailab names the operator and how to install it)
-NOT_APPLICABLE = {"fairshare", "placement", "consolidation", "fractions", "time-fairshare", "ray-gang"}
+# The Ray lessons: the adopted cluster has no KubeRay (kailab names the operator and how to install it)
+NOT_APPLICABLE = {"fairshare", "placement", "consolidation", "fractions", "time-fairshare"} | {
+    "ray-gang",
+    "ray-sharing",
+    "ray-autoscale",
+}
 
 
 def unlimited(gpu_quota: int) -> dict:

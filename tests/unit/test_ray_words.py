@@ -137,5 +137,5 @@ def test_an_existing_cluster_can_run_only_the_operators_installed_there(monkeypa
 def test_an_existing_clusters_findings_name_the_lessons_an_operator_lets_run():
     from kailab.runtimes.existing_operators import lessons_of
 
-    assert lessons_of(operators.OPERATORS["kuberay"]) == ["ray-gang"]
+    assert lessons_of(operators.OPERATORS["kuberay"]) == ["ray-gang", "ray-sharing", "ray-autoscale"]
     assert lessons_of(operators.OPERATORS["jobset"]) == []
