@@ -29,6 +29,7 @@ from kailab.errors import KailabError
 from kailab.fleet import Fleet
 from kailab.kube import Kube
 from kailab.labels import DEFAULT_SCHEDULER_NAME, LAB_ID_LABEL, NODEPOOL_LABEL
+from kailab.operators import OperatorControl
 from kailab.ownership import Owner
 from kailab.partitions import CLASS_STATE, Partitions, wait_until_gone
 from kailab.paths import EXERCISES
@@ -76,10 +77,12 @@ class SideBySide:
         progress: Progress,
         at_once: int,
         own: Callable[[Kube], LiveCluster] | None = None,
+        operators: OperatorControl | None = None,
     ):
         self.own = (
             own  # the lab's own partition, for the lessons that run in the lab itself (parallel.in_the_lab_itself)
         )
+        self.operators = operators  # the lab's workload operators, for the lessons whose objects they serve
         self.parts = Partitions(host, STATE)
         self.klass = Partitions(host, CLASS_STATE)  # a class's learners' partitions, whose names are taken
         self.fleet = fleet
@@ -191,7 +194,8 @@ class SideBySide:
                         return
                     self.parts.make(kube, self.fleet, part)
                 made = time.monotonic()
-                verdict = Engine(self.parts.cluster(part, kube), Progress(quiet=True)).run(scenarios[name])
+                cluster = self.parts.cluster(part, kube, self.operators)
+                verdict = Engine(cluster, Progress(quiet=True)).run(scenarios[name])
                 results[name] = verdict
                 ended = time.monotonic()
                 # Removed before the worker's next lesson: removed in the background instead, the removal's burst
