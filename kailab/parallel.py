@@ -29,7 +29,6 @@ from kailab.errors import KailabError
 from kailab.fleet import Fleet
 from kailab.kube import Kube
 from kailab.labels import DEFAULT_SCHEDULER_NAME, LAB_ID_LABEL, NODEPOOL_LABEL
-from kailab.operators import OperatorControl
 from kailab.ownership import Owner
 from kailab.partitions import CLASS_STATE, Partitions, wait_until_gone
 from kailab.paths import EXERCISES
@@ -39,6 +38,7 @@ from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.model import Sleep
+from kailab.scenarios.objects import OPERATED_KINDS
 
 PREFIX = "demo-"
 STATE = "demo-partitions.json"
@@ -77,12 +77,10 @@ class SideBySide:
         progress: Progress,
         at_once: int,
         own: Callable[[Kube], LiveCluster] | None = None,
-        operators: OperatorControl | None = None,
     ):
         self.own = (
             own  # the lab's own partition, for the lessons that run in the lab itself (parallel.in_the_lab_itself)
         )
-        self.operators = operators  # the lab's workload operators, for the lessons whose objects they serve
         self.parts = Partitions(host, STATE)
         self.klass = Partitions(host, CLASS_STATE)  # a class's learners' partitions, whose names are taken
         self.fleet = fleet
@@ -194,8 +192,7 @@ class SideBySide:
                         return
                     self.parts.make(kube, self.fleet, part)
                 made = time.monotonic()
-                cluster = self.parts.cluster(part, kube, self.operators)
-                verdict = Engine(cluster, Progress(quiet=True)).run(scenarios[name])
+                verdict = Engine(self.parts.cluster(part, kube), Progress(quiet=True)).run(scenarios[name])
                 results[name] = verdict
                 ended = time.monotonic()
                 # Removed before the worker's next lesson: removed in the background instead, the removal's burst
@@ -261,8 +258,11 @@ def asleep(scenario) -> float:
 def in_the_lab_itself(lesson: str) -> bool:
     """True for a lesson that runs in the lab's own partition, after the others: its pods all go to the default
     kube-scheduler, or one of its KAI workloads has no queue — KAI puts it in ``default-queue``, which is the lab's
-    own (a partition's scheduler sees only the queues of its node pool)."""
+    own (a partition's scheduler sees only the queues of its node pool) — or an operator makes its pods (the lab's
+    cluster offers the operators; a partition's does not)."""
     workloads = load_scenario(EXERCISES / f"{lesson}.yaml").workloads
     if all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in workloads):
+        return True
+    if any(w.kind in OPERATED_KINDS for w in workloads):
         return True
     return any(w.scheduler != DEFAULT_SCHEDULER_NAME and w.queue is None for w in workloads)

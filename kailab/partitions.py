@@ -35,7 +35,7 @@ from kailab.labels import (
     SHARD_API,
 )
 from kailab.labstate import DamagedState
-from kailab.operators import OperatorControl, delete_workloads
+from kailab.operators import delete_workloads
 from kailab.outfile import write_own
 from kailab.ownership import CLUSTER_KINDS, Owner
 from kailab.runtimes.base import PartitionHost, SchedulerControl
@@ -188,17 +188,11 @@ class Partitions:
         """The partition's scheduler, through its SchedulingShard."""
         return self.host.control(kube, partition)
 
-    def cluster(self, partition: str, kube: Kube, operators: OperatorControl | None = None) -> LiveCluster:
-        """The engine's view of the partition: its owner labels, nodes and scheduler; ``operators``: the lab's workload
-        operators, which serve every namespace (a lesson side by side makes its RayCluster in its partition)."""
+    def cluster(self, partition: str, kube: Kube) -> LiveCluster:
+        """The engine's view of the partition: its owner labels, nodes and scheduler."""
         control = self.control(partition, kube)
         return LiveCluster(
-            kube,
-            control,
-            owner=owner(partition),
-            metrics=control.metrics,
-            node_selector=node_selector(partition),
-            operators=operators,
+            kube, control, owner=owner(partition), metrics=control.metrics, node_selector=node_selector(partition)
         )
 
     def make(self, kube: Kube, fleet: Fleet, partition: str) -> None:

@@ -88,13 +88,7 @@ class Session:
             raise NotRunning("No lab is running.", hint="Start one: kailab up")
         kubeconfig, context = self.lab.kubeconfig(), self.lab.context()
         run = SideBySide(
-            host,
-            load_fleet(),
-            lambda: Kube(kubeconfig, context),
-            self.progress,
-            at_once,
-            own=self.lab.cluster,
-            operators=self.lab.capabilities.operators,
+            host, load_fleet(), lambda: Kube(kubeconfig, context), self.progress, at_once, own=self.lab.cluster
         )
         verdicts = run.run(names)
         for v in verdicts:
