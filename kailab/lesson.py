@@ -40,6 +40,8 @@ EXERCISE_NAMES = (
     "staleness",
     # The workloads people run under KAI, with their real operators (issue 39)
     "ray-gang",
+    "ray-sharing",
+    "ray-autoscale",
     "pytorchjob",
     "jobset-lws",
     # KAI's time-based fair share (issue 26): a real Prometheus holds the usage

@@ -38,6 +38,7 @@ from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
 from kailab.scenarios.model import Sleep
+from kailab.scenarios.objects import OPERATED_KINDS
 
 PREFIX = "demo-"
 STATE = "demo-partitions.json"
@@ -257,8 +258,11 @@ def asleep(scenario) -> float:
 def in_the_lab_itself(lesson: str) -> bool:
     """True for a lesson that runs in the lab's own partition, after the others: its pods all go to the default
     kube-scheduler, or one of its KAI workloads has no queue — KAI puts it in ``default-queue``, which is the lab's
-    own (a partition's scheduler sees only the queues of its node pool)."""
+    own (a partition's scheduler sees only the queues of its node pool) — or an operator makes its pods (the lab's
+    cluster offers the operators; a partition's does not)."""
     workloads = load_scenario(EXERCISES / f"{lesson}.yaml").workloads
     if all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in workloads):
+        return True
+    if any(w.kind in OPERATED_KINDS for w in workloads):
         return True
     return any(w.scheduler != DEFAULT_SCHEDULER_NAME and w.queue is None for w in workloads)

@@ -35,6 +35,7 @@ from kailab.labels import (
     SHARD_API,
 )
 from kailab.labstate import DamagedState
+from kailab.operators import delete_workloads
 from kailab.outfile import write_own
 from kailab.ownership import CLUSTER_KINDS, Owner
 from kailab.runtimes.base import PartitionHost, SchedulerControl
@@ -212,6 +213,7 @@ class Partitions:
             kube.apply(shards.shard_object(partition, owner(partition).labels))
         self.control(partition, kube).start(SchedulerSettings())
         for ns in kube.core.list_namespace(label_selector=selector).items:
+            delete_workloads(kube, ns.metadata.name)  # first: an operator would make their pods again
             kube.empty_namespace(ns.metadata.name)
         for api, kind in CLUSTER_KINDS:
             for obj in kube.list(api, kind, label_selector=selector):
@@ -242,6 +244,7 @@ def remove_partition(kube: Kube, partition: str, timeout: float = 120, wait: boo
     selector = owner(partition).selector()
     namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=selector).items]
     for name in namespaces:
+        delete_workloads(kube, name)  # first: an operator would make their pods again
         kube.empty_namespace(name)
         kube.delete("v1", "Namespace", name)
     for api, kind in CLUSTER_KINDS:

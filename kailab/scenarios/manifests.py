@@ -393,7 +393,9 @@ def ray_cluster(w: WorkloadFile, scenario: Scenario) -> dict:
             "replicas": g.replicas,
             "minReplicas": g.minReplicas,
             "maxReplicas": g.replicas,
-            "rayStartParams": {},
+            # KubeRay tells Ray a worker's GPUs from its nvidia.com/gpu limit, which a fraction has not
+            # (ray-operator controllers/ray/common/pod.go): Ray's own share is said here
+            "rayStartParams": {"num-gpus": f"{g.gpus:g}"} if gpus.is_fraction(g.gpus) else {},
             "template": pod_template(w.model_copy(update={"gpus": g.gpus}), scenario, "Always"),
         }
         for g in w.workerGroups

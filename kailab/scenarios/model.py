@@ -324,7 +324,7 @@ class Scenario:
         """What the scenario needs of the cluster beyond its fleet (see ABILITIES)."""
         measured = [*self.expectations, *(e for p in self.predictions for e in p.expectations())]
         out = {n for s in self.steps for n in s.needs} | {e.needs for e in measured if e.needs}
-        if any(w.fraction for w in self.workloads):
+        if any(w.any_fraction for w in self.workloads):
             out.add("gpu-sharing")
         if any(getattr(getattr(s, "settings", None), "usage_params", None) is not None for s in self.steps):
             out.add("usage-db")  # a schedulerConfig step with usageParams

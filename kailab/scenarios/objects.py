@@ -138,7 +138,8 @@ class SubGroupFile(FileModel):
 
 
 class RayWorkerGroupFile(FileModel):
-    """A RayCluster's worker group: ``replicas`` pods of ``gpus`` each, ``minReplicas`` of them in KAI's gang."""
+    """A RayCluster's worker group: ``replicas`` pods of ``gpus`` each (whole GPUs, or a fraction of one: KAI's
+    gpu-fraction annotation on the group's pod template), ``minReplicas`` of them in KAI's gang."""
 
     name: Name
     replicas: Count
@@ -155,8 +156,6 @@ class RayWorkerGroupFile(FileModel):
             )
         if self.name == RAY_HEAD_GROUP:
             raise ValueError(f"'{RAY_HEAD_GROUP}' is the head's group (KubeRay's name, and KAI's subgroup of it)")
-        if 0 < self.gpus < 1:
-            raise ValueError("GPU fractions in a RayCluster are not among kailab's words yet: give whole GPUs")
         return self
 
 
@@ -462,7 +461,10 @@ class WorkloadFile(FileModel):
                 "each group's minReplicas, and KubeRay (run with --batch-scheduler=kai-scheduler) makes its pods"
             )
         if self.fraction:
-            raise ValueError("GPU fractions in a RayCluster are not among kailab's words yet: give whole GPUs")
+            raise ValueError(
+                "a fraction of a GPU for a RayCluster's head is not among kailab's words: give the head whole GPUs "
+                "(or 0), and a worker group its fraction (workerGroups: [{…, gpus: 0.5}])"
+            )
         return self
 
     @model_validator(mode="after")
@@ -542,6 +544,11 @@ class WorkloadFile(FileModel):
     @property
     def fraction(self) -> bool:
         return 0 < self.gpus < 1 and self.gpuMemory is None
+
+    @property
+    def any_fraction(self) -> bool:
+        """It asks for a fraction of a GPU anywhere: its pods, or a RayCluster's worker group."""
+        return self.fraction or any(0 < g.gpus < 1 for g in self.workerGroups)
 
     @property
     def total_pods(self) -> int:

@@ -35,10 +35,9 @@ PREFIX = "guest"
 # Lessons the adopted local cluster cannot run: they stop or reconfigure KAI's scheduler (not the guest's to
 # touch; time-fairshare turns on its usage database), read fair shares from its metrics (no metrics Service here),
 # or need GPU sharing known to be on (no KAI Config here).
-# ray-gang, pytorchjob, jobset-lws: the adopted cluster runs none of their operators (kailab names each and how
-# to install it)
-NOT_APPLICABLE = {"fairshare", "placement", "consolidation", "fractions", "time-fairshare", "ray-gang"}
-NOT_APPLICABLE |= {"pytorchjob", "jobset-lws"}
+# The operators' lessons: the adopted cluster runs none of their operators (kailab names each and how to install it)
+NOT_APPLICABLE = {"fairshare", "placement", "consolidation", "fractions", "time-fairshare"}
+NOT_APPLICABLE |= {"ray-gang", "ray-sharing", "ray-autoscale", "pytorchjob", "jobset-lws"}
 
 
 def unlimited(gpu_quota: int) -> dict:

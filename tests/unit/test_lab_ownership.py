@@ -153,7 +153,7 @@ def test_what_each_lesson_needs_of_the_cluster():
         "time-fairshare",
     }
     assert {n for n, need in needs.items() if "fair-share" in need} == {"fairshare", "time-fairshare"}
-    assert {n for n, need in needs.items() if "gpu-sharing" in need} == {"fractions"}
+    assert {n for n, need in needs.items() if "gpu-sharing" in need} == {"fractions", "ray-sharing"}
     assert {n for n, need in needs.items() if "usage-db" in need} == {"time-fairshare"}
 
 

@@ -100,6 +100,9 @@ def test_the_engine_asks_for_the_operator_before_the_first_step_and_only_then():
 
 def test_side_by_side_runs_ray_gang_in_the_lab_itself_for_its_default_queue():
     assert parallel.in_the_lab_itself("ray-gang")  # its RayCluster without a queue label: default-queue
+    # the lab's cluster offers the operators, a partition's does not
+    assert parallel.in_the_lab_itself("ray-sharing") and parallel.in_the_lab_itself("ray-autoscale")
+    assert not parallel.in_the_lab_itself("fractions")
     assert parallel.in_the_lab_itself("baseline")  # the default kube-scheduler
     assert not parallel.in_the_lab_itself("gang")
 
@@ -137,7 +140,7 @@ def test_an_existing_cluster_can_run_only_the_operators_installed_there(monkeypa
 def test_an_existing_clusters_findings_name_the_lessons_an_operator_lets_run():
     from kailab.runtimes.existing_operators import lessons_of
 
-    assert lessons_of(operators.OPERATORS["kuberay"]) == ["ray-gang"]
+    assert lessons_of(operators.OPERATORS["kuberay"]) == ["ray-gang", "ray-sharing", "ray-autoscale"]
     assert lessons_of(operators.OPERATORS["jobset"]) == ["jobset-lws"]
     assert lessons_of(operators.OPERATORS["lws"]) == ["jobset-lws"]
     assert lessons_of(operators.OPERATORS["training-operator"]) == ["pytorchjob"]
