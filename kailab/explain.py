@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass, field
 
 from kailab.explain_facts import (
+    nearest_node,
     never_preempting,
     owner_chain,
     parent_outside,
     priority_label,
+    queue_standing,
     quotas_past_fleet,
     readable,
     rivals,
@@ -36,7 +38,6 @@ from kailab.explain_words import (
     over_quota_detail,
     preemptor,
 )
-from kailab.gpus import is_fraction
 from kailab.kai_strings import get as kai
 from kailab.kube import Kube
 from kailab.labels import (
@@ -435,36 +436,6 @@ def explain_podless_job(job: str, namespace: str, messages: list[str]) -> Explan
     if last:
         return Explanation(name, "NoPods", "The Job has no pods; its controller says:", reported=last)
     return Explanation(name, "NoPods", "The Job has no pods yet, and its controller has reported nothing.")
-
-
-def queue_standing(row: dict) -> str:
-    """Why a full fleet may or may not make room: where the queue stands against its quota and fair share."""
-    name, held, quota, share = row["name"], row["allocated"], row.get("quota"), row.get("fair_share")
-    if share is not None and held >= share:
-        return (
-            f"Its queue '{name}' holds {held:g} GPUs, its fair share is {share:g}: the spare GPUs are "
-            "other queues' share now, so KAI will not reclaim for it."
-        )
-    below_quota = quota is not None and quota >= 0 and held < quota
-    if below_quota or (share is not None and held < share):
-        where = f"{held:g} of its quota {quota:g}" if below_quota else f"{held:g} GPUs, below its fair share {share:g}"
-        return (
-            f"Its queue '{name}' holds {where}: KAI reclaims for it from queues over their quota or fair "
-            f"share — unless their pods are non-preemptible or inside their queue's {RECLAIM_MIN_RUNTIME}."
-        )
-    return f"Its queue '{name}' holds {held:g} GPUs" + (f" (fair share {share:g})." if share is not None else ".")
-
-
-def nearest_node(nodes: list[dict], need: float) -> str:
-    """The node closest to fitting the pod (most free GPUs, a shared GPU not free: :mod:`kailab.gpus`), and what it lacks."""
-    if not nodes:
-        return "There are no nodes."
-    best = max(nodes, key=lambda n: n["free"])
-    wants = f"a {need:g} fraction of one GPU" if is_fraction(need) else f"{need:g}"
-    return (
-        f"Nearest node: {best['name']} ({best['pool']}) has {best['free']} free GPU(s) of {best['gpus']}; "
-        f"the pod needs {wants}."
-    )
 
 
 def gather(

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -36,7 +35,6 @@ from kailab.labels import (
     PRIORITY_CLASS_LABEL,
     QUEUE_API,
     QUEUE_LABEL,
-    RAY_HEAD_GROUP,
     SKIP_PODGROUPER_ANNOTATION,
     STALENESS_ANNOTATION,
     SUBGROUP_LABEL,
@@ -46,7 +44,7 @@ from kailab.labels import (
 )
 from kailab.quantity import Quantity, amount
 from kailab.scenarios import operated
-from kailab.scenarios.operated import Replicas, ReplicatedJobFile
+from kailab.scenarios.operated import RayWorkerGroupFile, Replicas, ReplicatedJobFile
 from kailab.scenarios.values import (
     MAX_NAME,
     MAX_PODS,
@@ -55,8 +53,8 @@ from kailab.scenarios.values import (
     Count,
     FileModel,
     GoDuration,
+    Gpus,
     Name,
-    Number,
     Seconds,
     SignedGoDuration,
     Want,
@@ -116,47 +114,12 @@ class PriorityClassFile(FileModel):
     preemptionPolicy: Literal["PreemptLowerPriority", "Never"] | None = None  # Kubernetes' field; KAI does not read it
 
 
-def _gpus(value: float) -> float:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and 0 <= value <= 64:
-        return value
-    if isinstance(value, float) and 0 < value < 1:
-        return value
-    raise ValueError(f"{value!r} — want whole GPUs (0 to 64) or a fraction of one GPU (0.5)")
-
-
-Gpus = Annotated[Number, AfterValidator(_gpus)]
-
-
 class SubGroupFile(FileModel):
     """A subgroup of a hand-made PodGroup: its own gang size and pods (label kai.scheduler/subgroup-name)."""
 
     name: Name
     pods: Count
     minMember: Annotated[StrictInt, Field(ge=1)] | None = None
-
-
-class RayWorkerGroupFile(FileModel):
-    """A RayCluster's worker group: ``replicas`` pods of ``gpus`` each (whole GPUs, or a fraction of one: KAI's
-    gpu-fraction annotation on the group's pod template), ``minReplicas`` of them in KAI's gang."""
-
-    name: Name
-    replicas: Count
-    minReplicas: Count = 0
-    gpus: Gpus = 1
-
-    @model_validator(mode="after")
-    def _min_within_replicas(self):
-        # KAI refuses such a group (ray_grouper.go, getReplicaCountersForWorkerGroup), and makes no PodGroup
-        if self.minReplicas > self.replicas:
-            raise ValueError(
-                f"minReplicas {self.minReplicas} is more than replicas {self.replicas}; KAI's Ray grouper makes no "
-                "PodGroup for such a group: raise replicas or lower minReplicas"
-            )
-        if self.name == RAY_HEAD_GROUP:
-            raise ValueError(f"'{RAY_HEAD_GROUP}' is the head's group (KubeRay's name, and KAI's subgroup of it)")
-        return self
 
 
 class TopologyLevelFile(FileModel):

@@ -1,4 +1,4 @@
-"""The words of a PyTorchJob, a JobSet and a LeaderWorkerSet: kinds whose pods an operator makes, ganged by KAI.
+"""The words of the kinds whose pods an operator makes: a RayCluster's worker group, PyTorchJob, JobSet, LWS.
 
 Each is one object kailab applies; its operator (Kubeflow's training-operator, JobSet, LeaderWorkerSet) makes the
 pods, and KAI's pod-grouper gangs them.
@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field, StrictInt
+from pydantic import Field, StrictInt, model_validator
 
-from kailab.scenarios.values import MAX_PODS, FileModel, Name
+from kailab.labels import RAY_HEAD_GROUP
+from kailab.scenarios.values import MAX_PODS, Count, FileModel, Gpus, Name
 
 if TYPE_CHECKING:
     from kailab.scenarios.objects import WorkloadFile
@@ -122,3 +123,25 @@ def total_pods(w: WorkloadFile) -> int:
     if w.kind == "JobSet":
         return sum(rj.pods for rj in w.replicatedJobs)
     return w.replicas * (w.size or 0)
+
+
+class RayWorkerGroupFile(FileModel):
+    """A RayCluster's worker group: ``replicas`` pods of ``gpus`` each (whole GPUs, or a fraction of one: KAI's
+    gpu-fraction annotation on the group's pod template), ``minReplicas`` of them in KAI's gang."""
+
+    name: Name
+    replicas: Count
+    minReplicas: Count = 0
+    gpus: Gpus = 1
+
+    @model_validator(mode="after")
+    def _min_within_replicas(self):
+        # KAI refuses such a group (ray_grouper.go, getReplicaCountersForWorkerGroup), and makes no PodGroup
+        if self.minReplicas > self.replicas:
+            raise ValueError(
+                f"minReplicas {self.minReplicas} is more than replicas {self.replicas}; KAI's Ray grouper makes no "
+                "PodGroup for such a group: raise replicas or lower minReplicas"
+            )
+        if self.name == RAY_HEAD_GROUP:
+            raise ValueError(f"'{RAY_HEAD_GROUP}' is the head's group (KubeRay's name, and KAI's subgroup of it)")
+        return self

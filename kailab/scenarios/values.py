@@ -151,6 +151,19 @@ def _amount(value: float) -> float:
 
 
 Amount = Annotated[Number, AfterValidator(_amount)]
+
+
+def _gpus(value: float) -> float:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= 64:
+        return value
+    if isinstance(value, float) and 0 < value < 1:
+        return value
+    raise ValueError(f"{value!r} — want whole GPUs (0 to 64) or a fraction of one GPU (0.5)")
+
+
+Gpus = Annotated[Number, AfterValidator(_gpus)]
 UNLIMITED = -1
 
 
