@@ -179,9 +179,10 @@ class Lab(ABC):
     def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
         """A lesson's verdict and predictions (free text, and graded ones right or wrong), kept in its namespace
         beside the evidence: for the pages and, a learner's, for the instructor's ``class status``."""
-        from kailab.classroom.records import record_object
+        from kailab.classroom.records import kept_attempts, record_object, with_attempts
 
-        self.kube.apply(record_object(self.learner, verdict, prediction, graded, self.owner))
+        kept = kept_attempts(self.kube, verdict.scenario, verdict.namespace)  # the earlier tries stay beside it
+        self.kube.apply(with_attempts(record_object(self.learner, verdict, prediction, graded, self.owner), kept))
 
     def session(self, progress: Progress, record: Path | None = None) -> Session:
         """A run of scenarios on this lab (kailab/session.py): the lab answers and can keep verdicts, or nothing
@@ -257,18 +258,18 @@ class Lab(ABC):
         pods = view.pods(kube) if view.nodes else None
         return gather(kube, name, namespace, view.fair_shares(), pods, view.nodes, view.per_queue("usage"))
 
-    def frame(self):
-        """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes."""
+    def frame(self, view: View | None = None):
+        """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes (or ``view``'s: a learner's)."""
         from kailab.watch import current_frame
 
-        kube, view = self.kube, self.view
+        kube, view = self.kube, view or self.view
         return current_frame(kube, view.pods(kube), view.fair_shares(), view.queues, view.nodes)
 
-    def watch(self, console) -> None:
+    def watch(self, console, view: View | None = None) -> None:
         """``kailab watch``: frames redrawn on every pod change, until Ctrl-C."""
         from kailab import watch
 
-        kube, view = self.kube, self.view
+        kube, view = self.kube, view or self.view
         shown = (view.queues, view.nodes)
         watch.run(kube, console, fair_shares=view.fair_shares, namespaces=view.pod_namespaces(kube), selectors=shown)
 

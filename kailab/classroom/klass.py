@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kailab import network, partitions, shards
 from kailab.checks import Verdict
@@ -23,8 +24,8 @@ from kailab.classroom import access, records
 from kailab.classroom.roster import MAX_LEARNERS, Roster
 from kailab.errors import KailabError, RosterError
 from kailab.fleet import Fleet
-from kailab.kube import Kube
-from kailab.labels import LAB_ID_LABEL, LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
+from kailab.kube import Kube, as_json
+from kailab.labels import JOINED_LABEL, LAB_ID_LABEL, LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
 from kailab.partitions import CLASS_STATE, Partitions, each, wait_until_gone
 from kailab.paths import EXERCISES
 from kailab.progress import Progress
@@ -32,6 +33,9 @@ from kailab.runtimes.base import PartitionHost, SchedulerControl
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
+
+if TYPE_CHECKING:
+    from kailab.lab import View
 
 
 class Class:
@@ -64,6 +68,31 @@ class Class:
         self.known(learner)
         return self.parts.cluster(learner, kube)
 
+    def learner_view(self, kube: Kube, learner: str) -> View:
+        """One learner's slice as the instructor looks at it (``kailab watch --learner``): their queues, their nodes,
+        the pods of their lesson namespaces, and the fair shares KAI gives their queues — those their shard's
+        scheduler publishes (:meth:`~kailab.shards.ShardSchedulerControl.metrics`), as the learner reads them."""
+        from kailab.lab import View
+        from kailab.shards import ShardSchedulerControl
+
+        self.known(learner)
+        nodes = partitions.node_selector(learner)
+
+        def namespaces(kube: Kube) -> list[str]:
+            made = {
+                n.metadata.name
+                for n in kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
+            }
+            return [n for n in access.lesson_namespaces(learner) if n in made]
+
+        return View(
+            queues=f"{NODEPOOL_LABEL}={learner}",
+            nodes=nodes,
+            fleet=nodes,
+            namespaces=namespaces,
+            metrics=ShardSchedulerControl(kube, learner).metrics,
+        )
+
     def known(self, learner: str) -> None:
         """Refuse a name that is not one of the class's learners."""
         if learner not in self.learners():
@@ -82,13 +111,17 @@ class Class:
         return [engine.run(s) for s in scenarios]
 
     def status(self, kube: Kube, stuck_after: float) -> dict:
-        """``class status``: learners × lessons (classroom/records.py) and whose scheduler runs."""
-        report = records.class_status(kube, self.learners(), stuck_after=stuck_after)
-        for name in self.learners():
-            try:
-                report[name]["scheduler"] = "running" if self.control(name, kube).running() else "stopped"
-            except KailabError:  # their shard is gone
-                report[name]["scheduler"] = "missing"
+        """``class status``: learners × lessons (classroom/records.py), whose scheduler runs and who has joined
+        (classroom/joined.py) — one list of shards and one of join marks for the whole class."""
+        learners = self.learners()
+        report = records.class_status(kube, learners, stuck_after=stuck_after)
+        found = {s["metadata"]["name"]: s for s in kube.list(SHARD_API, shards.KIND)}
+        for name, joined in joined_states(kube, learners).items():
+            shard = found.get(shards.shard_name(name))
+            report[name]["scheduler"] = (
+                "missing" if shard is None else "running" if shards.runs(shard, name) else "stopped"
+            )
+            report[name]["joined"] = joined
         return report
 
     def page(self, kube: Kube, out: Path, stuck_after: float, force: bool = False) -> list[Path]:
@@ -301,6 +334,14 @@ class Class:
         if not self.learners():
             access.revoke_class(kube)
         return learners
+
+
+def joined_states(kube: Kube, learners: list[str]) -> dict[str, dict | None]:
+    """learner → their join as its mark says (:func:`kailab.classroom.joined.join_states`), from one list."""
+    from kailab.classroom.joined import join_states
+
+    marks = as_json(kube.core.list_config_map_for_all_namespaces)(label_selector=JOINED_LABEL)["items"]
+    return join_states(learners, marks)
 
 
 def slice_line(learner: str) -> str:
