@@ -251,7 +251,11 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path, monkeypatch
     demo = ann("lesson", "time-fairshare", typed="")
     assert demo.returncode == 0 and "demo-only in a class, not a lesson that failed" in demo.stdout, demo.stdout
 
-    # The lesson cut short, run again: both attempts kept, and nothing of it stuck any more
+    # The lesson cut short, run again (the probe's pods out of the way: borrow fills all 32 GPUs): both attempts
+    # kept, and nothing of it stuck any more
+    for name in ("tolerated", "untolerated"):
+        kube.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+    until("the probe's pods are gone", lambda: not kube.core.list_namespaced_pod(ns).items)
     again = ann("demo", "borrow", "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["verdicts"][0]["outcome"] == "PASS", again.stderr
     report = json.loads(kai_lab.cli("class", "status", "--json", "--stuck-after", "1", check=True).stdout)
