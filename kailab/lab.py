@@ -84,6 +84,29 @@ class View:
         return [pod_view(p) for n in namespaces for p in kube.pods(n)]
 
 
+def learner_view(kube: Kube, learner: str) -> View:
+    """A class learner's slice: their queues and nodes, the pods of their lesson namespaces, and the fair shares their
+    SchedulingShard's scheduler gives their queues, read through the API server with ``kube``'s credential — the
+    learner's own (their ``watch``, ``status``, pages), or the instructor's (``kailab watch --learner NAME``)."""
+    from kailab.classroom.access import lesson_namespaces
+    from kailab.labels import NODEPOOL_LABEL
+    from kailab.partitions import node_selector, owner
+    from kailab.shards import ShardSchedulerControl
+
+    def namespaces(kube: Kube) -> list[str]:  # their lesson namespaces that exist
+        made = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner(learner).selector()).items}
+        return [n for n in lesson_namespaces(learner) if n in made]
+
+    nodes = node_selector(learner)
+    return View(
+        queues=f"{NODEPOOL_LABEL}={learner}",
+        nodes=nodes,
+        fleet=nodes,
+        namespaces=namespaces,
+        metrics=ShardSchedulerControl(kube, learner).metrics,
+    )
+
+
 class Lab(ABC):
     """The lab in ``home`` as one command sees it (see the module)."""
 
@@ -527,25 +550,8 @@ class LearnerSlice(Lab):
 
     @cached_property
     def view(self) -> View:
-        """Their queues and nodes; the pods of their lesson namespaces; their scheduler's fair shares."""
-        from kailab.labels import NODEPOOL_LABEL
-        from kailab.partitions import node_selector
-
-        nodes = node_selector(self.learner)
-        return View(
-            queues=f"{NODEPOOL_LABEL}={self.learner}",
-            nodes=nodes,
-            fleet=nodes,
-            namespaces=self._namespaces,
-            metrics=self.control.metrics,  # their fair shares, through the API server with their credential
-        )
-
-    def _namespaces(self, kube: Kube) -> list[str]:
-        """Their lesson namespaces that exist."""
-        from kailab.classroom.access import lesson_namespaces
-
-        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=self.owner.selector()).items}
-        return [n for n in lesson_namespaces(self.learner) if n in names]
+        """Their slice (:func:`learner_view`), their fair shares read with their credential."""
+        return learner_view(self.kube, self.learner)
 
     def scenario(self, scenario: Scenario) -> Scenario:
         from kailab.partitions import for_partition

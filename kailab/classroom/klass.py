@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import urllib.parse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kailab import network, partitions, shards
 from kailab.checks import Verdict
@@ -33,9 +32,6 @@ from kailab.runtimes.base import PartitionHost, SchedulerControl
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
-
-if TYPE_CHECKING:
-    from kailab.lab import View
 
 
 class Class:
@@ -67,31 +63,6 @@ class Class:
         """The engine's view of the learner's slice: their owner labels, nodes and scheduler."""
         self.known(learner)
         return self.parts.cluster(learner, kube)
-
-    def learner_view(self, kube: Kube, learner: str) -> View:
-        """One learner's slice as the instructor looks at it (``kailab watch --learner``): their queues, their nodes,
-        the pods of their lesson namespaces, and the fair shares KAI gives their queues — those their shard's
-        scheduler publishes (:meth:`~kailab.shards.ShardSchedulerControl.metrics`), as the learner reads them."""
-        from kailab.lab import View
-        from kailab.shards import ShardSchedulerControl
-
-        self.known(learner)
-        nodes = partitions.node_selector(learner)
-
-        def namespaces(kube: Kube) -> list[str]:
-            made = {
-                n.metadata.name
-                for n in kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
-            }
-            return [n for n in access.lesson_namespaces(learner) if n in made]
-
-        return View(
-            queues=f"{NODEPOOL_LABEL}={learner}",
-            nodes=nodes,
-            fleet=nodes,
-            namespaces=namespaces,
-            metrics=ShardSchedulerControl(kube, learner).metrics,
-        )
 
     def known(self, learner: str) -> None:
         """Refuse a name that is not one of the class's learners."""

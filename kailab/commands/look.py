@@ -9,7 +9,7 @@ import typer
 from kailab import render
 from kailab.commands.options import JsonOpt
 from kailab.errors import KailabError
-from kailab.lab import Lab
+from kailab.lab import Lab, learner_view
 from kailab.progress import Progress, stderr
 
 
@@ -45,10 +45,12 @@ def watch(
 ) -> None:
     """Live view: queues (quota, limit, weight, allocated, pending) and every GPU, coloured by queue. Ctrl-C ends it."""
     lab = Lab.open()
-    view = lab.klass().learner_view(lab.kube, learner) if learner is not None else None
+    view = None
     if learner is not None:
         from kailab.classroom.klass import slice_line
 
+        lab.klass().known(learner)  # the instructor's class, and one of its learners
+        view = learner_view(lab.kube, learner)
         stderr.print(slice_line(learner), markup=False, highlight=False)
     if once:
         render.stdout.print(lab.frame(view))
