@@ -270,3 +270,56 @@ def test_time_fairshare_is_the_instructors_demo_for_a_joined_learner_and_runs_in
     assert "usage database" in demo_only(lab("ann", slice_can), time_fairshare)
     assert demo_only(lab("ann", slice_can), quota) == ""
     assert demo_only(lab(None, frozenset()), time_fairshare) == ""  # alone: the engine says what this lab lacks
+
+
+def test_the_class_page_sums_up_six_learners_in_a_real_browser_with_every_attempt():
+    """The class page (kailab class serve), served for real and read by Debian's chromium: a row a learner with their
+    totals and join, a row a lesson with its counts — a table as wide for 18 lessons as for 2 — and a learner's
+    earlier attempts when they are opened."""
+    from browser import chromium, live
+    from test_web import FakeModel, Served, row
+
+    from kailab.lesson import lesson_names
+
+    lessons = lesson_names()
+    learners = [f"learner-{i}" for i in range(1, 7)]
+    status = {
+        n: {"lessons": {}, "stuck": [], "unreadable": [], "scheduler": "running", "joined": None} for n in learners
+    }
+    status["learner-1"]["joined"] = {"at": "2026-11-27T09:58:01+00:00", "host": "ann-laptop"}
+    earlier = [{"outcome": "FAIL", "started": "2026-11-24T09:50:00+00:00", "finished": "2026-11-24T09:51:00+00:00"}]
+    status["learner-1"]["lessons"]["quota"] = row("PASS", "Quota", attempts=earlier)
+    status["learner-2"]["lessons"]["quota"] = row("FAIL", "Quota")
+    status["learner-3"]["lessons"]["gang"] = row("RUNNING", "Gang", lesson="gang", namespace="learner-3-kailab-gang")
+    view = {
+        "down": "",
+        "learners": learners,
+        "lessons": lessons,
+        "status": status,
+        "summary": report.lesson_summary(status, lessons),
+        "totals": report.learner_totals(status, lessons),
+        "stuck_after": 120,
+    }
+    served = Served(FakeModel("class", view))
+    try:
+        with chromium(width=1300) as page:
+            page.goto(served.url)
+            live(page)
+            assert page.locator("table.grid tbody tr").count() == 6
+            assert page.locator("table.grid thead th").count() == 9  # not a column a lesson: 18 lessons here
+            first = page.locator("table.grid tbody tr").first.inner_text()
+            assert "09:58:01 UTC" in first and "ann-laptop" in first and "2 attempts" in first, first
+            assert "not joined" in page.locator("table.grid tbody tr").nth(1).inner_text()
+            assert page.locator("tr:has(button[data-select=learner-3]) td.lessons .cell.running").count() == 1
+            counts = {
+                r.locator("th").inner_text(): [c.inner_text() for c in r.locator("td").all()]
+                for r in page.locator("table.per-lesson tbody tr").all()
+            }
+            assert counts == {"quota": ["1", "1", "0", "4", "1"], "gang": ["0", "0", "1", "5", "0"]}, counts
+            page.locator("button[data-select=learner-1]").first.click()
+            page.wait_for_selector("#learner .attempts")
+            assert "Earlier attempts: FAIL 09:51:00 UTC" in page.inner_text("#learner .attempts")
+            # wide enough for a projector: nothing scrolls sideways
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    finally:
+        served.close()
