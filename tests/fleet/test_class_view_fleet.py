@@ -268,23 +268,28 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path, monkeypatch
     text = kai_lab.cli("class", "status", check=True).stdout
     assert "borrow PASS" in text and "(attempts: cut short " in text and "  joined: " in text, text
 
-    # The instructor watches ann's slice alone: her queues, with the fair shares her scheduler publishes
+    # The instructor watches ann's slice alone: her queues, with the fair shares her scheduler publishes on her shard
+    from kailab import fairshare, shards
+    from kailab.labels import SHARD_API, SHARD_FAIR_SHARES_ANNOTATION
+    from kailab.render import num
+
     monkeypatch.setenv("COLUMNS", "220")
 
-    def ann_fair_shares() -> dict[str, str]:
+    def shown_with_her_fair_shares() -> str:
+        shard = kube.get(SHARD_API, shards.KIND, shards.shard_name("ann")) or {}
+        text = (shard.get("metadata", {}).get("annotations") or {}).get(SHARD_FAIR_SHARES_ANNOTATION) or ""
+        published = {q: s.gpu for q, s in fairshare.parse(text).items() if q.startswith("ann-")}
         shown = kai_lab.cli("watch", "--learner", "ann", "--once", check=True)
         assert shown.stderr.startswith("Learner ann:") and "bob-" not in shown.stdout, shown.stdout + shown.stderr
-        rows = [[c.strip() for c in line.split("│")[1:-1]] for line in shown.stdout.splitlines() if "│" in line]
-        column = next(r.index("fair share") for r in rows if "fair share" in r)
-        return {r[0]: r[column] for r in rows if r and r[0].startswith("ann-")}
+        lines = shown.stdout.splitlines()
+        return (
+            shown.stdout
+            if any(q in line and f" {num(v)} " in line for q, v in published.items() for line in lines)
+            else ""
+        )
 
-    shares = until(
-        "ann's queues are shown with KAI's fair shares",
-        lambda: (s := ann_fair_shares()) and any(v != "-" for v in s.values()) and s,
-        timeout=90,
-        every=2,
-    )
-    assert "ann-probe" in shares, shares  # her own queue, made above
+    frame = until("ann's queues are shown with the fair shares KAI gives them", shown_with_her_fair_shares, 90, 2)
+    assert "ann-probe" in frame  # her own queue, made above
 
     # After class down, ann's credential gets one clear message
     kai_lab.cli("class", "down", check=True)
