@@ -84,6 +84,29 @@ class View:
         return [pod_view(p) for n in namespaces for p in kube.pods(n)]
 
 
+def learner_view(kube: Kube, learner: str) -> View:
+    """A class learner's slice: their queues and nodes, the pods of their lesson namespaces, and the fair shares their
+    SchedulingShard's scheduler gives their queues, read through the API server with ``kube``'s credential — the
+    learner's own (their ``watch``, ``status``, pages), or the instructor's (``kailab watch --learner NAME``)."""
+    from kailab.classroom.access import lesson_namespaces
+    from kailab.labels import NODEPOOL_LABEL
+    from kailab.partitions import node_selector, owner
+    from kailab.shards import ShardSchedulerControl
+
+    def namespaces(kube: Kube) -> list[str]:  # their lesson namespaces that exist
+        made = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner(learner).selector()).items}
+        return [n for n in lesson_namespaces(learner) if n in made]
+
+    nodes = node_selector(learner)
+    return View(
+        queues=f"{NODEPOOL_LABEL}={learner}",
+        nodes=nodes,
+        fleet=nodes,
+        namespaces=namespaces,
+        metrics=ShardSchedulerControl(kube, learner).metrics,
+    )
+
+
 class Lab(ABC):
     """The lab in ``home`` as one command sees it (see the module)."""
 
@@ -179,9 +202,10 @@ class Lab(ABC):
     def keep(self, verdict: Verdict, prediction: str, graded: list) -> None:
         """A lesson's verdict and predictions (free text, and graded ones right or wrong), kept in its namespace
         beside the evidence: for the pages and, a learner's, for the instructor's ``class status``."""
-        from kailab.classroom.records import record_object
+        from kailab.classroom.records import kept_attempts, record_object, with_attempts
 
-        self.kube.apply(record_object(self.learner, verdict, prediction, graded, self.owner))
+        kept = kept_attempts(self.kube, verdict.scenario, verdict.namespace)  # the earlier tries stay beside it
+        self.kube.apply(with_attempts(record_object(self.learner, verdict, prediction, graded, self.owner), kept))
 
     def session(self, progress: Progress, record: Path | None = None) -> Session:
         """A run of scenarios on this lab (kailab/session.py): the lab answers and can keep verdicts, or nothing
@@ -257,18 +281,18 @@ class Lab(ABC):
         pods = view.pods(kube) if view.nodes else None
         return gather(kube, name, namespace, view.fair_shares(), pods, view.nodes, view.per_queue("usage"))
 
-    def frame(self):
-        """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes."""
+    def frame(self, view: View | None = None):
+        """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes (or ``view``'s: a learner's)."""
         from kailab.watch import current_frame
 
-        kube, view = self.kube, self.view
+        kube, view = self.kube, view or self.view
         return current_frame(kube, view.pods(kube), view.fair_shares(), view.queues, view.nodes)
 
-    def watch(self, console) -> None:
+    def watch(self, console, view: View | None = None) -> None:
         """``kailab watch``: frames redrawn on every pod change, until Ctrl-C."""
         from kailab import watch
 
-        kube, view = self.kube, self.view
+        kube, view = self.kube, view or self.view
         shown = (view.queues, view.nodes)
         watch.run(kube, console, fair_shares=view.fair_shares, namespaces=view.pod_namespaces(kube), selectors=shown)
 
@@ -526,25 +550,8 @@ class LearnerSlice(Lab):
 
     @cached_property
     def view(self) -> View:
-        """Their queues and nodes; the pods of their lesson namespaces; their scheduler's fair shares."""
-        from kailab.labels import NODEPOOL_LABEL
-        from kailab.partitions import node_selector
-
-        nodes = node_selector(self.learner)
-        return View(
-            queues=f"{NODEPOOL_LABEL}={self.learner}",
-            nodes=nodes,
-            fleet=nodes,
-            namespaces=self._namespaces,
-            metrics=self.control.metrics,  # their fair shares, through the API server with their credential
-        )
-
-    def _namespaces(self, kube: Kube) -> list[str]:
-        """Their lesson namespaces that exist."""
-        from kailab.classroom.access import lesson_namespaces
-
-        names = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=self.owner.selector()).items}
-        return [n for n in lesson_namespaces(self.learner) if n in names]
+        """Their slice (:func:`learner_view`), their fair shares read with their credential."""
+        return learner_view(self.kube, self.learner)
 
     def scenario(self, scenario: Scenario) -> Scenario:
         from kailab.partitions import for_partition

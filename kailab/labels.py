@@ -98,6 +98,7 @@ SHARD_METRICS_ANNOTATION = "kailab.io/scheduler-metrics"  # on a shard: its loca
 # which the learner reads through the API server with their own credential (the metrics port stays on loopback)
 SHARD_FAIR_SHARES_ANNOTATION = "kailab.io/fair-shares"
 RECORD_LABEL = "kailab.io/lesson-record"  # a ConfigMap holding a learner's lesson verdict (kailab/classroom/records.py)
+JOINED_LABEL = "kailab.io/joined"  # the ConfigMap a learner's join writes (kailab/classroom/joined.py)
 
 # KAI's topology-aware scheduling (docs/topology/ in KAI v0.17.0): a cluster-scoped Topology object names the node
 # labels of each level; a workload's top owner asks for a level by annotation (pkg/podgrouper/podgrouper/plugins/

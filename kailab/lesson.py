@@ -203,3 +203,17 @@ def _what_kai_did(verdict) -> str:
     if verdict.not_applicable:
         return f"nothing — the lesson is not applicable {verdict.not_applicable}"
     return "something else — see the FAIL rows"
+
+
+DEMO_ONLY_HINT = "Your instructor shows it on the projector: kailab class demo {name} --learner NAME, on their machine."
+
+
+def demo_only(lab, scenario) -> str:
+    """For a class's learner, why a lesson is the instructor's demo and not theirs to run (what their slice cannot
+    do: time-fairshare turns on KAI's usage database, which only the instructor's lab runs); "" where it runs. Said
+    before anything is asked or applied: it is no failure of theirs, and no verdict is kept."""
+    if lab.learner is None:
+        return ""
+    from kailab.checks import unable
+
+    return unable(scenario.needs, lab.cluster(lab.kube).abilities())

@@ -102,6 +102,17 @@ def lesson_namespaces(learner: str) -> list[str]:
     return sorted({for_partition(s, learner).namespace for s in scenarios})
 
 
+def challenge_namespace(learner: str) -> str:
+    """The learner's namespace of the challenges (one of :func:`lesson_namespaces`): where their join's mark is."""
+    from kailab.partitions import for_partition
+    from kailab.scenarios.model import Scenario
+    from kailab.tasks import CHALLENGE_NAMESPACE
+
+    return for_partition(
+        Scenario(name="challenge", title="", path="", namespace=CHALLENGE_NAMESPACE), learner
+    ).namespace
+
+
 def request_token(kube: Kube, learner: str) -> str:
     body = client.AuthenticationV1TokenRequest(
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=credentials.TOKEN_SECONDS)

@@ -12,6 +12,11 @@ made again); the token expired, or the cluster no longer accepts it (revoked); t
 it was made for another cluster's class. A folder that holds a lab of its own, or another learner's join, is not
 joined; a damaged join record is cleared by ``kailab down``.
 
+A join leaves a mark the instructor's ``class status`` and page read (:func:`mark_joined`): a ConfigMap
+``kailab-joined`` in the learner's challenges' namespace, written with their own credential through the API server
+(no port of the instructor's is opened for it); when they joined is the API server's time of that write, not the
+learner's clock. Their ``down`` removes it.
+
 Their partition's scheduler is their SchedulingShard (``kailab/shards.py``), which their credential may read and patch:
 the placement, consolidation and fair-share lessons stop, start and reconfigure it through the API server, and
 wait until the supervisor (local runtime) or KAI's operator (kind, existing) runs it; its metrics (fair shares)
@@ -26,6 +31,7 @@ import binascii
 import copy
 import json
 import os
+import socket
 import threading
 import urllib.parse
 from dataclasses import dataclass
@@ -33,17 +39,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from kailab import labdir, outfile, partitions, userfile
 from kailab.classroom import access, credentials
 from kailab.errors import KailabError
 from kailab.kube import Kube
 from kailab.kubeconfig import kubeconfig_problem
+from kailab.labels import JOINED_LABEL, LEARNER_LABEL
 from kailab.ownership import CLUSTER_KINDS
 from kailab.progress import Progress
 from kailab.scenarios.prefix import check_prefix
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.shards import ShardSchedulerControl
+from kailab.termtext import one_line
 
 FILE = "class-credential.json"
 CONTEXT_PREFIX = "kailab-class-"
@@ -217,6 +226,7 @@ def join(path: Path, home: Path) -> Joined:
         raise KailabError(
             f"{path.name} says it is {cred.learner}'s, but the cluster knows its token as {known}.", hint=HINT
         )
+    mark_joined(Kube(path), cred.learner)  # for the instructor's class status: who has joined, and when
     labdir.claim(home)
     outfile.write_own(
         home / FILE,
@@ -225,6 +235,67 @@ def join(path: Path, home: Path) -> Joined:
         hint="Leave the class here first: kailab down",
     )
     return Joined(cred.learner, path)
+
+
+JOINED = "kailab-joined"  # the mark of a join (see the module)
+
+
+def joined_object(learner: str, host: str) -> dict:
+    """The mark a learner's join writes: in their challenges' namespace, labelled as theirs; ``host`` (their
+    machine's name, as it says) and the learner's clock are data, shown as such."""
+    labels = {**partitions.owner(learner).labels, LEARNER_LABEL: learner, JOINED_LABEL: "true"}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": JOINED, "namespace": access.challenge_namespace(learner), "labels": labels},
+        "data": {"host": host[:63], "said": datetime.now(UTC).isoformat(timespec="seconds")},
+    }
+
+
+def mark_joined(kube: Kube, learner: str) -> None:
+    """Write the mark of this join (with the learner's credential). A class whose namespaces were made without
+    credentials for it (no such namespace) has nobody to show it to: nothing is written."""
+    mark = joined_object(learner, socket.gethostname())
+    namespace = mark["metadata"]["namespace"]
+    try:  # the core API itself (no discovery first: one round trip for a learner on a far laptop)
+        try:
+            kube.core.create_namespaced_config_map(namespace, mark, _preload_content=False)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+            kube.core.replace_namespaced_config_map(JOINED, namespace, mark, _preload_content=False)  # joined again
+    except ApiException as e:
+        if e.status != 404:
+            raise
+
+
+def unmark_joined(kube: Kube, learner: str) -> None:
+    kube.delete("v1", "ConfigMap", JOINED, access.challenge_namespace(learner))
+
+
+def join_states(learners: list[str], marks: list[dict]) -> dict[str, dict | None]:
+    """learner → their join (``at``: when the API server last took the mark, ISO 8601; ``host``: their machine's
+    name as they said it), None for one who has not joined (or left with ``down``). ``marks``: the ConfigMaps
+    labelled :data:`~kailab.labels.JOINED_LABEL` (the API's JSON); one not named and placed as a learner's mark is
+    nobody's. Pure."""
+    out: dict[str, dict | None] = dict.fromkeys(learners)
+    for cm in marks:
+        meta = cm.get("metadata") or {}
+        learner = (meta.get("labels") or {}).get(LEARNER_LABEL)
+        if (
+            learner not in out
+            or meta.get("name") != JOINED
+            or meta.get("namespace") != access.challenge_namespace(learner)
+        ):
+            continue
+        times = [meta.get("creationTimestamp"), *((f or {}).get("time") for f in meta.get("managedFields") or [])]
+        at = max((str(t) for t in times if t), default="")
+        host = (cm.get("data") or {}).get("host")
+        out[learner] = {
+            "at": at.replace("Z", "+00:00"),
+            "host": one_line(host)[:63] if isinstance(host, str) else "",
+        }
+    return out
 
 
 def whoami(kube: Kube, path: Path) -> str:
@@ -355,6 +426,7 @@ def leave(joined: Joined, home: Path) -> list[str]:
     remove(
         f"{joined.learner}'s scheduler", lambda: ShardSchedulerControl(kube, joined.learner).start(SchedulerSettings())
     )
+    remove("the mark of your join", lambda: unmark_joined(kube, joined.learner))
     if left:  # the join is kept, so that kailab down can try again
         raise KailabError(
             f"Removed {len(done)} of your lesson objects; these are left: {', '.join(left[:5])}.",

@@ -23,8 +23,8 @@ from kailab.classroom import access, grading, records
 from kailab.classroom.roster import MAX_LEARNERS, Roster
 from kailab.errors import KailabError, RosterError
 from kailab.fleet import Fleet
-from kailab.kube import Kube
-from kailab.labels import LAB_ID_LABEL, LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
+from kailab.kube import Kube, as_json
+from kailab.labels import JOINED_LABEL, LAB_ID_LABEL, LEARNER_LABEL, NODEPOOL_LABEL, SHARD_API
 from kailab.partitions import CLASS_STATE, Partitions, each, wait_until_gone
 from kailab.paths import EXERCISES
 from kailab.progress import Progress
@@ -82,17 +82,22 @@ class Class:
         return [engine.run(s) for s in scenarios]
 
     def status(self, kube: Kube, stuck_after: float) -> dict:
-        """``class status``: learners × lessons (classroom/records.py) and whose scheduler runs."""
+        """``class status``: learners × lessons (classroom/records.py), task grades from the learners' recordings
+        (classroom/grading.py), whose scheduler runs and who has joined (classroom/joined.py) — one list of shards
+        and one of join marks for the whole class."""
         from kailab.classroom.grading import grades
 
-        report = records.class_status(kube, self.learners(), stuck_after=stuck_after)
-        for name, theirs in grades(kube, self.learners()).items():  # task grades, from the learners' recordings
+        learners = self.learners()
+        report = records.class_status(kube, learners, stuck_after=stuck_after)
+        for name, theirs in grades(kube, learners).items():
             report[name]["tasks"] = theirs
-        for name in self.learners():
-            try:
-                report[name]["scheduler"] = "running" if self.control(name, kube).running() else "stopped"
-            except KailabError:  # their shard is gone
-                report[name]["scheduler"] = "missing"
+        found = {s["metadata"]["name"]: s for s in kube.list(SHARD_API, shards.KIND)}
+        for name, joined in joined_states(kube, learners).items():
+            shard = found.get(shards.shard_name(name))
+            report[name]["scheduler"] = (
+                "missing" if shard is None else "running" if shards.runs(shard, name) else "stopped"
+            )
+            report[name]["joined"] = joined
         return report
 
     def page(self, kube: Kube, out: Path, stuck_after: float, force: bool = False) -> list[Path]:
@@ -314,6 +319,14 @@ class Class:
         with progress.step(f"Tasks: {len(everyone)} stored ({len(own)} of yours), their checks hidden from learners"):
             grading.store(kube, list(everyone.values()))
         return [s.task.name for s in everyone.values()]
+
+
+def joined_states(kube: Kube, learners: list[str]) -> dict[str, dict | None]:
+    """learner → their join as its mark says (:func:`kailab.classroom.joined.join_states`), from one list."""
+    from kailab.classroom.joined import join_states
+
+    marks = as_json(kube.core.list_config_map_for_all_namespaces)(label_selector=JOINED_LABEL)["items"]
+    return join_states(learners, marks)
 
 
 def slice_line(learner: str) -> str:

@@ -22,6 +22,7 @@ MAX_JSON = 512 * 1024  # characters of a record's JSON field (a timeline, the ve
 MAX_POINTS = 10_000  # points of a GPU timeline
 MAX_QUEUES = 64  # queues in a timeline's point
 MAX_CHECKS = 500  # expectations of a lesson (decided or still to come) and lines of one's detail
+MAX_ATTEMPTS = 50  # earlier attempts a record keeps (the oldest are dropped first)
 OUTCOMES = (RUNNING, "PASS", "FAIL", UNDECIDED, "NOT APPLICABLE")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a lesson's, a queue's name
 
@@ -146,11 +147,32 @@ def _verdict(value: Any) -> Any:
     return value
 
 
+class _Attempt(BaseModel):
+    """An earlier attempt at a lesson, as :func:`kailab.classroom.records.earlier_attempts` keeps it."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    outcome: Literal[OUTCOMES]  # type: ignore[valid-type]  # RUNNING: cut short, it never had a verdict
+    started: Annotated[str, AfterValidator(_when)] = ""
+    finished: Annotated[str, AfterValidator(_when)] = ""
+    seconds: Annotated[str, Field(max_length=20, pattern=r"^(\d{1,9}(\.\d{1,3})?)?$")] = ""
+
+
+_ATTEMPTS = TypeAdapter(Annotated[list[_Attempt], Field(max_length=MAX_ATTEMPTS)])
+
+
+def _attempts(value: Any) -> list[dict]:
+    """The earlier attempts at a lesson, oldest first."""
+    if not isinstance(value, list):
+        raise ValueError("is not a list of earlier attempts")
+    return [a.model_dump() for a in _ATTEMPTS.validate_python(value)]
+
+
 class RecordData(BaseModel):
     """A lesson record's ``data`` (:func:`record_object`, :func:`started_object`), checked whole: a learner can write
     their own records, so any of it may be wrong, too large, or made to look like something else. A field that holds
     JSON holds its parsed value once checked (absent: [] or {}); ``expectations`` and ``checks`` are a running
-    lesson's (:func:`started_object`, :func:`progress_object`), for the pages."""
+    lesson's (:func:`started_object`, :func:`progress_object`), for the pages; ``attempts`` the learner's earlier
+    attempts at the same lesson (outcome and when), oldest first."""
 
     model_config = ConfigDict(extra="ignore", strict=True, validate_default=True)
     lesson: Annotated[str, Field(pattern=DNS_LABEL.pattern)]
@@ -166,3 +188,4 @@ class RecordData(BaseModel):
     timeline: Annotated[str, AfterValidator(_json("a GPU timeline", _timeline))] = ""
     expectations: Annotated[str, AfterValidator(_json("expectations' titles", _titles))] = ""
     checks: Annotated[str, AfterValidator(_json("decided expectations", _checks))] = ""
+    attempts: Annotated[str, AfterValidator(_json("earlier attempts", _attempts))] = ""

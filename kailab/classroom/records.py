@@ -5,6 +5,8 @@ lesson's namespace, is ``kailab-record-<its name>``), labelled with the lab's (o
 ``kailab.io/lesson-record`` (and a learner's ``kailab.io/learner``): written when the lesson starts (outcome
 ``RUNNING``, with the expectations it will decide), again each time an expect step is decided (the checks so far), and
 replaced by its verdict, kept whole (JSON) with its GPU timeline beside the few fields ``class status`` shows.
+Each new run of the same lesson keeps the earlier attempts' outcomes and times in ``attempts`` (a FAIL, then a PASS),
+so the instructor sees every try, not only the last.
 Nobody collects anything by hand: ``class status``, ``class evidence`` and the pages (``kailab serve``, ``kailab class
 serve``) list or watch them by label. This is the one place a lesson's progress is published.
 """
@@ -23,11 +25,11 @@ from pydantic import ValidationError
 from kailab import partitions
 from kailab.checks import Verdict
 from kailab.classroom import STUCK_SECONDS
-from kailab.classroom.record_data import MAX_RECORDS, MAX_TEXT, RUNNING, RecordData
+from kailab.classroom.record_data import MAX_ATTEMPTS, MAX_RECORDS, MAX_TEXT, RUNNING, RecordData
 from kailab.errors import KailabError
 from kailab.explain import explain_pods
 from kailab.kube import Kube
-from kailab.labels import LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
+from kailab.labels import LAB_ID_LABEL, LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.ownership import Owner
 from kailab.pods import api_time, pod_view
 from kailab.predictions import tally
@@ -122,6 +124,40 @@ def record_object(
     return _record(learner, verdict.scenario, verdict.namespace, owner, data)
 
 
+def earlier_attempts(existing: dict | None) -> list[dict]:
+    """The attempts a new run of a lesson keeps from its record so far (the API's JSON; None: no record yet): the
+    record's own earlier attempts and the record's run itself (outcome and when; RUNNING: one cut short), oldest
+    first, at most MAX_ATTEMPTS. A record that is not kailab's (a learner can write their own) keeps nothing."""
+    if not existing:
+        return []
+    try:
+        data = RecordData.model_validate(existing.get("data") or {})
+    except ValidationError:
+        return []
+    this = data.model_dump(include={"outcome", "started", "finished", "seconds"})
+    return [*data.attempts, this][-MAX_ATTEMPTS:]  # parsed and checked: _attempts
+
+
+def kept_attempts(kube: Kube, lesson: str, namespace: str) -> list[dict]:
+    """The earlier attempts the lesson's record holds now (its verdict written again, as ``kailab lesson`` does with
+    the predictions, keeps them)."""
+    try:
+        data = RecordData.model_validate(
+            (kube.get("v1", "ConfigMap", record_name(lesson), namespace) or {}).get("data")
+        )
+    except ValidationError:
+        return []
+    return data.attempts  # type: ignore[return-value]  # parsed and checked: _attempts
+
+
+def with_attempts(obj: dict, attempts: list[dict]) -> dict:
+    """A record object (:func:`started_object`, :func:`progress_object`, :func:`record_object`) with the earlier
+    attempts it keeps."""
+    if attempts:
+        obj["data"]["attempts"] = json.dumps(attempts)
+    return obj
+
+
 class Recording:
     """An engine whose lessons are kept in the cluster as they go: a record when one starts (``RUNNING``), updated as
     each expect step is decided, replaced by its verdict when it ends. ``learner``: a class's learner's (their owner
@@ -130,6 +166,7 @@ class Recording:
     def __init__(self, engine, kube: Kube, learner: str | None, owner: Owner | None = None):
         self.engine, self.kube, self.learner, self.owner = engine, kube, learner, owner
         self._expected: list[str] = []
+        self._attempts: list[dict] = []
         engine.decided = self._decided
 
     def __getattr__(self, name: str):
@@ -139,8 +176,12 @@ class Recording:
         if self.learner is None and self.engine.not_applicable(scenario):
             return self.engine.run(scenario)  # the lab's own lesson that cannot run here leaves nothing in the cluster
         self._expected = expectations(scenario)
-        started = started_object(
-            self.learner, scenario.name, scenario.title, scenario.namespace, self._expected, self.owner
+        self._attempts = earlier_attempts(
+            self.kube.get("v1", "ConfigMap", record_name(scenario.name), scenario.namespace)
+        )
+        started = with_attempts(
+            started_object(self.learner, scenario.name, scenario.title, scenario.namespace, self._expected, self.owner),
+            self._attempts,
         )
         try:
             self.kube.apply(started)
@@ -152,7 +193,7 @@ class Recording:
             self.kube.apply(started)
         self.restore_scheduler()
         verdict = self.engine.run(scenario)
-        self.kube.apply(record_object(self.learner, verdict, owner=self.owner))
+        self.kube.apply(with_attempts(record_object(self.learner, verdict, owner=self.owner), self._attempts))
         return verdict
 
     def restore_scheduler(self) -> None:
@@ -181,7 +222,9 @@ class Recording:
             control.start(SchedulerSettings())
 
     def _decided(self, verdict: Verdict) -> None:
-        self.kube.apply(progress_object(self.learner, verdict, self._expected, self.owner))
+        self.kube.apply(
+            with_attempts(progress_object(self.learner, verdict, self._expected, self.owner), self._attempts)
+        )
 
 
 # -- reading records: a learner wrote them, so each is checked whole before it is used ----------------------------------
@@ -227,6 +270,7 @@ def read_record(cm, learner: str) -> dict:
         "timeline": data.timeline,
         "namespace": namespace,
         "lesson": data.lesson,
+        "attempts": data.attempts,
     }
 
 
@@ -258,6 +302,7 @@ def record_row(cm, details: bool = False, learner: str | None = None) -> tuple[s
         **d.model_dump(include={"outcome", "started", "finished", "seconds", "prediction", "right"}),
         "predictions": d.predictions,
         "namespace": namespace,
+        "attempts": d.attempts,  # the earlier ones, oldest first
     }
     if details:
         verdict: dict = d.verdict  # type: ignore[assignment]  # parsed and checked: _verdict
@@ -290,14 +335,18 @@ def gather(kube: Kube, learners: list[str]) -> tuple[list, dict[str, list[str]],
         records += theirs
         if too_many:
             more.add(learner)
+    # One list of the learners' namespaces and one of every pod, whatever the class's size (not a list per learner and
+    # one per namespace: 10 a learner, each a round trip to a busy API server).
+    ids = ",".join(partitions.owner(learner).lab_id for learner in learners)
+    listed = kube.core.list_namespace(label_selector=f"{LAB_ID_LABEL} in ({ids})").items if learners else []
     namespaces = {
-        learner: [
-            ns.metadata.name
-            for ns in kube.core.list_namespace(label_selector=partitions.owner(learner).selector()).items
-        ]
+        learner: [ns.metadata.name for ns in listed if partitions.owner(learner).owns(ns.metadata.labels)]
         for learner in learners
     }
-    pods = {ns: kube.pods(ns) for names in namespaces.values() for ns in names}
+    pods: dict[str, list[dict]] = {ns: [] for names in namespaces.values() for ns in names}
+    for p in kube.pods() if pods else []:
+        if (ns := p["metadata"].get("namespace")) in pods:
+            pods[ns].append(p)
     return records, namespaces, pods, more
 
 
@@ -339,7 +388,9 @@ def class_view(
     """Learners × lessons (outcome, when, prediction, graded predictions right or wrong) and who is stuck: a lesson
     running ``stuck_after`` seconds or more without a verdict, and a pod Pending as long, unbound, with KAI's reason
     (``explain``: as ``kailab explain`` reads it). A pod a finished lesson left Pending is that lesson's result, not a
-    learner stuck: only pods made after their namespace's lesson finished, or while it runs, count. ``timelines``:
+    learner stuck: only pods made after the latest finish in their namespace (a lesson and its tasks share one), or
+    while a lesson runs there, count; and a pod a finished lesson's workload made again after its verdict (a Job
+    replacing a preempted pod: it carries the lesson's ``kailab.io/scenario``) is that lesson's too. ``timelines``:
     each lesson's details too (:func:`record_row`, for ``class evidence`` and the pages). A record is a learner's to
     write: one that is not one (:func:`record_row`), or that is in no namespace of theirs (``namespaces``), is left
     out and said, per learner, in ``unreadable``, as are records past MAX_RECORDS (``more``: learners with more than
@@ -350,6 +401,7 @@ def class_view(
         theirs = set(namespaces.get(learner, []))
         lessons: dict[str, dict] = {}
         finished_at: dict[str, datetime] = {}
+        finished: dict[str, set[str]] = {}  # namespace → the lessons with a verdict there
         stuck: list[dict] = []
         unreadable: list[dict] = []
         mine = [cm for cm in records if _parts(cm)[2].get(LEARNER_LABEL) == learner]
@@ -376,9 +428,11 @@ def class_view(
                         }
                     )
             elif done := _time(row["finished"]):
-                finished_at[row["namespace"]] = done
+                ns = row["namespace"]
+                finished_at[ns] = max(done, finished_at.get(ns, done))  # the latest: a lesson's and its tasks'
+                finished.setdefault(ns, set()).add(name)
         mine_pods = {ns: pods.get(ns, []) for ns in sorted(theirs)}
-        stuck += _pending(learner, mine_pods, now, stuck_after, finished_at, explain)
+        stuck += _pending(learner, mine_pods, now, stuck_after, finished_at, explain, finished)
         out[learner] = {"lessons": lessons, "stuck": stuck, "unreadable": unreadable}
     return out
 
@@ -438,8 +492,10 @@ def _pending(
     stuck_after: float,
     finished_at: dict,
     explain: Explainer,
+    results: dict[str, set[str]] | None = None,
 ) -> list[dict]:
-    """The learner's pods waiting for a scheduler ``stuck_after`` seconds or more, each with KAI's reason."""
+    """The learner's pods waiting for a scheduler ``stuck_after`` seconds or more, each with KAI's reason; a pod of a
+    lesson that has its verdict (``results``: namespace → those lessons) is its result, whenever it was made."""
     visible: list = []  # what the learner's nodes hold, read once one of their pods is stuck
     stuck = []
     for ns, items in pods.items():
@@ -450,6 +506,7 @@ def _pending(
             if _unbound(p)
             and (now - _created(p)).total_seconds() >= stuck_after
             and (done is None or _created(p) > done)
+            and ((p.get("metadata") or {}).get("labels") or {}).get(SCENARIO_LABEL) not in (results or {}).get(ns, ())
         ]
         if not waiting:
             continue

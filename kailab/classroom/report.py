@@ -45,6 +45,46 @@ def when(row: dict) -> str:
     return f"{row.get('outcome', '')} {row.get('finished', '')}".strip()
 
 
+def clock(when_: str) -> str:
+    """A time kailab wrote (ISO 8601) as its clock time, HH:MM:SS; "" for none."""
+    return when_[11:19] if len(when_) >= 19 else when_
+
+
+def attempt_word(a: dict) -> str:
+    """One attempt in a word and its time: ``FAIL 10:01:02``; one cut short (it never had a verdict) says so."""
+    if a.get("outcome") == RUNNING:
+        return f"cut short {clock(a.get('started') or '')}".strip()
+    return f"{a.get('outcome', '')} {clock(a.get('finished') or a.get('started') or '')}".strip()
+
+
+def attempts_words(row: dict) -> str:
+    """Every attempt at a lesson, oldest first, the latest last: ``FAIL 10:01:02 → PASS 10:05:40``; "" for a lesson
+    tried once."""
+    earlier = row.get("attempts") or []
+    if not earlier:
+        return ""
+    latest = when(row) if row.get("outcome") == RUNNING else attempt_word(row)
+    return " → ".join([*map(attempt_word, earlier), latest])
+
+
+def learner_totals(report: dict, lessons: list[str]) -> dict[str, dict]:
+    """learner → their lessons counted: passed, failed, running, other (UNDECIDED, not applicable), not yet (of
+    ``lessons``), and how many attempts they made in all (every run of every lesson, tasks aside)."""
+    out = {}
+    for name, row in report.items():
+        theirs = {n: r for n, r in row["lessons"].items() if n in lessons}
+        outcomes = [r.get("outcome") for r in theirs.values()]
+        out[name] = {
+            "passed": outcomes.count("PASS"),
+            "failed": outcomes.count("FAIL"),
+            "running": outcomes.count(RUNNING),
+            "other": len(outcomes) - sum(outcomes.count(k) for k in ("PASS", "FAIL", RUNNING)),
+            "not_yet": len(lessons) - len(theirs),
+            "attempts": sum(1 + len(r.get("attempts") or []) for r in theirs.values()),
+        }
+    return out
+
+
 def lesson_summary(report: dict, lessons: list[str]) -> list[dict]:
     """The class per lesson, for each lesson at least one learner started: how many of the class passed, failed, run
     it now or could not run it here, and per graded prediction how many were right of those graded, and the wrong
@@ -79,6 +119,8 @@ def lesson_summary(report: dict, lessons: list[str]) -> list[dict]:
             "running": outcomes.count(RUNNING),
             "not_applicable": outcomes.count("NOT APPLICABLE"),
             "undecided": outcomes.count(UNDECIDED),
+            "not_yet": len(report) - len(rows),
+            "retried": sum(1 for r in rows if r.get("attempts")),
             "predictions": predictions,
         }
         summary["line"] = _summary_line(summary)
@@ -100,17 +142,50 @@ def _summary_line(s: dict) -> str:
 
 
 def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None = None) -> list[Section]:
-    """What the page says, format aside. ``pictures``: learner → their GPU timelines as a PNG."""
+    """What the page says, format aside: per learner their totals and the lessons they tried (not a column for each
+    of the lessons, most of them empty), per lesson the class counted, every attempt. ``pictures``: learner → their
+    GPU timelines as a PNG."""
     learners = sorted(report)
-    grid = Section(
+    totals = learner_totals(report, lessons)
+    joined = any("joined" in report[n] for n in learners)
+    per_learner = Section(
         f"{len(learners)} learners, {len(lessons)} lessons",
-        ["learner", *lessons],
+        ["learner", *(["joined"] if joined else []), "passed", "failed", "running", "not yet", "attempts", "lessons"],
         [
-            [name, *(when(report[name]["lessons"][n]) if n in report[name]["lessons"] else "–" for n in lessons)]
+            [
+                name,
+                *([joined_words(report[name].get("joined"))] if joined else []),
+                *(str(totals[name][k]) for k in ("passed", "failed", "running", "not_yet", "attempts")),
+                ", ".join(
+                    f"{n} {report[name]['lessons'][n].get('outcome', '')}"
+                    for n in lessons
+                    if n in report[name]["lessons"]
+                )
+                or "–",
+            ]
             for name in learners
         ],
     )
-    out = [grid]
+    summary_rows = {s["lesson"]: s for s in lesson_summary(report, lessons)}
+    per_lesson = Section(
+        "Each lesson: passed, failed, not yet",
+        ["lesson", "passed", "failed", "running", "not yet", "tried again"],
+        [
+            [n, *(str(s[k]) for k in ("passed", "failed", "running", "not_yet", "retried"))]
+            for n in lessons
+            if (s := summary_rows.get(n))
+        ],
+    )
+    if untried := [n for n in lessons if n not in summary_rows]:
+        per_lesson.lines = [f"Not started by anyone yet: {', '.join(untried)}"]
+    out = [per_learner, per_lesson]
+    if tries := [
+        f"{name} {n}: {said}"
+        for name in learners
+        for n, r in sorted(report[name]["lessons"].items())
+        if (said := attempts_words(r))
+    ]:
+        out.append(Section("Lessons tried more than once", lines=tries))
     others = [  # tasks and challenges: any record that is not a lesson's
         [name, n, when(r)] for name in learners for n, r in sorted(report[name]["lessons"].items()) if n not in lessons
     ]
@@ -257,6 +332,14 @@ def write(report: dict, lessons: list[str], out: Path, force: bool = False) -> l
     return written
 
 
+def joined_words(joined: dict | None) -> str:
+    """Whether and when a learner joined, in words: ``10:02:11 from ann-laptop``, ``not joined``."""
+    if not joined:
+        return "not joined"
+    host = f" from {joined['host']}" if joined.get("host") else ""
+    return f"{clock(joined.get('at') or '')}{host}".strip() or "joined"
+
+
 def text(report: dict, learners: list[str], lessons: list[str]) -> list[str]:
     """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when,
     predictions, who is stuck, and records that could not be read; then the class per lesson (:func:`lesson_summary`)
@@ -267,10 +350,17 @@ def text(report: dict, learners: list[str], lessons: list[str]) -> list[str]:
     for name in learners:
         row = report[name]
         done = ", ".join(
-            f"{lesson} {when(r)}" + (f" (predictions {r['right']})" if r.get("right") else "")
+            f"{lesson} {when(r)}"
+            + (f" (predictions {r['right']})" if r.get("right") else "")
+            + (f" (attempts: {tries})" if (tries := attempts_words(r)) else "")
             for lesson, r in sorted(row["lessons"].items())
         )
         out.append(f"{name} (scheduler {row['scheduler']}): {done or 'no lesson run yet'}")
+        if "joined" in row:
+            out.append(
+                f"  joined: {joined_words(row['joined'])}"
+                + (f", last lesson at {clock(seen)}" if (seen := last_seen(row)) else "")
+            )
         for lesson, r in sorted(row["lessons"].items()):
             if r.get("prediction"):
                 said = " ".join(str(r["prediction"]).split())  # one line, as typed
@@ -283,6 +373,11 @@ def text(report: dict, learners: list[str], lessons: list[str]) -> list[str]:
     if said := outcome_counts(report):
         out.append(said)
     return out
+
+
+def last_seen(row: dict) -> str:
+    """When a learner last did something the class can see: the latest start or finish of their lessons; ""."""
+    return max((t for r in row["lessons"].values() for t in (r.get("started"), r.get("finished")) if t), default="")
 
 
 def outcome_counts(report: dict) -> str:

@@ -146,13 +146,24 @@ def lesson(
     file: Path | None = TaskFileOpt,
 ) -> None:
     """Walk through one exercise: the concept, your predictions, the run, the result graded, and why KAI did it."""
-    from kailab.lesson import lesson_names, load_lesson, run_lesson
+    from kailab.lesson import DEMO_ONLY_HINT, demo_only, lesson_names, load_lesson, run_lesson
     from kailab.paths import EXERCISES
     from kailab.predictions import given_options
 
     if name is None:  # in teaching order (the exercise list), then any an instructor added
         names = lesson_names()
-        render.named_lines([(n, f"  {load_lesson(n).one_line}") for n in names], max(map(len, names)))
+        demo = _demo_only_lessons(names)
+        render.named_lines(
+            [
+                (
+                    n,
+                    f"  {load_lesson(n).one_line}"
+                    + ("  [demo-only in a class: your instructor shows it]" if n in demo else ""),
+                )
+                for n in names
+            ],
+            max(map(len, names)),
+        )
         render.stdout.print("Start one: kailab lesson NAME — its task: kailab lesson NAME --task 1")
         return
     if name not in lesson_names():
@@ -169,6 +180,14 @@ def lesson(
         return
     lab = Lab.open()
     les, scenario = load_lesson(name), lab.exercise(name)
+    if why := demo_only(lab, scenario):
+        render.stdout.print(
+            f"{name} is demo-only in a class, not a lesson that failed: {why}. Nothing was run and nothing is "
+            f"recorded against you. {DEMO_ONLY_HINT.format(name=name)}",
+            markup=False,
+            highlight=False,
+        )
+        return
     given = given_options(scenario.predictions, name, str(EXERCISES / f"{name}.yaml"), predict)  # wrong: nothing runs
     session = lab.session(Progress())  # no lab, or a folder that cannot keep the verdict: no lesson
     session.refuse([scenario])  # nor a lesson that would change another's queue, or use a node the fleet lacks
@@ -189,6 +208,17 @@ def lesson(
 
     if code := run_lesson(les, scenario, session, predictions, frame=lab.frame):
         raise typer.Exit(code)
+
+
+def _demo_only_lessons(names: list[str]) -> set[str]:
+    """The lessons this folder's class learner cannot run (the instructor's demos); none for a lab of one's own."""
+    from kailab.lesson import demo_only
+
+    try:
+        lab = Lab.open()
+        return {n for n in names if lab.learner is not None and demo_only(lab, lab.exercise(n))}
+    except KailabError:  # no lab, or a damaged join: the list is the same for everyone
+        return set()
 
 
 def _complete_challenges(incomplete: str) -> list[tuple[str, str]]:

@@ -9,8 +9,8 @@ import typer
 from kailab import render
 from kailab.commands.options import JsonOpt
 from kailab.errors import KailabError
-from kailab.lab import Lab
-from kailab.progress import Progress
+from kailab.lab import Lab, learner_view
+from kailab.progress import Progress, stderr
 
 
 def explain(
@@ -34,13 +34,28 @@ def explain(
     render.explanations(found)
 
 
-def watch(once: bool = typer.Option(False, "--once", help="Print one frame and exit.")) -> None:
+def watch(
+    once: bool = typer.Option(False, "--once", help="Print one frame and exit."),
+    learner: str | None = typer.Option(
+        None,
+        "--learner",
+        help="The instructor's: one learner's slice of the class — their queues with the fair shares KAI gives them, "
+        "their nodes and pods.",
+    ),
+) -> None:
     """Live view: queues (quota, limit, weight, allocated, pending) and every GPU, coloured by queue. Ctrl-C ends it."""
     lab = Lab.open()
+    view = None
+    if learner is not None:
+        from kailab.classroom.klass import slice_line
+
+        lab.klass().known(learner)  # the instructor's class, and one of its learners
+        view = learner_view(lab.kube, learner)
+        stderr.print(slice_line(learner), markup=False, highlight=False)
     if once:
-        render.stdout.print(lab.frame())
+        render.stdout.print(lab.frame(view))
         return
-    lab.watch(render.stdout)
+    lab.watch(render.stdout, view)
 
 
 def serve(

@@ -5,8 +5,9 @@
   :func:`kailab.status.node_rows`, :func:`kailab.watch.colour_order`), the pods waiting, and each lesson's record
   (:func:`kailab.classroom.records.record_row`): its expectations decided so far, then its verdict and GPU timeline;
 - the class's page (``kailab class serve``): ``class status``'s view (:func:`kailab.classroom.records.class_view`),
-  its per-lesson summary (:func:`kailab.classroom.report.lesson_summary`) and each learner's scheduler
-  (:func:`kailab.shards.runs`).
+  its per-lesson summary (:func:`kailab.classroom.report.lesson_summary`), each learner's totals
+  (:func:`kailab.classroom.report.learner_totals`), scheduler (:func:`kailab.shards.runs`) and join
+  (:func:`kailab.classroom.joined.join_states`).
 
 A model holds its watches (started once, for every browser), says when it changed (:meth:`version`), and gives its
 view as plain data (:meth:`view`). Nothing in a view is a credential, a kubeconfig or a path on this machine.
@@ -22,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from kailab import gpus, partitions, shards
 from kailab.classroom import STUCK_SECONDS, records, report
+from kailab.classroom.joined import join_states
 from kailab.explain import Explanation, gather
 from kailab.kube import Kube
-from kailab.labels import LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API, RECORD_LABEL, SHARD_API
+from kailab.labels import JOINED_LABEL, LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API, RECORD_LABEL, SHARD_API
 from kailab.lesson import lesson_names
 from kailab.pods import PodView
 from kailab.scenarios.live import serves
@@ -53,7 +55,7 @@ EMPTY = {
         "lessons": [],
         "unreadable": [],
     },
-    "class": {"down": "", "learners": [], "lessons": [], "status": {}, "summary": [], "stuck_after": 0},
+    "class": {"down": "", "learners": [], "lessons": [], "status": {}, "summary": [], "totals": {}, "stuck_after": 0},
 }
 
 
@@ -219,6 +221,7 @@ class ClassModel:
         self.watches = watches.Watches()
         cond, w = self.watches.cond, self.watches
         w.add("records", watches.config_maps(kube, cond, f"{LEARNER_LABEL},{RECORD_LABEL}"))
+        w.add("joins", watches.config_maps(kube, cond, JOINED_LABEL))
         w.add("namespaces", watches.namespaces(kube, cond, NODEPOOL_LABEL))
         w.add("pods", watches.pods(kube, cond))  # every pod: those of learners' namespaces are read
         if serves(kube, SHARD_API, shards.KIND):
@@ -272,7 +275,9 @@ class ClassModel:
         soon = records.next_stuck(status, pods, now, self.stuck_after)
         self._deadline = None if soon is None else time.monotonic() + soon
         found = {(s.get("metadata") or {}).get("name"): s for s in self.watches.objects("shards")}
+        joins = join_states(learners, self.watches.objects("joins"))
         for learner in learners:
+            status[learner]["joined"] = joins[learner]
             shard = found.get(shards.shard_name(learner))
             status[learner]["scheduler"] = (
                 "missing" if shard is None else "running" if shards.runs(shard, learner) else "stopped"
@@ -284,6 +289,7 @@ class ClassModel:
             "lessons": names,
             "status": status,
             "summary": report.lesson_summary(status, names),
+            "totals": report.learner_totals(status, names),
             "stuck_after": self.stuck_after,
         }
 

@@ -27,12 +27,12 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from kailab import cli, evidence, labdir, outfile, partitions
+from kailab import cli, evidence, labdir, outfile, partitions, shards
 from kailab.classroom import credentials, grading
 from kailab.classroom import joined as joined_mod
 from kailab.classroom.records import RUNNING, record_name
 from kailab.errors import KailabError
-from kailab.labels import LEARNER_LABEL, RECORD_LABEL
+from kailab.labels import JOINED_LABEL, LEARNER_LABEL, RECORD_LABEL
 from kailab.labstate import DamagedState, LabState
 from kailab.paths import EXERCISES
 
@@ -511,7 +511,9 @@ class FakeKube:
     def __init__(self, records):
         self.records = records
 
-        def configmaps(label_selector, limit=None):
+        def configmaps(label_selector, limit=None, _preload_content=True):
+            if label_selector == JOINED_LABEL:  # join marks (classroom/joined.py), read as the API's JSON: none
+                return SimpleNamespace(data=json.dumps({"items": []}))
             if label_selector.startswith(grading.SUBMITTED_LABEL + ","):  # tasks handed in (classroom/grading.py)
                 handed = [r for r in self.records if grading.SUBMITTED_LABEL in r.metadata.labels]
                 return SimpleNamespace(items=handed, metadata=SimpleNamespace(_continue=None))
@@ -519,19 +521,37 @@ class FakeKube:
             items = [r for r in self.records if r.metadata.labels.get(LEARNER_LABEL) == learner]
             return SimpleNamespace(items=items[:limit], metadata=SimpleNamespace(_continue=None))
 
-        def namespaces(label_selector):
+        def namespaces(label_selector):  # every learner's at once: "<lab id label> in (<their ids>)"
             names = sorted({r.metadata.namespace for r in self.records})
-            theirs = [n for n in names if partitions.owner(n.split("-")[0]).selector() == label_selector]
-            return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in theirs])
+            return SimpleNamespace(
+                items=[
+                    SimpleNamespace(metadata=SimpleNamespace(name=n, labels=partitions.owner(n.split("-")[0]).labels))
+                    for n in names
+                    if partitions.owner(n.split("-")[0]).lab_id in label_selector
+                ]
+            )
 
         self.core = SimpleNamespace(
             list_config_map_for_all_namespaces=configmaps,
             list_namespace=namespaces,
             list_namespaced_secret=lambda namespace, label_selector: SimpleNamespace(items=[]),  # no task stored
         )
-        self.pods = lambda namespace: []
+        self.pods = lambda namespace=None: []
         # the API server as the instructor's kubeconfig names it (class up names it in each learner's kubeconfig)
         self.api = SimpleNamespace(configuration=SimpleNamespace(host="https://127.0.0.1:6443"))
+
+    def list(self, api_version, kind, **_):
+        """Each learner's SchedulingShard, for their partition and in effect (their scheduler runs)."""
+        assert kind == shards.KIND, kind
+        available = {"type": "Available", "status": "True", "observedGeneration": 1}
+        return [
+            {
+                "metadata": {"name": shards.shard_name(learner), "generation": 1},
+                "spec": {"partitionLabelValue": learner},
+                "status": {"conditions": [available]},
+            }
+            for learner in sorted({r.metadata.labels.get(LEARNER_LABEL) for r in self.records} - {None})
+        ]
 
 
 @pytest.fixture
@@ -776,7 +796,7 @@ def test_a_bad_record_is_said_as_unreadable_and_everyone_elses_status_and_page_s
     page = run(monkeypatch, capsys, tmp_path / "lab", "class", "evidence", "--out", "c.html", cwd=cwd)
     assert page.code == 0, page
     text = (cwd / "c.html").read_text()
-    assert "record unreadable" in text and "PASS 2026-11-24T09:01:00+00:00" in text
+    assert "record unreadable" in text and "quota PASS" in text  # ann's and bob's quota, in the per-learner summary
     as_json = run(monkeypatch, capsys, tmp_path / "lab", "class", "status", "--json")
     report = json.loads(as_json.out)
     assert [u["record"] for u in report["ann"]["unreadable"]] == ["ann-kailab-gang/kailab-record"]

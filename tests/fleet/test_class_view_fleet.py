@@ -8,7 +8,10 @@ A class of two, ann and bob, each with the kubeconfig ``class up --out`` wrote; 
 - ``kailab watch`` live, with ann's kubeconfig: no 403, her queues and pods only, redrawn as they change;
 - ``class status`` (text and ``--json``): a lesson killed midway is stuck (started, no verdict), a pod Pending
   with the scheduler's own words; bob has nothing stuck;
-- ``class evidence``: the HTML page (one file) and the Markdown page with ann's GPU timelines.
+- ``class evidence``: the HTML page (one file) and the Markdown page with ann's GPU timelines;
+- who has joined (ann, from the mark her join wrote; bob not); the lesson cut short, run again, kept as two attempts
+  and no longer stuck; ``watch --learner ann`` (the instructor's): her queues with the fair shares KAI gives them,
+  nothing of bob's; time-fairshare said to ann as the instructor's demo, not a failure.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
+def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path, monkeypatch):
     kube = kai_lab.kube
     creds = tmp_path / "creds"
     kai_lab.cli("class", "up", "--learner", "ann", "--learner", "bob", "--out", str(creds), check=True)
@@ -91,6 +94,8 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
         )
 
     assert ann("join", str(creds / "ann.kubeconfig")).returncode == 0
+    joins = json.loads(kai_lab.cli("class", "status", "--json", check=True).stdout)
+    assert joins["ann"]["joined"]["at"] and joins["bob"]["joined"] is None, joins  # the API server's time of her mark
     for learner in ("ann", "bob"):
         for node in kube.core.list_node(label_selector=f"{LEARNER_LABEL}={learner}").items:
             assert any(t.key == partitions.taint(learner)["key"] and t.value == learner for t in node.spec.taints or [])
@@ -237,6 +242,54 @@ def test_instructor_view_and_isolation_of_a_class(kai_lab, tmp_path):
     assert "![GPU timelines of ann](class-timelines/ann.png)" in md.read_text()
     shown = "\\<script\\>alert\\(1\\)\\</script\\> \\{\\{ 7\\*7 \\}\\} \\[b\\]x\\[/b\\] \\[l\\]\\(y\\) \\&amp;"
     assert f"| ann | baseline | {shown} | PASS |" in md.read_text(), md.read_text()
+
+    assert "<th>not yet</th>" in page and "<th>gang</th>" not in page  # totals per learner, not a column a lesson
+
+    # time-fairshare is the instructor's demo for a joined learner: said so, plainly, and nothing is recorded
+    listed = ann("lesson")
+    assert any("time-fairshare" in line and "demo-only" in line for line in listed.stdout.splitlines()), listed.stdout
+    demo = ann("lesson", "time-fairshare", typed="")
+    assert demo.returncode == 0 and "demo-only in a class, not a lesson that failed" in demo.stdout, demo.stdout
+
+    # The lesson cut short, run again (the probe's pods out of the way: borrow fills all 32 GPUs): both attempts
+    # kept, and nothing of it stuck any more
+    for name in ("tolerated", "untolerated"):
+        kube.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+    until("the probe's pods are gone", lambda: not kube.core.list_namespaced_pod(ns).items)
+    again = ann("demo", "borrow", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["verdicts"][0]["outcome"] == "PASS", again.stderr
+    report = json.loads(kai_lab.cli("class", "status", "--json", "--stuck-after", "1", check=True).stdout)
+    borrow = report["ann"]["lessons"]["borrow"]
+    assert borrow["outcome"] == "PASS" and [a["outcome"] for a in borrow["attempts"]] == [RUNNING], borrow
+    assert "time-fairshare" not in report["ann"]["lessons"]
+    assert not any(
+        s.get("lesson") == "borrow" or s.get("pod", "").startswith(borrow_ns) for s in report["ann"]["stuck"]
+    )
+    text = kai_lab.cli("class", "status", check=True).stdout
+    assert "borrow PASS" in text and "(attempts: cut short " in text and "  joined: " in text, text
+
+    # The instructor watches ann's slice alone: her queues, with the fair shares her scheduler publishes on her shard
+    from kailab import fairshare, shards
+    from kailab.labels import SHARD_API, SHARD_FAIR_SHARES_ANNOTATION
+    from kailab.render import num
+
+    monkeypatch.setenv("COLUMNS", "220")
+
+    def shown_with_her_fair_shares() -> str:
+        shard = kube.get(SHARD_API, shards.KIND, shards.shard_name("ann")) or {}
+        text = (shard.get("metadata", {}).get("annotations") or {}).get(SHARD_FAIR_SHARES_ANNOTATION) or ""
+        published = {q: s.gpu for q, s in fairshare.parse(text).items() if q.startswith("ann-")}
+        shown = kai_lab.cli("watch", "--learner", "ann", "--once", check=True)
+        assert shown.stderr.startswith("Learner ann:") and "bob-" not in shown.stdout, shown.stdout + shown.stderr
+        lines = shown.stdout.splitlines()
+        return (
+            shown.stdout
+            if any(q in line and f" {num(v)} " in line for q, v in published.items() for line in lines)
+            else ""
+        )
+
+    frame = until("ann's queues are shown with the fair shares KAI gives them", shown_with_her_fair_shares, 90, 2)
+    assert "ann-probe" in frame  # her own queue, made above
 
     # After class down, ann's credential gets one clear message
     kai_lab.cli("class", "down", check=True)

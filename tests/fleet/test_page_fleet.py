@@ -235,20 +235,23 @@ def test_the_instructors_page_shows_one_learners_verdict_while_the_others_lesson
             live(page)
             assert page.locator("table.grid tbody tr").count() == 2
             bob = kailab(kai_lab.home, "class", "demo", "reclaim", "--learner", "bob", "-q")  # about 40 s
-            page.wait_for_selector("tr:has(button[data-select=bob]) td.cell.running", timeout=60_000)
+            page.wait_for_selector("tr:has(button[data-select=bob]) td.lessons .cell.running", timeout=60_000)
             ann = kailab(ann_home, "lesson", "borrow", cwd=tmp_path, typed="")  # her own machine, her kubeconfig
             finished(ann, HOSTILE + "\n")
-            page.wait_for_selector("tr:has(button[data-select=ann]) td.cell.pass", timeout=30_000)
-            assert bob.poll() is None and page.locator("tr:has(button[data-select=bob]) td.cell.running").count() == 1
+            page.wait_for_selector("tr:has(button[data-select=ann]) td.lessons .cell.pass", timeout=30_000)
+            assert (
+                bob.poll() is None
+                and page.locator("tr:has(button[data-select=bob]) td.lessons .cell.running").count() == 1
+            )
             page.locator("button[data-select=ann]").first.click()
             page.wait_for_selector("#learner h2", timeout=10_000)
             assert f"Predicted: “{HOSTILE}”" in page.inner_text("#learner")  # as she typed it
             drawn = page.locator("#learner figure img").first
             until("ann's timeline is drawn", lambda: drawn.evaluate("img => img.complete && img.naturalWidth") > 0)
-            if page.locator("tr:has(button[data-select=bob]) td.cell.running").count() == 1:
+            if page.locator("tr:has(button[data-select=bob]) td.lessons .cell.running").count() == 1:
                 screenshot(page, "page-class")  # the README's picture says bob's lesson runs: only while it does
             finished(bob)
-            page.wait_for_selector("tr:has(button[data-select=bob]) td.cell.pass", timeout=30_000)
+            page.wait_for_selector("tr:has(button[data-select=bob]) td.lessons .cell.pass", timeout=30_000)
             page.wait_for_selector("#summary li", timeout=10_000)
             assert "1 of 2 passed borrow" in page.inner_text("#summary")
             assert "1 of 2 passed reclaim" in page.inner_text("#summary")

@@ -396,9 +396,9 @@ def test_the_class_page_is_a_table_of_learners_and_lessons_with_user_text_kept_a
     }
     lines = markdown(sections(report, ["gang", "quota"])).splitlines()
     assert lines[:3] == ["# Class report", "", "## 2 learners, 2 lessons"]
-    assert lines[4] == "| learner | gang | quota |"
-    assert lines[6] == "| ann | – | PASS 2026-11-24T09:00:00+00:00 |"
-    assert lines[7] == "| bob | RUNNING since 2026-11-24T09:01:00+00:00 | – |"
+    assert lines[4] == "| learner | passed | failed | running | not yet | attempts | lessons |"
+    assert lines[6] == "| ann | 1 | 0 | 0 | 1 | 1 | quota PASS |"
+    assert lines[7] == "| bob | 0 | 0 | 1 | 1 | 1 | gang RUNNING |"
     assert "| ann | quota | team-a \\*wins\\* \\| \\[x\\]\\(y\\) second line | PASS |" in lines
     assert "- bob: bob-kailab-gang/w-0 Pending 300 s — the scheduler says: 0/5 nodes \\| no GPUs" in lines
     assert "- bob: lesson gang \\(bob-kailab-gang\\) started 300 s ago" in lines

@@ -178,6 +178,7 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
     from kailab.checks import Verdict
     from kailab.classroom import report
     from kailab.classroom.records import class_status, class_view, record_object
+    from kailab.partitions import owner
 
     s = load(tmp_path)
     p = by_key(s)["a-gpus"]
@@ -199,10 +200,10 @@ def test_graded_predictions_travel_in_the_lesson_record_to_class_status_and_its_
         core=SimpleNamespace(
             list_config_map_for_all_namespaces=lambda label_selector, limit: configmaps,
             list_namespace=lambda label_selector: SimpleNamespace(
-                items=[SimpleNamespace(metadata=SimpleNamespace(name="ann-kailab-tiny"))]
+                items=[SimpleNamespace(metadata=SimpleNamespace(name="ann-kailab-tiny", labels=owner("ann").labels))]
             ),
         ),
-        pods=lambda namespace: [],
+        pods=lambda namespace=None: [],
     )
     assert class_status(kube, ["ann"])["ann"]["lessons"]["tiny"] == row  # the client's objects read as the page's JSON
     assert row["right"] == "0 of 1 right"

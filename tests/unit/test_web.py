@@ -308,23 +308,24 @@ def test_the_class_page_shows_what_class_status_says_from_the_same_objects():
     kube = SimpleNamespace(  # what class status lists
         core=SimpleNamespace(
             list_config_map_for_all_namespaces=lambda label_selector, limit: _listed(cms, label_selector, limit),
-            list_namespace=lambda label_selector: SimpleNamespace(
+            list_namespace=lambda label_selector: SimpleNamespace(  # the class's: kailab.io/lab-id in (…)
                 items=[
-                    SimpleNamespace(metadata=SimpleNamespace(name=n["metadata"]["name"]))
-                    for n in namespaces
-                    if partitions.owner(label_selector.split("lab-id=class-")[1].split(",")[0]).owns(
-                        n["metadata"]["labels"]
+                    SimpleNamespace(
+                        metadata=SimpleNamespace(name=n["metadata"]["name"], labels=n["metadata"]["labels"])
                     )
+                    for n in namespaces
+                    if n["metadata"]["labels"]["kailab.io/lab-id"]
+                    in label_selector.split("(")[1].rstrip(")").split(",")
                 ]
             ),
         ),
-        pods=lambda ns: [],
+        pods=lambda ns=None: [],
     )
     listed = class_status(kube, ["ann", "bob"], now=now, timelines=True)
     model = ClassModel.__new__(ClassModel)  # its watches hold the same objects
     model.learners, model.stuck_after = lambda: ["ann", "bob"], 120
     model.watches = SimpleNamespace(
-        objects=lambda name: {"records": cms, "namespaces": namespaces, "pods": [], "shards": []}[name],
+        objects=lambda name: {"records": cms, "namespaces": namespaces, "pods": [], "shards": [], "joins": []}[name],
         failing=lambda: "",
     )
     model._cached_explain = lambda *a: []
