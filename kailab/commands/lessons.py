@@ -257,20 +257,12 @@ def challenge(
 def set_or_check(task: Task, file: Path | None) -> None:
     """A task or challenge: its goal; then the learner's copy written (the first time, without --file), or their
     file run with the hidden check after its steps — verdict printed, kept for evidence and in a class's records."""
-    from rich.panel import Panel
-
     from kailab import tasks
 
     out = render.stdout
-    out.print(
-        Panel(Text(task.goal), title=Text(f"{task.kind.capitalize()} {task.name}"), title_align="left"), soft_wrap=False
-    )
+    file = goal_and_copy(task, task.kind, file, "check it")
     if file is None:
-        file = task.copy_path()
-        if tasks.give(task, file):
-            shown = file.relative_to(Path.cwd())
-            out.print(f"Your copy: {shown} — edit it to reach the goal, then check it: {task.command}", markup=False)
-            return
+        return
     lab = Lab.open()
     scenario = lab.scenario(tasks.checked(task, file))  # the file is read and checked before the lab is asked
     session = lab.session(Progress())  # a class learner's keeps the verdict in the cluster, as a lesson's
@@ -290,14 +282,34 @@ def set_or_check(task: Task, file: Path | None) -> None:
         raise typer.Exit(1)
 
 
+def goal_and_copy(task: Task, kind: str, file: Path | None, then: str) -> Path | None:
+    """A task's goal shown; the file to run (``file``, or the learner's copy), or None when the copy was only just
+    written for them (the first time: they edit it, then ``then``)."""
+    from rich.panel import Panel
+
+    from kailab import tasks
+
+    render.stdout.print(
+        Panel(Text(task.goal), title=Text(f"{kind.capitalize()} {task.name}"), title_align="left"), soft_wrap=False
+    )
+    if file is not None:
+        return file
+    file = task.copy_path()
+    if tasks.give(task, file):
+        shown = file.relative_to(Path.cwd())
+        render.stdout.print(
+            f"Your copy: {shown} — edit it to reach the goal, then {then}: {task.command}", markup=False
+        )
+        return None
+    return file
+
+
 def hand_in(lab: Lab, kind: str, name: str, file: Path | None) -> None:
     """A class learner's task (``kind`` "task", ``name`` quota-1) or challenge (ticket-3): its goal and starting file
     from the class (kailab/classroom/grading.py), their copy
     written the first time; after that their file played in their slice, watched as long as the hidden check would
     watch it, and handed in (their file and what the run saw) for their instructor's side to grade."""
     import tempfile
-
-    from rich.panel import Panel
 
     from kailab import tasks
     from kailab.classroom import grading
@@ -306,15 +318,9 @@ def hand_in(lab: Lab, kind: str, name: str, file: Path | None) -> None:
     out = render.stdout
     with tempfile.TemporaryDirectory() as d:
         task = grading.class_task(lab.kube, kind, name, Path(d))
-        out.print(
-            Panel(Text(task.goal), title=Text(f"{kind.capitalize()} {task.name}"), title_align="left"), soft_wrap=False
-        )
+        file = goal_and_copy(task, kind, file, "run it")
         if file is None:
-            file = task.copy_path()
-            if tasks.give(task, file):
-                shown = file.relative_to(Path.cwd())
-                out.print(f"Your copy: {shown} — edit it to reach the goal, then run it: {task.command}", markup=False)
-                return
+            return
         scenario = lab.scenario(tasks.checked(task, file))  # the file is read and checked before the lab is asked
         session = lab.session(Progress(), record=Path(d) / "run")
         session.refuse([scenario])
