@@ -8,7 +8,8 @@ their scheduler reconfigured through their SchedulingShard, their fair shares re
 on their shard by the supervisor) — with the verdicts a lab of one's own gives (tests/golden/). From a learner's
 namespace only the API server's port of the lab answers (and what class up names as open); every other port the
 lab's processes listen on is closed to them. A learner's file used where the address cannot be reached says so,
-naming it, within 10 seconds.
+naming it, within 10 seconds. A task one learner hands in across the link is graded on the instructor's side while
+the other's slice is reset, and the reset learner's file works on their clean slice.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from kailab.runtimes.local import LocalRuntime
 pytestmark = [pytest.mark.fleet, pytest.mark.kai]
 
 GOLDEN = Path(__file__).parent.parent / "golden"
+SOLUTION = Path(__file__).parents[2] / "instructor" / "solutions" / "tasks" / "quota-1.yaml"  # the instructor's
 IN_CI = os.environ.get("CI", "").lower() == "true"
 ROOM = "10.99.0"  # the room's network: the instructor .1, the learners .2 and .3
 INSTRUCTOR = f"{ROOM}.1"
@@ -212,6 +214,28 @@ def test_learners_on_their_own_machines_join_across_the_link_and_run_their_lesso
             assert [str(c["observed"]) for c in shares[:2]] == ["22", "10"], (
                 shares
             )  # KAI's fair shares, read across the link
+
+        # ann hands in a task across the link while the instructor resets bob's slice: her run goes on untouched,
+        # the instructor's side grades it from its recording, and bob's same file works on his clean slice.
+        env = {**os.environ, "KAILAB_HOME": str(homes["ann"])}
+        task = subprocess.Popen(
+            [*learners["ann"].enter(), sys.executable, "-m", "kailab", "lesson", "quota", "--task", "1"]
+            + ["--file", str(SOLUTION)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        reset = instructor.kailab(home, "class", "reset", "--learner", "bob", timeout=600)
+        assert reset.returncode == 0, reset.stderr[-3000:]
+        out, err = task.communicate(timeout=900)
+        assert task.returncode == 0 and "Handed in" in out, out + err[-3000:]
+        status = instructor.kailab(home, "class", "status", "--json", timeout=300)
+        report = json.loads(status.stdout)
+        assert report["ann"]["tasks"]["quota-task-1"]["outcome"] == "PASS", report["ann"].get("tasks")
+        assert report["bob"]["scheduler"] == "running" and not report["bob"]["stuck"], report["bob"]
+        again = learners["bob"].kailab(homes["bob"], "demo", "quota", "--json", timeout=900)
+        assert json.loads(again.stdout)["verdicts"][0]["outcome"] == "PASS", again.stderr[-3000:]
 
         # A learner's file where the class's address cannot be reached: one message naming it, within 10 s.
         instructor.ip("link", "set", "r-bob", "down")  # bob's cable pulled
