@@ -115,9 +115,9 @@ def test_a_class_of_three_runs_lessons_side_by_side_with_the_golden_verdicts(kai
         for line in page.read_text().splitlines()
         if line.startswith("| ")
     ]
-    header, cai = table[0], next(r for r in table if r[0] == "cai")
-    assert cai[header.index("fairshare")].startswith("PASS ") and cai[header.index("reclaim")].startswith("PASS ")
-    assert cai[header.index("quota")] == "–"
+    cai = next(r for r in table if r[0] == "cai")  # the per-learner summary: the lessons tried, last
+    assert "fairshare PASS" in cai[-1] and "reclaim PASS" in cai[-1], cai
+    assert "quota" not in cai[-1], cai
     ns = partitions.for_partition(load_scenario(EXERCISES / "placement.yaml"), "ann").namespace
     queue = partitions.for_partition(load_scenario(EXERCISES / "placement.yaml"), "ann").queues[-1].name
 

@@ -244,6 +244,7 @@ def test_the_instructors_page_shows_one_learners_verdict_while_the_others_lesson
             assert page.locator(f"{bobs} .cell.running, {bobs} .cell.pass").count() == 1
             page.locator("button[data-select=ann]").first.click()
             page.wait_for_selector("#learner h2", timeout=10_000)
+            page.wait_for_selector("#learner p.prediction", timeout=30_000)  # her predictions' rewrite, watched in
             assert f"Predicted: “{HOSTILE}”" in page.inner_text("#learner")  # as she typed it
             drawn = page.locator("#learner figure img").first
             until("ann's timeline is drawn", lambda: drawn.evaluate("img => img.complete && img.naturalWidth") > 0)
