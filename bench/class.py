@@ -8,8 +8,8 @@
    and kailab's client, which plays the lesson — and the lab's memory at its peak above the lab without a class.
 2. For each class size of ``--learners``: ``class up``, every learner running ``--lessons`` (one after another) at
    the same time, each in their own partition: the wall time against one learner's, every verdict (those that
-   are not PASS are named, with the checks that failed), the lab's peak memory, the CPU seconds a learner-lesson
-   cost at that size, and who used the CPU (bench/cpu_split.py).
+   are not PASS are named, with the checks that failed), the lab's peak memory and the whole machine's used
+   memory, the CPU seconds a learner-lesson cost at that size, and who used the CPU (bench/cpu_split.py).
 3. The sizing table: for classes of ``--sizes``, the cores for a lesson to take at most twice one learner's time —
    a learner-lesson's CPU seconds (step 1) × how that cost grows with the class (step 2, fitted as a line in the
    class size: each learner's scheduler watches every learner's pods) × learners, over twice one learner's time —
@@ -92,7 +92,8 @@ def one_size(rt: LocalRuntime, klass: Class, kube: Kube, count: int, lessons: li
             errors[learner] = f"{type(e).__name__}: {getattr(e, 'message', e)}"
 
     threads = [threading.Thread(target=play, args=(n,)) for n in names.names]
-    with PeakMemory(rt.memory_mib) as peak, CpuSplit(str(rt.home)) as split:
+    host_before = host_used_mib()
+    with PeakMemory(rt.memory_mib) as peak, PeakMemory(host_used_mib) as host, CpuSplit(str(rt.home)) as split:
         start = time.monotonic()
         for t in threads:
             t.start()
@@ -117,6 +118,8 @@ def one_size(rt: LocalRuntime, klass: Class, kube: Kube, count: int, lessons: li
         "failed": failed,
         "errors": errors,
         "memory": peak.peak or 0.0,
+        "host": host.peak or 0.0,
+        "host_before": host_before,
         "added": (peak.peak or base_mib) - base_mib,
         "cpu": lab_cpu(split),
         "cpu_each": lab_cpu(split) / (count * len(lessons)),
@@ -127,6 +130,13 @@ def one_size(rt: LocalRuntime, klass: Class, kube: Kube, count: int, lessons: li
             for i, lesson in enumerate(lessons)
         },
     }
+
+
+def host_used_mib() -> float:
+    """The whole machine's used memory (MiB, psutil's ``used``): the lab, kailab's client and everything else."""
+    import psutil
+
+    return psutil.virtual_memory().used / 2**20
 
 
 def shard_scheduler_rss(rt: LocalRuntime, learner: str) -> float:
@@ -212,7 +222,9 @@ def main() -> None:
             f"{count:>2} learners: class up {got['up']:5.1f} s; {','.join(lessons)} side by side {got['wall']:6.1f} s"
             + (f" ({got['wall'] / first:.1f}× one learner's)" if first else "")
             + f"; {got['passed']}/{got['runs']} verdicts PASS; lab memory {got['memory'] / GIB:4.2f} GiB at its peak "
-            f"(+{got['added'] / GIB:.2f} for the class); {got['cpu_each']:.1f} CPU s a learner-lesson; each "
+            f"(+{got['added'] / GIB:.2f} for the class); the machine's used memory {got['host'] / GIB:4.2f} GiB at its "
+            f"peak ({got['host_before'] / GIB:4.2f} before the lessons); {got['cpu']:.0f} CPU s in all, "
+            f"{got['cpu_each']:.1f} CPU s a learner-lesson; each "
             f"learner's scheduler {got['scheduler_rss']:.0f} MiB",
             flush=True,
         )
