@@ -374,7 +374,18 @@ def graded_record(cm, learner: str, hidden: dict[str, tuple[str, str, str]]) -> 
     """(task id, its grade) of one of ``learner``'s submitted task records (the client's ConfigMap): outcome, and
     each hidden expectation's row; ``hidden``: the stored tasks by id (kind, name, file's text). A record that cannot be graded says why
     (outcome "NOT GRADED")."""
-    data, namespace = cm.data or {}, cm.metadata.namespace or ""
+    return _graded(cm.metadata.namespace or "", cm.data or {}, cm.binary_data or {}, learner, hidden)
+
+
+def graded_json(obj: dict, learner: str, hidden: dict[str, tuple[str, str, str]]) -> tuple[str, dict]:
+    """:func:`graded_record` for a record as the API's JSON (the class page's watch of records)."""
+    meta = obj.get("metadata") or {}
+    return _graded(meta.get("namespace") or "", obj.get("data") or {}, obj.get("binaryData") or {}, learner, hidden)
+
+
+def _graded(
+    namespace: str, data: dict, binary: dict, learner: str, hidden: dict[str, tuple[str, str, str]]
+) -> tuple[str, dict]:
     tid = str(data.get("lesson", ""))[:63]
     row: dict = {"namespace": namespace, "finished": str(data.get("finished", ""))[:40]}
     try:
@@ -382,7 +393,7 @@ def graded_record(cm, learner: str, hidden: dict[str, tuple[str, str, str]]) -> 
             raise ValueError(f"it is in namespace {namespace[:63]!r}, not one of {learner}'s")
         if tid not in hidden:
             raise ValueError(f"the class has no task {tid!r}")
-        packed = base64.b64decode((cm.binary_data or {}).get(CHANGES_KEY, ""), validate=True)
+        packed = base64.b64decode(binary.get(CHANGES_KEY, ""), validate=True)
         if not packed or len(packed) > MAX_GZIP:
             raise ValueError("it holds no recording")
         text = data.get(FILE_KEY)
@@ -397,6 +408,22 @@ def graded_record(cm, learner: str, hidden: dict[str, tuple[str, str, str]]) -> 
     return tid, {**row, "outcome": verdict.outcome, "checks": checks, **({"why": why} if why else {})}
 
 
+def hidden_tasks(secrets: list[tuple[dict, dict]]) -> dict[str, tuple[str, str, str]]:
+    """The class's stored tasks by id — (kind, name, task file's text) — from their Secrets' (labels, data)."""
+    hidden: dict[str, tuple[str, str, str]] = {}
+    for labels, data in secrets:
+        if TASK_LABEL not in (labels or {}):
+            continue
+        try:
+            kind, name, text = (
+                base64.b64decode((data or {}).get(k, "")).decode() for k in ("kind", "name", "task.yaml")
+            )
+        except (ValueError, UnicodeDecodeError):
+            continue  # not one class up wrote: graded as "the class has no task"
+        hidden[labels[TASK_LABEL]] = (kind, name, text)
+    return hidden
+
+
 def grades(kube: Kube, learners: list[str]) -> dict[str, dict[str, dict]]:
     """Learner → task id → its grade: each submitted task record (the latest of each task) graded against the hidden
     check stored in the cluster. Learners who handed in no task: {}."""
@@ -406,10 +433,7 @@ def grades(kube: Kube, learners: list[str]) -> dict[str, dict[str, dict]]:
         if e.status != 404:
             raise
         secrets = []
-    hidden: dict[str, tuple[str, str, str]] = {}
-    for s in secrets:
-        kind, name, text = (base64.b64decode((s.data or {}).get(k, "")).decode() for k in ("kind", "name", "task.yaml"))
-        hidden[s.metadata.labels[TASK_LABEL]] = (kind, name, text)
+    hidden = hidden_tasks([(s.metadata.labels, s.data) for s in secrets])
     out: dict[str, dict[str, dict]] = {learner: {} for learner in learners}
     if not learners:
         return out
@@ -422,14 +446,30 @@ def grades(kube: Kube, learners: list[str]) -> dict[str, dict[str, dict]]:
     return out
 
 
-def grade_lines(grades_by_learner: dict[str, dict[str, dict]]) -> list[str]:
-    """``class status``'s task grades, a line per learner who handed one in: ``ann tasks: quota-task-1 PASS``."""
-    out = []
-    for learner, theirs in grades_by_learner.items():
-        if theirs:
-            said = ", ".join(
-                f"{tid} {g['outcome']}" + (f" ({g['why']})" if g.get("why") else "")
-                for tid, g in sorted(theirs.items())
-            )
-            out.append(f"{learner} tasks (graded from their recordings): {said}")
-    return out
+class GradeCache:
+    """The class page's task grades, from the records and task Secrets it watches: a hand-in is graded once (a
+    replay of its recording) and kept until it, or its task, changes."""
+
+    KEPT = 512  # hand-ins remembered; past it the cache starts again
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple, tuple[str, dict]] = {}
+
+    def grades(self, learners: list[str], records: list[dict], secrets: list[dict]) -> dict[str, dict[str, dict]]:
+        hidden = hidden_tasks([((s.get("metadata") or {}).get("labels") or {}, s.get("data") or {}) for s in secrets])
+        out: dict[str, dict[str, dict]] = {learner: {} for learner in learners}
+        for obj in records:
+            meta = obj.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            learner = labels.get(LEARNER_LABEL, "")
+            if SUBMITTED_LABEL not in labels or learner not in out:
+                continue
+            tid = str((obj.get("data") or {}).get("lesson", ""))[:63]
+            key = (meta.get("namespace"), meta.get("name"), meta.get("resourceVersion"), learner, hidden.get(tid))
+            if key not in self._kept:
+                if len(self._kept) >= self.KEPT:
+                    self._kept.clear()
+                self._kept[key] = graded_json(obj, learner, hidden)
+            tid, row = self._kept[key]
+            out[learner][tid] = row
+        return out

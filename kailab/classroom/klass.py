@@ -101,12 +101,17 @@ class Class:
         return report
 
     def page(self, kube: Kube, out: Path, stuck_after: float, force: bool = False) -> list[Path]:
-        """``class evidence``: the class's status as a page (classroom/report.py), with each learner's timelines;
-        a file at ``out`` that kailab did not write is replaced only with ``force`` (:mod:`kailab.outfile`)."""
+        """``class evidence``: the class's status as a page (classroom/report.py), with each learner's timelines
+        and task grades (classroom/grading.py); a file at ``out`` that kailab did not write is replaced only with
+        ``force`` (:mod:`kailab.outfile`)."""
         from kailab.classroom import report
+        from kailab.classroom.grading import grades
         from kailab.lesson import lesson_names
 
-        status = records.class_status(kube, self.learners(), stuck_after=stuck_after, timelines=True)
+        learners = self.learners()
+        status = records.class_status(kube, learners, stuck_after=stuck_after, timelines=True)
+        for name, theirs in grades(kube, learners).items():
+            status[name]["tasks"] = theirs
         return report.write(status, lesson_names(), out, force)
 
     def learners_server(self, kube: Kube, asked: str | None = None) -> tuple[str, str]:

@@ -148,9 +148,15 @@ def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None
     learners = sorted(report)
     totals = learner_totals(report, lessons)
     joined = any("joined" in report[n] for n in learners)
+    handed_in = any(report[n].get("tasks") for n in learners)
     per_learner = Section(
         f"{len(learners)} learners, {len(lessons)} lessons",
-        ["learner", *(["joined"] if joined else []), "passed", "failed", "running", "not yet", "attempts", "lessons"],
+        [
+            "learner",
+            *(["joined"] if joined else []),
+            *("passed", "failed", "running", "not yet", "attempts", "lessons"),
+            *(["tasks graded"] if handed_in else []),
+        ],
         [
             [
                 name,
@@ -162,6 +168,7 @@ def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None
                     if n in report[name]["lessons"]
                 )
                 or "–",
+                *([task_grades_words(report[name].get("tasks") or {}) or "–"] if handed_in else []),
             ]
             for name in learners
         ],
@@ -186,11 +193,16 @@ def sections(report: dict, lessons: list[str], pictures: dict[str, bytes] | None
         if (said := attempts_words(r))
     ]:
         out.append(Section("Lessons tried more than once", lines=tries))
-    others = [  # tasks and challenges: any record that is not a lesson's
-        [name, n, when(r)] for name in learners for n, r in sorted(report[name]["lessons"].items()) if n not in lessons
+    others = [  # tasks and challenges: any record that is not a lesson's, and its grade where it was handed in
+        [name, n, when(r), *([grade_words(g) if (g := theirs.get(n)) else "not handed in"] if handed_in else [])]
+        for name in learners
+        for theirs in [report[name].get("tasks") or {}]
+        for n, r in sorted(report[name]["lessons"].items())
+        if n not in lessons
     ]
     if others:
-        out.append(Section("Tasks and challenges", ["learner", "task or challenge", "outcome"], others))
+        header = ["learner", "task or challenge", "their run" if handed_in else "outcome"]
+        out.append(Section("Tasks and challenges", header + (["graded"] if handed_in else []), others))
     predictions = [
         [name, n, r["prediction"], r["outcome"]]
         for name in learners
@@ -340,9 +352,21 @@ def joined_words(joined: dict | None) -> str:
     return f"{clock(joined.get('at') or '')}{host}".strip() or "joined"
 
 
+def grade_words(g: dict) -> str:
+    """One task's grade (classroom/grading.py) in words: ``FAIL (why)``; a grade's ``why`` is the grader's words."""
+    failed = [str(c.get("title", "")) for c in g.get("checks") or [] if not c.get("passed")]
+    why = g.get("why") or (f"not met: {'; '.join(failed)}" if failed and g.get("outcome") != "PASS" else "")
+    return f"{g.get('outcome', '')}" + (f" ({one_line(why)[:200]})" if why else "")
+
+
+def task_grades_words(theirs: dict[str, dict]) -> str:
+    """A learner's task grades, graded on the instructor's side: ``quota-task-1 PASS, gang-task-1 FAIL (…)``; ""."""
+    return ", ".join(f"{tid} {grade_words(g)}" for tid, g in sorted(theirs.items()))
+
+
 def text(report: dict, learners: list[str], lessons: list[str]) -> list[str]:
-    """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when,
-    predictions, who is stuck, and records that could not be read; then the class per lesson (:func:`lesson_summary`)
+    """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when, the
+    tasks they handed in as graded on the instructor's side (classroom/grading.py), predictions, who is stuck, and records that could not be read; then the class per lesson (:func:`lesson_summary`)
     and its verdicts counted."""
     if not learners:
         return ["No class on this lab. Start one: kailab class up --learners N"]
@@ -367,6 +391,8 @@ def text(report: dict, learners: list[str], lessons: list[str]) -> list[str]:
                 out.append(f"  {lesson}: predicted “{said}”, outcome {r['outcome']}")
             if r.get("predictions"):
                 out.append(f"  {lesson} predictions: " + "; ".join(map(graded_words, r["predictions"])))
+        if said := task_grades_words(row.get("tasks") or {}):
+            out.append(f"{name} tasks (graded from their recordings): {said}")
         out.extend(f"  stuck: {stuck_line(name, s)}" for s in row["stuck"])
         out.extend(f"  {unreadable_line(name, u)}" for u in row.get("unreadable", []))
     out.extend(f"Class: {summary['line']}" for summary in lesson_summary(report, lessons))

@@ -171,11 +171,7 @@ def status(
     from kailab.classroom.report import text
     from kailab.lesson import lesson_names
 
-    for line in text(report, klass.learners(), lesson_names()):
-        render.stdout.print(line, markup=False, highlight=False)
-    from kailab.classroom.grading import grade_lines
-
-    for line in grade_lines({name: report[name].get("tasks", {}) for name in klass.learners()}):
+    for line in text(report, klass.learners(), lesson_names()):  # task grades beside each learner's lessons
         render.stdout.print(line, markup=False, highlight=False)
 
 

@@ -5,6 +5,7 @@
   :func:`kailab.status.node_rows`, :func:`kailab.watch.colour_order`), the pods waiting, and each lesson's record
   (:func:`kailab.classroom.records.record_row`): its expectations decided so far, then its verdict and GPU timeline;
 - the class's page (``kailab class serve``): ``class status``'s view (:func:`kailab.classroom.records.class_view`),
+  the tasks learners handed in, graded on the instructor's side (:class:`kailab.classroom.grading.GradeCache`),
   its per-lesson summary (:func:`kailab.classroom.report.lesson_summary`), each learner's totals
   (:func:`kailab.classroom.report.learner_totals`), scheduler (:func:`kailab.shards.runs`) and join
   (:func:`kailab.classroom.joined.join_states`).
@@ -226,6 +227,10 @@ class ClassModel:
         w.add("pods", watches.pods(kube, cond))  # every pod: those of learners' namespaces are read
         if serves(kube, SHARD_API, shards.KIND):
             w.add("shards", watches.custom(kube, cond, SHARD_API, "schedulingshards"))
+        from kailab.classroom import grading  # the grader (a replay engine): the class page's alone
+
+        w.add("tasks", watches.secrets(kube, cond, grading.TASK_LABEL, grading.NAMESPACE))  # the hidden checks
+        self._grades = grading.GradeCache()
         self._explained: dict[tuple, tuple[float, list]] = {}
         self._explain = records.explainer(kube)
         self._deadline: float | None = None
@@ -276,8 +281,10 @@ class ClassModel:
         self._deadline = None if soon is None else time.monotonic() + soon
         found = {(s.get("metadata") or {}).get("name"): s for s in self.watches.objects("shards")}
         joins = join_states(learners, self.watches.objects("joins"))
+        graded = self._grades.grades(learners, self.watches.objects("records"), self.watches.objects("tasks"))
         for learner in learners:
             status[learner]["joined"] = joins[learner]
+            status[learner]["tasks"] = graded[learner]
             shard = found.get(shards.shard_name(learner))
             status[learner]["scheduler"] = (
                 "missing" if shard is None else "running" if shards.runs(shard, learner) else "stopped"

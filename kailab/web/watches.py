@@ -114,6 +114,11 @@ def config_maps(kube: Kube, cond: threading.Condition, selector: str, namespace:
     return Watched(as_json(kube.core.list_namespaced_config_map), namespace, cond=cond, label_selector=selector)
 
 
+def secrets(kube: Kube, cond: threading.Condition, selector: str, namespace: str) -> Watched:
+    """An unstarted watch of one namespace's Secrets (the class's stored tasks, for the instructor's page)."""
+    return Watched(as_json(kube.core.list_namespaced_secret), namespace, cond=cond, label_selector=selector)
+
+
 def nodes(kube: Kube, cond: threading.Condition, selector: str = "") -> Watched:
     return Watched(as_json(kube.core.list_node), cond=cond, label_selector=selector)
 

@@ -206,6 +206,46 @@ def test_the_class_is_summed_up_per_learner_and_per_lesson_not_a_column_a_lesson
     )
 
 
+def test_task_grades_stand_beside_each_learners_lessons_in_class_status_and_on_the_evidence_page():
+    """A hand-in graded on the instructor's side (classroom/grading.py) is said with the learner's lessons: in
+    ``class status`` on the line after theirs, on the evidence page (Markdown and HTML) in their row and beside the
+    outcome of the run they handed in — not the run's own PASS, which played no hidden check."""
+    failed = {"title": "team-research runs all 8 of its pods", "passed": False}
+    rep = {
+        "ann": {
+            "lessons": {
+                "quota": {"outcome": "PASS", "finished": "2026-11-27T10:05:00+00:00"},
+                "quota-task-1": {"outcome": "PASS", "finished": "2026-11-27T10:12:00+00:00"},
+            },
+            "stuck": [],
+            "scheduler": "running",
+            "tasks": {"quota-task-1": {"outcome": "FAIL", "checks": [{"title": "q", "passed": True}, failed]}},
+        },
+        "bob": {"lessons": {"quota-task-1": {"outcome": "PASS"}}, "stuck": [], "scheduler": "running", "tasks": {}},
+    }
+    lines = report.text(rep, ["ann", "bob"], ["quota"])
+    said = "ann tasks (graded from their recordings): quota-task-1 FAIL (not met: team-research runs all 8 of its pods)"
+    assert lines.index(said) == 1  # beside her lessons, before bob's and the class's lines
+    assert not any(line.startswith("bob tasks") for line in lines)  # nothing handed in: no line
+    page = report.markdown(report.sections(rep, ["quota"])).splitlines()
+    assert "| learner | passed | failed | running | not yet | attempts | lessons | tasks graded |" in page
+    assert any(
+        line.startswith("| ann |")
+        and line.endswith("| quota-task-1 FAIL \\(not met: team-research runs all 8 of its pods\\) |")
+        for line in page
+    ), page
+    assert "| learner | task or challenge | their run | graded |" in page
+    assert any(line.startswith("| ann | quota-task-1 | PASS ") and "| FAIL \\(not met" in line for line in page), page
+    assert any(line.startswith("| bob | quota-task-1 | PASS |") and line.endswith("| not handed in |") for line in page)
+    html = report.html_page(report.sections(rep, ["quota"]))
+    assert "<th>tasks graded</th>" in html and "<td>quota-task-1 FAIL (not met: team-research" in html
+    del rep["ann"]["tasks"], rep["bob"]["tasks"]  # a class where nobody handed a task in: the page as before
+    assert (
+        "| learner | passed | failed | running | not yet | attempts | lessons |"
+        in report.markdown(report.sections(rep, ["quota"])).splitlines()
+    )
+
+
 def _mark(learner: str, namespace: str | None = None, name: str = joined.JOINED, times=()) -> dict:
     obj = joined.joined_object(learner, "laptop <b>")
     meta = obj["metadata"]
@@ -289,6 +329,11 @@ def test_the_class_page_sums_up_six_learners_in_a_real_browser_with_every_attemp
     status["learner-1"]["joined"] = {"at": "2026-11-27T09:58:01+00:00", "host": "ann-laptop"}
     earlier = [{"outcome": "FAIL", "started": "2026-11-24T09:50:00+00:00", "finished": "2026-11-24T09:51:00+00:00"}]
     status["learner-1"]["lessons"]["quota"] = row("PASS", "Quota", attempts=earlier)
+    status["learner-1"]["lessons"]["quota-task-1"] = row("PASS", "Quota task 1", lesson="quota-task-1")
+    not_met = {"title": "team-research runs all 8 of its pods", "passed": False}
+    status["learner-1"]["tasks"] = {
+        "quota-task-1": {"outcome": "FAIL", "finished": "2026-11-27T10:12:00+00:00", "checks": [not_met]}
+    }
     status["learner-2"]["lessons"]["quota"] = row("FAIL", "Quota")
     status["learner-3"]["lessons"]["gang"] = row("RUNNING", "Gang", lesson="gang", namespace="learner-3-kailab-gang")
     view = {
@@ -315,10 +360,19 @@ def test_the_class_page_sums_up_six_learners_in_a_real_browser_with_every_attemp
                 r.locator("th").inner_text(): [c.inner_text() for c in r.locator("td").all()]
                 for r in page.locator("table.per-lesson tbody tr").all()
             }
-            assert counts == {"quota": ["1", "1", "0", "4", "1"], "gang": ["0", "0", "1", "5", "0"]}, counts
+            assert counts == {
+                "quota": ["1", "1", "0", "4", "1"],
+                "gang": ["0", "0", "1", "5", "0"],
+                "quota-task-1": ["1", "0", "0", "5", "0"],  # the runs handed in, as the class summary counts them
+            }, counts
             page.locator("button[data-select=learner-1]").first.click()
             page.wait_for_selector("#learner .attempts")
             assert "Earlier attempts: FAIL 09:51:00 UTC" in page.inner_text("#learner .attempts")
+            # the task she handed in: graded FAIL on the instructor's side, beside her run's own PASS
+            tasks = page.locator("tr:has(button[data-select=learner-1]) td.tasks").inner_text()
+            assert "quota-task-1 graded FAIL" in tasks and "their run PASS" in tasks, tasks
+            grade = page.locator("#learner table.task-grades tbody tr").inner_text()
+            assert "quota-task-1" in grade and "FAIL" in grade and "team-research runs all 8" in grade, grade
             # wide enough for a projector: nothing scrolls sideways
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     finally:

@@ -203,3 +203,44 @@ def test_an_instructors_own_task_is_stored_beside_the_built_in_ones(tmp_path):
     own.write_text(QUOTA_1.read_text().replace('title: "team-research runs all 8', 'title: "every one of the 8'))
     (stored,) = grading.read_dir(tmp_path)
     assert stored.id == "quota-task-2" and "every one" in stored.text and "every one" not in json.dumps(stored.part)
+
+
+def _submitted(name: str, version: str = "1") -> dict:
+    """ann's hand-in of quota-task-1 as the class page's watch sees it (the API's JSON)."""
+    text, _ = handed_in(name)
+    packed = gzip.compress((RECORDINGS / name / "changes.jsonl").read_bytes())
+    labels = {"kailab.io/learner": "ann", "kailab.io/lesson-record": "quota-task-1", grading.SUBMITTED_LABEL: "true"}
+    return {
+        "metadata": {
+            "name": "kailab-record-x",
+            "namespace": "ann-kailab-quota",
+            "resourceVersion": version,
+            "labels": labels,
+        },
+        "data": {"lesson": "quota-task-1", "finished": "2026-11-27T10:12:00+00:00", grading.FILE_KEY: text},
+        "binaryData": {grading.CHANGES_KEY: base64.b64encode(packed).decode()},
+    }
+
+
+def test_the_class_page_grades_a_hand_in_from_what_it_watches_once_until_it_changes(monkeypatch):
+    """The page's grades: the stored task's Secret as class up writes it, a hand-in as watched; a hand-in is graded
+    once (a replay), again only when the learner hands in again; someone else's or a lesson's record is not graded."""
+    secrets = [o for o in grading.objects(grading.built_in()) if o["kind"] == "Secret"]
+    cache, replays = grading.GradeCache(), []
+    real = grading.graded_json
+    monkeypatch.setattr(grading, "graded_json", lambda *a: replays.append(a[0]) or real(*a))
+    lesson = {"metadata": {"namespace": "ann-kailab-quota", "labels": {"kailab.io/learner": "ann"}}, "data": {}}
+    theirs = {**_submitted("quota-1-solved"), "metadata": {**_submitted("quota-1-solved")["metadata"]}}
+    theirs["metadata"]["labels"] = {**theirs["metadata"]["labels"], "kailab.io/learner": "bob"}  # not a learner
+    got = cache.grades(["ann", "cai"], [_submitted("quota-1-as-given"), lesson, theirs], secrets)
+    assert got["cai"] == {} and list(got["ann"]) == ["quota-task-1"]
+    assert got["ann"]["quota-task-1"]["outcome"] == "FAIL" and len(replays) == 1
+    failed = [c["title"] for c in got["ann"]["quota-task-1"]["checks"] if not c["passed"]]
+    assert failed and failed[0].startswith("team-research runs all 8")
+    assert cache.grades(["ann"], [_submitted("quota-1-as-given")], secrets)["ann"]["quota-task-1"]["outcome"] == "FAIL"
+    assert len(replays) == 1  # the same hand-in: not replayed again
+    again = cache.grades(["ann"], [_submitted("quota-1-solved", version="2")], secrets)
+    assert again["ann"]["quota-task-1"]["outcome"] == "PASS" and len(replays) == 2
+    nothing_stored = cache.grades(["ann"], [_submitted("quota-1-solved", version="2")], [])
+    assert nothing_stored["ann"]["quota-task-1"]["outcome"] == "NOT GRADED"
+    assert "no task 'quota-task-1'" in nothing_stored["ann"]["quota-task-1"]["why"]

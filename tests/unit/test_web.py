@@ -27,6 +27,7 @@ import pytest
 from browser import chromium, live
 
 from kailab import partitions
+from kailab.classroom.grading import GradeCache
 from kailab.classroom.records import class_status, record_object, started_object
 from kailab.classroom.report import lesson_summary
 from kailab.errors import KailabError
@@ -325,11 +326,20 @@ def test_the_class_page_shows_what_class_status_says_from_the_same_objects():
     model = ClassModel.__new__(ClassModel)  # its watches hold the same objects
     model.learners, model.stuck_after = lambda: ["ann", "bob"], 120
     model.watches = SimpleNamespace(
-        objects=lambda name: {"records": cms, "namespaces": namespaces, "pods": [], "shards": [], "joins": []}[name],
+        objects=lambda name: {
+            "records": cms,
+            "namespaces": namespaces,
+            "pods": [],
+            "shards": [],
+            "joins": [],
+            "tasks": [],
+        }[name],
         failing=lambda: "",
     )
     model._cached_explain = lambda *a: []
+    model._grades = GradeCache()
     shown = model.view()["status"]
+    assert shown["ann"]["tasks"] == shown["bob"]["tasks"] == {}  # nothing handed in (graded: test_grading.py)
     assert {k: v["lessons"] for k, v in shown.items()} == {k: v["lessons"] for k, v in listed.items()}
     assert [s["lesson"] for s in shown["bob"]["stuck"]] == ["gang"]  # running 300 s, no verdict: stuck
     assert shown["ann"]["lessons"]["quota"]["prediction"] == "about 8"  # ann's record in bob's namespace is not hers
