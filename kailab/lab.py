@@ -240,7 +240,7 @@ class Lab(ABC):
         except NotRunning:
             kube = None
         fair_shares = self.view.fair_shares() if with_queues and kube else None
-        return lab_status(info, kube, with_queues, fair_shares, self.view.metrics)
+        return lab_status(info, kube, with_queues, fair_shares, self.view.metrics, self.view if kube else None)
 
     def lesson_queues(self) -> tuple[QueueFile, ...]:
         """The lesson's queue hierarchy (manifests/queues.yaml), named as this lab names its queues."""
@@ -552,6 +552,28 @@ class LearnerSlice(Lab):
     def view(self) -> View:
         """Their slice (:func:`learner_view`), their fair shares read with their credential."""
         return learner_view(self.kube, self.learner)
+
+    def info(self) -> LabInfo:
+        """Their slice of the class: the class's API server, answering their credential (a cluster that does not
+        answer, or a credential it no longer takes, is said with a learner's hint), and their scheduler."""
+        from kailab.runtimes.base import ComponentHealth, LabInfo
+
+        kube = self.kube
+        server = kube.api.configuration.host
+        try:
+            runs = self.control.running()
+        except KailabError as e:
+            runs, why = False, e.message
+        else:
+            why = "running" if runs else "stopped: your next lesson restarts it"
+        return LabInfo(
+            runtime=f"class (learner {self.learner})",
+            kubeconfig=self.kubeconfig(),
+            components=[
+                ComponentHealth("the class's API server", True, server),
+                ComponentHealth(f"your scheduler ({self.learner})", runs, why),
+            ],
+        )
 
     def scenario(self, scenario: Scenario) -> Scenario:
         from kailab.partitions import for_partition

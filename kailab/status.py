@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kailab import gpus
 from kailab.kube import Kube, as_json
 from kailab.labels import POOL_LABEL, QUEUE_API
 from kailab.pods import PodView, pod_view
 from kailab.runtimes.base import LabInfo
+
+if TYPE_CHECKING:
+    from kailab.lab import View
 
 
 def all_pods(kube: Kube) -> list[PodView]:
@@ -151,8 +156,10 @@ def lab_status(
     with_queues: bool,
     fair_shares: dict[str, float] | None = None,
     metrics=None,
+    view: View | None = None,
 ) -> dict:
-    """The lab now; ``metrics``: a reader of KAI's scheduler metrics, for how busy the lab is (``load``)."""
+    """The lab now; ``metrics``: a reader of KAI's scheduler metrics, for how busy the lab is (``load``); ``view``:
+    the pods, nodes and queues the lab sees (a class learner's: their slice; None: the whole cluster)."""
     status = {
         "runtime": info.runtime,
         "kubeconfig": str(info.kubeconfig),
@@ -162,10 +169,10 @@ def lab_status(
         "queues": None,
     }
     if kube is not None:
-        pods = all_pods(kube)
-        status["nodes"] = nodes = nodes_and_gpus(kube, pods)
+        pods = view.pods(kube) if view is not None else all_pods(kube)
+        status["nodes"] = nodes = nodes_and_gpus(kube, pods, view.nodes if view is not None else "")
         if with_queues:
-            status["queues"] = rows = queues(kube, pods, fair_shares)
+            status["queues"] = rows = queues(kube, pods, fair_shares, view.queues if view is not None else "")
             status["warnings"] = quota_warnings(rows, nodes)
         status["load"] = load(kube, metrics)
     return status

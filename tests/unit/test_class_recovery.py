@@ -246,3 +246,45 @@ def test_a_learners_explain_says_first_that_their_scheduler_is_stopped(tmp_path,
     else:
         assert "ann's scheduler is stopped" in pending.details[0]
         assert "kailab class reset --learner ann" in pending.details[0]
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_a_joined_learners_status_shows_their_slice_not_no_lab_is_running(tmp_path, runs):
+    """``kailab status`` for a joined learner (it said "No lab is running → kailab up"): the class's API server and
+    their scheduler as components, and only their nodes, queues and lesson namespaces' pods — each asked with their
+    slice's selectors, never the whole cluster's (their credential may not list it)."""
+    from kailab.lab import LearnerSlice, View
+    from kailab.pods import pod_view
+
+    asked: list[tuple] = []
+    node = {"metadata": {"name": "ann-kwok-a100-0", "labels": {}}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+    pod = {
+        "metadata": {"name": "w-0", "namespace": "ann-kailab-quota", "labels": {"kai.scheduler/queue": "ann-team"}},
+        "spec": {"nodeName": "ann-kwok-a100-0", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+        "status": {"phase": "Running"},
+    }
+
+    def list_node(**kw):
+        asked.append(("nodes", kw.get("label_selector")))
+        return SimpleNamespace(data=json.dumps({"items": [node]}).encode())
+
+    def refused(*a, **kw):  # the whole cluster's pods, or the API server's own metrics: not a learner's
+        raise RuntimeError("403")
+
+    kube = SimpleNamespace(
+        api=SimpleNamespace(configuration=SimpleNamespace(host="https://192.0.2.7:6443"), param_serialize=refused),
+        core=SimpleNamespace(list_node=list_node, list_pod_for_all_namespaces=refused, list_namespaced_pod=refused),
+        pods=lambda ns: asked.append(("pods", ns)) or [pod],
+        list=lambda api, kind, label_selector=None: asked.append(("queues", label_selector)) or [],
+    )
+    lab = LearnerSlice(tmp_path, joined.Joined("ann", tmp_path / "ann.kubeconfig"))
+    view = View(queues="kai.scheduler/node-pool=ann", nodes="sel-ann", namespaces=lambda k: ["ann-kailab-quota"])
+    lab.__dict__.update(kube=kube, view=view, control=SimpleNamespace(running=lambda: runs))
+    status = lab.status(with_queues=True)
+    assert status["runtime"] == "class (learner ann)" and status["healthy"] is runs
+    assert [c["name"] for c in status["components"]] == ["the class's API server", "your scheduler (ann)"]
+    assert status["components"][0]["detail"] == "https://192.0.2.7:6443"
+    assert status["nodes"] == [{"name": "ann-kwok-a100-0", "pool": "-", "gpus": 8, "used": 2, "free": 6}]
+    assert ("nodes", "sel-ann") in asked and ("pods", "ann-kailab-quota") in asked
+    assert ("queues", "kai.scheduler/node-pool=ann") in asked
+    assert pod_view(pod).gpus == 2  # the row's "used" is the pod's GPUs, as status counts them
