@@ -70,7 +70,7 @@ def _slice(ctx: typer.Context) -> None:
     except Exception:  # noqa: BLE001 (another damaged file: the command itself says what is wrong)
         return
     if isinstance(opened, LearnerSlice):
-        from kailab.classroom.klass import slice_line
+        from kailab.classroom.joined import slice_line
 
         stderr.print(slice_line(opened.learner), markup=False, highlight=False)
 

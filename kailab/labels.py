@@ -38,6 +38,7 @@ SHARD_API = "kai.scheduler/v1"  # SchedulingShard: one scheduler per partition (
 KAI_SCHEDULER_NAME = (
     "kai-scheduler"  # the scheduler a pod asks for (spec.schedulerName, the components' --scheduler-name)
 )
+CHALLENGE_NAMESPACE = "kailab-challenge"  # every challenge runs here (a class learner's slice has it: kailab/tasks.py)
 KAI_NAMESPACE = "kai-scheduler"  # the namespace KAI's chart installs into (and the local runtime makes)
 KAI_HELM_RELEASE = "kai-scheduler"  # the Helm release of KAI's chart (kind runtime; preflight's advice)
 KAI_SCHEDULER_PROCESS = "kai-scheduler"  # the scheduler's binary and process on the local runtime (pids/, logs/)

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kailab import shards
 from kailab.errors import KailabError
-from kailab.fleet import Fleet, create_fleet, node_objects
 from kailab.kube import Kube
 from kailab.labels import (
     DEFAULT_SCHEDULER_NAME,
@@ -35,15 +35,19 @@ from kailab.labels import (
     SHARD_API,
 )
 from kailab.labstate import DamagedState
-from kailab.operators import delete_workloads
 from kailab.outfile import write_own
 from kailab.ownership import CLUSTER_KINDS, Owner
 from kailab.runtimes.base import PartitionHost, SchedulerControl
-from kailab.scenarios.live import LiveCluster
-from kailab.scenarios.model import DeletePods, NodeStep, Scenario, Wait
 from kailab.scenarios.prefix import check_prefix, prefixed
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.userfile import read_own_json
+
+# A slice's names, owner and selectors are read by every command of a joined learner (their status, watch,
+# explain): what only making, running or removing a partition needs is imported where it is used.
+if TYPE_CHECKING:
+    from kailab.fleet import Fleet
+    from kailab.scenarios.live import LiveCluster
+    from kailab.scenarios.model import Scenario
 
 LAB_ID_PREFIX = "class-"
 CLASS_STATE = "class.json"  # the class's partitions (its learners), in the host's folder
@@ -95,6 +99,8 @@ def node_labels(partition: str) -> dict[str, str]:
 def nodes(fleet: Fleet, partition: str) -> list[dict]:
     """The partition's fleet: the lesson fleet's nodes, named ``<partition>-kwok-…``, in the partition and tainted
     as its own."""
+    from kailab.fleet import node_objects
+
     tainted = dataclasses.replace(fleet, taints=(*fleet.taints, taint(partition)))
     return node_objects(tainted, prefix=partition, labels=node_labels(partition))
 
@@ -106,6 +112,8 @@ def node_selector(partition: str) -> str:
 def for_partition(scenario: Scenario, partition: str) -> Scenario:
     """The scenario as it runs in the partition: its prefix on the queues, classes and namespace, and on the names
     of the nodes it pins pods to, clears or requires (the partition's nodes are ``<partition>-kwok-…``)."""
+    from kailab.scenarios.model import DeletePods, NodeStep, Wait
+
     out = prefixed(scenario, partition)
 
     def node(name: str | None) -> str | None:
@@ -190,6 +198,8 @@ class Partitions:
 
     def cluster(self, partition: str, kube: Kube) -> LiveCluster:
         """The engine's view of the partition: its owner labels, nodes and scheduler."""
+        from kailab.scenarios.live import LiveCluster
+
         control = self.control(partition, kube)
         return LiveCluster(
             kube, control, owner=owner(partition), metrics=control.metrics, node_selector=node_selector(partition)
@@ -207,6 +217,8 @@ class Partitions:
         it is gone), its lesson namespaces emptied (the namespaces, and the lesson records in them, stay), its queues,
         priority classes and topologies deleted, its nodes made again as the fleet has them (a lesson cut short may
         have cordoned, tainted or relabelled one)."""
+        from kailab.operators import delete_workloads
+
         selector = owner(partition).selector()
         self.host.ready(kube)
         if kube.get(SHARD_API, shards.KIND, shards.shard_name(partition)) is None:
@@ -241,6 +253,8 @@ class Partitions:
 def remove_partition(kube: Kube, partition: str, timeout: float = 120, wait: bool = True) -> None:
     """Delete every object of the partition's (by its owner labels) and its nodes; with ``wait``, until its
     namespaces are gone."""
+    from kailab.operators import delete_workloads
+
     selector = owner(partition).selector()
     namespaces = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=selector).items]
     for name in namespaces:
@@ -286,6 +300,8 @@ def wait_until_gone(listing: Callable[[], list], timeout: float) -> bool:
 
 def _make_nodes(kube: Kube, fleet: Fleet, partition: str) -> None:
     """The partition's KWOK nodes as the fleet has them (labelled with its node pool), until they are Ready."""
+    from kailab.fleet import create_fleet
+
     create_fleet(
         kube,
         fleet,

@@ -21,6 +21,7 @@ from typing import Annotated
 from pydantic import Field, StrictStr
 
 from kailab.errors import KailabError, ScenarioError
+from kailab.labels import CHALLENGE_NAMESPACE
 from kailab.paths import INSTRUCTOR
 from kailab.scenarios import model, steps, values
 from kailab.scenarios.loader import load_scenario, more_steps
@@ -28,7 +29,6 @@ from kailab.scenarios.model import Scenario, Step
 from kailab.yamlfile import YamlFile
 
 WORK_FOLDER = "kailab-tasks"  # the learner's copies, in the folder they run kailab from
-CHALLENGE_NAMESPACE = "kailab-challenge"  # every challenge runs here (a class learner's slice has it)
 HINT = "A task or challenge file holds goal:, scenario: (the starting file's text) and check: (steps)."
 
 

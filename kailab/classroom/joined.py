@@ -37,22 +37,19 @@ import urllib.parse
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
-from kailab import labdir, outfile, partitions, userfile
-from kailab.classroom import access, credentials
+from kailab import labdir, outfile, userfile
 from kailab.errors import KailabError
-from kailab.kube import Kube
-from kailab.kubeconfig import kubeconfig_problem
-from kailab.labels import JOINED_LABEL, LEARNER_LABEL
-from kailab.ownership import CLUSTER_KINDS
-from kailab.progress import Progress
+from kailab.labels import JOINED_LABEL, LEARNER_LABEL, NODEPOOL_LABEL
 from kailab.scenarios.prefix import check_prefix
-from kailab.scheduler_settings import SchedulerSettings
-from kailab.shards import ShardSchedulerControl
 from kailab.termtext import one_line
+
+# Every command opens the lab (``current``, the first line a learner's command prints): what only joining, leaving
+# or the class's views need (the Kubernetes client, the class's access and credentials) is imported where used.
+if TYPE_CHECKING:
+    from kailab.kube import Kube
+    from kailab.progress import Progress
 
 FILE = "class-credential.json"
 CONTEXT_PREFIX = "kailab-class-"
@@ -104,6 +101,14 @@ def current(home: Path) -> Joined | None:
     return Joined(learner, Path(kubeconfig))
 
 
+def slice_line(learner: str) -> str:
+    """The first line of every command a learner's run prints: whose slice it is."""
+    return (
+        f"Learner {learner}: partition {NODEPOOL_LABEL}={learner}, nodes {learner}-kwok-*, "
+        f"queues and namespaces {learner}-*"
+    )
+
+
 def forget(home: Path, progress: Progress, why: KailabError) -> None:
     """A damaged join's ``kailab down``: its record removed (and the lab folder, if nothing else is in it); nothing
     on the cluster, which the instructor's ``class down`` clears."""
@@ -136,6 +141,7 @@ def read_credential(path: Path) -> Credential:
     """The class credential in ``path``; one clear error for a file that cannot be read or is not one. A class
     credential holds a token and the class's certificate authority, and nothing else to sign in with: a file
     whose user runs a program (``exec``), or has no certificate authority, is refused before anything is run."""
+    from kailab.kubeconfig import kubeconfig_problem
     from kailab.yamlfile import YamlFile
 
     if not os.path.lexists(path):
@@ -215,6 +221,9 @@ def refuse_folder(home: Path, learner: str) -> None:
 
 def join(path: Path, home: Path) -> Joined:
     """Check the credential and the folder, ask the cluster who the token is, then remember it in ``home``."""
+    from kailab.classroom import credentials
+    from kailab.kube import Kube
+
     path = Path(os.path.abspath(path))
     cred = read_credential(path)
     refuse_folder(home, cred.learner)
@@ -243,6 +252,9 @@ JOINED = "kailab-joined"  # the mark of a join (see the module)
 def joined_object(learner: str, host: str) -> dict:
     """The mark a learner's join writes: in their challenges' namespace, labelled as theirs; ``host`` (their
     machine's name, as it says) and the learner's clock are data, shown as such."""
+    from kailab import partitions
+    from kailab.classroom import access
+
     labels = {**partitions.owner(learner).labels, LEARNER_LABEL: learner, JOINED_LABEL: "true"}
     return {
         "apiVersion": "v1",
@@ -255,6 +267,8 @@ def joined_object(learner: str, host: str) -> dict:
 def mark_joined(kube: Kube, learner: str) -> None:
     """Write the mark of this join (with the learner's credential). A class whose namespaces were made without
     credentials for it (no such namespace) has nobody to show it to: nothing is written."""
+    from kubernetes.client.exceptions import ApiException
+
     mark = joined_object(learner, socket.gethostname())
     namespace = mark["metadata"]["namespace"]
     try:  # the core API itself (no discovery first: one round trip for a learner on a far laptop)
@@ -270,6 +284,8 @@ def mark_joined(kube: Kube, learner: str) -> None:
 
 
 def unmark_joined(kube: Kube, learner: str) -> None:
+    from kailab.classroom import access
+
     kube.delete("v1", "ConfigMap", JOINED, access.challenge_namespace(learner))
 
 
@@ -278,6 +294,8 @@ def join_states(learners: list[str], marks: list[dict]) -> dict[str, dict | None
     name as they said it), None for one who has not joined (or left with ``down``). ``marks``: the ConfigMaps
     labelled :data:`~kailab.labels.JOINED_LABEL` (the API's JSON); one not named and placed as a learner's mark is
     nobody's. Pure."""
+    from kailab.classroom import access
+
     out: dict[str, dict | None] = dict.fromkeys(learners)
     for cm in marks:
         meta = cm.get("metadata") or {}
@@ -301,6 +319,8 @@ def join_states(learners: list[str], marks: list[dict]) -> dict[str, dict | None
 def whoami(kube: Kube, path: Path) -> str:
     """Who the cluster knows the credential as (SelfSubjectReview), asked once with bounded timeouts; one clear
     error, within :data:`ANSWER_SECONDS`, for each way it can fail."""
+    from kubernetes import client
+
     host = kube.api.configuration.host
     answer: dict = {}
 
@@ -330,6 +350,7 @@ def whoami(kube: Kube, path: Path) -> str:
 
 def _failed(e: Exception | None, host: str, path: Path, kube: Kube) -> KailabError:
     """The one error for a SelfSubjectReview that did not answer: unreachable, certificate, expired, revoked."""
+    from kailab.classroom import credentials
     from kailab.kube import no_answer
 
     if e is None:
@@ -397,6 +418,13 @@ def leave(joined: Joined, home: Path) -> list[str]:
     the credential. Their lesson records stay, for the instructor's ``class status``; their namespaces and shard
     stay, so their next lesson (after ``kailab join`` again) starts clean. A class that has ended (the credential
     revoked, the cluster gone) is left all the same, and said so (KailabError, after)."""
+    from kailab import partitions
+    from kailab.classroom import access
+    from kailab.kube import Kube
+    from kailab.ownership import CLUSTER_KINDS
+    from kailab.scheduler_settings import SchedulerSettings
+    from kailab.shards import ShardSchedulerControl
+
     try:
         kube = Kube(joined.kubeconfig)
         whoami(kube, joined.kubeconfig)

@@ -332,11 +332,3 @@ def joined_states(kube: Kube, learners: list[str]) -> dict[str, dict | None]:
 
     marks = as_json(kube.core.list_config_map_for_all_namespaces)(label_selector=JOINED_LABEL)["items"]
     return join_states(learners, marks)
-
-
-def slice_line(learner: str) -> str:
-    """The first line of every command a learner's run prints: whose slice it is."""
-    return (
-        f"Learner {learner}: partition {NODEPOOL_LABEL}={learner}, nodes {learner}-kwok-*, "
-        f"queues and namespaces {learner}-*"
-    )

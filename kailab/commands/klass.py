@@ -217,7 +217,7 @@ def demo(
     quiet: bool = QuietOpt,
 ) -> None:
     """Run a built-in exercise in a learner's slice, as they would."""
-    from kailab.classroom.klass import slice_line
+    from kailab.classroom.joined import slice_line
     from kailab.commands.lessons import report
     from kailab.lesson import lesson_names
 

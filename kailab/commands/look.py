@@ -47,7 +47,7 @@ def watch(
     lab = Lab.open()
     view = None
     if learner is not None:
-        from kailab.classroom.klass import slice_line
+        from kailab.classroom.joined import slice_line
 
         lab.klass().known(learner)  # the instructor's class, and one of its learners
         view = learner_view(lab.kube, learner)

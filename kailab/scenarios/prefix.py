@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 from kailab.errors import KailabError
-from kailab.scenarios.model import Expectation, Scenario, SetQueue, Wait
-from kailab.scenarios.objects import QueueFile, WorkloadFile
+
+if TYPE_CHECKING:  # imported where used: check_prefix (every command of a joined learner) needs none of them
+    from kailab.scenarios.model import Expectation, Scenario
+    from kailab.scenarios.objects import QueueFile, WorkloadFile
 
 MAX_PREFIX = 20  # leaves room for the lessons' names: namespaces and queues are at most 63 characters
 MAX_NAME = 63
@@ -35,6 +38,8 @@ def check_prefix(text: str) -> str:
 
 def prefixed(scenario: Scenario, prefix: str) -> Scenario:
     """The scenario with the prefix on its own queues, priority classes and namespace (see the module)."""
+    from kailab.scenarios.model import SetQueue
+
     queues = (
         {q.name for q in scenario.queues}
         | set(scenario.missing_queues)
@@ -119,6 +124,8 @@ class _Renamer:
         return dataclasses.replace(e, queue=self._queue_ref(e.queue), want=want)
 
     def step(self, step):
+        from kailab.scenarios.model import SetQueue, Wait
+
         if isinstance(step, SetQueue):
             return dataclasses.replace(step, queue=self.queue(step.queue))
         if isinstance(step, Wait):

@@ -108,7 +108,7 @@ def _class(tmp_path: Path, learners: list[str]) -> tuple[Class, _Host]:
 
 def test_reset_puts_one_slice_back_to_clean_and_keeps_its_records_namespaces_and_credential(tmp_path, monkeypatch):
     made = []
-    monkeypatch.setattr(partitions, "create_fleet", lambda kube, fleet, timeout, nodes, logs_hint: made.extend(nodes))
+    monkeypatch.setattr("kailab.fleet.create_fleet", lambda kube, fleet, timeout, nodes, logs_hint: made.extend(nodes))
     klass, host = _class(tmp_path, ["ann", "bob"])
     kube = _Kube()
     monkeypatch.setattr("kailab.classroom.klass.Kube", lambda kubeconfig, context: kube)
@@ -127,7 +127,7 @@ def test_reset_puts_one_slice_back_to_clean_and_keeps_its_records_namespaces_and
 
 
 def test_reset_remakes_a_shard_that_is_gone(tmp_path, monkeypatch):
-    monkeypatch.setattr(partitions, "create_fleet", lambda *a, **k: None)
+    monkeypatch.setattr("kailab.fleet.create_fleet", lambda *a, **k: None)
     klass, host = _class(tmp_path, ["ann"])
     kube = _Kube()
     kube.get = lambda api, kind, name, namespace=None: None  # type: ignore[method-assign]
@@ -208,11 +208,10 @@ def test_a_lesson_starts_from_a_running_scheduler_with_the_labs_defaults_and_say
 def test_a_learners_down_keeps_their_lesson_records_and_leaves_their_scheduler_running(tmp_path, monkeypatch):
     kube = _Kube()
     started = []
-    monkeypatch.setattr(joined, "Kube", lambda path: kube)
+    monkeypatch.setattr("kailab.kube.Kube", lambda path: kube)  # joined.py imports these where it uses them
     monkeypatch.setattr(joined, "whoami", lambda kube, path: "learner-ann")
     monkeypatch.setattr(
-        joined,
-        "ShardSchedulerControl",
+        "kailab.shards.ShardSchedulerControl",
         lambda kube, learner: SimpleNamespace(start=lambda settings=None: started.append((learner, settings))),
     )
     kube.get = lambda api, kind, name, namespace=None: {"metadata": {"name": name}}  # type: ignore[method-assign]
