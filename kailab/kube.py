@@ -246,24 +246,36 @@ class Kube:
             # Thousands of pods outlast the API server's request timeout; the deletion goes on, and the loop
             # below waits for it (and deletes again what is left).
 
-        # A controller may create a pod just before its owner is gone: delete again until none is left.
-        def gone() -> bool:
-            if self._watch_until(self.core.list_namespaced_pod, [name], lambda names: not names, 5):
-                return True
+        # A controller may create a pod just before its owner is gone: delete again until none is left. The wait
+        # ends on the cluster, not on a clock: it goes on while pods are still going (16 learners' lessons at once
+        # kept the API server deleting for more than a minute: one lesson UNDECIDED), and gives up after ``timeout``
+        # seconds in which not one pod went, or :data:`~kailab.pace.MOST` times ``timeout`` in all.
+        from kailab.pace import MOST
+
+        left: set[str] = set()
+
+        def none_left(names: set[str]) -> bool:
+            left.clear()
+            left.update(names)
+            return not names
+
+        began = went = time.monotonic()
+        before: set[str] | None = None
+        while not self._watch_until(self.core.list_namespaced_pod, [name], none_left, 5):
+            now = time.monotonic()
+            if before is None or before - left:  # a pod of those left last time went: the deletion goes on
+                went = now
+            before = set(left)
+            if now - went > timeout or now - began > timeout * MOST:
+                stalled = now - went > timeout
+                raise NotRunning(
+                    f"Pods in namespace {name} were not deleted: {len(left)} left"
+                    + (f", not one gone in {timeout:.0f}s." if stalled else f" after {now - began:.0f}s."),
+                    hint="Is the KWOK controller running? See: kailab status",
+                ) from TimedOut(f"Not within {timeout:.0f}s: pods deleted in {name}.")
             self.core.delete_collection_namespaced_pod(
                 name, body=client.V1DeleteOptions(grace_period_seconds=0), _preload_content=False
             ).read()
-            return False
-
-        until(
-            gone,
-            timeout,
-            0,
-            fail=lambda _: NotRunning(
-                f"Pods in namespace {name} were not deleted within {timeout:.0f}s.",
-                hint="Is the KWOK controller running? See: kailab status",
-            ),
-        )
         group, version = PODGROUP_API.split("/")  # one call for all (64 one by one took 2 s); 404: no KAI here
         _found(
             lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
