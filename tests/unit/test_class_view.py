@@ -11,7 +11,7 @@ import pytest
 
 from kailab import partitions
 from kailab.checks import Check, Verdict
-from kailab.classroom import joined, records, report
+from kailab.classroom import access, joined, records, report
 from kailab.labels import JOINED_LABEL, LEARNER_LABEL, SCENARIO_LABEL
 
 T0 = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
@@ -266,7 +266,7 @@ def test_who_has_joined_is_read_from_the_marks_their_joins_wrote_by_the_api_serv
         ["ann", "bob", "cy"],
         [
             _mark("ann", times=["2026-11-27T09:30:00Z", "2026-11-27T09:10:00Z"]),  # joined again: the latest write
-            _mark("bob", namespace=joined.access.challenge_namespace("ann")),  # bob's label in ann's namespace
+            _mark("bob", namespace=access.challenge_namespace("ann")),  # bob's label in ann's namespace
             _mark("cy", name="something-else"),
             _mark("nobody"),
         ],
