@@ -1139,7 +1139,7 @@ def test_a_learners_down_removes_what_it_can_and_keeps_the_join_to_try_again(tmp
         def delete(self, api, kind, name):
             deleted.append(name)
 
-    monkeypatch.setattr(joined_mod, "Kube", Cluster)
+    monkeypatch.setattr("kailab.kube.Kube", Cluster)  # joined.py imports it where it uses it
     monkeypatch.setattr(joined_mod, "whoami", lambda kube, path: credentials.username("ann"))
     with pytest.raises(KailabError) as err:
         joined_mod.leave(joined_mod.current(home), home)
