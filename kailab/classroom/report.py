@@ -361,13 +361,13 @@ def grade_words(g: dict) -> str:
 
 def task_grades_words(theirs: dict[str, dict]) -> str:
     """A learner's task grades, graded on the instructor's side: ``quota-task-1 PASS, gang-task-1 FAIL (…)``; ""."""
-    return ", ".join(f"{tid} {grade_words(g)}" for tid, g in sorted(theirs.items()))
+    return ", ".join(f"{one_line(tid)} {grade_words(g)}" for tid, g in sorted(theirs.items()))  # a learner's record
 
 
 def text(report: dict, learners: list[str], lessons: list[str]) -> list[str]:
     """``kailab class status`` as plain lines: per learner whose scheduler runs, each lesson's outcome and when, the
-    tasks they handed in as graded on the instructor's side (classroom/grading.py), predictions, who is stuck, and records that could not be read; then the class per lesson (:func:`lesson_summary`)
-    and its verdicts counted."""
+    tasks they handed in as graded on the instructor's side (classroom/grading.py), predictions, who is stuck, and
+    records that could not be read; then the class per lesson (:func:`lesson_summary`) and its verdicts counted."""
     if not learners:
         return ["No class on this lab. Start one: kailab class up --learners N"]
     out = []
