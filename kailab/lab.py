@@ -567,7 +567,7 @@ class LearnerSlice(Lab):
         else:
             why = "running" if runs else "stopped: your next lesson restarts it"
         return LabInfo(
-            runtime=f"class (learner {self.learner})",
+            runtime="class",  # "Lab (class runtime)"; the first line of every learner command says whose slice
             kubeconfig=self.kubeconfig(),
             components=[
                 ComponentHealth("the class's API server", True, server),

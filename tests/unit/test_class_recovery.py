@@ -280,7 +280,7 @@ def test_a_joined_learners_status_shows_their_slice_not_no_lab_is_running(tmp_pa
     view = View(queues="kai.scheduler/node-pool=ann", nodes="sel-ann", namespaces=lambda k: ["ann-kailab-quota"])
     lab.__dict__.update(kube=kube, view=view, control=SimpleNamespace(running=lambda: runs))
     status = lab.status(with_queues=True)
-    assert status["runtime"] == "class (learner ann)" and status["healthy"] is runs
+    assert status["runtime"] == "class" and status["healthy"] is runs
     assert [c["name"] for c in status["components"]] == ["the class's API server", "your scheduler (ann)"]
     assert status["components"][0]["detail"] == "https://192.0.2.7:6443"
     assert status["nodes"] == [{"name": "ann-kwok-a100-0", "pool": "-", "gpus": 8, "used": 2, "free": 6}]

@@ -59,7 +59,7 @@ def test_a_joined_learners_status_imports_their_slice_not_the_class(tmp_path):
         )
         lab.__dict__["kube"] = kube
         status = lab.status(with_queues=True)
-        assert status["runtime"] == "class (learner ann)", status
+        assert status["runtime"] == "class", status
         """,
         tmp_path,
     )
