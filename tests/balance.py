@@ -11,6 +11,7 @@ worker ran out of work. Here each file (a *unit*) carries an estimate, in second
   long test;
 - a test that must have the machine to itself (marker ``alone``; its file is in ``ALONE``) is handed out first, and
   while it is unfinished the other workers get only the shortest units, so it never waits behind a long test;
+- files that run one at a time (``ONE_AT_A_TIME``: the kind tests) are not handed out side by side to wait;
 - a file in ``SPLIT`` has independent tests (each worker has its own lab): each test is a unit of its own, so both
   workers share its long tests.
 
@@ -77,12 +78,22 @@ ESTIMATES |= {
         "jobset-lws-task-1": 65,
         "challenge-ticket-1": 60,
         "topology-task-1": 55,
+        "challenge-ticket-4": 55,
+        "challenge-ticket-3": 45,
+        "fractions-task-1": 40,
+        "staleness-task-1": 35,
     }.items()
 }
+ESTIMATES[
+    "tests/fleet/test_tasks_on_kai.py::test_a_joined_learner_sets_fails_and_solves_a_challenge_and_the_instructor_sees_it"
+] = 85
 # Files whose tests do not depend on one another: each test a unit (each worker runs them in its own lab).
 SPLIT = frozenset({"tests/fleet/test_tasks_on_kai.py"})
 # Files with a test marked ``alone`` (tests/conftest.py refuses an ``alone`` test whose file is not here).
 ALONE = frozenset({"tests/fleet/test_under_load_fleet.py"})
+# Folders whose files run one at a time (tests/kind/conftest.py's lock: each makes the kind cluster ``kailab``): one
+# is not handed out while another worker has one unfinished, unless nothing else is left.
+ONE_AT_A_TIME = ("tests/kind/",)
 # A test the table does not name, by folder (a lab's test: most take seconds, a lesson run a minute or two).
 PER_TEST_DEFAULT = {"tests/fleet/": 20.0, "tests/kind/": 300.0}
 UNIT_TEST_DEFAULT = 0.2
@@ -120,10 +131,16 @@ def estimates(nodeids: list[str]) -> dict[str, float]:
     return out
 
 
-def pick(units: dict[str, float], queued: float, alone_elsewhere: bool) -> str:
+def exclusive(nodeid: str) -> str | None:
+    return next((folder for folder in ONE_AT_A_TIME if nodeid.startswith(folder)), None)
+
+
+def pick(units: dict[str, float], queued: float, alone_elsewhere: bool, held: frozenset[str] = frozenset()) -> str:
     """The unit to hand a worker whose unfinished work is estimated at ``queued`` seconds: the longest (an ``alone``
     one first) when it is about to run out, else, or while another worker's ``alone`` test is unfinished, the
-    shortest."""
+    shortest; not one of a ``ONE_AT_A_TIME`` folder another worker holds (``held``) while another is left."""
+    free = {u: s for u, s in units.items() if exclusive(u) not in held}
+    units = free or units
     if alone_elsewhere or queued > BUDDY:
         return min(units, key=lambda u: (units[u], u))
     return max(units, key=lambda u: (file_of(u) in ALONE, units[u], u))
@@ -148,8 +165,10 @@ def make_scheduler(config, log):
                 for w, work in self.assigned_work.items()
             }
             queued = sum(est.get(n, 0.0) for n in unfinished.get(node, []))
-            alone_elsewhere = any(file_of(n) in ALONE for w, ns in unfinished.items() if w is not node for n in ns)
-            scope = pick(units, queued, alone_elsewhere)
+            elsewhere = [n for w, ns in unfinished.items() if w is not node for n in ns]
+            alone_elsewhere = any(file_of(n) in ALONE for n in elsewhere)
+            held = frozenset(folder for n in elsewhere if (folder := exclusive(n)))
+            scope = pick(units, queued, alone_elsewhere, held)
             work_unit = self.workqueue.pop(scope)
             self.assigned_work.setdefault(node, {})[scope] = work_unit
             collection = self.registered_collections[node]
@@ -161,7 +180,8 @@ def make_scheduler(config, log):
 def simulate(seconds: dict[str, float], workers: int = 2, lab_start: float = 60.0, scheduler=None) -> dict[str, list]:
     """Run the scheduler over fake workers whose tests take ``seconds`` each (a lab's first test on a worker also
     starts it), with xdist's rules (a worker runs a test once it holds the next or is told there is none) and
-    conftest's machine lock (an ``alone`` test waits for the others' tests to end; theirs wait for it). Returns each
+    conftest's machine lock (an ``alone`` test waits for the others' tests to end; theirs wait for it), and the kind
+    tests' lock (one at a time). Returns each
     worker's runs, (start, end, nodeid)."""
     from types import SimpleNamespace
 
@@ -206,6 +226,8 @@ def simulate(seconds: dict[str, float], workers: int = 2, lab_start: float = 60.
             nodeid = collection[node.pending[0]]
             if alone_busy or (file_of(nodeid) in ALONE and running):
                 continue
+            if (folder := exclusive(nodeid)) and any(exclusive(collection[i]) == folder for _, i in running.values()):
+                continue  # tests/kind/conftest.py's lock
             took = seconds[nodeid] + (lab_start if nodeid.startswith("tests/fleet/") and not node.lab else 0.0)
             node.lab |= nodeid.startswith("tests/fleet/")
             running[node] = (now + took, node.pending[0])

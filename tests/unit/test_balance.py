@@ -71,3 +71,14 @@ def test_a_file_the_estimates_do_not_name_gets_a_default_per_test():
         "tests/fleet/new.py::b": balance.PER_TEST_DEFAULT["tests/fleet/"],
         "tests/unit/new.py::a": balance.UNIT_TEST_DEFAULT,
     }
+
+
+def test_the_kind_files_are_not_handed_out_side_by_side_to_wait_for_each_other(monkeypatch):
+    monkeypatch.setattr(balance, "ESTIMATES", {"tests/kind/a.py": 700, "tests/kind/b.py": 650, "tests/fleet/c.py": 600})
+    monkeypatch.setattr(balance, "ALONE", frozenset())
+    seconds = {"tests/kind/a.py::t": 700, "tests/kind/b.py::t": 650, "tests/fleet/c.py::t": 600}
+    seconds |= {f"tests/unit/u{i}.py::t": 1.0 for i in range(10)}
+    runs = run(seconds)
+    firsts = sorted(r[0][2] for r in runs.values())
+    assert firsts == ["tests/fleet/c.py::t", "tests/kind/a.py::t"]  # b waits its turn in the line, not on a lock
+    assert max(r[-1][1] for r in runs.values()) <= 700 + 650 + 2 * 1.0  # b after a, as the lock has it
