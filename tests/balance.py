@@ -94,9 +94,10 @@ ALONE = frozenset({"tests/fleet/test_under_load_fleet.py"})
 # Folders whose files run one at a time (tests/kind/conftest.py's lock: each makes the kind cluster ``kailab``): one
 # is not handed out while another worker has one unfinished, unless nothing else is left.
 ONE_AT_A_TIME = ("tests/kind/",)
-# A test the table does not name, by folder (a lab's test: most take seconds, a lesson run a minute or two).
+# A test the table does not name, by folder (a lab's test: most take seconds, a lesson run a minute or two; the
+# others about a tenth of a second each, under CI's load).
 PER_TEST_DEFAULT = {"tests/fleet/": 20.0, "tests/kind/": 300.0}
-UNIT_TEST_DEFAULT = 0.2
+UNIT_TEST_DEFAULT = 0.1
 # A worker whose queued work is estimated above this only needs a second test queued: it gets the shortest unit.
 BUDDY = 30.0
 

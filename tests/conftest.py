@@ -76,7 +76,7 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
     for nodeid, seconds in balance.estimates(sorted(_ran)).items():
         est[balance.unit_of(nodeid)] = est.get(balance.unit_of(nodeid), 0.0) + seconds
     off = {
-        u: m for u, m in _measured.items() if u in est and max(m, est[u]) >= 30 and not 0.5 <= m / max(est[u], 1) <= 1.5
+        u: m for u, m in _measured.items() if u in est and max(m, est[u]) >= 60 and not 0.5 <= m / max(est[u], 1) <= 1.5
     }
     if off:
         terminalreporter.write_sep("-", "measured far from tests/balance.py's ESTIMATES (the run's order uses them)")
