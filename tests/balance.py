@@ -116,19 +116,21 @@ def default_per_test(nodeid: str) -> float:
 
 
 def estimates(nodeids: list[str]) -> dict[str, float]:
-    """Each test's estimated seconds: its own entry, else an even part of its file's, else the default per test."""
+    """Each test's estimated seconds: its own entry, else an even part of its file's, else the mean of its file's
+    tests that have one (a new task in the tasks file), else the default per test."""
     per_file: dict[str, list[str]] = defaultdict(list)
     for nodeid in nodeids:
         per_file[file_of(nodeid)].append(nodeid)
     out = {}
     for file, tests in per_file.items():
+        named = [ESTIMATES[n] for n in tests if n in ESTIMATES]
         for nodeid in tests:
             if nodeid in ESTIMATES:
                 out[nodeid] = ESTIMATES[nodeid]
             elif file in ESTIMATES:
                 out[nodeid] = ESTIMATES[file] / len(tests)
             else:
-                out[nodeid] = default_per_test(nodeid)
+                out[nodeid] = sum(named) / len(named) if named else default_per_test(nodeid)
     return out
 
 

@@ -82,3 +82,12 @@ def test_the_kind_files_are_not_handed_out_side_by_side_to_wait_for_each_other(m
     firsts = sorted(r[0][2] for r in runs.values())
     assert firsts == ["tests/fleet/c.py::t", "tests/kind/a.py::t"]  # b waits its turn in the line, not on a lock
     assert max(r[-1][1] for r in runs.values()) <= 700 + 650 + 2 * 1.0  # b after a, as the lock has it
+
+
+def test_a_new_test_in_a_file_of_named_tests_gets_their_mean(monkeypatch):
+    monkeypatch.setattr(balance, "ESTIMATES", {"tests/fleet/t.py::a": 100, "tests/fleet/t.py::b": 50})
+    assert balance.estimates(["tests/fleet/t.py::a", "tests/fleet/t.py::b", "tests/fleet/t.py::new"]) == {
+        "tests/fleet/t.py::a": 100,
+        "tests/fleet/t.py::b": 50,
+        "tests/fleet/t.py::new": 75,
+    }
