@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import balance
 import pytest
 from networks import WORKERS, private_network, private_networks_possible, use_private_networks
 
@@ -44,16 +45,43 @@ def pytest_configure(config) -> None:
         use_private_networks()
 
 
-# The slowest first, so that side by side the run ends when the last of them does (most of each is waiting).
-SLOWEST_FIRST = ("tests/kind/", "test_tasks_on_kai", "test_lesson_fleet", "test_runbooks_on_kai", "test_class")
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # xdist's hook; before its own loadfile scheduler
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``: the longest files first, and a test marked ``alone`` first of all (tests/balance.py)."""
+    return balance.make_scheduler(config, log) if config.getoption("dist", None) == "loadfile" else None
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    def rank(item) -> int:
-        path = item.nodeid
-        return next((i for i, part in enumerate(SLOWEST_FIRST) if part in path), len(SLOWEST_FIRST))
+    for item in items:
+        if item.get_closest_marker("alone") and balance.file_of(item.nodeid) not in balance.ALONE:
+            raise pytest.UsageError(f"{item.nodeid} is marked alone: add its file to tests/balance.py's ALONE")
 
-    items.sort(key=rank)  # stable: each file's tests keep their order
+
+_measured: dict[str, float] = {}
+_ran: set[str] = set()
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Each unit's measured seconds (under xdist, the workers' reports arrive here too)."""
+    unit = balance.unit_of(report.nodeid)
+    _measured[unit] = _measured.get(unit, 0.0) + report.duration
+    _ran.add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """The units whose measured time is off their estimate by more than half, with the line for ESTIMATES."""
+    if config.getoption("dist", None) != "loadfile" or config.getoption("keyword") or config.getoption("markexpr"):
+        return
+    est: dict[str, float] = {}
+    for nodeid, seconds in balance.estimates(sorted(_ran)).items():
+        est[balance.unit_of(nodeid)] = est.get(balance.unit_of(nodeid), 0.0) + seconds
+    off = {
+        u: m for u, m in _measured.items() if u in est and max(m, est[u]) >= 60 and not 0.5 <= m / max(est[u], 1) <= 1.5
+    }
+    if off:
+        terminalreporter.write_sep("-", "measured far from tests/balance.py's ESTIMATES (the run's order uses them)")
+        for unit, seconds in sorted(off.items(), key=lambda x: -x[1]):
+            terminalreporter.write_line(f'    "{unit}": {seconds:.0f},  # estimated {est[unit]:.0f}')
 
 
 def _machine_locks() -> tuple[Path, Path] | None:
