@@ -210,7 +210,8 @@ def test_a_browser_that_comes_and_goes_100_times_leaves_no_thread_and_no_open_fi
             if i == 50:  # the view changes while browsers come and go
                 model.change({**hostile_class(), "down": ""})
         deadline = time.monotonic() + 10
-        while (threading.active_count(), fds(), served.hub.browsers) != (threads, files, 0):
+        # a leak is growth: on a busy host a descriptor open at the baseline (the first visit's socket) may close later
+        while not (threading.active_count() <= threads and fds() <= files and served.hub.browsers == 0):
             assert time.monotonic() < deadline, (threading.enumerate(), fds(), files, served.hub.browsers)
             time.sleep(0.1)
     finally:
