@@ -496,13 +496,14 @@ class WorkloadFile(FileModel):
         """
         many = self.jobs if self.jobs is not None else pods if self.kind in ("Pod", "PodGroup", "StatefulSet") else 0
         longest = f"{self.name}-{many - 1}" if many else self.name
-        what = "Job names" if self.jobs is not None else "pod names"
-        revision = f"{self.name}-{'h' * 10}"  # a StatefulSet's pods' label controller-revision-hash: <name>-<hash>
-        if self.kind == "StatefulSet" and len(revision) > len(longest):
-            longest, what = revision, "StatefulSet's revisions (a label on each pod)"
+        what = f"the {'Job' if self.jobs is not None else 'pod'} names would be up to '{longest}'"
+        revision = len(self.name) + 11  # a StatefulSet's pods' label controller-revision-hash: <name>-<hash of 10>
+        if self.kind == "StatefulSet" and revision > len(longest):
+            longest = "x" * revision
+            what = f"the label controller-revision-hash on each pod would be '{self.name}-' and a hash of 10"
         if len(longest) > MAX_NAME:
             return (
-                f"the {what} would be up to '{longest}' ({len(longest)} characters; Kubernetes allows "
+                f"{what} ({len(longest)} characters; Kubernetes allows "
                 f"{MAX_NAME}): shorten the name to {MAX_NAME - len(longest) + len(self.name)} characters"
             )
         return None
