@@ -459,7 +459,11 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     {"apiGroups": [""], "resources": ["pods", "events", "configmaps"], "verbs": lesson},
                     {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "list", "watch"]},
                     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
-                    {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets"], "verbs": lesson},
+                    {
+                        "apiGroups": ["apps"],
+                        "resources": ["deployments", "replicasets", "statefulsets"],
+                        "verbs": lesson,
+                    },
                     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
                     {"apiGroups": [PODGROUP_API.split("/")[0]], "resources": ["podgroups"], "verbs": lesson},
                 ],
