@@ -73,14 +73,14 @@ def kai_lines(scenario: Scenario) -> list[Line]:
         objects = workload_objects(w, scenario)
         firsts = {o["kind"]: o for o in reversed(objects)}  # the first object of each kind
         copies = {"Job": w.jobs or 1, "Pod": w.pods}
-        for kind in ("PodGroup", "Job", "Deployment", "RayCluster", *OPERATED_SIZES, "Pod"):
+        for kind in ("PodGroup", "Job", "Deployment", "StatefulSet", "RayCluster", *OPERATED_SIZES, "Pod"):
             if kind in firsts:
                 lines += _object_lines(firsts[kind], copies.get(kind, 1))
     return lines
 
 
 def _object_lines(obj: dict, copies: int) -> list[Line]:
-    """KAI's lines of one Job, Deployment, PodGroup or Pod: its metadata, its size, what its pods ask for."""
+    """KAI's lines of one Job, Deployment, StatefulSet, PodGroup or Pod: its metadata, its size, what its pods ask for."""
     name = _name(obj) + (f" (×{copies})" if copies > 1 else "")
     out: list[Line] = []
     _add(out, name, "metadata", _metadata(obj))

@@ -104,10 +104,17 @@ COUNTERS: dict[str, tuple[bool, Callable[[list[PodView]], float]]] = {
 }
 
 
+# measure → how to count it from the rest of the observation (not its pods).
+OBSERVED_COUNTS: dict[str, Callable[[Expectation, Observation], float]] = {
+    "evicted": _evicted,
+    "pod_groups": lambda exp, obs: len(obs.groups.get(exp.workload or "", [])),  # KAI's pod-grouper made them
+}
+
+
 def count(exp: Expectation, obs: Observation) -> float:
     """The number an expectation of a counting kind is about."""
-    if exp.measure == "evicted":
-        return _evicted(exp, obs)
+    if exp.measure in OBSERVED_COUNTS:
+        return OBSERVED_COUNTS[exp.measure](exp, obs)
     if exp.measure not in COUNTERS:
         raise ValueError(f"not a counting measure: {exp.measure}")
     with_deleting, counter = COUNTERS[exp.measure]

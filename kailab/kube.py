@@ -231,6 +231,7 @@ class Kube:
                 client.BatchV1Api(self.api).delete_collection_namespaced_job,
                 self.apps.delete_collection_namespaced_deployment,
                 self.apps.delete_collection_namespaced_replica_set,
+                self.apps.delete_collection_namespaced_stateful_set,
             ):
                 delete(name, body=background, _preload_content=False).read()
             self.core.delete_collection_namespaced_pod(

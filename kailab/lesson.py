@@ -44,6 +44,7 @@ EXERCISE_NAMES = (
     "ray-autoscale",
     "pytorchjob",
     "jobset-lws",
+    "not-a-gang",
     # KAI's time-based fair share (issue 26): a real Prometheus holds the usage
     "time-fairshare",
     "baseline",

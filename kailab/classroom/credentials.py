@@ -20,7 +20,7 @@ Pure builders (Kubernetes objects as dicts); ``classroom.access`` applies them. 
   scheduler's metrics through the API server's proxy to its Service and its Deployment (get: whether KAI's
   operator has rolled it out).
 - the same policy holds a learner's pods to their partition (:func:`pod_rules`): a pod, or the pod template of a
-  Job, Deployment or ReplicaSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
+  Job, Deployment, ReplicaSet or StatefulSet, carries their node-pool label, names only their queues (``kai.scheduler/queue``)
   and nodes (``nodeName``), selects no other node pool, and tolerates no other partition's taint
   (``kailab.io/partition``, see ``kailab.partitions.taint``) nor every taint (a toleration without a key), and a pod for any
   scheduler but KAI's (kube-scheduler knows no partitions) selects their node pool; and a PodGroup they
@@ -63,7 +63,13 @@ READER = "kailab-class-reader"  # the cluster-wide part every learner shares
 RBAC = "rbac.authorization.k8s.io/v1"
 ADMISSION = "admissionregistration.k8s.io/v1"
 # What makes pods in a learner's namespaces (their Role grants them): the policy checks the pods they would make
-WORKLOADS = (("", "pods"), ("batch", "jobs"), ("apps", "deployments"), ("apps", "replicasets"))
+WORKLOADS = (
+    ("", "pods"),
+    ("batch", "jobs"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+)
 PODGROUPS = (PODGROUP_API.split("/")[0], "podgroups")  # a gang made by hand: the policy checks its partition and queue
 TOKEN_SECONDS = 12 * 3600  # a class day; `class down` revokes it sooner by deleting the ServiceAccount
 
@@ -177,7 +183,7 @@ def admission_policy(labels: dict[str, str], usage_db_url: str | None = None) ->
                 {"name": "workload", "expression": f"request.resource.resource in {[k for _, k in WORKLOADS]}"},
                 {"name": "podgroup", "expression": f"request.resource.resource == '{PODGROUPS[1]}'"},
                 {"name": "bare", "expression": "request.resource.resource == 'pods'"},
-                # a Pod's spec, or the pod template's of a Job, Deployment or ReplicaSet (read for workloads only)
+                # a Pod's spec, or the pod template's of a Job, Deployment, ReplicaSet or StatefulSet (workloads only)
                 {"name": "pod", "expression": "variables.bare ? object.spec : object.spec.template.spec"},
                 {"name": "podMeta", "expression": "variables.bare ? object.metadata : object.spec.template.metadata"},
             ],
@@ -453,7 +459,11 @@ def learner_objects(learner: str, namespaces: list[str], owner: Owner) -> list[d
                     {"apiGroups": [""], "resources": ["pods", "events", "configmaps"], "verbs": lesson},
                     {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "list", "watch"]},
                     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": lesson},
-                    {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": lesson},
+                    {
+                        "apiGroups": ["apps"],
+                        "resources": ["deployments", "replicasets", "statefulsets"],
+                        "verbs": lesson,
+                    },
                     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": lesson},
                     {"apiGroups": [PODGROUP_API.split("/")[0]], "resources": ["podgroups"], "verbs": lesson},
                 ],

@@ -408,7 +408,7 @@ class Engine:
         s, w = run.scenario, run.scenario.workload(step.workload)
         with self.progress.step(f"Scale {w.name} to {step.pods} pods"):
             objects = workload_objects(w, s, step.pods)
-            if w.kind in ("Job", "Deployment"):
+            if w.kind in ("Job", "Deployment", "StatefulSet"):
                 run.apply(objects[0])
             else:  # bare pods: delete the extra ones, create the missing ones
                 wanted = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}

@@ -16,7 +16,7 @@ from kailab.labels import DEFAULT_SCHEDULER_NAME, KAI_SCHEDULER_NAME
 from kailab.paths import MANIFESTS
 from kailab.scenarios import measures, model, objects, schema, steps
 from kailab.scenarios.model import Expectation, Prediction, Scenario, Step, Window
-from kailab.scenarios.objects import QueueFile, WorkloadFile
+from kailab.scenarios.objects import CONTROLLED, QueueFile, WorkloadFile
 from kailab.scenarios.values import go_seconds
 from kailab.yamlfile import YamlFile
 
@@ -213,11 +213,12 @@ class _Build:
                     f"workload '{w.name}' has minMember {w.minMember} but "
                     f"only {w.pods + joining} pods: the gang could never start",
                 )
-            if w.minMember is not None and w.kind == "Deployment":
+            if w.minMember is not None and w.kind in CONTROLLED:
+                made = "one PodGroup per pod" if w.kind == "Deployment" else "one PodGroup of minMember 1"
                 raise self.fail(
                     ("workloads", i, "minMember"),
-                    f"workload '{w.name}': KAI gives a Deployment one "
-                    "PodGroup per pod, so minMember has no effect; use a Job or a PodGroup",
+                    f"workload '{w.name}': KAI gives a {w.kind} {made} and reads no gang size for it, "
+                    "so minMember has no effect; use a Job or a PodGroup",
                 )
             if w.scheduler not in (*SCHEDULERS, *doc.missingSchedulers):
                 raise self.fail(
@@ -236,7 +237,7 @@ class _Build:
                         "nor declared under priorityClasses (list a name under missingPriorityClasses to show a "
                         "misspelt one)",
                     )
-            if w.kind == "Deployment" and w.fraction:
+            if w.kind in CONTROLLED and w.fraction:
                 raise self.fail(
                     ("workloads", i, "gpus"),
                     f"workload '{w.name}': kailab makes fractional pods as "

@@ -1,5 +1,7 @@
 """Scenario data → Kubernetes objects (Queues, PriorityClasses, Jobs, Pods, PodGroups, Deployments, operators' kinds).
 
+Deployments and StatefulSets: Kubernetes' controllers of long-running pods, never a gang to KAI.
+
 The operators' kinds: RayClusters, PyTorchJobs, JobSets, LeaderWorkerSets (their words: objects.py, operated.py).
 
 Also what the runbooks' causes need: PodDisruptionBudgets, PersistentVolumeClaims, a namespace's ResourceQuota.
@@ -312,11 +314,13 @@ def _workload_objects(w: WorkloadFile, scenario: Scenario, pods: int | None = No
         return [ray_cluster(w, scenario)]
     if w.kind in OPERATED_OBJECTS:
         return [OPERATED_OBJECTS[w.kind](w, scenario)]
-    if w.kind == "Deployment":
+    if w.kind in ("Deployment", "StatefulSet"):
+        # A StatefulSet keeps Kubernetes' defaults (podManagementPolicy OrderedReady: pod <i> is made once pod <i-1>
+        # is Ready) and names no Service: its pods need no network identity here.
         return [
             {
                 "apiVersion": "apps/v1",
-                "kind": "Deployment",
+                "kind": w.kind,
                 "metadata": {"name": w.name, "namespace": ns, **meta},
                 "spec": {
                     "replicas": n,

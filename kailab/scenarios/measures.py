@@ -133,6 +133,7 @@ MEASURES = (
     Measure(
         "podGroupAnnotation", "pod_group_annotation", LabelKey, "{who}: PodGroup annotated {want}", about="workload"
     ),
+    Measure("podGroups", "pod_groups", WholeWant, "{who}: PodGroups KAI made for it", about="workload"),
     Measure("onNodeWith", "on_node_with", Name, "{who} on a node with {want}", about="workload"),
     Measure(
         "queueExists",

@@ -231,16 +231,19 @@ OWN_PREFIX = "kailab.io/"
 # word (so kailab's checks see what KAI will: the queue, a fraction, the gang size…); given both ways, the two must
 # agree. key → (labels or annotations, the word, the kinds whose top owner or pods carry it as that word).
 _OPERATED = ("RayCluster", *operated.KIND_WORDS)
+# Kubernetes' own controllers of long-running pods: kailab gives their replicas as ``pods``; KAI's pod-grouper never makes
+# them a gang (the not-a-gang lesson): a Deployment gets a PodGroup per pod, a StatefulSet one PodGroup of minMember 1.
+CONTROLLED = ("Deployment", "StatefulSet")
 KAI_KEY_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    QUEUE_LABEL: ("labels", "queue", ("Job", "Pod", "PodGroup", "Deployment", *_OPERATED)),
-    PRIORITY_CLASS_LABEL: ("labels", "priorityClassLabel", ("Job", "Pod", "Deployment", *_OPERATED)),
-    PREEMPTIBILITY_LABEL: ("labels", "preemptibility", ("Job", "Pod", "PodGroup", "Deployment", *_OPERATED)),
-    NODEPOOL_LABEL: ("labels", "nodePool", ("Job", "Pod", "PodGroup", "Deployment", *_OPERATED)),
+    QUEUE_LABEL: ("labels", "queue", ("Job", "Pod", "PodGroup", *CONTROLLED, *_OPERATED)),
+    PRIORITY_CLASS_LABEL: ("labels", "priorityClassLabel", ("Job", "Pod", *CONTROLLED, *_OPERATED)),
+    PREEMPTIBILITY_LABEL: ("labels", "preemptibility", ("Job", "Pod", "PodGroup", *CONTROLLED, *_OPERATED)),
+    NODEPOOL_LABEL: ("labels", "nodePool", ("Job", "Pod", "PodGroup", *CONTROLLED, *_OPERATED)),
     MIN_MEMBER_ANNOTATION: ("annotations", "minMember", ("Job",)),
-    PREEMPTION_DELAY_ANNOTATION: ("annotations", "preemptionDelay", ("Job", "Pod", "Deployment", *_OPERATED)),
-    STALENESS_ANNOTATION: ("annotations", "stalenessGracePeriod", ("Job", "Pod", "Deployment", *_OPERATED)),
-    GPU_FRACTION_ANNOTATION: ("annotations", "gpus", ("Job", "Pod", "PodGroup", "Deployment")),
-    GPU_MEMORY_ANNOTATION: ("annotations", "gpuMemory", ("Job", "Pod", "Deployment")),
+    PREEMPTION_DELAY_ANNOTATION: ("annotations", "preemptionDelay", ("Job", "Pod", *CONTROLLED, *_OPERATED)),
+    STALENESS_ANNOTATION: ("annotations", "stalenessGracePeriod", ("Job", "Pod", *CONTROLLED, *_OPERATED)),
+    GPU_FRACTION_ANNOTATION: ("annotations", "gpus", ("Job", "Pod", "PodGroup", *CONTROLLED)),
+    GPU_MEMORY_ANNOTATION: ("annotations", "gpuMemory", ("Job", "Pod", *CONTROLLED)),
 }
 
 # Keys kailab writes itself when a word asks it to (key → the word, and whether this workload's words ask): given
@@ -299,14 +302,15 @@ NOT_FOR_RAY = ("jobs", "minMember", "subGroups", "podGroup", "podGroupAfterPods"
 
 
 class WorkloadFile(FileModel):
-    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, or a Deployment;
+    """A group of identical pods: a Job (or ``jobs`` Jobs), bare Pods, a hand-made PodGroup with pods, a Deployment or a
+    StatefulSet;
     or a RayCluster (KubeRay's): a head (``gpus``: its GPUs) and ``workerGroups``; or a PyTorchJob, JobSet or
     LeaderWorkerSet (kailab/scenarios/operated.py: ``gpus`` is each pod's)."""
 
     name: Name
-    kind: Literal["Job", "Pod", "PodGroup", "Deployment", "RayCluster", "PyTorchJob", "JobSet", "LeaderWorkerSet"] = (
-        "Job"
-    )
+    kind: Literal[
+        "Job", "Pod", "PodGroup", "Deployment", "StatefulSet", "RayCluster", "PyTorchJob", "JobSet", "LeaderWorkerSet"
+    ] = "Job"
     pods: Count = 1  # per Job when ``jobs`` is set
     jobs: Annotated[StrictInt, Field(ge=1, le=MAX_PODS)] | None = None  # that many separate Jobs <name>-0 …
     gpus: Gpus = 1  # whole GPUs, or a fraction of one (KAI's gpu-fraction annotation)
@@ -487,14 +491,19 @@ class WorkloadFile(FileModel):
     def longest_name(self, pods: int) -> str | None:
         """Why the names kailab derives from this workload's (with ``pods`` pods) exceed Kubernetes' limit; None if they fit.
 
-        Jobs are <name>-<i> with ``jobs:`` (a Job's name is also a label on its pods); bare pods are <name>-<i>.
+        Jobs are <name>-<i> with ``jobs:`` (a Job's name is also a label on its pods); bare pods are <name>-<i>, and
+        so are a StatefulSet's, whose revision (<name>-<hash>) is a label on each of its pods.
         """
-        many = self.jobs if self.jobs is not None else pods if self.kind in ("Pod", "PodGroup") else 0
+        many = self.jobs if self.jobs is not None else pods if self.kind in ("Pod", "PodGroup", "StatefulSet") else 0
         longest = f"{self.name}-{many - 1}" if many else self.name
+        what = f"the {'Job' if self.jobs is not None else 'pod'} names would be up to '{longest}'"
+        revision = len(self.name) + 11  # a StatefulSet's pods' label controller-revision-hash: <name>-<hash of 10>
+        if self.kind == "StatefulSet" and revision > len(longest):
+            longest = "x" * revision
+            what = f"the label controller-revision-hash on each pod would be '{self.name}-' and a hash of 10"
         if len(longest) > MAX_NAME:
-            what = "Job" if self.jobs is not None else "pod"
             return (
-                f"the {what} names would be up to '{longest}' ({len(longest)} characters; Kubernetes allows "
+                f"{what} ({len(longest)} characters; Kubernetes allows "
                 f"{MAX_NAME}): shorten the name to {MAX_NAME - len(longest) + len(self.name)} characters"
             )
         return None

@@ -69,7 +69,11 @@ def check_words(w: WorkloadFile) -> None:
     for kind, words in KIND_WORDS.items():
         given = [word for word in words if word in w.model_fields_set]
         if given and w.kind != kind:
-            raise ValueError(f"{', '.join(given)}: a {kind}'s words; they need kind: {kind}")
+            # a Deployment's or StatefulSet's replicas, as Kubernetes writes them, are kailab's pods
+            hint = (
+                f"; a {w.kind}'s replicas are its pods: write pods" if w.kind in ("Deployment", "StatefulSet") else ""
+            )
+            raise ValueError(f"{', '.join(given)}: a {kind}'s words; they need kind: {kind}{hint}")
     if w.kind not in KIND_WORDS:
         return
     refused = [word for word in NOT_FOR_OPERATED if word in w.model_fields_set]

@@ -55,7 +55,9 @@ class Where(Protocol):
 def _scale(v: ScaleFile, at: Where) -> Scale:
     w = at.workload(v.workload, "workload")
     if w.jobs is not None or w.kind == "PodGroup":
-        raise at.fail(f"workload '{w.name}' cannot be scaled: scale a single Job, a Deployment or bare Pods")
+        raise at.fail(
+            f"workload '{w.name}' cannot be scaled: scale a single Job, a Deployment, a StatefulSet or bare Pods"
+        )
     if w.kind in KIND_WORDS:  # its operator makes the pods from its own counts
         raise at.fail(f"workload '{w.name}' is a {w.kind}, whose pods its operator makes: kailab does not scale it")
     if (too_long := w.longest_name(v.pods)) is not None:

@@ -128,6 +128,7 @@ def expected(learner: str) -> dict[str, Matrix]:
             "batch/jobs": each(LESSON),
             "apps/deployments": each(LESSON),
             "apps/replicasets": each(LESSON),
+            "apps/statefulsets": each(LESSON),
             "events.k8s.io/events": each(LESSON),
             "scheduling.run.ai/podgroups": each(LESSON),
         },

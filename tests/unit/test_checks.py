@@ -30,6 +30,17 @@ def test_counts_by_queue_and_workload():
     assert evaluate(exp("running", "4..4"), obs).observed == "4"
 
 
+def test_pod_groups_counts_the_workloads_podgroups_only():
+    from kailab.pods import PodGroupView
+
+    groups = {"web": [PodGroupView(f"pg-web-{i}", "web") for i in range(4)], "db": [PodGroupView("pg-db", "db")]}
+    obs = Observation(pods=pods("web", "q", running=3, pending=1), groups=groups)
+    assert evaluate(exp("pod_groups", "4", workload="web"), obs).passed
+    assert evaluate(exp("pod_groups", "1", workload="db"), obs).observed == "1"
+    assert not evaluate(exp("pod_groups", "1", workload="web"), obs).passed
+    assert evaluate(exp("pod_groups", "0", workload="none"), obs).passed  # no PodGroup yet: 0, not an error
+
+
 def test_pods_being_deleted_still_hold_gpus_but_do_not_run():
     obs = Observation(pods=pods("a", "q", running=2, deleting=3))
     assert evaluate(exp("running", "2", workload="a"), obs).passed

@@ -229,7 +229,7 @@ def test_the_admission_policy_reads_the_learner_from_the_service_account_name():
     kinds = {r["resources"][0] for r in spec["matchConstraints"]["resourceRules"]}
     assert kinds == {
         *("queues", "priorityclasses", "topologies", "namespaces", "schedulingshards"),
-        *("pods", "jobs", "deployments", "replicasets", "podgroups"),
+        *("pods", "jobs", "deployments", "replicasets", "statefulsets", "podgroups"),
     }
     role = next(
         o

@@ -82,6 +82,22 @@ def test_deployment_gang_is_refused(tmp_path):
         load_scenario(write(tmp_path, text))
 
 
+def test_a_statefulset_is_kubernetes_own_with_the_queue_on_its_owner_and_scales_by_its_replicas(tmp_path):
+    from kailab.scenarios.manifests import workload_objects
+
+    text = GOOD.replace("    pods: 3\n    minMember: 3\n", "    kind: StatefulSet\n    pods: 3\n")
+    scenario = load_scenario(write(tmp_path, text))
+    (sts,) = workload_objects(scenario.workload("job"), scenario)
+    assert (sts["apiVersion"], sts["kind"], sts["spec"]["replicas"]) == ("apps/v1", "StatefulSet", 3)
+    assert sts["metadata"]["labels"]["kai.scheduler/queue"] == "team-a"  # KAI's default grouper reads the top owner
+    selected = sts["spec"]["selector"]["matchLabels"]
+    assert selected.items() <= sts["spec"]["template"]["metadata"]["labels"].items()
+    assert "podManagementPolicy" not in sts["spec"] and "serviceName" not in sts["spec"]  # Kubernetes' defaults
+    assert workload_objects(scenario.workload("job"), scenario, 5)[0]["spec"]["replicas"] == 5  # a scale step
+    with pytest.raises(ScenarioError, match="one PodGroup of minMember 1"):
+        load_scenario(write(tmp_path, text.replace("    pods: 3\n", "    pods: 3\n    minMember: 3\n")))
+
+
 @pytest.mark.parametrize(
     "want, parsed", [("8", Bound("==", 8)), (">=8", Bound(">=", 8)), ("<3", Bound("<", 3)), ("2..5", Bound("..", 2, 5))]
 )

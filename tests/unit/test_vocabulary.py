@@ -82,7 +82,7 @@ def _prediction_kinds():
 
 
 def test_every_measure_has_one_check():
-    counted = set(checks.COUNTERS) | {"evicted"}
+    counted = set(checks.COUNTERS) | set(checks.OBSERVED_COUNTS)
     assert counted.isdisjoint(checks.PROPERTIES)
     assert counted | set(checks.PROPERTIES) == {m.name for m in measures.MEASURES}
 
