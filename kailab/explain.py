@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 
+from kailab import operators
 from kailab.explain_facts import (
     nearest_node,
     never_preempting,
@@ -488,9 +489,7 @@ def gather(
         name = name.split("/", 1)[1]
         crd = f"{kind.lower()}s.{api_version.split('/')[0]}"  # as each operator names its CRDs
         if not _served(kube, crd):
-            from kailab.runtimes.existing_operators import lessons_of
-
-            summary = not_served(op, kind, [crd], lessons_of(op))
+            summary = not_served(op, kind, [crd], operators.lessons_of(op))
             return [Explanation(f"{namespace}/{name}", "NotServed", summary, runbook=OPERATOR_MISSING)]
     everyone = kube.pods(namespace)
     pods = [p for p in everyone if named(p)]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field, StrictInt, model_validator
 
 from kailab.labelfield import LabelKey, LabelValue
-from kailab.labels import RAY_HEAD_GROUP
+from kailab.labels import MANAGED, RAY_HEAD_GROUP
 from kailab.scenarios.values import MAX_PODS, Count, FileModel, Gpus, Name
 
 if TYPE_CHECKING:
@@ -146,11 +146,9 @@ class RayWorkerGroupFile(FileModel):
                 f"minReplicas {self.minReplicas} is more than replicas {self.replicas}; KAI's Ray grouper makes no "
                 "PodGroup for such a group: raise replicas or lower minReplicas"
             )
-        from kailab.scenarios.objects import _own_key
-
-        for key in self.labels:
-            if why := _own_key(key):
-                raise ValueError(f"labels: '{key}' is kailab's own key ({why})")
+        for key in self.labels:  # kailab finds its objects by these (as a workload's labels, objects.py)
+            if key in MANAGED or key.startswith("kailab.io/"):
+                raise ValueError(f"labels: '{key}' is kailab's own key: it sets it itself")
         if self.name == RAY_HEAD_GROUP:
             raise ValueError(f"'{RAY_HEAD_GROUP}' is the head's group (KubeRay's name, and KAI's subgroup of it)")
         return self
