@@ -28,6 +28,7 @@ from kailab.explain_facts import (
 from kailab.explain_operated import (
     Gang,
     apply_rules,
+    crd_of,
     gang_of,
     kind_named,
     no_pods,
@@ -487,7 +488,7 @@ def gather(
     if asked is not None:  # RayCluster/NAME …: that object, if its kind is served here
         op, api_version, kind = asked
         name = name.split("/", 1)[1]
-        crd = f"{kind.lower()}s.{api_version.split('/')[0]}"  # as each operator names its CRDs
+        crd = crd_of(api_version, kind)
         if not _served(kube, crd):
             summary = not_served(op, kind, [crd], operators.lessons_of(op))
             return [Explanation(f"{namespace}/{name}", "NotServed", summary, runbook=OPERATOR_MISSING)]

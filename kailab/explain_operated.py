@@ -21,6 +21,7 @@ from kailab.kai_strings import get as kai
 from kailab.labels import PODGROUP_API, QUEUE_LABEL
 
 MIN_SUB_GROUP = kai("field.minSubGroup")
+CRD_API = "apiextensions.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -157,12 +158,24 @@ def owned_pod_groups(kube, kind: str, name: str, namespace: str) -> set[str]:
     }
 
 
+def crd_of(api_version: str, kind: str) -> str:
+    """The CRD that serves an operator's kind, as each of them names it (``rayclusters.ray.io``)."""
+    return f"{kind.lower()}s.{api_version.split('/')[0]}"
+
+
 def served_kinds(kube, namespace: str, name: str) -> list[tuple[operators.Operator, str, str]]:
     """(operator, apiVersion, kind) of each operator's object called ``name`` in ``namespace``, of the kinds this
-    cluster serves (a CRD missing, or not the user's to read, is passed over)."""
+    cluster serves (a CRD missing, or not the user's to read, is passed over). The CRDs are listed once, so a kind
+    not served costs no API discovery; a user who may not list them (a learner) asks for each kind."""
+    try:
+        crds: set[str] | None = {c["metadata"]["name"] for c in kube.list(CRD_API, "CustomResourceDefinition")}
+    except Exception:
+        crds = None
     found = []
     for op in operators.OPERATORS.values():
         for api_version, kind in op.kinds:
+            if crds is not None and crd_of(api_version, kind) not in crds:
+                continue
             try:
                 if kube.get(api_version, kind, name, namespace) is not None:
                     found.append((op, api_version, kind))
