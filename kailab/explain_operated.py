@@ -41,6 +41,7 @@ class Gang:
     grouper: str  # the KAI grouper plugin that sized it
     owner_labelled: bool = True
     too_big: tuple[str, float, float] | None = None
+    pod_queues: tuple[str, ...] = ()  # the queue labels its pods carry, sorted ("": a pod without one)
 
     def line(self) -> str:
         return (
@@ -60,6 +61,14 @@ class Rule:
 
 
 def _queue_on_template(state: str, pod_queue: str, g: Gang) -> str:
+    if not g.owner_labelled and len(g.pod_queues) > 1:
+        said = ", ".join(f"'{q}'" if q else "none" for q in g.pod_queues)
+        return (
+            f"Its {g.kind} has no {QUEUE_LABEL} label and its pods' templates disagree ({said}): KAI reads the top "
+            "owner's label first, then the label of the pod it is grouping, and fixes a PodGroup's queue when it makes "
+            "it (default_grouper.go CalcPodGroupQueue; podgroup/handler.go keeps it after) — so the gang's queue, "
+            f"'{g.queue}' now, is that of whichever pod KAI grouped first. Put the label on the {g.kind} itself."
+        )
     if not pod_queue or pod_queue == g.queue:
         return ""
     if g.owner_labelled:
@@ -144,6 +153,7 @@ def gang_of(kube, pod_group: str, namespace: str, peers: list, nodes: list[dict]
             grouper=op.grouper,
             owner_labelled=QUEUE_LABEL in ((owner.get("metadata") or {}).get("labels") or {}),
             too_big=(big[0].name, big[0].gpus, largest) if big and nodes else None,
+            pod_queues=tuple(sorted({p.queue for p in peers if p.pod_group == pod_group})),
         )
     cache[pod_group] = gang
     return gang

@@ -58,6 +58,15 @@ def test_a_queue_label_on_the_template_only_is_recognised():
     assert apply_rules("Bound", "team-research", gang(owner_labelled=False), "")[1] == ""
 
 
+def test_templates_that_disagree_on_the_queue_are_recognised_whichever_pod_came_first():
+    for first in ("default-queue", "team-research"):  # the head's (no label) or a worker's
+        g = gang(queue=first, owner_labelled=False, pod_queues=("", "team-research"))
+        for label in ("", "team-research"):  # the head, a worker
+            details, runbook = apply_rules("Bound", label, g, "")
+            assert runbook == "runbooks/operator-queue-on-template.md", (first, label)
+            assert "templates disagree (none, 'team-research')" in details[1] and f"'{first}' now" in details[1]
+
+
 def test_the_owners_label_wins_over_the_templates():
     details, runbook = apply_rules("Pending", "team-b", gang(queue="team-a"), "runbooks/gang-not-binding.md")
     assert runbook == "runbooks/operator-queue-on-template.md"
@@ -130,6 +139,7 @@ def test_gang_of_reads_the_podgroups_owner_and_size_and_the_biggest_pod():
         "default-queue",
     )
     assert got.owner_labelled is False and got.too_big == ("ray-big-x", 16, 8)
+    assert got.pod_queues == ("team-research",)
     assert got.operator == "KubeRay" and got.grouper == operators.OPERATORS["kuberay"].grouper
     js = gang_of(FakeKube(objects), "pg-js", "ns", [], NODES, {})
     assert js is not None and js.size == "minSubGroup 2" and js.owner_labelled and js.too_big is None
