@@ -128,7 +128,7 @@ def gang_of(kube, pod_group: str, namespace: str, peers: list, nodes: list[dict]
         return None
     if pod_group in cache:
         return cache[pod_group]
-    group = kube.get(PODGROUP_API, "PodGroup", pod_group, namespace) or {}
+    group = _readable(kube, PODGROUP_API, "PodGroup", pod_group, namespace) or {}
     refs = (group.get("metadata") or {}).get("ownerReferences") or []
     ref = refs[0] if refs else {}
     op = operators.operator_for(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
@@ -140,7 +140,7 @@ def gang_of(kube, pod_group: str, namespace: str, peers: list, nodes: list[dict]
             if spec.get(MIN_SUB_GROUP) is not None
             else f"{MIN_MEMBER} {spec.get(MIN_MEMBER, '?')}"
         )
-        owner = kube.get(ref["apiVersion"], ref["kind"], ref["name"], namespace) or {}
+        owner = _readable(kube, ref["apiVersion"], ref["kind"], ref["name"], namespace)
         largest = max((n["gpus"] for n in nodes), default=0)
         big = [p for p in peers if p.pod_group == pod_group and not is_fraction(p.gpus) and p.gpus > largest]
         gang = Gang(
@@ -151,12 +151,23 @@ def gang_of(kube, pod_group: str, namespace: str, peers: list, nodes: list[dict]
             queue=spec.get("queue") or "default-queue",
             operator=op.title,
             grouper=op.grouper,
-            owner_labelled=QUEUE_LABEL in ((owner.get("metadata") or {}).get("labels") or {}),
+            # not readable (a learner's RBAC): taken as labelled, so nothing is said of its label
+            owner_labelled=owner is None or QUEUE_LABEL in ((owner.get("metadata") or {}).get("labels") or {}),
             too_big=(big[0].name, big[0].gpus, largest) if big and nodes else None,
             pod_queues=tuple(sorted({p.queue for p in peers if p.pod_group == pod_group})),
         )
     cache[pod_group] = gang
     return gang
+
+
+def _readable(kube, api_version: str, kind: str, name: str, namespace: str) -> dict | None:
+    """The object, {} when it is not there, None when this user may not read it."""
+    try:
+        return kube.get(api_version, kind, name, namespace) or {}
+    except Exception as e:
+        if getattr(e, "status", None) != 403:
+            raise
+        return None
 
 
 def owned_pod_groups(kube, kind: str, name: str, namespace: str) -> set[str]:

@@ -203,3 +203,18 @@ def test_evidence_names_each_pods_gang_and_the_object_kai_walked_up_to():
     ]
     views = [ray_pod(), PodView("loose", namespace="ns"), PodView("bare", namespace="ns", pod_group="pg-bare")]
     assert gangs(views, groups) == {("ns", "ray-workers-x"): "pg-ray-1: RayCluster/ray", ("ns", "bare"): "pg-bare: -"}
+
+
+def test_an_owner_this_user_may_not_read_is_not_said_to_lack_the_label():
+    class Forbidden(Exception):
+        status = 403
+
+    class Learner(FakeKube):
+        def get(self, api_version, kind, name, namespace=None):
+            if kind == "RayCluster":
+                raise Forbidden()
+            return super().get(api_version, kind, name, namespace)
+
+    objects = {("PodGroup", "pg-ray-1"): pod_group("pg-ray-1", "RayCluster", "ray", minMember=3)}
+    got = gang_of(Learner(objects), "pg-ray-1", "ns", [ray_pod()], NODES, {})
+    assert got is not None and got.owner_labelled
