@@ -147,6 +147,7 @@ def gather(
     views = [pod_view(p) for p in pods]
     events = sorted((event_view(e) for ns in namespaces for e in kube.events(ns)), key=lambda e: e.time)
     pod_groups = [pg for ns in namespaces for pg in kube.list(PODGROUP_API, "PodGroup", namespace=ns)]
+    gang = gangs(views, pod_groups)
     queue_selector, node_selector = slice_of
     seen = views if node_selector else None  # a learner reads their own pods only
     queue_rows = queues(kube, seen, fair_shares, queue_selector)
@@ -177,8 +178,20 @@ def gather(
         "podgroups.yaml": yaml.safe_dump_all([_plain(pg) for pg in pod_groups], sort_keys=False),
         "pods.yaml": yaml.safe_dump_all([_plain(p) for p in pods], sort_keys=False),
         "pods.txt": _table(
-            ["namespace", "pod", "queue", "phase", "node", "GPUs", "scheduler"],
-            [[p.namespace, p.name, p.queue or "-", p.phase, p.node or "-", p.gpus, p.scheduler] for p in views],
+            ["namespace", "pod", "queue", "phase", "node", "GPUs", "scheduler", "gang (PodGroup: owner)"],
+            [
+                [
+                    p.namespace,
+                    p.name,
+                    p.queue or "-",
+                    p.phase,
+                    p.node or "-",
+                    p.gpus,
+                    p.scheduler,
+                    gang.get((p.namespace, p.name), "-"),
+                ]
+                for p in views
+            ],
         ),
         "events.txt": _table(
             ["time", "namespace", "object", "reason", "message"],
@@ -195,6 +208,20 @@ def gather(
         verdicts, queue_rows, events, bool(verdicts and any(v["timeline"] for v in verdicts))
     )
     return files
+
+
+def gangs(views: list, pod_groups: list[dict]) -> dict:
+    """Each pod (namespace, name) of a PodGroup → "PodGroup: Kind/name": the gang KAI's pod-grouper made of it, and the
+    object it walked its owners up to (the PodGroup's owner: a RayCluster, PyTorchJob, JobSet, Job …)."""
+    owner = {}
+    for pg in pod_groups:
+        meta = pg.get("metadata") or {}
+        refs = meta.get("ownerReferences") or []
+        ref = f"{refs[0].get('kind')}/{refs[0].get('name')}" if refs else "-"
+        owner[(meta.get("namespace"), meta.get("name"))] = f"{meta.get('name')}: {ref}"
+    return {
+        (p.namespace, p.name): owner[(p.namespace, p.pod_group)] for p in views if (p.namespace, p.pod_group) in owner
+    }
 
 
 def _table(header: list[str], rows: list[list]) -> str:

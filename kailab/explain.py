@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from kailab import operators
 from kailab.explain_facts import (
     nearest_node,
     never_preempting,
@@ -23,6 +24,17 @@ from kailab.explain_facts import (
     readable,
     rivals,
     selects,
+)
+from kailab.explain_operated import (
+    Gang,
+    apply_rules,
+    crd_of,
+    gang_of,
+    kind_named,
+    no_pods,
+    not_served,
+    owned_pod_groups,
+    served_kinds,
 )
 from kailab.explain_words import (
     FORBIDDEN_PRIORITY,
@@ -66,13 +78,14 @@ RECLAIM_MIN_RUNTIME = kai("field.reclaimMinRuntime")
 PARENT_QUEUE = kai("field.parentQueue")
 EVICT = kai("event.evict")
 USAGE_METRIC = kai("metric.queue-gpu-usage")
+OPERATOR_MISSING = "runbooks/operator-not-installed.md"
 RESOURCE_WORDS = {"gpus": "GPU", "cpu": "CPU", "memory": "memory"}  # explain_words.over_quota_detail's resources
 
 
 @dataclass
 class Explanation:
     pod: str
-    state: str  # Bound | Pending | NoPods (a Job the API server gave no pods)
+    state: str  # Bound | Pending | NoPods (a Job, or an operator's object, with no pods) | NotServed (its kind)
     summary: str
     reported: str = ""  # the scheduler's own words
     runbook: str = ""
@@ -94,6 +107,7 @@ class Facts:
     quotas_past_fleet: tuple[float, float] | None = None  # (top-level GPU quotas, the fleet's GPUs) when more
     waiting_for: float = 0.0  # seconds since the pod was made (0: not known)
     memory_unknown: tuple[str, ...] = ()  # GPU nodes without nvidia.com/gpu.memory, when it asks for GPU memory
+    gang: Gang | None = None  # the PodGroup KAI made for it, when an operator made it (explain_operated.py)
 
 
 def explain_pod(
@@ -124,6 +138,8 @@ def explain_pod(
             no PriorityClass has the label's name.
         facts: what else the cluster says about it (:class:`Facts`).
     """
+    label = pod.queue  # its own label; an operator's gang is in its PodGroup's queue, which may not be the label's
+    pod = replace(pod, queue=facts.gang.queue) if facts.gang else pod
     exp = _explain_now(pod, messages, queue_exists, is_leaf, nodes, standing, facts)
     if pod.scheduler == KAI and not pod.queue and pod.old_queue:
         exp.details.append(
@@ -188,6 +204,8 @@ def explain_pod(
         )
         if first or exp.runbook == "runbooks/gang-not-binding.md":
             exp.runbook = "runbooks/pods-refused.md"
+    details, exp.runbook = apply_rules(exp.state, label, facts.gang, exp.runbook)
+    exp.details[:0] = details
     return exp
 
 
@@ -466,8 +484,27 @@ def gather(
             or owned_by(meta)
         )
 
+    asked = kind_named(name)
+    if asked is not None:  # RayCluster/NAME …: that object, if its kind is served here
+        op, api_version, kind = asked
+        name = name.split("/", 1)[1]
+        crd = crd_of(api_version, kind)
+        if not _served(kube, crd):
+            summary = not_served(op, kind, [crd], operators.lessons_of(op))
+            return [Explanation(f"{namespace}/{name}", "NotServed", summary, runbook=OPERATOR_MISSING)]
     everyone = kube.pods(namespace)
     pods = [p for p in everyone if named(p)]
+    owners = served_kinds(kube, namespace, name) if not pods else []
+    if owners:  # an operator's object: the pods of the PodGroups it owns (KAI's gang of it)
+        op, _, kind = owners[0]
+        groups = owned_pod_groups(kube, kind, name, namespace)
+        pods = [
+            p
+            for p in everyone
+            if ((p.get("metadata") or {}).get("annotations") or {}).get(POD_GROUP_ANNOTATION) in groups
+        ]
+        if not pods:
+            return [Explanation(f"{namespace}/{name}", "NoPods", no_pods(op, kind), runbook=OPERATOR_MISSING)]
     if pods:
         return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector, usage, everyone)
     if kube.get("batch/v1", "Job", name, namespace) is None:
@@ -479,6 +516,16 @@ def gather(
         if e.kind == "Job" and e.name == name and e.says_why_waiting
     ]
     return [explain_podless_job(name, namespace, said)]
+
+
+def _served(kube: Kube, crd: str) -> bool:
+    """Whether the cluster has this CRD (taken as served when this user may not read CRDs: a learner)."""
+    try:
+        return kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd) is not None
+    except Exception as e:
+        if getattr(e, "status", None) != 403:
+            raise
+        return True
 
 
 def explain_pods(
@@ -522,12 +569,14 @@ def explain_pods(
     }
     over_fleet = quotas_past_fleet(list(queues.values()), nodes)
     memory_unknown: tuple[str, ...] | None = None  # read once, for the first pod that asks for GPU memory
+    peers, gangs = [pod_view(o) for o in everyone], {}  # type: ignore[var-annotated]
     for raw, p in zip(pods, map(pod_view, pods), strict=True):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
             messages.append(p.waiting)
         evictions = [e.message for e in events if e.reason == EVICT and e.kind == "PodGroup" and e.name == p.pod_group]
-        q = p.queue or "default-queue"
+        gang = gang_of(kube, p.pod_group, namespace, peers, nodes, gangs)
+        q = gang.queue if gang else p.queue or "default-queue"
         chain = owner_chain(kube, raw)
         label = priority_label(kube, raw, chain)
         ignored = None
@@ -557,6 +606,7 @@ def explain_pods(
             quotas_past_fleet=over_fleet,
             waiting_for=max(0.0, now - (api_time(meta.get("creationTimestamp")) or now)),
             memory_unknown=memory_unknown or (),
+            gang=gang,
         )
         out.append(
             explain_pod(

@@ -179,6 +179,20 @@ def needed_by(objects: Iterable[dict]) -> list[Operator]:
     return found
 
 
+def lessons_of(op: Operator) -> list[str]:
+    """The built-in lessons with a workload of ``op``'s kinds, in teaching order."""
+    from kailab.lesson import EXERCISE_NAMES
+    from kailab.paths import EXERCISES
+    from kailab.scenarios.loader import load_scenario
+
+    kinds = {kind for _, kind in op.kinds}
+    return [
+        name
+        for name in EXERCISE_NAMES
+        if any(w.kind in kinds for w in load_scenario(EXERCISES / f"{name}.yaml").workloads)
+    ]
+
+
 # ---------------------------------------------------------------- upstream's install, rendered from the module
 
 

@@ -14,7 +14,11 @@ from kailab.progress import Progress, stderr
 
 
 def explain(
-    name: str = typer.Argument(..., help="A pod, a Job or a scenario's workload (explains each of its pods)."),
+    name: str = typer.Argument(
+        ...,
+        help="A pod, a Job, a scenario's workload, or an operator's object (a RayCluster, PyTorchJob, JobSet or "
+        "LeaderWorkerSet; KIND/NAME to say which): explains each of its pods.",
+    ),
     namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace, as kubectl's -n."),
     as_json: bool = JsonOpt,
 ) -> None:

@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from kailab import operators, versions
 from kailab.errors import KailabError
 from kailab.kube import Kube
-from kailab.operators import Operator, OperatorControl, OperatorStatus
+from kailab.operators import Operator, OperatorControl, OperatorStatus, lessons_of
 from kailab.preflight import OK, WARN, Finding
 from kailab.progress import Progress
 
@@ -76,20 +76,6 @@ def find_all(kube: Kube) -> list[Found]:
     except ApiException as e:
         deployments, unread = None, f"Deployments: {e.status} {e.reason}"
     return [find(kube, op, deployments, unread) for op in operators.OPERATORS.values()]
-
-
-def lessons_of(op: Operator) -> list[str]:
-    """The built-in lessons with a workload of ``op``'s kinds, in teaching order."""
-    from kailab.lesson import EXERCISE_NAMES
-    from kailab.paths import EXERCISES
-    from kailab.scenarios.loader import load_scenario
-
-    kinds = {kind for _, kind in op.kinds}
-    return [
-        name
-        for name in EXERCISE_NAMES
-        if any(w.kind in kinds for w in load_scenario(EXERCISES / f"{name}.yaml").workloads)
-    ]
 
 
 def operator_findings(kube: Kube) -> list[Finding]:

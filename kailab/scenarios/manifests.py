@@ -400,7 +400,7 @@ def ray_cluster(w: WorkloadFile, scenario: Scenario) -> dict:
             # KubeRay tells Ray a worker's GPUs from its nvidia.com/gpu limit, which a fraction has not
             # (ray-operator controllers/ray/common/pod.go): Ray's own share is said here
             "rayStartParams": {"num-gpus": f"{g.gpus:g}"} if gpus.is_fraction(g.gpus) else {},
-            "template": pod_template(w.model_copy(update={"gpus": g.gpus}), scenario, "Always"),
+            "template": _with_labels(pod_template(w.model_copy(update={"gpus": g.gpus}), scenario, "Always"), g.labels),
         }
         for g in w.workerGroups
     ]
@@ -410,6 +410,12 @@ def ray_cluster(w: WorkloadFile, scenario: Scenario) -> dict:
         "metadata": {"name": w.name, "namespace": scenario.namespace, **_owner_meta(w, scenario)},
         "spec": {"headGroupSpec": {"rayStartParams": {}, "template": head}, "workerGroupSpecs": workers},
     }
+
+
+def _with_labels(template: dict, labels: dict[str, str]) -> dict:
+    """A pod template with these labels added (a worker group's own)."""
+    template["metadata"]["labels"] = {**template["metadata"]["labels"], **labels}
+    return template
 
 
 def _top_owner(w: WorkloadFile, scenario: Scenario, api_version: str, spec: dict) -> dict:

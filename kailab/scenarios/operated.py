@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, StrictInt, model_validator
 
-from kailab.labels import RAY_HEAD_GROUP
+from kailab.labelfield import LabelKey, LabelValue
+from kailab.labels import MANAGED, RAY_HEAD_GROUP
 from kailab.scenarios.values import MAX_PODS, Count, FileModel, Gpus, Name
 
 if TYPE_CHECKING:
@@ -137,6 +138,9 @@ class RayWorkerGroupFile(FileModel):
     replicas: Count
     minReplicas: Count = 0
     gpus: Gpus = 1
+    # labels on this group's pod template only (not the RayCluster's, nor the head's): where a queue label is often
+    # put by mistake (runbooks/operator-queue-on-template.md)
+    labels: dict[LabelKey, LabelValue] = {}
 
     @model_validator(mode="after")
     def _min_within_replicas(self):
@@ -146,6 +150,9 @@ class RayWorkerGroupFile(FileModel):
                 f"minReplicas {self.minReplicas} is more than replicas {self.replicas}; KAI's Ray grouper makes no "
                 "PodGroup for such a group: raise replicas or lower minReplicas"
             )
+        for key in self.labels:  # kailab finds its objects by these (as a workload's labels, objects.py)
+            if key in MANAGED or key.startswith("kailab.io/"):
+                raise ValueError(f"labels: '{key}' is kailab's own key: it sets it itself")
         if self.name == RAY_HEAD_GROUP:
             raise ValueError(f"'{RAY_HEAD_GROUP}' is the head's group (KubeRay's name, and KAI's subgroup of it)")
         return self

@@ -46,7 +46,12 @@ EXPLAINED = {
     "pdb-not-honoured": [("borrower", "pdb-not-honoured")],
     "partition-parent": [("split", "partition-parent")],
     "quotas-past-fleet": [("b-train", "quotas-past-fleet")],
+    # the RayCluster's workers (their template has the label), by the RayCluster's own name: KAI's gang of it
+    "operator-queue-on-template": [("RayCluster/ray-template-queue", "operator-queue-on-template")],
+    "operator-group-too-big": [("ray-big-group", "operator-group-too-big")],
 }
+# Scenarios whose pods KubeRay makes: built first, on the machine's network (conftest.py, kuberay_built)
+RAY = ("operator-queue-on-template", "operator-group-too-big")
 # Explained while it runs, below: once the scenario has ended its pod is bound.
 DURING = "gpu-sharing-reservation"
 # Run by their own tests below: one needs a node without its GPU-memory label, one is explained while KAI's
@@ -68,7 +73,9 @@ def failures(result: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_scenario_holds_on_kai(kai_lab, path):
+def test_scenario_holds_on_kai(kai_lab, path, request):
+    if path.stem in RAY:
+        request.getfixturevalue("kuberay_built")
     proc = kai_lab.cli("run", str(path), "--json")
     failed = failures(json.loads(proc.stdout or "{}"))
     assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-2000:]
@@ -293,3 +300,47 @@ def test_a_reservation_that_gets_no_gpu_is_explained_while_it_waits_and_after(ka
     (bound,) = json.loads(kai_lab.cli("explain", "half", "-n", namespace, "--json", check=True).stdout)
     assert bound["state"] == "Bound" and bound["runbook"] == "runbooks/gpu-sharing-reservation.md", bound
     assert kai_lab.runtime.gpu_ledger_control().running()
+
+
+def test_an_operator_not_running_or_not_installed_is_explained(kai_lab, kuberay_built):
+    """KubeRay's CRD served and its operator stopped: a RayCluster gets no pods, and `kailab explain` says whose
+    they are to make; a kind whose CRD the lab does not serve (an operator never started here): which operator, and
+    the lessons that need it. KubeRay is started again after."""
+    from kailab import operators
+    from kailab.progress import Progress
+
+    kube, namespace = kai_lab.kube, "operator-missing"
+    control = kai_lab.runtime.capabilities().operators
+    control.ensure("kuberay", Progress())
+    ray = operators.OPERATORS["kuberay"]
+    cluster = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "orphan", "namespace": namespace, "labels": {"kai.scheduler/queue": "team-research"}},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": _job("x", namespace)["spec"]["template"]}},
+    }
+    cluster["spec"]["headGroupSpec"]["template"]["spec"]["restartPolicy"] = "Always"
+    kube.ensure_namespace(namespace)
+    try:
+        control.group.stop_one(ray.binary, ray.title)
+        kube.apply(cluster)
+        (found,) = _explained(kai_lab, "orphan", namespace)
+        assert found["state"] == "NoPods" and found["runbook"] == "runbooks/operator-not-installed.md", found
+        assert "KubeRay makes its pods" in found["summary"], found
+        unserved = [
+            (op, kind)
+            for op in operators.OPERATORS.values()
+            for api_version, kind in op.kinds[:1]
+            if kube.get(
+                "apiextensions.k8s.io/v1", "CustomResourceDefinition", f"{kind.lower()}s.{api_version.split('/')[0]}"
+            )
+            is None
+        ]
+        if unserved:  # an operator no test of this lab started: its kind is not served
+            op, kind = unserved[0]
+            (said,) = _explained(kai_lab, f"{kind}/anything", namespace)
+            assert said["state"] == "NotServed" and said["runbook"] == "runbooks/operator-not-installed.md", said
+            assert op.title in said["summary"] and f"does not serve {kind}" in said["summary"], said
+    finally:
+        kube.delete_namespace(namespace)
+        control.ensure("kuberay", Progress())

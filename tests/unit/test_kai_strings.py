@@ -232,7 +232,7 @@ def test_kailabs_code_reads_kais_words_from_the_table():
     quoted = [r for r in ROWS if r.kind in ("field", "label", "annotation", "metric")]  # in explain's sentences
     written = []
     for path in CODE:
-        quoting = path.name in ("explain.py", "explain_words.py")
+        quoting = path.name in ("explain.py", "explain_words.py", "explain_operated.py")
         for line, value in _literals(path):
             for r, in_sentences in [(r, False) for r in said] + [(r, True) for r in (quoted if quoting else [])]:
                 if _writes(r, value, in_sentences):
