@@ -30,6 +30,8 @@ FIELD_MANAGER = "kailab"
 
 urllib3.disable_warnings()
 
+# What a list answers with when only the objects' metadata is wanted (the API server's PartialObjectMetadataList)
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 PROBE_TIMEOUT = (3.0, 3.0)  # connect, read: does the API server answer at all (no retries)
 
 
@@ -112,8 +114,9 @@ class Kube:
             namespace=meta.get("namespace") if res.namespaced else None,
             field_manager=FIELD_MANAGER,
             force_conflicts=True,
+            serializer=as_read,
         )
-        return out.to_dict()
+        return out
 
     def apply_status(self, obj: dict) -> None:
         """Server-side apply the status of an object (nodes carry capacity there)."""
@@ -130,11 +133,12 @@ class Kube:
             name=obj["metadata"]["name"],
             field_manager=FIELD_MANAGER,
             force_conflicts=True,
+            serialize=False,  # the answer is not read
         )
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         try:
-            return self.dyn.get(self.resource(api_version, kind), name=name, namespace=namespace).to_dict()
+            return self.dyn.get(self.resource(api_version, kind), name=name, namespace=namespace, serializer=as_read)
         except NotFoundError:
             return None
 
@@ -162,10 +166,23 @@ class Kube:
                 return []
             raise
         try:
-            out = self.dyn.get(res, namespace=namespace, label_selector=label_selector)
+            out = self.dyn.get(res, namespace=namespace, label_selector=label_selector, serializer=as_read)
         except NotFoundError:
             return []
-        return [item.to_dict() for item in out.items]
+        return list(out.get("items") or ())
+
+    def crd_names(self) -> set[str] | None:
+        """The names of the cluster's CustomResourceDefinitions, read as their metadata alone (one CRD's schema is
+        hundreds of KB: KubeRay's, JobSet's); None when these credentials may not list them."""
+        try:
+            answer = client.ApiextensionsV1Api(self.api).list_custom_resource_definition(
+                _headers={"Accept": METADATA_LIST}, _preload_content=False
+            )
+        except ApiException as e:
+            if e.status == 403:
+                return None
+            raise
+        return {_name(o) for o in json.loads(answer.data).get("items") or ()}
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         """Delete with background propagation; a missing object is fine. The API's answer: the object being deleted
@@ -176,10 +193,11 @@ class Kube:
                 name=name,
                 namespace=namespace,
                 body={"propagationPolicy": "Background"},
+                serializer=as_read,
             )
         except NotFoundError:
             return None
-        return answer.to_dict() if hasattr(answer, "to_dict") else None
+        return answer if isinstance(answer, dict) else None
 
     def ensure_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30) -> None:
         """Create a namespace and wait for its default ServiceAccount (pods are refused until it exists).
@@ -533,6 +551,12 @@ class Watched:
                     self._cond.notify_all()
                 if self._stop.wait(0.5):
                     return
+
+
+def as_read(_client, data: dict) -> dict:
+    """The dynamic client's answer as the API's JSON (its ``serializer``): not wrapped in its ResourceInstance, whose
+    making and ``to_dict()`` cost 8× the JSON's reading (one of KubeRay's CRDs, 300 KB: 46 ms)."""
+    return data
 
 
 def as_json(list_fn: Callable) -> Callable:

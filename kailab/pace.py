@@ -155,6 +155,7 @@ def sample(kube, namespace: str, metrics: Callable[[], str | None] | None) -> tu
     began = time.monotonic()
     try:
         answer = kube.core.list_namespaced_pod(namespace, limit=1, _preload_content=False, _request_timeout=30)
+        answer.read()  # read to its end, the connection goes back to the pool: unread, the next reading made a new one
         api, server = time.monotonic() - began, http_date(answer.headers.get("Date"))
     except ApiException as e:  # refused (a learner's namespace it may not list): an answer all the same
         api, server = time.monotonic() - began, http_date((e.headers or {}).get("Date"))

@@ -276,13 +276,13 @@ class LiveCluster:
         )
 
     def fleet_nodes(self) -> list[FleetNode]:
-        nodes = self.kube.core.list_node(label_selector=self.node_selector or "").items
+        nodes = as_json(self.kube.core.list_node)(label_selector=self.node_selector or "")["items"]
         return [
             FleetNode(
-                n.metadata.name,
-                node_gpus(n.status.allocatable),
-                amount((n.status.allocatable or {}).get("cpu", "0") or "0"),
-                dict(n.metadata.labels or {}),
+                n["metadata"]["name"],
+                node_gpus(allocatable := (n.get("status") or {}).get("allocatable") or {}),
+                amount(allocatable.get("cpu", "0") or "0"),
+                dict(n["metadata"].get("labels") or {}),
             )
             for n in nodes
         ]

@@ -1,0 +1,72 @@
+"""What keeps the lab's own CPU down while lessons run (README "Performance", bench/side_by_side.py): a pace reading
+gives its connection back, an operator's install is read as JSON after its first reading, a fleet's wait watches its
+own nodes only, the dynamic client's answers stay the API's JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+from kailab import operators, pace, partitions
+from kailab.fleet import load_fleet, node_objects, node_ready, reported_gpus, shared_labels
+from kailab.kube import as_read
+
+
+def test_a_pace_reading_reads_its_answer_to_the_end_so_the_connection_is_reused():
+    answer = SimpleNamespace(read_calls=0, headers={"Date": "Fri, 27 Nov 2026 14:00:00 GMT"})
+    answer.read = lambda: setattr(answer, "read_calls", answer.read_calls + 1) or b"{}"
+    kube = SimpleNamespace(core=SimpleNamespace(list_namespaced_pod=lambda *a, **kw: answer))
+    reading, server = pace.sample(kube, "ns", None)
+    assert answer.read_calls == 1
+    assert reading.api is not None and server == datetime(2026, 11, 27, 14, tzinfo=UTC).timestamp()
+
+
+def test_an_operators_install_is_read_from_its_json_copy_after_the_first_reading(tmp_path):
+    rendered = tmp_path / "op-v1.yaml"
+    rendered.write_text("kind: A\nmetadata: {name: a}\n---\n---\nkind: B\nspec: {n: 3, ready: true}\n")
+    first = operators._parsed(rendered)
+    assert first == [{"kind": "A", "metadata": {"name": "a"}}, {"kind": "B", "spec": {"n": 3, "ready": True}}]
+    copy = tmp_path / "op-v1.json"
+    assert json.loads(copy.read_text()) == first
+    copy.write_text(json.dumps([{"kind": "from the copy"}]))  # the copy is what is read now
+    assert operators._parsed(rendered) == [{"kind": "from the copy"}]
+    copy.write_text("[not json")  # a damaged copy: the YAML again, and a good copy written
+    assert operators._parsed(rendered) == first and json.loads(copy.read_text()) == first
+    os.utime(copy, (1, 1))  # older than the YAML (rendered again since): not used
+    copy.write_text(json.dumps([{"kind": "stale"}]))
+    os.utime(copy, (1, 1))
+    assert operators._parsed(rendered) == first
+
+
+def test_a_yaml_value_json_cannot_hold_makes_no_copy(tmp_path):
+    rendered = tmp_path / "op-v1.yaml"
+    rendered.write_text("kind: A\nwhen: 2026-11-27\n")
+    assert str(operators._parsed(rendered)[0]["when"]) == "2026-11-27"
+    assert not (tmp_path / "op-v1.json").exists()
+    rendered.write_text("kind: A\nports: {8080: http}\nflags: {on: yes}\n")  # keys JSON would make strings
+    assert operators._parsed(rendered) == [{"kind": "A", "ports": {8080: "http"}, "flags": {True: True}}]
+    assert not (tmp_path / "op-v1.json").exists()
+
+
+def test_a_partitions_fleet_is_watched_by_the_labels_its_nodes_share():
+    nodes = partitions.nodes(load_fleet(), "demo-quota")
+    selector = dict(part.split("=", 1) for part in shared_labels(nodes).split(","))
+    assert all(n["metadata"]["labels"].items() >= selector.items() for n in nodes)
+    assert selector.items() >= partitions.node_labels("demo-quota").items()  # not another partition's nodes
+    lab = node_objects(load_fleet())
+    assert not any(n["metadata"]["labels"].items() >= selector.items() for n in lab)
+    assert shared_labels([]) == ""
+
+
+def test_a_nodes_readiness_and_gpus_are_read_from_the_apis_json():
+    node = node_objects(load_fleet())[0]
+    assert not node_ready(node)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert node_ready(node) and reported_gpus(node) == int(node["status"]["allocatable"]["nvidia.com/gpu"])
+
+
+def test_the_dynamic_clients_answer_is_the_apis_json_as_read():
+    data = {"kind": "Pod", "metadata": {"name": "p", "to_dict": "a key the client's objects would shadow"}}
+    assert as_read(None, data) is data
