@@ -2,8 +2,8 @@
 
 ``Lab.open(home)`` gives an :class:`OwnLab` (``lab.json``, read once, names the runtime, built once) or a
 :class:`LearnerSlice` (the folder joined a class: ``kailab join``, kailab/classroom/joined.py). Either has a connected
-client (:attr:`Lab.kube`), the owner labels of what it makes, the :class:`View` of what it sees (queues, nodes,
-namespaces, fair shares), its scenarios as it runs them (prefixed, or renamed for a learner), and a
+client (:attr:`Lab.kube`), the owner labels of what it makes, the :class:`View` of what it sees (kailab/view.py:
+queues, nodes, namespaces, fair shares), its scenarios as it runs them (prefixed, or renamed for a learner), and a
 :meth:`Lab.session` that alone checks the evidence folder, builds the engine, refuses foreign objects, runs and keeps
 each verdict (evidence; a lesson's record in the cluster). What differs between the two is the difference of two
 classes.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from kailab.ownership import Owner
 from kailab.paths import lab_home
 from kailab.progress import Progress
 from kailab.runtimes.base import Capabilities
+from kailab.view import View, learner_view
 
 if TYPE_CHECKING:
     from kailab.checks import Verdict
@@ -34,77 +34,12 @@ if TYPE_CHECKING:
     from kailab.classroom.klass import Class
     from kailab.explain import Explanation
     from kailab.kube import Kube
-    from kailab.pods import PodView
     from kailab.runtimes.base import LabInfo, Runtime, UpOptions
     from kailab.scenarios.engine import Engine
     from kailab.scenarios.live import LiveCluster
     from kailab.scenarios.model import Scenario
     from kailab.scenarios.objects import QueueFile
     from kailab.session import Session
-
-
-@dataclass(frozen=True)
-class View:
-    """What a lab sees of its cluster: the queues and nodes it shows (label selectors, "" every one), the nodes that
-    are its fleet for the engine (None every node), the namespaces whose pods it may see (None every one) and a
-    reader of its scheduler's metrics (None: no fair shares here)."""
-
-    queues: str = ""
-    nodes: str = ""
-    fleet: str | None = None
-    namespaces: Callable[[Kube], list[str]] | None = None
-    metrics: Callable[[], str | None] | None = None
-
-    def fair_shares(self) -> dict[str, float] | None:
-        """Each queue's fair share of GPUs now, as KAI's scheduler publishes it; None when this lab cannot say."""
-        return self.per_queue("gpu")
-
-    def per_queue(self, figure: str) -> dict[str, float] | None:
-        """A figure KAI's scheduler publishes per queue (a FairShare field: ``gpu``, ``usage``…); None: unknown."""
-        from kailab import fairshare
-
-        try:
-            text = self.metrics() if self.metrics is not None else None
-        except Exception:  # no figure is no reason to fail a status, a watch or an explanation
-            return None
-        return {q: getattr(s, figure) for q, s in fairshare.parse(text).items()} if text else None
-
-    def pod_namespaces(self, kube: Kube) -> list[str] | None:
-        """The namespaces whose pods this lab may see (those that exist); None: every one."""
-        return None if self.namespaces is None else self.namespaces(kube)
-
-    def pods(self, kube: Kube) -> list[PodView]:
-        """Every pod this lab may see."""
-        from kailab.pods import pod_view
-        from kailab.status import all_pods
-
-        namespaces = self.pod_namespaces(kube)
-        if namespaces is None:
-            return all_pods(kube)
-        return [pod_view(p) for n in namespaces for p in kube.pods(n)]
-
-
-def learner_view(kube: Kube, learner: str) -> View:
-    """A class learner's slice: their queues and nodes, the pods of their lesson namespaces, and the fair shares their
-    SchedulingShard's scheduler gives their queues, read through the API server with ``kube``'s credential — the
-    learner's own (their ``watch``, ``status``, pages), or the instructor's (``kailab watch --learner NAME``)."""
-    from kailab.classroom.access import lesson_namespaces
-    from kailab.labels import NODEPOOL_LABEL
-    from kailab.partitions import node_selector, owner
-    from kailab.shards import ShardSchedulerControl
-
-    def namespaces(kube: Kube) -> list[str]:  # their lesson namespaces that exist
-        made = {ns.metadata.name for ns in kube.core.list_namespace(label_selector=owner(learner).selector()).items}
-        return [n for n in lesson_namespaces(learner) if n in made]
-
-    nodes = node_selector(learner)
-    return View(
-        queues=f"{NODEPOOL_LABEL}={learner}",
-        nodes=nodes,
-        fleet=nodes,
-        namespaces=namespaces,
-        metrics=ShardSchedulerControl(kube, learner).metrics,
-    )
 
 
 class Lab(ABC):

@@ -11,7 +11,7 @@ from kailab.pods import PodView, pod_view
 from kailab.runtimes.base import LabInfo
 
 if TYPE_CHECKING:
-    from kailab.lab import View
+    from kailab.view import View
 
 
 def all_pods(kube: Kube) -> list[PodView]:

@@ -9,8 +9,9 @@ import typer
 from kailab import render
 from kailab.commands.options import JsonOpt
 from kailab.errors import KailabError
-from kailab.lab import Lab, learner_view
+from kailab.lab import Lab
 from kailab.progress import Progress, stderr
+from kailab.view import learner_view
 
 
 def explain(

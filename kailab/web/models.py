@@ -36,7 +36,7 @@ from kailab.watch import colour_order
 from kailab.web import watches
 
 if TYPE_CHECKING:
-    from kailab.lab import View
+    from kailab.view import View
 
 MAX_NODES = 128  # more nodes than this are shown as one row per pool
 MAX_PENDING = 60  # waiting pods listed; the rest are counted
@@ -138,7 +138,7 @@ def lessons(record_objects: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 class LabModel:
-    """The lab's page: its watches and its view. ``view``: what the lab sees (:class:`kailab.lab.View`, the one
+    """The lab's page: its watches and its view. ``view``: what the lab sees (:class:`kailab.view.View`, the one
     ``kailab status``, ``watch`` and ``explain`` read): its queues, nodes, pod namespaces and fair shares; ``whose``:
     the page's name for it; ``record_selector``: its lesson records, across the namespaces it sees."""
 

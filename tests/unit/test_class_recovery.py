@@ -252,8 +252,9 @@ def test_a_joined_learners_status_shows_their_slice_not_no_lab_is_running(tmp_pa
     """``kailab status`` for a joined learner (it said "No lab is running → kailab up"): the class's API server and
     their scheduler as components, and only their nodes, queues and lesson namespaces' pods — each asked with their
     slice's selectors, never the whole cluster's (their credential may not list it)."""
-    from kailab.lab import LearnerSlice, View
+    from kailab.lab import LearnerSlice
     from kailab.pods import pod_view
+    from kailab.view import View
 
     asked: list[tuple] = []
     node = {"metadata": {"name": "ann-kwok-a100-0", "labels": {}}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}

@@ -277,8 +277,8 @@ def test_who_has_joined_is_read_from_the_marks_their_joins_wrote_by_the_api_serv
 
 
 def test_the_instructor_watches_one_learners_queues_nodes_and_namespaces_with_their_fair_shares():
-    from kailab.lab import learner_view
     from kailab.labels import NODEPOOL_LABEL, SHARD_FAIR_SHARES_ANNOTATION, SHARD_METRICS_ANNOTATION
+    from kailab.view import learner_view
 
     text = 'kai_queue_fair_share_gpu{queue_name="ann-team-a"} 12\n'
     shard = {"metadata": {"annotations": {SHARD_METRICS_ANNOTATION: "x", SHARD_FAIR_SHARES_ANNOTATION: text}}}
