@@ -29,6 +29,7 @@ from kailab.explain_operated import (
     Gang,
     apply_rules,
     crd_of,
+    crd_served,
     gang_of,
     kind_named,
     no_pods,
@@ -38,7 +39,6 @@ from kailab.explain_operated import (
 )
 from kailab.explain_words import (
     FORBIDDEN_PRIORITY,
-    KNOWN_EVICTIONS,
     KNOWN_REASONS,
     MIN_MEMBER,
     OVER_QUOTA,
@@ -47,8 +47,8 @@ from kailab.explain_words import (
     RESERVATION_FAILED,
     SHARING_OFF,
     STALE,
+    eviction_notes,
     over_quota_detail,
-    preemptor,
 )
 from kailab.kai_strings import get as kai
 from kailab.kube import Kube
@@ -391,23 +391,6 @@ def _time_note(queue: str, facts: Facts) -> str:
     return ""
 
 
-def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
-    """(what happened, runbook) for each kind of eviction KAI reported on a pod's PodGroup, latest message of each."""
-    latest: dict[str, tuple[str, str]] = {}
-    for message in evictions:
-        for pattern, meaning, runbook in KNOWN_EVICTIONS:
-            if re.search(pattern, message):
-                latest[pattern] = (f"{meaning}: “{message}”", runbook)
-        who = preemptor(message)
-        if who and who in never_preemptors:
-            latest["never"] = (
-                f"KAI preempted a pod of it for {who}, whose priority class says preemptionPolicy: Never "
-                f"— KAI v0.17.0 does not read that field: “{message}”",
-                "runbooks/preemption-policy-never.md",
-            )
-    return list(latest.values())
-
-
 def class_note(label: str, used: str, spec: str) -> str:
     """What KAI's pod-grouper did with a priorityClassName label that names no PriorityClass (v0.17.0,
     pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go, calcPriorityClassWithDefaults)."""
@@ -489,7 +472,7 @@ def gather(
         op, api_version, kind = asked
         name = name.split("/", 1)[1]
         crd = crd_of(api_version, kind)
-        if not _served(kube, crd):
+        if not crd_served(kube, crd):
             summary = not_served(op, kind, [crd], operators.lessons_of(op))
             return [Explanation(f"{namespace}/{name}", "NotServed", summary, runbook=OPERATOR_MISSING)]
     everyone = kube.pods(namespace)
@@ -516,16 +499,6 @@ def gather(
         if e.kind == "Job" and e.name == name and e.says_why_waiting
     ]
     return [explain_podless_job(name, namespace, said)]
-
-
-def _served(kube: Kube, crd: str) -> bool:
-    """Whether the cluster has this CRD (taken as served when this user may not read CRDs: a learner)."""
-    try:
-        return kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd) is not None
-    except Exception as e:
-        if getattr(e, "status", None) != 403:
-            raise
-        return True
 
 
 def explain_pods(

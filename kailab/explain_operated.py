@@ -6,7 +6,8 @@ kind's plugin that object (hub/hub.go); the PodGroup it makes names that top own
 and how big: what :class:`Gang` reads, never re-derived.
 
 The rules are data (:data:`RULES`): each reads an explanation and its :class:`Gang` and, when it recognises the
-failure, says what it is and which runbook to read. :func:`gang_of` and :func:`not_served` read the cluster.
+failure, says what it is and which runbook to read. :func:`gang_of`, :func:`served_kinds` and :func:`crd_served`
+read the cluster.
 """
 
 from __future__ import annotations
@@ -182,6 +183,16 @@ def owned_pod_groups(kube, kind: str, name: str, namespace: str) -> set[str]:
 def crd_of(api_version: str, kind: str) -> str:
     """The CRD that serves an operator's kind, as each of them names it (``rayclusters.ray.io``)."""
     return f"{kind.lower()}s.{api_version.split('/')[0]}"
+
+
+def crd_served(kube, crd: str) -> bool:
+    """Whether the cluster has this CRD (taken as served when this user may not read CRDs: a learner)."""
+    try:
+        return kube.get(CRD_API, "CustomResourceDefinition", crd) is not None
+    except Exception as e:
+        if getattr(e, "status", None) != 403:
+            raise
+        return True
 
 
 def served_kinds(kube, namespace: str, name: str) -> list[tuple[operators.Operator, str, str]]:

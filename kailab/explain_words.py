@@ -163,4 +163,22 @@ KNOWN_EVICTIONS = [
         "runbooks/stale-gang.md",
     ),
 ]
+
 FORBIDDEN_PRIORITY = re.compile(r"no PriorityClass with name (\S+) was found")
+
+
+def eviction_notes(evictions: list[str], never_preemptors: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """(what happened, runbook) for each kind of eviction KAI reported on a pod's PodGroup, latest message of each."""
+    latest: dict[str, tuple[str, str]] = {}
+    for message in evictions:
+        for said, meaning, runbook in KNOWN_EVICTIONS:
+            if re.search(said, message):
+                latest[said] = (f"{meaning}: “{message}”", runbook)
+        who = preemptor(message)
+        if who and who in never_preemptors:
+            latest["never"] = (
+                f"KAI preempted a pod of it for {who}, whose priority class says preemptionPolicy: Never "
+                f"— KAI v0.17.0 does not read that field: “{message}”",
+                "runbooks/preemption-policy-never.md",
+            )
+    return list(latest.values())
