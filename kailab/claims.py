@@ -75,7 +75,7 @@ def schema_check(check: SchemaCheck, kube: Kube) -> Check:
     """What the lab's copy of the CRD allows at the check's path, against the fields the claim's verdict rests on."""
     from kubernetes.client.exceptions import ApiException
 
-    from kailab.kube import api_error_words, no_answer
+    from kailab.api_errors import api_error_words, no_answer
 
     expected = ", ".join(sorted(check.fields))
     try:

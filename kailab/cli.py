@@ -86,7 +86,7 @@ _add_class_commands()
 
 def _api_refused(e) -> None:
     """An API error no command turned into words: what the server said, and for 403 what to ask for."""
-    from kailab.kube import api_error_words
+    from kailab.api_errors import api_error_words
 
     stderr.print(
         Text.assemble(("✗ Error:", "red"), f" The cluster's API server refused a request: {api_error_words(e)}.")

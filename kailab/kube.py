@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from kailab.api_errors import PROBE_TIMEOUT, no_answer, tls_failed
 from kailab.errors import KailabError, NotRunning
 from kailab.kubeconfig import load_config
 from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
@@ -32,7 +32,6 @@ urllib3.disable_warnings()
 
 # What a list answers with when only the objects' metadata is wanted (the API server's PartialObjectMetadataList)
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-PROBE_TIMEOUT = (3.0, 3.0)  # connect, read: does the API server answer at all (no retries)
 
 
 class Kube:
@@ -86,7 +85,7 @@ class Kube:
             return None
         except ApiException as e:
             if e.status == 0 and str(e.reason).startswith("SSLError"):  # the client's wording of a TLS failure
-                return f"the API server at {cfg.host} {_tls_failed(str(e.reason).partition(chr(10))[2])}"
+                return f"the API server at {cfg.host} {tls_failed(str(e.reason).partition(chr(10))[2])}"
             if e.status in (401, 403):
                 return f"the API server at {cfg.host} refuses these credentials ({e.status} {e.reason})"
             return f"the API server at {cfg.host} answers {e.status} {e.reason}"
@@ -335,38 +334,6 @@ class Kube:
         finally:
             w.stop()
         return done({_name(o) for o in list_fn(*args, **kw).get("items") or ()})
-
-
-def no_answer(e: Exception) -> str:
-    """What a failed request says about the server: "does not answer within 3s", "refuses connections"..."""
-    reason = getattr(e, "reason", None) or e
-    chain = [reason, *(x for x in (getattr(reason, "__cause__", None), getattr(reason, "__context__", None)) if x)]
-    if any(isinstance(x, (ssl.SSLError, urllib3.exceptions.SSLError)) for x in chain):
-        return _tls_failed(str(reason))
-    if isinstance(reason, urllib3.exceptions.NameResolutionError):
-        return "has a host name that does not resolve"
-    if any(isinstance(x, ConnectionRefusedError) for x in chain) or "Connection refused" in str(reason):
-        return "refuses connections (is the cluster running?)"
-    if isinstance(reason, (urllib3.exceptions.TimeoutError, TimeoutError)) or "timed out" in str(reason):
-        return f"does not answer within {PROBE_TIMEOUT[1]:.0f}s"
-    return f"cannot be reached ({type(reason).__name__}: {str(reason)[:200]})"
-
-
-def api_error_words(e: ApiException) -> str:
-    """An API error in one line: status, reason and the server's own message (which, for 403, names the verb,
-    resource and API group the user may not use) — never the response's headers."""
-    import json
-
-    try:
-        message = json.loads(e.body).get("message") if e.body else None
-    except (ValueError, AttributeError):
-        message = None
-    reason = " ".join(str(e.reason or "").split())[:200]
-    return f"{e.status} {reason}" + (f": {str(message)[:400]}" if message else "")
-
-
-def _tls_failed(detail: str) -> str:
-    return f"fails TLS ({detail.strip()[:200]}): check the kubeconfig's certificate-authority data and server name"
 
 
 def _identity(obj) -> tuple[str, str]:

@@ -350,8 +350,8 @@ def whoami(kube: Kube, path: Path) -> str:
 
 def _failed(e: Exception | None, host: str, path: Path, kube: Kube) -> KailabError:
     """The one error for a SelfSubjectReview that did not answer: unreachable, certificate, expired, revoked."""
+    from kailab.api_errors import no_answer
     from kailab.classroom import credentials
-    from kailab.kube import no_answer
 
     if e is None:
         return KailabError(

@@ -561,7 +561,7 @@ def labelled(obj: dict, scenario: Scenario) -> dict:
 def failure_text(e: Exception) -> str:
     """One line for an error that ended a scenario: the API's status and reason, or the error's own schema."""
     if isinstance(e, ApiException):
-        from kailab.kube import api_error_words
+        from kailab.api_errors import api_error_words
 
         return f"the API server answered {api_error_words(e)}"
     if isinstance(e, KailabError):  # already says what is wrong, and where

@@ -12,7 +12,8 @@ from typing import Any
 
 from kubernetes import client
 
-from kailab.kube import Kube, Watched, api_error_words, as_json, no_answer
+from kailab.api_errors import api_error_words, no_answer
+from kailab.kube import Kube, Watched, as_json
 from kailab.pods import PodView, pod_view
 
 
