@@ -134,45 +134,17 @@ def admission_policy(labels: dict[str, str], usage_db_url: str | None = None) ->
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "resourceRules": [
-                    {
-                        "apiGroups": [QUEUE_API.split("/")[0]],
-                        "apiVersions": ["*"],
-                        "resources": ["queues"],
-                        "operations": ["CREATE", "UPDATE", "DELETE"],
-                    },
-                    {
-                        "apiGroups": ["scheduling.k8s.io"],
-                        "apiVersions": ["*"],
-                        "resources": ["priorityclasses"],
-                        "operations": ["CREATE", "UPDATE", "DELETE"],
-                    },
-                    {
-                        "apiGroups": [TOPOLOGY_API.split("/")[0]],
-                        "apiVersions": ["*"],
-                        "resources": ["topologies"],
-                        "operations": ["CREATE", "UPDATE", "DELETE"],
-                    },
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["*"],
-                        "resources": ["namespaces"],
-                        "operations": ["CREATE", "UPDATE", "DELETE"],
-                    },
-                    {
-                        "apiGroups": [SHARD_GROUP],
-                        "apiVersions": ["*"],
-                        "resources": ["schedulingshards"],
-                        "operations": ["CREATE", "UPDATE", "DELETE"],
-                    },
                     *(
-                        {
-                            "apiGroups": [group],
-                            "apiVersions": ["*"],
-                            "resources": [kind],
-                            "operations": ["CREATE", "UPDATE"],
-                        }
-                        for group, kind in (*WORKLOADS, PODGROUPS)
+                        _writes(group, resource, "CREATE", "UPDATE", "DELETE")
+                        for group, resource in (
+                            (QUEUE_API.split("/")[0], "queues"),
+                            ("scheduling.k8s.io", "priorityclasses"),
+                            (TOPOLOGY_API.split("/")[0], "topologies"),
+                            ("", "namespaces"),
+                            (SHARD_GROUP, "schedulingshards"),
+                        )
                     ),
+                    *(_writes(group, kind, "CREATE", "UPDATE") for group, kind in (*WORKLOADS, PODGROUPS)),
                 ]
             },
             "matchConditions": [
@@ -203,6 +175,11 @@ def admission_policy(labels: dict[str, str], usage_db_url: str | None = None) ->
         "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
     }
     return [policy, binding]
+
+
+def _writes(group: str, resource: str, *operations: str) -> dict:
+    """The requests a policy looks at: these operations on one resource of an API group (any version)."""
+    return {"apiGroups": [group], "apiVersions": ["*"], "resources": [resource], "operations": list(operations)}
 
 
 def _rule(expression: str, message: str) -> dict:

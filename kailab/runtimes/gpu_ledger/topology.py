@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from kailab.labels import RESERVE_ANNOTATION
 from kailab.runtimes.gpu_ledger.facts import NodeShape, PodFacts
@@ -24,13 +24,7 @@ class Holder:
     portion: float | None = 1.0  # of this GPU; None when not known (gpu-memory on a node without a memory label)
 
     def to_dict(self) -> dict:
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "uid": self.uid,
-            "kind": self.kind,
-            "portion": self.portion,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> Holder:
