@@ -269,6 +269,13 @@ def class_credential(learner="ann", server="https://127.0.0.1:1", token="tok") -
     return credentials.kubeconfig(learner, server, ca, token, "kailab-class@" + server.split("://", 1)[-1])
 
 
+def with_credential(tmp_path: Path, argv: list[str]) -> list[str]:
+    """``argv`` with its CRED the path of a learner's credential (class_credential) written in ``tmp_path``."""
+    cred = tmp_path / "ann.kubeconfig"
+    cred.write_text(yaml.safe_dump(class_credential()))
+    return [str(cred) if a == "CRED" else a for a in argv]
+
+
 @pytest.mark.parametrize("path, wrong", _wrong_cases(class_credential()), ids=lambda x: str(x)[:40])
 def test_join_with_a_wrong_type_in_any_field_of_the_credential_is_one_message(
     tmp_path, monkeypatch, capsys, path, wrong
@@ -311,10 +318,9 @@ def test_a_damaged_state_file_names_itself_and_down_clears_it(
         path.write_text(json.dumps({"runtime": 5, "kubeconfig": [], "learner": {}, "total_gpus": "x"}))
     else:
         make(kind, path, user)
-    cred = tmp_path / "ann.kubeconfig"
-    cred.write_text(yaml.safe_dump(class_credential()))
+    args = with_credential(tmp_path, argv)
     before = snapshot(user)
-    r = run(monkeypatch, capsys, home, *[str(cred) if a == "CRED" else a for a in argv])
+    r = run(monkeypatch, capsys, home, *args)
     no_traceback(r)
     assert r.code == 1, r
     assert words in r.said and str(path) in r.said, r.said
@@ -337,10 +343,9 @@ NOT_A_FOLDER = ["fifo", "device", "link-out", "huge", "empty", "binary"]
 def test_a_lab_folder_that_is_not_a_folder_is_said_as_such(tmp_path, user, monkeypatch, capsys, argv, kind):
     home = tmp_path / "lab"
     make(kind, home, user)
-    cred = tmp_path / "ann.kubeconfig"
-    cred.write_text(yaml.safe_dump(class_credential()))
+    args = with_credential(tmp_path, argv)
     before = snapshot(user)
-    r = run(monkeypatch, capsys, home, *[str(cred) if a == "CRED" else a for a in argv])
+    r = run(monkeypatch, capsys, home, *args)
     no_traceback(r)
     assert r.code == 1 and r.err.count("✗ Error:") == 1, r
     assert f"The lab folder {home} is " in r.said and "not a folder" in r.said, r.said
