@@ -9,12 +9,14 @@ Where the machine allows it, workers run side by side, each with labs of its own
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import balance
@@ -200,6 +202,20 @@ class Lab:
         if check and proc.returncode != 0:
             raise AssertionError(f"kailab {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
         return proc
+
+    @contextlib.contextmanager
+    def running(self, *args: str) -> Iterator[subprocess.Popen]:
+        """The kailab command line against this lab, in the background while the block runs (its output piped, as
+        text); killed if it still runs when the block ends."""
+        env = {**os.environ, "KAILAB_HOME": str(self.home)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kailab", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
 
 
 @pytest.fixture

@@ -7,9 +7,6 @@ The scenarios in tests/scenarios/ pin down single behaviours of kailab's manifes
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -118,25 +115,14 @@ def test_kais_scheduler_down_is_explained_while_it_is_down(kai_lab):
     `kailab explain` names the runbook; the scenario then starts the scheduler again and the pod runs."""
     path = RUNBOOKS / "scenarios" / "kai-component-down.yaml"
     namespace = load_scenario(path).namespace
-    env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
-    run = subprocess.Popen(
-        [sys.executable, "-m", "kailab", "run", str(path), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
     seen: list[dict] = []
-    try:
+    with kai_lab.running("run", str(path), "--json") as run:
         while run.poll() is None and not seen:
             found = _explained(kai_lab, "stuck", namespace)
             if any(e["state"] == "Pending" and e["runbook"] == "runbooks/kai-component-down.md" for e in found):
                 seen = found
             time.sleep(1)
         out, err = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            run.kill()
     failed = failures(json.loads(out or "{}"))
     assert run.returncode == 0 and not failed, "\n".join(failed) + err[-2000:]
     assert seen, "kailab explain never named the runbook while the scheduler was down"
@@ -271,16 +257,8 @@ def test_a_reservation_that_gets_no_gpu_is_explained_while_it_waits_and_after(ka
     the ledger, the pod binds, and explain still tells why it bound late. Nothing of the ledger is left stopped."""
     path = RUNBOOKS / "scenarios" / f"{DURING}.yaml"
     namespace = load_scenario(path).namespace
-    env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
-    run = subprocess.Popen(
-        [sys.executable, "-m", "kailab", "run", str(path), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
     seen: list[dict] = []
-    try:
+    with kai_lab.running("run", str(path), "--json") as run:
         while run.poll() is None:
             proc = kai_lab.cli("explain", "half", "-n", namespace, "--json")
             found = json.loads(proc.stdout) if proc.returncode == 0 else []
@@ -289,9 +267,6 @@ def test_a_reservation_that_gets_no_gpu_is_explained_while_it_waits_and_after(ka
                 break
             time.sleep(1)
         out, err = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            run.kill()
     failed = failures(json.loads(out or "{}"))
     assert run.returncode == 0 and not failed, "\n".join(failed) + err[-2000:]
     assert seen, "kailab explain never named the runbook while the pod waited"

@@ -5,9 +5,6 @@ lesson's expectation fails there."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -36,25 +33,14 @@ def test_the_queue_that_used_the_gpus_gets_less_of_them_next(kai_lab):
     """The lesson on the real KAI and a real Prometheus; while it runs, `kailab explain` on team-early's workload
     sees the usage KAI publishes and names the runbook of "my queue gets less than its weight" (after the run the
     lab's scheduler is back to its defaults, without usage)."""
-    env = {**os.environ, "KAILAB_HOME": str(kai_lab.home)}
-    run = subprocess.Popen(
-        [sys.executable, "-m", "kailab", "demo", "time-fairshare", "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
     seen: list[dict] = []
-    try:
+    with kai_lab.running("demo", "time-fairshare", "--json") as run:
         while run.poll() is None and not seen:
             proc = kai_lab.cli("explain", "early-flood", "-n", "kailab-time-fairshare", "--json")
             found = json.loads(proc.stdout) if proc.returncode == 0 else []
             seen = [e for e in found if e["runbook"] == "runbooks/time-based-fairshare.md"]
             time.sleep(1)
         out, err = run.communicate(timeout=600)
-    finally:
-        if run.poll() is None:
-            run.kill()
     (verdict,) = json.loads(out or "{}")["verdicts"]
     rows = {c["title"]: c for c in verdict["checks"]}
     assert verdict["passed"], [(c["title"], c["expected"], c["observed"]) for c in verdict["checks"]] + [err[-2000:]]
