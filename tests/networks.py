@@ -74,6 +74,17 @@ def use_private_networks() -> None:
 
 
 @contextmanager
+def _back_after() -> Iterator[None]:
+    """Run the block, then move this thread back to the network namespace it was in."""
+    here = _namespace_fd()
+    try:
+        yield
+    finally:
+        _libc_call("setns", here, CLONE_NEWNET)
+        os.close(here)
+
+
+@contextmanager
 def private_network() -> Iterator[None]:
     """Run the block (and what it starts) in this worker's own network namespace, with its own loopback; on the
     machine's where this worker runs alone."""
@@ -81,8 +92,7 @@ def private_network() -> Iterator[None]:
     if not _wanted:
         yield
         return
-    host = _namespace_fd()
-    try:
+    with _back_after():
         if _private is None:
             _machine = _namespace_fd()
             _libc_call("unshare", CLONE_NEWNET)
@@ -91,9 +101,6 @@ def private_network() -> Iterator[None]:
         else:
             _libc_call("setns", _private, CLONE_NEWNET)
         yield
-    finally:
-        _libc_call("setns", host, CLONE_NEWNET)
-        os.close(host)
 
 
 @contextmanager
@@ -103,10 +110,6 @@ def machine_network() -> Iterator[None]:
     if _machine is None:
         yield
         return
-    here = _namespace_fd()
-    try:
+    with _back_after():
         _libc_call("setns", _machine, CLONE_NEWNET)
         yield
-    finally:
-        _libc_call("setns", here, CLONE_NEWNET)
-        os.close(here)
