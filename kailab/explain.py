@@ -93,6 +93,17 @@ class Explanation:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What an explanation sees beyond the namespace: a class learner's pods and nodes (None and "": the cluster's),
+    each queue's fair share and recent GPU usage as KAI's scheduler publishes them (None: not known)."""
+
+    fair_shares: dict[str, float] | None = None
+    visible: list | None = None
+    node_selector: str = ""
+    usage: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
 class Facts:
     """What else the cluster says about a pod, beyond KAI's words: each gathered by :func:`explain_pods`."""
 
@@ -439,19 +450,9 @@ def explain_podless_job(job: str, namespace: str, messages: list[str]) -> Explan
     return Explanation(name, "NoPods", "The Job has no pods yet, and its controller has reported nothing.")
 
 
-def gather(
-    kube: Kube,
-    name: str,
-    namespace: str,
-    fair_shares: dict[str, float] | None = None,
-    visible: list | None = None,
-    node_selector: str = "",
-    usage: dict[str, float] | None = None,
-) -> list[Explanation]:
+def gather(kube: Kube, name: str, namespace: str, scope: Scope = Scope()) -> list[Explanation]:
     """Explanations for a pod, or for every pod of a Job, PodGroup or scenario workload of that name (or for a Job
-    that has none);
-    ``visible`` and ``node_selector``: the pods and nodes a class learner may see (None and "": the cluster's);
-    ``usage``: each queue's recent GPU usage as KAI's scheduler publishes it (time-based fair share), if known."""
+    that has none), as far as ``scope`` sees."""
 
     def owned_by(meta: dict) -> bool:
         refs = meta.get("ownerReferences") or []
@@ -489,7 +490,7 @@ def gather(
         if not pods:
             return [Explanation(f"{namespace}/{name}", "NoPods", no_pods(op, kind), runbook=OPERATOR_MISSING)]
     if pods:
-        return explain_pods(kube, pods, namespace, fair_shares, visible, node_selector, usage, everyone)
+        return explain_pods(kube, pods, namespace, scope, everyone)
     if kube.get("batch/v1", "Job", name, namespace) is None:
         return []
     events = [event_view(e) for e in kube.events(namespace)]
@@ -502,25 +503,17 @@ def gather(
 
 
 def explain_pods(
-    kube: Kube,
-    pods: list,
-    namespace: str,
-    fair_shares: dict[str, float] | None = None,
-    visible: list | None = None,
-    node_selector: str = "",
-    usage: dict[str, float] | None = None,
-    everyone: list | None = None,
+    kube: Kube, pods: list, namespace: str, scope: Scope = Scope(), everyone: list | None = None
 ) -> list[Explanation]:
-    """Explanations for these pods of one namespace (the API's JSON), from its events, the queues and the
-    nodes (``visible``, ``node_selector``, ``usage``: as :func:`gather`; ``everyone``: the namespace's pods, if
-    already read)."""
+    """Explanations for these pods of one namespace (the API's JSON), from its events, the queues and the nodes
+    ``scope`` sees (``everyone``: the namespace's pods, if already read)."""
     if not pods:
         return []
     events = sorted((event_view(e) for e in kube.events(namespace)), key=lambda e: e.time)
     queues = {q["metadata"]["name"]: q for q in kube.list(QUEUE_API, "Queue")}
     parents = {q.get("spec", {}).get(PARENT_QUEUE) for q in queues.values()}
-    nodes = nodes_and_gpus(kube, visible, node_selector)  # a class learner: their pods and nodes
-    standing = {row["name"]: row for row in queue_rows(kube, visible, fair_shares)}
+    nodes = nodes_and_gpus(kube, scope.visible, scope.node_selector)  # a class learner: their pods and nodes
+    standing = {row["name"]: row for row in queue_rows(kube, scope.visible, scope.fair_shares)}
     out = []
     classes = {c["metadata"]["name"] for c in kube.list("scheduling.k8s.io/v1", "PriorityClass")}
     everyone = everyone if everyone is not None else kube.pods(namespace)
@@ -560,7 +553,7 @@ def explain_pods(
         if memory_unknown is None and GPU_MEMORY_ANNOTATION in (meta.get("annotations") or {}):
             memory_unknown = tuple(
                 n.metadata.name
-                for n in kube.core.list_node(label_selector=node_selector).items
+                for n in kube.core.list_node(label_selector=scope.node_selector).items
                 if float((n.status.allocatable or {}).get(GPU, 0) or 0) > 0
                 and GPU_MEMORY_LABEL not in (n.metadata.labels or {})
             )
@@ -575,7 +568,7 @@ def explain_pods(
             ),
             refused=refusals.get((meta.get("labels") or {}).get("job-name", ""), ""),
             bind_request=binds.get(p.name, "") if not p.node else "",
-            usage=rivals(q, queues, standing, usage),
+            usage=rivals(q, queues, standing, scope.usage),
             quotas_past_fleet=over_fleet,
             waiting_for=max(0.0, now - (api_time(meta.get("creationTimestamp")) or now)),
             memory_unknown=memory_unknown or (),

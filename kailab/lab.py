@@ -210,11 +210,11 @@ class Lab(ABC):
 
     def explain(self, name: str, namespace: str) -> list[Explanation]:
         """``kailab explain``: why each pod of that name (or of that Job) is where it is."""
-        from kailab.explain import gather
+        from kailab.explain import Scope, gather
 
         kube, view = self.kube, self.view
         pods = view.pods(kube) if view.nodes else None
-        return gather(kube, name, namespace, view.fair_shares(), pods, view.nodes, view.per_queue("usage"))
+        return gather(kube, name, namespace, Scope(view.fair_shares(), pods, view.nodes, view.per_queue("usage")))
 
     def frame(self, view: View | None = None):
         """One frame of ``kailab watch``: this lab's queues and every GPU of its nodes (or ``view``'s: a learner's)."""

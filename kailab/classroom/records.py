@@ -27,7 +27,7 @@ from kailab.checks import Verdict
 from kailab.classroom import STUCK_SECONDS
 from kailab.classroom.record_data import MAX_ATTEMPTS, MAX_RECORDS, MAX_TEXT, RUNNING, RecordData
 from kailab.errors import KailabError
-from kailab.explain import explain_pods
+from kailab.explain import Scope, explain_pods
 from kailab.kube import Kube
 from kailab.labels import LAB_ID_LABEL, LEARNER_LABEL, RECORD_LABEL, SCENARIO_LABEL
 from kailab.ownership import Owner
@@ -357,7 +357,8 @@ def explainer(kube: Kube) -> Explainer:
     """Why a learner's pods wait, as ``kailab explain`` reads it: from KAI's events, the queues and their nodes."""
 
     def explain(learner: str, namespace: str, waiting: list[dict], visible: list) -> list:
-        return explain_pods(kube, waiting, namespace, visible=visible, node_selector=partitions.node_selector(learner))
+        scope = Scope(visible=visible, node_selector=partitions.node_selector(learner))
+        return explain_pods(kube, waiting, namespace, scope)
 
     return explain
 

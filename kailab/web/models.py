@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from kailab import gpus, partitions, shards
 from kailab.classroom import STUCK_SECONDS, records, report
 from kailab.classroom.joined import join_states
-from kailab.explain import Explanation, gather
+from kailab.explain import Explanation, Scope, gather
 from kailab.kube import Kube
 from kailab.labels import JOINED_LABEL, LEARNER_LABEL, NODEPOOL_LABEL, QUEUE_API, RECORD_LABEL, SHARD_API
 from kailab.lesson import lesson_names
@@ -206,7 +206,7 @@ class LabModel:
             return None
         namespace, name = pod.split("/", 1)
         nodes = self.lab_view.nodes  # as :meth:`kailab.lab.Lab.explain` asks: a slice's pods are those it sees
-        found = gather(self.kube, name, namespace, self.shares, self.pods.all() if nodes else None, nodes)
+        found = gather(self.kube, name, namespace, Scope(self.shares, self.pods.all() if nodes else None, nodes))
         return [e for e in found if e.pod == pod] or found
 
 
