@@ -62,12 +62,15 @@ def test_without_the_usage_database_the_same_floods_split_evenly(kai_lab, tmp_pa
     share is 16, and the lesson's expectation does not hold."""
     text = LESSON.read_text()
     assert text.count(USAGE_LINE) == 1  # the one line this case changes
+    assert text.count("    timeout: 60s\n  # Phase 3") == 1  # and the phase-2 check's wait
     scenario = tmp_path / "time-fairshare-off.yaml"
     scenario.write_text(
         text.replace("name: time-fairshare\n", "name: time-fairshare-off\n", 1)
         .replace("lesson: exercises/time-fairshare.md\n", "")
         .replace(USAGE_LINE, "  - schedulerConfig: {kValue: 1}\n")
         .replace("  - sleep: 60\n", "  - sleep: 10\n")  # no usage is recorded: the minute would change nothing
+        # the even split is KAI's first answer once both floods wait: the phase-2 check need not wait a whole minute
+        .replace("    timeout: 60s\n  # Phase 3", "    timeout: 20s\n  # Phase 3")
     )
     verdict = _run(kai_lab, "run", str(scenario))
     rows = {c["title"]: c for c in verdict["checks"]}
