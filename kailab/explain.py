@@ -478,7 +478,7 @@ def gather(kube: Kube, name: str, namespace: str, scope: Scope = Scope()) -> lis
             return [Explanation(f"{namespace}/{name}", "NotServed", summary, runbook=OPERATOR_MISSING)]
     everyone = kube.pods(namespace)
     pods = [p for p in everyone if named(p)]
-    owners = served_kinds(kube, namespace, name) if not pods else []
+    owners = served_kinds(kube, namespace, name, asked[2] if asked else None) if not pods else []
     if owners:  # an operator's object: the pods of the PodGroups it owns (KAI's gang of it)
         op, _, kind = owners[0]
         groups = owned_pod_groups(kube, kind, name, namespace)

@@ -22,7 +22,6 @@ from kailab.kai_strings import get as kai
 from kailab.labels import PODGROUP_API, QUEUE_LABEL
 
 MIN_SUB_GROUP = kai("field.minSubGroup")
-CRD_API = "apiextensions.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -186,33 +185,28 @@ def crd_of(api_version: str, kind: str) -> str:
 
 
 def crd_served(kube, crd: str) -> bool:
-    """Whether the cluster has this CRD (taken as served when this user may not read CRDs: a learner)."""
-    try:
-        return kube.get(CRD_API, "CustomResourceDefinition", crd) is not None
-    except Exception as e:
-        if getattr(e, "status", None) != 403:
-            raise
-        return True
+    """Whether the cluster has this CRD (taken as served when this user may not list CRDs: a learner)."""
+    names = kube.crd_names()
+    return names is None or crd in names
 
 
-def served_kinds(kube, namespace: str, name: str) -> list[tuple[operators.Operator, str, str]]:
-    """(operator, apiVersion, kind) of each operator's object called ``name`` in ``namespace``, of the kinds this
-    cluster serves (a CRD missing, or not the user's to read, is passed over). The CRDs are listed once, so a kind
-    not served costs no API discovery; a user who may not list them (a learner) asks for each kind."""
-    try:
-        crds: set[str] | None = {c["metadata"]["name"] for c in kube.list(CRD_API, "CustomResourceDefinition")}
-    except Exception:
-        crds = None
+def served_kinds(kube, namespace: str, name: str, kind: str | None = None) -> list[tuple[operators.Operator, str, str]]:
+    """(operator, apiVersion, kind) of each operator's object called ``name`` in ``namespace`` — of ``kind`` alone when
+    given — of the kinds this cluster serves. The CRDs' names are listed once (their metadata alone: a CRD's schema is
+    hundreds of KB), so a kind not served costs no API discovery; a user who may not list them (a learner) asks for
+    each kind, and a kind not served or not theirs to read is passed over."""
+    crds = kube.crd_names()
     found = []
     for op in operators.OPERATORS.values():
-        for api_version, kind in op.kinds:
-            if crds is not None and crd_of(api_version, kind) not in crds:
+        for api_version, k in op.kinds:
+            if (kind is not None and k != kind) or (crds is not None and crd_of(api_version, k) not in crds):
                 continue
             try:
-                if kube.get(api_version, kind, name, namespace) is not None:
-                    found.append((op, api_version, kind))
-            except Exception:  # not served here, or not this user's to read
-                continue
+                if kube.get(api_version, k, name, namespace) is not None:
+                    found.append((op, api_version, k))
+            except Exception as e:  # a learner: not served here (no CRD list to tell), or not theirs to read
+                if crds is not None and getattr(e, "status", None) != 403:
+                    raise
     return found
 
 

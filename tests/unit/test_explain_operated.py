@@ -116,6 +116,9 @@ class FakeKube:
     def pods(self, namespace):
         return self._pods
 
+    def crd_names(self):
+        return {n for (k, n) in self.objects if k == "CustomResourceDefinition"}
+
 
 def pod_group(name, owner_kind, owner, api_version="ray.io/v1", **spec):
     refs = [{"apiVersion": api_version, "kind": owner_kind, "name": owner, "uid": "u"}]
