@@ -425,7 +425,7 @@ def hidden_tasks(secrets: list[tuple[dict, dict]]) -> dict[str, tuple[str, str, 
 
 
 def grades(kube: Kube, learners: list[str]) -> dict[str, dict[str, dict]]:
-    """Learner → task id → its grade: each submitted task record (the latest of each task) graded against the hidden
+    """Learner → task id → its grade: each submitted task record (of each task, the hand-in that finished last) graded against the hidden
     check stored in the cluster. Learners who handed in no task: {}."""
     try:
         secrets = kube.core.list_namespaced_secret(NAMESPACE, label_selector=TASK_LABEL).items
@@ -441,9 +441,15 @@ def grades(kube: Kube, learners: list[str]) -> dict[str, dict[str, dict]]:
     for cm in kube.core.list_config_map_for_all_namespaces(label_selector=selector).items:
         learner = (cm.metadata.labels or {}).get(LEARNER_LABEL, "")
         if learner in out:
-            tid, row = graded_record(cm, learner, hidden)
-            out[learner][tid] = row
+            _keep_latest(out[learner], *graded_record(cm, learner, hidden))
     return out
+
+
+def _keep_latest(graded: dict[str, dict], tid: str, row: dict) -> None:
+    """A learner's grade of task ``tid``: that of the hand-in that finished last (the API lists and a watch hands
+    over records in no such order)."""
+    if tid not in graded or row.get("finished", "") >= graded[tid].get("finished", ""):
+        graded[tid] = row
 
 
 class GradeCache:
@@ -470,6 +476,5 @@ class GradeCache:
                 if len(self._kept) >= self.KEPT:
                     self._kept.clear()
                 self._kept[key] = graded_json(obj, learner, hidden)
-            tid, row = self._kept[key]
-            out[learner][tid] = row
+            _keep_latest(out[learner], *self._kept[key])
         return out

@@ -244,3 +244,14 @@ def test_the_class_page_grades_a_hand_in_from_what_it_watches_once_until_it_chan
     nothing_stored = cache.grades(["ann"], [_submitted("quota-1-solved", version="2")], [])
     assert nothing_stored["ann"]["quota-task-1"]["outcome"] == "NOT GRADED"
     assert "no task 'quota-task-1'" in nothing_stored["ann"]["quota-task-1"]["why"]
+
+
+def test_a_task_handed_in_twice_is_graded_by_the_hand_in_that_finished_last_in_whatever_order_it_comes():
+    secrets = [o for o in grading.objects(grading.built_in()) if o["kind"] == "Secret"]
+    first = _submitted("quota-1-as-given")
+    last = _submitted("quota-1-solved", version="2")
+    last["metadata"] = {**last["metadata"], "name": "kailab-record-y"}
+    last["data"] = {**last["data"], "finished": "2026-11-27T10:20:00+00:00"}
+    for order in ([first, last], [last, first]):
+        got = grading.GradeCache().grades(["ann"], order, secrets)
+        assert got["ann"]["quota-task-1"]["outcome"] == "PASS", order
