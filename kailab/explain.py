@@ -517,8 +517,9 @@ def explain_pods(
     out = []
     classes = {c["metadata"]["name"] for c in kube.list("scheduling.k8s.io/v1", "PriorityClass")}
     everyone = everyone if everyone is not None else kube.pods(namespace)
+    peers, gangs = [pod_view(o) for o in everyone], {}  # type: ignore[var-annotated]
     finished: dict[str, int] = {}
-    for other in map(pod_view, everyone):
+    for other in peers:
         if other.pod_group and other.phase == "Succeeded":
             finished[other.pod_group] = finished.get(other.pod_group, 0) + 1
     budgets = readable(kube, "policy/v1", "PodDisruptionBudget", namespace)
@@ -535,7 +536,6 @@ def explain_pods(
     }
     over_fleet = quotas_past_fleet(list(queues.values()), nodes)
     memory_unknown: tuple[str, ...] | None = None  # read once, for the first pod that asks for GPU memory
-    peers, gangs = [pod_view(o) for o in everyone], {}  # type: ignore[var-annotated]
     for raw, p in zip(pods, map(pod_view, pods), strict=True):
         messages = [e.message for e in events if e.says_why_waiting and e.name in (p.name, p.pod_group)]
         if p.waiting:
