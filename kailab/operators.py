@@ -47,6 +47,8 @@ class Operator:
     ``image_name``: the end of its image's repository (a cluster kailab did not make is searched for it).
     ``webhooks``: whether upstream's install serves admission webhooks.
     ``grouper``: the KAI pod-grouper plugin that decides this operator's PodGroups.
+    ``install``: how upstream says to install it, with ``{version}`` for the pinned version (``{number}``: without
+    its ``v``), so the version is written once, in versions.py.
     ``pod_labels``: the labels the operator puts on its pods that that plugin reads to put each pod in its subgroup
     (tests/fleet/test_operators_on_kai.py holds the operator's real pods to them).
     """
@@ -59,7 +61,7 @@ class Operator:
     deployment: str
     image_name: str
     grouper: str
-    install_hint: str
+    install: str
     pod_labels: tuple[str, ...]
     webhooks: bool = True
 
@@ -81,6 +83,10 @@ class Operator:
         """Its own build lock: its first build holds up nothing that does not need it."""
         return f".lock-{self.name}"
 
+    @property
+    def install_hint(self) -> str:
+        return self.install.format(version=self.version, number=self.version.removeprefix("v"))
+
     def describe(self) -> str:
         return f"{self.title} {self.version}"
 
@@ -99,7 +105,7 @@ OPERATORS: dict[str, Operator] = {
             grouper=f"{KAI_GROUPERS}/ray/",
             pod_labels=("ray.io/group",),  # ray_grouper.go assignRayPodToSubGroup: utils.RayNodeGroupLabelKey
             # KubeRay's guide for KAI (docs.ray.io, k8s-ecosystem/kai-scheduler): the chart's batchScheduler.name
-            install_hint="helm install kuberay-operator kuberay/kuberay-operator --version 1.5.1 "
+            install="helm install kuberay-operator kuberay/kuberay-operator --version {number} "
             "--set batchScheduler.name=kai-scheduler",
             # Its only webhook validates RayClusters, and main.go registers it only with ENABLE_WEBHOOKS=true, which
             # its default install does not set.
@@ -121,8 +127,8 @@ OPERATORS: dict[str, Operator] = {
             grouper=f"{KAI_GROUPERS}/kubeflow/",
             # kubeflow/pytorch/pytorch_grouper.go: the replica type (master, worker) and a worker's index
             pod_labels=("training.kubeflow.org/replica-type", "training.kubeflow.org/replica-index"),
-            install_hint='kubectl apply --server-side -k "github.com/kubeflow/training-operator.git/manifests/'
-            'overlays/standalone?ref=v1.9.3"',
+            install='kubectl apply --server-side -k "github.com/kubeflow/training-operator.git/manifests/'
+            'overlays/standalone?ref={version}"',
         ),
         Operator(
             name="jobset",
@@ -135,8 +141,8 @@ OPERATORS: dict[str, Operator] = {
             grouper=f"{KAI_GROUPERS}/jobset/",
             # jobset/jobset_grouper.go: which replicatedJob, and which replica of it
             pod_labels=("jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index"),
-            install_hint="kubectl apply --server-side -f "
-            "https://github.com/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml",
+            install="kubectl apply --server-side -f "
+            "https://github.com/kubernetes-sigs/jobset/releases/download/{version}/manifests.yaml",
         ),
         Operator(
             name="lws",
@@ -149,8 +155,8 @@ OPERATORS: dict[str, Operator] = {
             grouper=f"{KAI_GROUPERS}/leaderworkerset/",
             # leaderworkerset/lws_grouper.go: which group, and leader (index 0) or worker
             pod_labels=("leaderworkerset.sigs.k8s.io/group-index", "leaderworkerset.sigs.k8s.io/worker-index"),
-            install_hint="kubectl apply --server-side -f "
-            "https://github.com/kubernetes-sigs/lws/releases/download/v0.7.0/manifests.yaml",
+            install="kubectl apply --server-side -f "
+            "https://github.com/kubernetes-sigs/lws/releases/download/{version}/manifests.yaml",
         ),
     )
 }

@@ -14,9 +14,13 @@ from kailab.labels import KAI_SCHEDULER_PROCESS
 KAI_VERSION = "v0.17.0"
 KAI_MODULE = "github.com/kai-scheduler/KAI-scheduler"
 KAI_CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
+# Its module's go.sum hashes (zip, go.mod) at tag v0.17.0, commit f218c69bee5e5fc6031273ba555d09916b1ca89a. The
+# checksum database does not know this module, so these are the only check of what a proxy serves.
+KAI_SUMS = ("h1:UtfrbI2aMZm6LGPx1DWPGhOGhxNXHtgfzKpEtlZ3ZiU=", "h1:+Ixd+cMJWhBiLAbYxWwiNQRTa4oABokpTvXc9SBlufo=")
 
 # Kubernetes: the version KAI v0.17.0's go.mod requires (k8s.io/kubernetes v1.35.4).
 KUBERNETES_VERSION = "v1.35.4"
+KUBERNETES_SUMS = ("h1:o/8dBC/pHVpYoGV4OAIytAlNPZbdYVTXJHoYvXC4qzM=", "h1:fPfnQs8GtfrLQ+KuOcpvwQ+mV17jVcgdvPL6ZHxKp10=")
 # etcd: the version k8s.io/kubernetes v1.35.4's go.mod requires.
 ETCD_VERSION = "v3.6.5"
 
@@ -110,7 +114,7 @@ BUILDS: tuple[GoBuild, ...] = (
             # kwokctl uses kubectl for its readiness checks; a pinned one means no download.
             "kubectl": "k8s.io/kubernetes/cmd/kubectl",
         },
-        sums=("h1:o/8dBC/pHVpYoGV4OAIytAlNPZbdYVTXJHoYvXC4qzM=", "h1:fPfnQs8GtfrLQ+KuOcpvwQ+mV17jVcgdvPL6ZHxKp10="),
+        sums=KUBERNETES_SUMS,
         sibling_version=_staging(KUBERNETES_VERSION),
     ),
     GoBuild(
@@ -124,9 +128,7 @@ BUILDS: tuple[GoBuild, ...] = (
             "kai-podgroupcontroller": f"{KAI_MODULE}/cmd/podgroupcontroller",
             "kai-queuecontroller": f"{KAI_MODULE}/cmd/queuecontroller",
         },
-        # Tag v0.17.0, commit f218c69bee5e5fc6031273ba555d09916b1ca89a. The checksum database
-        # does not know this module, so these lines are the only check of what a proxy serves.
-        sums=("h1:UtfrbI2aMZm6LGPx1DWPGhOGhxNXHtgfzKpEtlZ3ZiU=", "h1:+Ixd+cMJWhBiLAbYxWwiNQRTa4oABokpTvXc9SBlufo="),
+        sums=KAI_SUMS,
     ),
 )
 
@@ -233,7 +235,7 @@ OFFLINE_BUILDS: tuple[GoBuild, ...] = (
                 "kubectl",
             )
         },
-        sums=("h1:o/8dBC/pHVpYoGV4OAIytAlNPZbdYVTXJHoYvXC4qzM=", "h1:fPfnQs8GtfrLQ+KuOcpvwQ+mV17jVcgdvPL6ZHxKp10="),
+        sums=KUBERNETES_SUMS,
         sibling_version=_staging(KUBERNETES_VERSION),
         ldflags=_version_ldflags(KUBERNETES_VERSION),
     ),
@@ -256,7 +258,7 @@ OFFLINE_BUILDS: tuple[GoBuild, ...] = (
                 "queuecontroller",
             )
         },
-        sums=("h1:UtfrbI2aMZm6LGPx1DWPGhOGhxNXHtgfzKpEtlZ3ZiU=", "h1:+Ixd+cMJWhBiLAbYxWwiNQRTa4oABokpTvXc9SBlufo="),
+        sums=KAI_SUMS,
     ),
 )
 

@@ -83,7 +83,23 @@ class LabInfo:
     summary: str = ""  # what `kailab up` says the lab is, when the runtime says it itself
 
 
-class SchedulerControl(ABC):
+class Control(ABC):
+    """A part of a running lab that a scenario stops and starts again; each call returns once it is done."""
+
+    @abstractmethod
+    def running(self) -> bool:
+        """True while it runs."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop it; return once it no longer runs. Stopping it when stopped does nothing."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start it; return once it is healthy. Starting it when it runs does nothing."""
+
+
+class SchedulerControl(Control):
     """Stop, start and reconfigure KAI's scheduler of a running lab (scenarios do, as KAI's own e2e tests do)."""
 
     # True where settings with usage params start KAI's usage database too: the lab's Prometheus, a process on the
@@ -94,14 +110,6 @@ class SchedulerControl(ABC):
     @abstractmethod
     def settings(self) -> SchedulerSettings:
         """What the scheduler runs with now (or ran with last, while it is stopped)."""
-
-    @abstractmethod
-    def running(self) -> bool:
-        """True while the scheduler runs."""
-
-    @abstractmethod
-    def stop(self) -> None:
-        """Stop the scheduler; return once it no longer runs. Stopping a stopped scheduler does nothing."""
 
     @abstractmethod
     def start(self, settings: SchedulerSettings | None = None) -> None:
@@ -120,21 +128,9 @@ class SchedulerControl(ABC):
         return nullcontext()
 
 
-class GpuLedgerControl(ABC):
+class GpuLedgerControl(Control):
     """Stop and start what gives KAI's GPU reservation pods their GPU (the GPU operator's part; on the local runtime
     kailab's GPU ledger), so a scenario can show a reservation that never gets one."""
-
-    @abstractmethod
-    def running(self) -> bool:
-        """True while it runs."""
-
-    @abstractmethod
-    def stop(self) -> None:
-        """Stop it; return once it no longer runs. Stopping it when stopped does nothing."""
-
-    @abstractmethod
-    def start(self) -> None:
-        """Start it; return once it is healthy. Starting it when it runs does nothing."""
 
 
 class PartitionHost(Protocol):

@@ -12,7 +12,9 @@ Date of an answer). What KAI measures — a protection window, a preemption dela
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
@@ -66,25 +68,21 @@ class Change:
             return cls(d["type"], pace=Pace.from_json(d["pace"]), t=float(d.get("t", 0.0)), at=at)
         if "step" in d:
             return cls(d["type"], step=int(d["step"]), t=float(d.get("t", 0.0)), at=at)
-        pod = PodView(**d["pod"]) if "pod" in d else None
-        event = EventView(**d["event"]) if "event" in d else None
-        group = PodGroupView.from_json(d["podGroup"]) if "podGroup" in d else None
-        share = FairShare(**d["fairShare"]) if "fairShare" in d else None
-        queue = QueueView.from_json(d["queue"]) if "queue" in d else None
-        node = NodeView(**d["node"]) if "node" in d else None
-        if pod is None and event is None and group is None and share is None and queue is None and node is None:
+        body = {name: read(d[key]) for name, key, read in _BODIES if key in d}
+        if not body:
             raise KeyError("a change holds a pod, an event, a podGroup, a fairShare, a queue or a node")
-        return cls(
-            d["type"],
-            pod=pod,
-            event=event,
-            group=group,
-            share=share,
-            queue=queue,
-            node=node,
-            t=float(d.get("t", 0.0)),
-            at=at,
-        )
+        return cls(d["type"], **body, t=float(d.get("t", 0.0)), at=at)
+
+
+# What a change's body may be: its field, its key in a change's JSON, and how that JSON is read back.
+_BODIES: tuple[tuple[str, str, Callable[[dict], Any]], ...] = (
+    ("pod", "pod", lambda j: PodView(**j)),
+    ("event", "event", lambda j: EventView(**j)),
+    ("group", "podGroup", PodGroupView.from_json),
+    ("share", "fairShare", lambda j: FairShare(**j)),
+    ("queue", "queue", QueueView.from_json),
+    ("node", "node", lambda j: NodeView(**j)),
+)
 
 
 @dataclass

@@ -446,7 +446,7 @@ class _Build:
                 continue
             value = getattr(c, m.word)
             want = m.want(value, keys[key])
-            title = c.title or m.titled(who, want)
+            title = c.title or m.titled(who, want, value)
             out.append(
                 Expectation(
                     title=title,

@@ -5,7 +5,7 @@ measure's check is in ``kailab/checks.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -55,12 +55,18 @@ class Measure:
     """One measure a condition may name: its key, what it holds, and the verdict row it makes."""
 
     word: str  # the file's key
-    name: str  # the measure in the verdict (a check's ``measure``) and in kailab/checks.py
     value: Any  # what the file may give; Want or WholeWant: a count, checked against a Bound
-    title: str | Callable[[str, str], str]  # the row's title, from who it is about and the wanted text
+    # The row's title: a format of ``who`` it is about, ``want`` (the wanted value as text) and ``value`` (as the file
+    # gave it, e.g. ``{value.path}``); a dict: one such title per wanted text.
+    title: str | dict[str, str]
     about: str = ""  # "workload" or "queue": the scope it needs
     needs: str = ""  # what it needs of a cluster (model.ABILITIES)
     short: str = ""  # another key for the same measure
+
+    @property
+    def name(self) -> str:
+        """The measure in the verdict (a check's ``measure``) and in kailab/checks.py: the key in snake case."""
+        return re.sub("([A-Z])", lambda c: "_" + c[1].lower(), self.word)
 
     @property
     def counted(self) -> bool:
@@ -71,78 +77,46 @@ class Measure:
         """The wanted value as text: a count as the file wrote it, ``true``, or the property's text."""
         return str(raw) if self.counted else str(value).lower() if isinstance(value, bool) else str(value)
 
-    def titled(self, who: str, want: str) -> str:
-        return self.title(who, want) if callable(self.title) else self.title.format(who=who, want=want)
+    def titled(self, who: str, want: str, value: Any) -> str:
+        title = self.title[want] if isinstance(self.title, dict) else self.title
+        return title.format(who=who, want=want, value=value)
 
 
 MEASURES = (
-    Measure("pods", "pods", WholeWant, "{who}: pods that exist"),
-    Measure("running", "running", WholeWant, "{who}: pods Running"),
-    Measure("pending", "pending", WholeWant, "{who}: pods Pending"),
-    Measure("bound", "bound", WholeWant, "{who}: pods bound to a node"),
-    Measure("evicted", "evicted", WholeWant, "{who}: pods evicted or preempted"),
-    Measure("allocated", "allocated", Want, "{who}: GPUs allocated", short="gpus"),
-    Measure("unschedulable", "unschedulable", WholeWant, "{who}: pods marked unschedulable"),
-    Measure("nodes", "nodes", WholeWant, "{who}: nodes its bound pods are on"),
-    Measure("fractionGpus", "fraction_gpus", WholeWant, "{who}: GPUs its fractions are on"),
-    Measure("fairShare", "fair_share", Want, "{who}: fair share of GPUs (KAI's)", about="queue", needs="fair-share"),
+    Measure("pods", WholeWant, "{who}: pods that exist"),
+    Measure("running", WholeWant, "{who}: pods Running"),
+    Measure("pending", WholeWant, "{who}: pods Pending"),
+    Measure("bound", WholeWant, "{who}: pods bound to a node"),
+    Measure("evicted", WholeWant, "{who}: pods evicted or preempted"),
+    Measure("allocated", Want, "{who}: GPUs allocated", short="gpus"),
+    Measure("unschedulable", WholeWant, "{who}: pods marked unschedulable"),
+    Measure("nodes", WholeWant, "{who}: nodes its bound pods are on"),
+    Measure("fractionGpus", WholeWant, "{who}: GPUs its fractions are on"),
+    Measure("fairShare", Want, "{who}: fair share of GPUs (KAI's)", about="queue", needs="fair-share"),
     Measure(
-        "placement",
         "placement",
         Literal["distinct", "oneNode"],
-        lambda who, want: f"{who}: pods {'on distinct nodes' if want == 'distinct' else 'all on one node'}",
+        {"distinct": "{who}: pods on distinct nodes", "oneNode": "{who}: pods all on one node"},
     ),
-    Measure("allOrNone", "all_or_none", Literal[True], "{who}: gang binds all or none", about="workload"),
-    Measure("reason", "reason", StrictStr, "{who}: reason given for waiting"),
-    Measure("notReason", "not_reason", StrictStr, "{who}: reason given does not mention"),
-    Measure("boundBefore", "bound_before", Name, "{who} bound before {want}", about="workload"),
-    Measure(
-        "podGroupField",
-        "pod_group_field",
-        PodGroupFieldFile,
-        lambda who, want: f"{who}: PodGroup {want.split('=')[0]}",
-        about="workload",
-    ),
-    Measure(
-        "domains",
-        "domains",
-        DomainsFile,
-        lambda who, want: f"{who}: values of {want.partition('=')[0]} its pods are on",
-    ),
-    Measure(
-        "schedulingCondition",
-        "scheduling_condition",
-        StrictStr,
-        "{who}: PodGroup has scheduling condition",
-        about="workload",
-    ),
-    Measure(
-        "noSchedulingCondition",
-        "no_scheduling_condition",
-        StrictStr,
-        "{who}: PodGroup has no scheduling condition",
-        about="workload",
-    ),
-    Measure(
-        "podGroupReason",
-        "pod_group_reason",
-        PodGroupReasonFile,
-        lambda who, want: f"{who}: PodGroup says {want.split(':')[0]}",
-        about="workload",
-    ),
-    Measure(
-        "podGroupAnnotation", "pod_group_annotation", LabelKey, "{who}: PodGroup annotated {want}", about="workload"
-    ),
-    Measure("podGroups", "pod_groups", WholeWant, "{who}: PodGroups KAI made for it", about="workload"),
-    Measure("onNodeWith", "on_node_with", Name, "{who} on a node with {want}", about="workload"),
+    Measure("allOrNone", Literal[True], "{who}: gang binds all or none", about="workload"),
+    Measure("reason", StrictStr, "{who}: reason given for waiting"),
+    Measure("notReason", StrictStr, "{who}: reason given does not mention"),
+    Measure("boundBefore", Name, "{who} bound before {want}", about="workload"),
+    Measure("podGroupField", PodGroupFieldFile, "{who}: PodGroup {value.path}", about="workload"),
+    Measure("domains", DomainsFile, "{who}: values of {value.label} its pods are on"),
+    Measure("schedulingCondition", StrictStr, "{who}: PodGroup has scheduling condition", about="workload"),
+    Measure("noSchedulingCondition", StrictStr, "{who}: PodGroup has no scheduling condition", about="workload"),
+    Measure("podGroupReason", PodGroupReasonFile, "{who}: PodGroup says {value.reason}", about="workload"),
+    Measure("podGroupAnnotation", LabelKey, "{who}: PodGroup annotated {want}", about="workload"),
+    Measure("podGroups", WholeWant, "{who}: PodGroups KAI made for it", about="workload"),
+    Measure("onNodeWith", Name, "{who} on a node with {want}", about="workload"),
     Measure(
         "queueExists",
-        "queue_exists",
         StrictBool,
-        lambda who, want: f"{who}: Queue object {'exists' if want == 'true' else 'does not exist'}",
+        {"true": "{who}: Queue object exists", "false": "{who}: Queue object does not exist"},
         about="queue",
     ),
-    Measure("queueAllocated", "queue_allocated", Want, "{who}: GPUs allocated (Queue status)", about="queue"),
+    Measure("queueAllocated", Want, "{who}: GPUs allocated (Queue status)", about="queue"),
 )
 MEASURE_OF_KEY = {key: m for m in MEASURES for key in (m.word, m.short) if key}  # file key → measure
 MEASURE_NAMED = {m.name: m for m in MEASURES}  # verdict name → measure

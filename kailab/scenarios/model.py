@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import Any, ClassVar, dataclass_transform
 
 from kailab.scenarios.objects import (
     OPERATED_KINDS,
@@ -88,17 +88,22 @@ class Expectation:
         return ", ".join(parts) or "all pods"
 
 
+@dataclass_transform(frozen_default=True, kw_only_default=True)
 @dataclass(frozen=True, kw_only=True)
 class Step:
-    """What every step has. The engine dispatches on the step's type (steps.STEPS declares the words)."""
+    """What every step has. The engine dispatches on the step's type (steps.STEPS declares the words). Every step
+    type is a frozen, keyword-only dataclass, made so here."""
 
     needs: ClassVar[frozenset[str]] = frozenset()  # what the step needs of a cluster (see ABILITIES)
     timeout: float = 30.0
     note: str = ""
     line: int = 0
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(frozen=True, kw_only=True)(cls)
 
-@dataclass(frozen=True, kw_only=True)
+
 class WorkloadStep(Step):
     """A step about one of the scenario's workloads."""
 
@@ -113,35 +118,30 @@ class Delete(WorkloadStep):
     """Delete a workload's objects and its pods."""
 
 
-@dataclass(frozen=True, kw_only=True)
 class Scale(WorkloadStep):
     """Set how many pods a workload asks for."""
 
     pods: int
 
 
-@dataclass(frozen=True, kw_only=True)
 class SetQueue(Step):
     """Create or change a queue mid-scenario."""
 
     queue: QueueFile
 
 
-@dataclass(frozen=True, kw_only=True)
 class Sleep(Step):
     """Let time pass (changes are still folded in), e.g. for a protection window to elapse."""
 
     seconds: float
 
 
-@dataclass(frozen=True, kw_only=True)
 class NodeStep(Step):
     """A step about one node of the fleet."""
 
     node: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class DeletePods(Step):
     """Delete the scenario's pods on one node, of one workload, or both; ``count`` of them (bound ones first, by
     name) or all. Their owners may make new ones; a hand-made PodGroup's bare pods stay gone."""
@@ -155,14 +155,12 @@ class DeleteWorkloads(NodeStep):
     """Delete every workload that has a pod on one node."""
 
 
-@dataclass(frozen=True, kw_only=True)
 class StopScheduler(Step):
     """Stop KAI's scheduler: pods submitted now wait, together, until it starts."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"scheduler-control"})
 
 
-@dataclass(frozen=True, kw_only=True)
 class StartScheduler(Step):
     """Start KAI's scheduler with these settings (the lab's defaults when empty)."""
 
@@ -171,7 +169,6 @@ class StartScheduler(Step):
     restart: bool = False  # stop it first (a configuration change)
 
 
-@dataclass(frozen=True, kw_only=True)
 class GpuLedger(Step):
     """Stop or start what gives KAI's GPU reservation pods their GPU (the GPU operator's part; kailab's GPU
     ledger on the local runtime): stopped, a GPU-sharing pod's reservation never gets one and KAI's binder gives up."""
@@ -180,14 +177,12 @@ class GpuLedger(Step):
     running: bool
 
 
-@dataclass(frozen=True, kw_only=True)
 class Wait(Step):
     """Wait until every expectation holds; a row in the verdict only when it fails."""
 
     expectations: tuple[Expectation, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
 class Expect(Wait):
     """Wait until every expectation holds (and keeps holding); one verdict row each."""
 

@@ -15,37 +15,39 @@ import pytest
 from kailab.paths import RUNBOOKS
 from kailab.scenarios.loader import load_scenario
 
-# scenario → (workload, the runbook `kailab explain` must name for its pods), read right after the run.
+# scenario → the workloads whose pods `kailab explain` must name the scenario's runbook for, read right after the run.
 EXPLAINED = {
-    "old-queue-label": [("old-label-serve", "old-queue-label"), ("old-label-train", "old-queue-label")],
-    "node-pool-unserved": [("unserved", "node-pool-unserved")],
-    "node-constraints": [
-        ("wants-b200", "node-constraints"),
-        ("wants-b200-pool", "node-constraints"),
-        ("no-toleration", "node-constraints"),
-    ],
-    "scheduling-gate": [("gated", "scheduling-gate")],
-    "too-big": [("sixteen", "too-big")],
-    "misspelt-priority-class": [("typo", "misspelt-priority-class"), ("label-typo", "misspelt-priority-class")],
-    "preemption-policy-never": [("filler", "preemption-policy-never")],
-    "gang-stuck": [("gang", "gang-not-binding")],
-    "borrow-blocked": [("service", "borrowing-not-happening")],
+    "old-queue-label": ("old-label-serve", "old-label-train"),
+    "node-pool-unserved": ("unserved",),
+    "node-constraints": ("wants-b200", "wants-b200-pool", "no-toleration"),
+    "scheduling-gate": ("gated",),
+    "too-big": ("sixteen",),
+    "misspelt-priority-class": ("typo", "label-typo"),
+    "preemption-policy-never": ("filler",),
+    "gang-stuck": ("gang",),
+    "borrow-blocked": ("service",),
     # the Job's pod made again after KAI evicted its stale gang (the bare pods are gone for good)
-    "stale-gang": [("job-gang", "stale-gang")],
+    "stale-gang": ("job-gang",),
     # the workers made again after KAI evicted them while the gang's other pods had finished
-    "completing-gang": [("workers", "completing-gang-evicted")],
-    "non-preemptible-capped": [("serve", "non-preemptible-capped"), ("cpu-serve", "non-preemptible-capped")],
-    "pod-affinity": [("follower", "pod-affinity"), ("spread", "pod-affinity")],
-    "unbound-volume": [("with-data", "unbound-volume")],
-    "pods-refused": [("gang", "pods-refused")],
-    "topology-unmet": [("rack-gang", "topology-unmet")],
-    "queue-annotation": [("annotated-job", "queue-annotation"), ("annotated-serve", "queue-annotation")],
-    "pdb-not-honoured": [("borrower", "pdb-not-honoured")],
-    "partition-parent": [("split", "partition-parent")],
-    "quotas-past-fleet": [("b-train", "quotas-past-fleet")],
+    "completing-gang": ("workers",),
+    "non-preemptible-capped": ("serve", "cpu-serve"),
+    "pod-affinity": ("follower", "spread"),
+    "unbound-volume": ("with-data",),
+    "pods-refused": ("gang",),
+    "topology-unmet": ("rack-gang",),
+    "queue-annotation": ("annotated-job", "annotated-serve"),
+    "pdb-not-honoured": ("borrower",),
+    "partition-parent": ("split",),
+    "quotas-past-fleet": ("b-train",),
     # the RayCluster's workers (their template has the label), by the RayCluster's own name: KAI's gang of it
-    "operator-queue-on-template": [("RayCluster/ray-template-queue", "operator-queue-on-template")],
-    "operator-group-too-big": [("ray-big-group", "operator-group-too-big")],
+    "operator-queue-on-template": ("RayCluster/ray-template-queue",),
+    "operator-group-too-big": ("ray-big-group",),
+}
+# The runbook of a scenario whose runbook has another name than the scenario.
+RUNBOOK = {
+    "gang-stuck": "gang-not-binding",
+    "borrow-blocked": "borrowing-not-happening",
+    "completing-gang": "completing-gang-evicted",
 }
 # Scenarios whose pods KubeRay makes: built first, on the machine's network (conftest.py, kuberay_built)
 RAY = ("operator-queue-on-template", "operator-group-too-big")
@@ -77,7 +79,8 @@ def test_scenario_holds_on_kai(kai_lab, path, request):
     failed = failures(json.loads(proc.stdout or "{}"))
     assert proc.returncode == 0 and not failed, "\n".join(failed) + proc.stderr[-2000:]
     namespace = load_scenario(path).namespace
-    for workload, runbook in EXPLAINED.get(path.stem, []):
+    runbook = RUNBOOK.get(path.stem, path.stem)
+    for workload in EXPLAINED.get(path.stem, ()):
         found = json.loads(kai_lab.cli("explain", workload, "-n", namespace, "--json", check=True).stdout)
         named = {e["runbook"] for e in found}
         assert f"runbooks/{runbook}.md" in named, (workload, found)
@@ -206,11 +209,9 @@ def test_pods_an_admission_policy_refuses_are_explained(kai_lab):
     """Another admission control than a ResourceQuota (the scenario's): a ValidatingAdmissionPolicy, which the local
     API server runs (KAI's own webhook is not run on the local runtime). The Job gets no pod, and says why."""
     kube, namespace = kai_lab.kube, "refused-by-policy"
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": "kailab-test-no-big-pods"},
-        "spec": {
+    api, name = "admissionregistration.k8s.io/v1", "kailab-test-no-big-pods"
+    spec = {
+        "ValidatingAdmissionPolicy": {
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "resourceRules": [
@@ -219,20 +220,15 @@ def test_pods_an_admission_policy_refuses_are_explained(kai_lab):
             },
             "validations": [{"expression": "false", "message": "no pods in this namespace"}],
         },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": "kailab-test-no-big-pods"},
-        "spec": {
-            "policyName": "kailab-test-no-big-pods",
+        "ValidatingAdmissionPolicyBinding": {
+            "policyName": name,
             "validationActions": ["Deny"],
             "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
         },
     }
     kube.ensure_namespace(namespace)
-    kube.apply(policy)
-    kube.apply(binding)
+    for kind in spec:  # the policy, then its binding
+        kube.apply({"apiVersion": api, "kind": kind, "metadata": {"name": name}, "spec": spec[kind]})
     try:
         time.sleep(2)  # the API server loads the policy
         kube.apply(_job("refused", namespace))
@@ -247,8 +243,8 @@ def test_pods_an_admission_policy_refuses_are_explained(kai_lab):
         assert "denied request" in job["reported"] and "no pods in this namespace" in job["reported"], job
     finally:
         kube.delete_namespace(namespace)
-        kube.delete("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", binding["metadata"]["name"])
-        kube.delete("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", policy["metadata"]["name"])
+        for kind in reversed(spec):
+            kube.delete(api, kind, name)
 
 
 def test_a_reservation_that_gets_no_gpu_is_explained_while_it_waits_and_after(kai_lab):

@@ -16,21 +16,28 @@ def scenario(tmp_path, text: str):
     return load_scenario(path)
 
 
+def applied(tmp_path, text: str, workload: str):
+    """The scenario in ``text`` and the objects kailab applies for its ``workload``."""
+    s = scenario(tmp_path, text)
+    return s, workload_objects(s.workload(workload), s)
+
+
 def test_gpu_memory_is_kais_annotation_and_no_gpu_limit(tmp_path):
-    s = scenario(tmp_path, "name: t\nworkloads: [{name: m, kind: Pod, gpuMemory: 4096}]\nsteps: [{apply: m}]\n")
-    (pod,) = workload_objects(s.workload("m"), s)
+    _, (pod,) = applied(
+        tmp_path, "name: t\nworkloads: [{name: m, kind: Pod, gpuMemory: 4096}]\nsteps: [{apply: m}]\n", "m"
+    )
     assert pod["metadata"]["annotations"]["gpu-memory"] == "4096"
     assert "gpu-fraction" not in pod["metadata"]["annotations"]
     assert "nvidia.com/gpu" not in pod["spec"]["containers"][0]["resources"].get("limits", {})
 
 
 def test_pod_affinity_and_anti_affinity_are_required_terms(tmp_path):
-    s = scenario(
+    _, (job,) = applied(
         tmp_path,
         "name: t\nworkloads:\n  - name: f\n    podAffinity: [{matchLabels: {app: leader}}]\n"
         "    podAntiAffinity: [{matchLabels: {app: f}, topologyKey: topology.kailab.io/rack}]\nsteps: [{apply: f}]\n",
+        "f",
     )
-    (job,) = workload_objects(s.workload("f"), s)
     affinity = job["spec"]["template"]["spec"]["affinity"]
     (near,) = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     (apart,) = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -39,12 +46,12 @@ def test_pod_affinity_and_anti_affinity_are_required_terms(tmp_path):
 
 
 def test_a_volume_claim_is_mounted_and_made_unbound_in_the_namespace(tmp_path):
-    s = scenario(
+    s, (job,) = applied(
         tmp_path,
         "name: t\nnamespaceQuota: {requests.nvidia.com/gpu: '2', pods: 10}\n"
         "workloads: [{name: d, volumeClaim: data}, {name: e, volumeClaim: data}]\nsteps: [{apply: d}, {apply: e}]\n",
+        "d",
     )
-    (job,) = workload_objects(s.workload("d"), s)
     pod = job["spec"]["template"]["spec"]
     assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
     quota, claim = namespace_objects(s)  # one claim for the two workloads that mount it
@@ -55,9 +62,8 @@ def test_a_volume_claim_is_mounted_and_made_unbound_in_the_namespace(tmp_path):
 
 
 def test_a_disruption_budget_selects_the_workloads_pods_and_comes_last(tmp_path):
-    s = scenario(tmp_path, "name: t\nworkloads: [{name: b, pods: 4, disruptionBudget: {minAvailable: 4}}]\n"
-                 "steps: [{apply: b}, {scale: {workload: b, pods: 2}}]\n")  # fmt: skip
-    job, pdb = workload_objects(s.workload("b"), s)
+    _, (job, pdb) = applied(tmp_path, "name: t\nworkloads: [{name: b, pods: 4, disruptionBudget: {minAvailable: 4}}]\n"
+                            "steps: [{apply: b}, {scale: {workload: b, pods: 2}}]\n", "b")  # fmt: skip
     assert job["kind"] == "Job"  # first: the scale step applies objects[0]
     assert pdb["kind"] == "PodDisruptionBudget" and pdb["spec"]["minAvailable"] == 4
     assert pdb["spec"]["selector"] == {"matchLabels": {"kailab.io/workload": "b"}}
@@ -76,23 +82,25 @@ def test_a_queue_in_a_partition_carries_its_node_pool_label(tmp_path):
 
 
 def test_the_queue_annotation_and_the_label_are_let_through_as_written(tmp_path):
-    s = scenario(
+    _, (job,) = applied(
         tmp_path,
         "name: t\nworkloads: [{name: a, annotations: {kai.scheduler/queue: team-a}}]\nsteps: [{apply: a}]\n",
+        "a",
     )
-    (job,) = workload_objects(s.workload("a"), s)
     assert job["metadata"]["annotations"]["kai.scheduler/queue"] == "team-a"
     assert "kai.scheduler/queue" not in job["metadata"]["labels"]  # the mistake: KAI reads only the label
-    s = scenario(tmp_path, "name: t\nworkloads: [{name: a, labels: {kai.scheduler/queue: x}}]\nsteps: [{apply: a}]\n")
-    (job,) = workload_objects(s.workload("a"), s)
+    s, (job,) = applied(
+        tmp_path, "name: t\nworkloads: [{name: a, labels: {kai.scheduler/queue: x}}]\nsteps: [{apply: a}]\n", "a"
+    )
     assert job["metadata"]["labels"]["kai.scheduler/queue"] == "x" and s.workload("a").queue == "x"
     with pytest.raises(ScenarioError, match="and queue: says 'y'"):
         scenario(
             tmp_path,
             "name: t\nworkloads: [{name: a, queue: y, labels: {kai.scheduler/queue: x}}]\nsteps: [{apply: a}]\n",
         )
-    s = scenario(tmp_path, "name: t\nworkloads: [{name: a, annotations: {kai.scheduler/x: y}}]\nsteps: [{apply: a}]\n")
-    (job,) = workload_objects(s.workload("a"), s)
+    _, (job,) = applied(
+        tmp_path, "name: t\nworkloads: [{name: a, annotations: {kai.scheduler/x: y}}]\nsteps: [{apply: a}]\n", "a"
+    )
     assert job["metadata"]["annotations"]["kai.scheduler/x"] == "y"  # KAI's prefix is not kailab's: as written
 
 
