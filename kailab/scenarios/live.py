@@ -74,14 +74,23 @@ class LiveChanges:
         ]
         if serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
             group, version = PODGROUP_API.split("/")
-            pod_groups = partial(
-                client.CustomObjectsApi(kube.api).list_namespaced_custom_object, group, version, namespace, "podgroups"
+            pod_groups = as_json(  # as the API's JSON: the client's own reading of a custom object's change (its
+                # declared return type, ``object``) dumps and reads each one's JSON again
+                partial(
+                    client.CustomObjectsApi(kube.api).list_namespaced_custom_object,
+                    group,
+                    version,
+                    namespace,
+                    "podgroups",
+                )
             )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         wanted = frozenset(queues)
         if wanted and serves(kube, QUEUE_API, "Queue"):
             group, version = QUEUE_API.split("/")
-            all_queues = partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
+            all_queues = as_json(
+                partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
+            )
             self._watches.append(
                 self._watch(
                     Watched(all_queues, label_selector=queue_selector),  # the lab's: not every lesson's, side by side
@@ -257,10 +266,13 @@ class LiveCluster:
     def delete_pods(self, namespace: str, workload: str) -> None:
         # ReplicaSets too: until the garbage collector gets to them, one would replace the pods deleted here.
         selector = f"{WORKLOAD_LABEL}={workload}"
+        # The answers (every object deleted) are read, not made into the client's objects: nothing of them is used.
         self.kube.apps.delete_collection_namespaced_replica_set(
-            namespace, label_selector=selector, propagation_policy="Background"
-        )
-        self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
+            namespace, label_selector=selector, propagation_policy="Background", _preload_content=False
+        ).read()
+        self.kube.core.delete_collection_namespaced_pod(
+            namespace, label_selector=selector, grace_period_seconds=0, _preload_content=False
+        ).read()
 
     def changes(self, namespace: str, queues: Iterable[str] = (), node_labels: tuple[str, ...] = ()) -> LiveChanges:
         return LiveChanges(
