@@ -22,7 +22,7 @@ from kailab import fairshare, operators, pace
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
-from kailab.kube import FIELD_MANAGER, Kube, Watched, as_json
+from kailab.kube import FIELD_MANAGER, METADATA_LIST, Kube, Watched, as_json
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import api_time, event_view, node_view, object_time, pod_view, podgroup_view, queue_view
@@ -53,7 +53,9 @@ class LiveChanges:
         queue_selector: str = "",
         watching: AbstractContextManager | None = None,
     ):
-        self._queue: queue.Queue[Change] = queue.Queue()
+        # (C's queue: handing over each of a lesson's thousands of changes through queue.Queue's Python-made
+        # locking cost more than the change's reading)
+        self._queue: queue.SimpleQueue[Change] = queue.SimpleQueue()
         self._open = ExitStack()
         self._clock = clock
         self._kube, self._namespace = kube, namespace
@@ -146,7 +148,7 @@ class LiveChanges:
         for w in self._watches:
             w.check()  # a watch that keeps failing ends the scenario with its reason
         try:
-            return self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
+            return self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get(block=False)
         except queue.Empty:
             return None
 
@@ -300,7 +302,11 @@ class LiveCluster:
         ]
 
     def node_names(self) -> list[str]:
-        return [n["metadata"]["name"] for n in as_json(self.kube.core.list_node)()["items"]]
+        # the nodes' metadata alone: their names are all that is read (a whole node's JSON is several KB)
+        return [
+            n["metadata"]["name"]
+            for n in as_json(self.kube.core.list_node)(_headers={"Accept": METADATA_LIST})["items"]
+        ]
 
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)

@@ -28,7 +28,7 @@ class Driver:
         self.kube = kube
         self.scheduler = scheduler
         self.topology = Topology()
-        self.events: queue.Queue = queue.Queue()
+        self.events: queue.SimpleQueue = queue.SimpleQueue()  # C's: a pod's every change passes through it
         self.rand = random.Random(seed)
         self.synced = threading.Event()
         self.stopping = threading.Event()
