@@ -383,6 +383,9 @@ class Watched:
     """
 
     FAIL_AFTER = 30.0
+    # seconds a watch request asks to stay open before the server ends it and it goes on from where it was (each
+    # new request costs both sides a round; a dropped connection is seen at once, as a read that fails)
+    WATCH_SECONDS = 300
 
     def __init__(
         self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs
@@ -479,10 +482,10 @@ class Watched:
                 self._changed("MODIFIED", obj)
 
     def _run(self) -> None:
-        """List once, then watch from the list's resourceVersion; a watch the server ends (every 30 s) goes on from
-        the last version it saw (bookmarks keep that recent while nothing changes), as an informer does: a relist
-        only after an error (the version too old, 410 Gone, included), not every 30 s (a full list of every pod of the
-        cluster twice a minute, in the GPU ledger)."""
+        """List once, then watch from the list's resourceVersion; a watch the server ends (every WATCH_SECONDS) goes on
+        from the last version it saw (bookmarks keep that recent while nothing changes), as an informer does: a relist
+        only after an error (the version too old, 410 Gone, included), not on every new request (a full list of every
+        pod of the cluster twice a minute, in the GPU ledger, when the requests lasted 30 s)."""
         version: str | None = None
         while not self._stop.is_set():
             try:
@@ -499,7 +502,7 @@ class Watched:
                     self._list_fn,
                     *([self._namespace] if self._namespace is not None else []),
                     resource_version=version,
-                    timeout_seconds=30,
+                    timeout_seconds=self.WATCH_SECONDS,
                     allow_watch_bookmarks=True,
                     **self._kwargs,
                 ):

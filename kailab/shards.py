@@ -28,7 +28,7 @@ from kubernetes import client
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.errors import KailabError
-from kailab.kube import Kube, Watched
+from kailab.kube import Kube, Watched, as_json
 from kailab.labels import (
     KAI_NAMESPACE,
     KAI_SCHEDULER_NAME,
@@ -250,7 +250,7 @@ class ShardSchedulerControl(SchedulerControl):
         one = f"metadata.name={self.name}"
         try:
             listing(field_selector=one, limit=1, _preload_content=False).read()
-            watched: Watched | None = Watched(listing, field_selector=one).start()
+            watched: Watched | None = Watched(as_json(listing), field_selector=one).start()
         except Exception:  # forbidden, or no answer: read as before
             watched = None
         self._watched = watched

@@ -6,8 +6,10 @@ and started again as ``up`` starts it."""
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import json
-import urllib.request
+import threading
+import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,40 @@ from kailab.waiting import until
 
 if TYPE_CHECKING:
     from kailab.runtimes.local import LocalRuntime
+
+# address → (its lock, a connection kept open to it): a scheduler's metrics are read every second (by a lesson, by
+# the shard supervisor for each shard), and a new connection each time cost more than the reading
+_KEPT: dict[tuple[str, int | None], tuple[threading.Lock, http.client.HTTPConnection]] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def read_loopback(url: str, timeout: float = 2) -> str | None:
+    """The text at a process's plain-HTTP ``url`` (a scheduler's metrics); None when it does not answer 200. Over a
+    connection kept open to that address; one the process closed is opened again at once, one that cannot be is
+    forgotten (a stopped scheduler: a restarted one listens on new ports)."""
+    where = urllib.parse.urlsplit(url)
+    if where.scheme != "http" or not where.hostname:
+        return None
+    address = (where.hostname, where.port)
+    with _KEPT_LOCK:
+        lock, conn = _KEPT.get(address) or _KEPT.setdefault(
+            address, (threading.Lock(), http.client.HTTPConnection(where.hostname, where.port, timeout=timeout))
+        )
+    with lock:
+        for fresh in (conn.sock is None, True):  # a kept connection may have been closed by the other end: once more
+            try:
+                conn.request("GET", where.path or "/")
+                answer = conn.getresponse()
+                body = answer.read()
+                return body.decode(errors="replace") if answer.status == 200 else None
+            except (OSError, http.client.HTTPException):
+                conn.close()  # opened again by the next request
+                if fresh:
+                    break
+    with _KEPT_LOCK:
+        if _KEPT.get(address, (None, None))[1] is conn:
+            del _KEPT[address]
+    return None
 
 
 class LocalSchedulerControl(SchedulerControl):
@@ -137,11 +173,7 @@ class LocalSchedulerControl(SchedulerControl):
         url = self._record().get("metrics")
         if not url or not self.running():
             return None
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                return r.read().decode(errors="replace")
-        except OSError:
-            return None
+        return read_loopback(url)
 
 
 class LocalGpuLedgerControl(GpuLedgerControl):

@@ -47,7 +47,7 @@ from kubernetes import client
 
 from kailab import fairshare
 from kailab.errors import KailabError
-from kailab.kube import Kube, Watched
+from kailab.kube import Kube, Watched, as_json
 from kailab.labels import (
     LEARNER_LABEL,
     MANAGED,
@@ -249,7 +249,7 @@ class Supervisor:
     def run(self) -> None:
         group, version = SHARD_API.split("/")
         listing = partial(client.CustomObjectsApi(self.kube.api).list_cluster_custom_object, group, version)
-        watched = Watched(partial(listing, "schedulingshards"), label_selector=SELECTOR)
+        watched = Watched(as_json(partial(listing, "schedulingshards")), label_selector=SELECTOR)
         watched.on_change(self.changed)
         watched.start()
         self.stopping.wait()

@@ -22,7 +22,7 @@ from kailab import fairshare, operators, pace
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
-from kailab.kube import FIELD_MANAGER, Kube, Watched, as_json
+from kailab.kube import FIELD_MANAGER, METADATA_LIST, Kube, Watched, as_json
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import api_time, event_view, node_view, object_time, pod_view, podgroup_view, queue_view
@@ -53,7 +53,9 @@ class LiveChanges:
         queue_selector: str = "",
         watching: AbstractContextManager | None = None,
     ):
-        self._queue: queue.Queue[Change] = queue.Queue()
+        # (C's queue: handing over each of a lesson's thousands of changes through queue.Queue's Python-made
+        # locking cost more than the change's reading)
+        self._queue: queue.SimpleQueue[Change] = queue.SimpleQueue()
         self._open = ExitStack()
         self._clock = clock
         self._kube, self._namespace = kube, namespace
@@ -74,14 +76,23 @@ class LiveChanges:
         ]
         if serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
             group, version = PODGROUP_API.split("/")
-            pod_groups = partial(
-                client.CustomObjectsApi(kube.api).list_namespaced_custom_object, group, version, namespace, "podgroups"
+            pod_groups = as_json(  # as the API's JSON: the client's own reading of a custom object's change (its
+                # declared return type, ``object``) dumps and reads each one's JSON again
+                partial(
+                    client.CustomObjectsApi(kube.api).list_namespaced_custom_object,
+                    group,
+                    version,
+                    namespace,
+                    "podgroups",
+                )
             )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         wanted = frozenset(queues)
         if wanted and serves(kube, QUEUE_API, "Queue"):
             group, version = QUEUE_API.split("/")
-            all_queues = partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
+            all_queues = as_json(
+                partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
+            )
             self._watches.append(
                 self._watch(
                     Watched(all_queues, label_selector=queue_selector),  # the lab's: not every lesson's, side by side
@@ -137,7 +148,7 @@ class LiveChanges:
         for w in self._watches:
             w.check()  # a watch that keeps failing ends the scenario with its reason
         try:
-            return self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
+            return self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get(block=False)
         except queue.Empty:
             return None
 
@@ -257,10 +268,13 @@ class LiveCluster:
     def delete_pods(self, namespace: str, workload: str) -> None:
         # ReplicaSets too: until the garbage collector gets to them, one would replace the pods deleted here.
         selector = f"{WORKLOAD_LABEL}={workload}"
+        # The answers (every object deleted) are read, not made into the client's objects: nothing of them is used.
         self.kube.apps.delete_collection_namespaced_replica_set(
-            namespace, label_selector=selector, propagation_policy="Background"
-        )
-        self.kube.core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
+            namespace, label_selector=selector, propagation_policy="Background", _preload_content=False
+        ).read()
+        self.kube.core.delete_collection_namespaced_pod(
+            namespace, label_selector=selector, grace_period_seconds=0, _preload_content=False
+        ).read()
 
     def changes(self, namespace: str, queues: Iterable[str] = (), node_labels: tuple[str, ...] = ()) -> LiveChanges:
         return LiveChanges(
@@ -288,7 +302,11 @@ class LiveCluster:
         ]
 
     def node_names(self) -> list[str]:
-        return [n["metadata"]["name"] for n in as_json(self.kube.core.list_node)()["items"]]
+        # the nodes' metadata alone: their names are all that is read (a whole node's JSON is several KB)
+        return [
+            n["metadata"]["name"]
+            for n in as_json(self.kube.core.list_node)(_headers={"Accept": METADATA_LIST})["items"]
+        ]
 
     def scenario_objects(self) -> list[dict]:
         selector = self.owner.selector(SCENARIO_LABEL)

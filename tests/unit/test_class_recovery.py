@@ -69,8 +69,9 @@ class _Kube:
                 kube.calls.append(("list_namespace", label_selector))
                 return SimpleNamespace(items=namespaces)
 
-            def delete_collection_node(self, label_selector):
+            def delete_collection_node(self, label_selector, **_):
                 kube.calls.append(("delete_nodes", label_selector))
+                return SimpleNamespace(read=lambda: b"")  # the answer, read (_preload_content=False)
 
             def list_node(self, label_selector):
                 return SimpleNamespace(items=[])

@@ -10,7 +10,7 @@ from kailab.labels import RESERVATION_NAMESPACE, RESERVE_ANNOTATION
 from kailab.labels import SHARED_GPU_CONFIGMAP_ANNOTATION as CONFIGMAP_ANNOTATION
 from kailab.runtimes.gpu_ledger.admission import shared_gpu_prep
 from kailab.runtimes.gpu_ledger.facts import NodeShape, PodFacts, facts_of, node_shape
-from kailab.runtimes.gpu_ledger.store import dump_ledger, parse_ledger, write_ledger
+from kailab.runtimes.gpu_ledger.store import dump_holders, dump_ledger, parse_ledger, write_ledger
 from kailab.runtimes.gpu_ledger.topology import FRACTION, RESERVATION, WHOLE, Annotate, Topology
 
 NODE = "kwok-a100-0"
@@ -152,6 +152,12 @@ def test_the_stored_ledger_round_trips_and_a_restart_gives_whole_pods_the_same_i
     t.update(reservation("gpu-reservation-1", "g1", reserved_index="0"))
     t.update(fraction("half", 0.5, "g1"))
     data = dump_ledger(t.cells(), t.nodes)
+    t.set_node("empty", NodeShape(4, 40960))  # a node whose GPUs are all free, and one without GPUs
+    t.set_node("cpu-only", NodeShape(0))
+    assert dump_holders(t.holders(), t.nodes) == dump_ledger(t.cells(), t.nodes)  # what the process writes
+    assert set(dump_holders(t.holders(), t.nodes)) == {NODE, "empty"}
+    t.drop_node("empty")
+    t.drop_node("cpu-only")
     stored = parse_ledger(data)
     assert stored == t.cells()
     assert [c.gpu for c in stored[NODE]] == [str(i) for i in range(8)]

@@ -11,7 +11,7 @@ import time
 from kailab.labels import KAI_SCHEDULER_NAME, RESERVE_ANNOTATION, SHARED_GPU_CONFIGMAP_ANNOTATION
 from kailab.runtimes.gpu_ledger.admission import SharedGpuPrep, shared_gpu_prep
 from kailab.runtimes.gpu_ledger.facts import facts_of, node_shape
-from kailab.runtimes.gpu_ledger.store import dump_ledger, read_ledger, write_ledger
+from kailab.runtimes.gpu_ledger.store import dump_holders, read_ledger, write_ledger
 from kailab.runtimes.gpu_ledger.topology import Annotate, Topology
 
 log = logging.getLogger("kailab.gpu_ledger")
@@ -21,13 +21,14 @@ class Driver:
     """Watches nodes and pods (as the API's JSON), keeps a Topology, writes annotations and the ledger; one thread owns
     the Topology."""
 
-    WRITE_EVERY = 0.2  # seconds: a burst of pod changes makes one ledger write, not one per change
+    WRITE_EVERY = 0.5  # seconds: a burst of pod changes makes one ledger write, not one per change (nothing waits on
+    # the ledger's ConfigMap: a reservation pod's GPU id is annotated at once, and the ConfigMap is written on exit)
 
     def __init__(self, kube, scheduler: str = KAI_SCHEDULER_NAME, seed: int | None = None):
         self.kube = kube
         self.scheduler = scheduler
         self.topology = Topology()
-        self.events: queue.Queue = queue.Queue()
+        self.events: queue.SimpleQueue = queue.SimpleQueue()  # C's: a pod's every change passes through it
         self.rand = random.Random(seed)
         self.synced = threading.Event()
         self.stopping = threading.Event()
@@ -175,7 +176,7 @@ class Driver:
         (a pod without GPUs came or went) writes nothing."""
         version = self.topology.version
         self.last_write = time.monotonic()
-        data = dump_ledger(self.topology.cells(), self.topology.nodes)
+        data = dump_holders(self.topology.holders(), self.topology.nodes)
         try:
             write_ledger(self.kube, data, self.stored)
             self.stored = data

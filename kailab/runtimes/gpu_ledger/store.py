@@ -11,6 +11,7 @@ fake-gpu-operator's format: see :mod:`kailab.runtimes.gpu_ledger`.
 
 from __future__ import annotations
 
+import functools
 import json
 
 from kailab.labels import MANAGED, RESERVATION_NAMESPACE
@@ -24,14 +25,38 @@ FORMAT = "1"
 
 def dump_ledger(cells: dict[str, list[GpuCell]], nodes: dict[str, NodeShape]) -> dict[str, str]:
     """The ConfigMap's data: per node, its GPU count and memory and the GPUs someone holds."""
-    data = {}
-    for node, node_cells in cells.items():
-        shape = nodes.get(node, NodeShape(len(node_cells)))
-        held = {c.gpu: [h.to_dict() for h in c.holders] for c in node_cells if c.holders}
-        data[node] = json.dumps(
-            {"gpus": shape.gpus, "memoryMiB": shape.memory_mib, "cells": held}, sort_keys=True, separators=(",", ":")
+    return {
+        node: _node_text(
+            nodes.get(node, NodeShape(len(node_cells))), {c.gpu: c.holders for c in node_cells if c.holders}
         )
-    return data
+        for node, node_cells in cells.items()
+    }
+
+
+def dump_holders(holders: dict[tuple[str, str], tuple[Holder, ...]], nodes: dict[str, NodeShape]) -> dict[str, str]:
+    """The same data as :func:`dump_ledger` of the topology's cells, from its holders (``Topology.holders``) alone:
+    the ledger's process writes it often, and most nodes' GPUs are free (their text is made once per shape)."""
+    held: dict[str, dict[str, tuple[Holder, ...]]] = {}
+    for (node, gpu), on in holders.items():
+        if on:
+            held.setdefault(node, {})[gpu] = on
+    return {
+        node: _node_text(shape, held[node]) if node in held else _free_text(shape)
+        for node, shape in sorted(nodes.items())
+        if shape.gpus > 0
+    }
+
+
+def _node_text(shape: NodeShape, held: dict[str, tuple[Holder, ...]]) -> str:
+    cells = {gpu: [h.to_dict() for h in on] for gpu, on in held.items()}
+    return json.dumps(
+        {"gpus": shape.gpus, "memoryMiB": shape.memory_mib, "cells": cells}, sort_keys=True, separators=(",", ":")
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _free_text(shape: NodeShape) -> str:
+    return _node_text(shape, {})
 
 
 def parse_ledger(data: dict[str, str] | None) -> dict[str, list[GpuCell]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from kailab.labels import RESERVE_ANNOTATION
 from kailab.runtimes.gpu_ledger.facts import NodeShape, PodFacts
@@ -24,7 +24,14 @@ class Holder:
     portion: float | None = 1.0  # of this GPU; None when not known (gpu-memory on a node without a memory label)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Its fields as a dict (made directly: ``dataclasses.asdict`` copies deeply, a ledger write made hundreds)."""
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "kind": self.kind,
+            "portion": self.portion,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Holder:
@@ -181,6 +188,23 @@ class Topology:
 
     def cells(self) -> dict[str, list[GpuCell]]:
         """Every GPU of every GPU node, in id order, with its holders."""
+        holders = self.holders()
+        held_on: dict[str, list[str]] = {}  # node → its GPUs someone holds (not every holder for every node)
+        for n, gpu in holders:
+            held_on.setdefault(n, []).append(gpu)
+        out: dict[str, list[GpuCell]] = {}
+        for node in sorted(self.nodes):
+            shape = self.nodes[node]
+            if shape.gpus <= 0:
+                continue
+            numbered = [str(i) for i in range(shape.gpus)]
+            numbered += sorted((gpu for gpu in held_on.get(node, ()) if gpu not in numbered), key=id_order)
+            out[node] = [GpuCell(node, gpu, holders.get((node, gpu), ())) for gpu in numbered]
+        return out
+
+    def holders(self) -> dict[tuple[str, str], tuple[Holder, ...]]:
+        """(node, GPU id) → its holders in order, for the GPUs someone holds (what :meth:`cells` adds the free ones
+        to; the ledger's writes need these alone)."""
         group_gpu: dict[str, tuple[str, str]] = {}  # GPU group → (node, id) of its reservation pod
         for key, (node, ids) in self.assigned.items():
             facts = self.pods.get(key)
@@ -202,20 +226,7 @@ class Topology:
                     holders.setdefault((node, gpu), []).append(
                         Holder(f.namespace, f.name, f.uid, FRACTION, self._portion(f, self.nodes.get(node)))
                     )
-        held_on: dict[str, list[str]] = {}  # node → its GPUs someone holds (not every holder for every node)
-        for n, gpu in holders:
-            held_on.setdefault(n, []).append(gpu)
-        out: dict[str, list[GpuCell]] = {}
-        for node in sorted(self.nodes):
-            shape = self.nodes[node]
-            if shape.gpus <= 0:
-                continue
-            numbered = [str(i) for i in range(shape.gpus)]
-            numbered += sorted((gpu for gpu in held_on.get(node, ()) if gpu not in numbered), key=id_order)
-            out[node] = [
-                GpuCell(node, gpu, tuple(sorted(holders.get((node, gpu), []), key=_holder_order))) for gpu in numbered
-            ]
-        return out
+        return {cell: tuple(sorted(held, key=_holder_order)) for cell, held in holders.items()}
 
     # -- internals ----------------------------------------------------------------------------
 
