@@ -220,9 +220,30 @@ class Lab:
 
 @pytest.fixture
 def kai_lab(lab):
-    """The lab, for tests that need the real KAI Scheduler."""
+    """The lab, for tests that need the real KAI Scheduler; its fleet left free for the next test on this worker.
+
+    The lab is one per worker, shared by every fleet file that worker runs, in an order that varies from run to run:
+    ``kailab run`` keeps a scenario's pods until the next run, as it does for a user, so a test that ran one (a
+    runbook's fraction, holding a GPU and its reservation pod) took a GPU from the next test's fleet — a fractions
+    test that wants a node's GPUs free, a lesson that counts on all 32."""
     if lab.kai_reason:
         if IN_CI:
             pytest.fail(f"CI must prove the lessons on the real KAI, but KAI cannot be built: {lab.kai_reason}")
         pytest.skip(f"KAI is not available on this machine: {lab.kai_reason}")
-    return lab
+    yield lab
+    free_the_fleet(lab.kube)
+
+
+def free_the_fleet(kube: Kube, timeout: float = 60) -> None:
+    """Empty the lab's scenario namespaces that have pods (as the next lesson would) and wait for KAI to remove the
+    GPU reservation pods that held their fractions' GPUs."""
+    import time
+
+    from kailab.labels import RESERVATION_NAMESPACE
+    from kailab.scenarios.live import clear_scenarios
+
+    with private_network():
+        clear_scenarios(kube)
+        deadline = time.monotonic() + timeout
+        while kube.core.list_namespaced_pod(RESERVATION_NAMESPACE, limit=1).items and time.monotonic() < deadline:
+            time.sleep(0.5)
