@@ -59,10 +59,10 @@ TASK = "tests/fleet/test_tasks_on_kai.py::test_unchanged_fails_and_solution_pass
 ESTIMATES |= {
     f"{TASK}[{name}]": seconds
     for name, seconds in {
-        "fairshare-task-1": 400,
+        "fairshare-task-1": 60,
         "time-fairshare-task-1": 300,
         "elastic-task-1": 140,
-        "challenge-ticket-5": 115,
+        "challenge-ticket-5": 60,
         "pytorchjob-task-1": 110,
         "reclaim-task-1": 105,
         "priority-task-1": 100,
@@ -72,13 +72,13 @@ ESTIMATES |= {
         "gang-task-1": 90,
         "challenge-ticket-6": 90,
         "hierarchy-task-1": 90,
-        "borrow-task-1": 80,
+        "borrow-task-1": 45,
         "preempt-delay-task-1": 75,
         "baseline-task-1": 37,
         "ray-gang-task-1": 65,
         "quota-task-1": 113,
         "jobset-lws-task-1": 65,
-        "challenge-ticket-1": 60,
+        "challenge-ticket-1": 35,
         "topology-task-1": 55,
         "challenge-ticket-4": 55,
         "challenge-ticket-3": 45,
