@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,9 +28,11 @@ from kailab import build, versions
 from kailab.errors import KailabError
 from kailab.fleet import load_fleet
 from kailab.kube import Kube
+from kailab.labels import RESERVATION_NAMESPACE
 from kailab.progress import Progress
 from kailab.runtimes.base import UpOptions
 from kailab.runtimes.local import LocalRuntime
+from kailab.scenarios.live import clear_scenarios
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -237,11 +240,6 @@ def kai_lab(lab):
 def free_the_fleet(kube: Kube, timeout: float = 60) -> None:
     """Empty the lab's scenario namespaces that have pods (as the next lesson would) and wait for KAI to remove the
     GPU reservation pods that held their fractions' GPUs."""
-    import time
-
-    from kailab.labels import RESERVATION_NAMESPACE
-    from kailab.scenarios.live import clear_scenarios
-
     with private_network():
         clear_scenarios(kube)
         deadline = time.monotonic() + timeout
