@@ -32,6 +32,16 @@ class Observation:
     fair_share: dict[str, float] = field(default_factory=dict)  # queue → GPUs of fair share (the scheduler's)
     node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # node → the labels conditions ask about
     queues: dict[str, QueueView] = field(default_factory=dict)  # the scenario's Queue objects that exist, by name
+    _by_workload: dict[str, list[PodView]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def pods_of(self, workload: str) -> list[PodView]:
+        """The pods of one workload, in the order of ``pods`` (sorted out on the first call: ``pods`` is not changed
+        after it)."""
+        if self._by_workload is None:
+            self._by_workload = {}
+            for p in self.pods:
+                self._by_workload.setdefault(p.workload, []).append(p)
+        return self._by_workload.get(workload, [])
 
 
 UNDECIDED = "UNDECIDED"
@@ -67,6 +77,11 @@ class Check:
         if not self.undecided:  # a decided row reads as it always has
             del out["undecided"]
         return out
+
+
+def _scoped(exp: Expectation, obs: Observation, deleting: bool = False) -> list[PodView]:
+    """The pods the expectation is about, in the observation's order."""
+    return [p for p in (obs.pods_of(exp.workload) if exp.workload else obs.pods) if _in_scope(exp, p, deleting)]
 
 
 def _in_scope(exp: Expectation, pod: PodView, deleting: bool = False) -> bool:
@@ -119,18 +134,18 @@ def count(exp: Expectation, obs: Observation) -> float:
         raise ValueError(f"not a counting measure: {exp.measure}")
     with_deleting, counter = COUNTERS[exp.measure]
     # Rounded: fractions add up in binary floating point (0.5 + 0.5 + 0.9 + 0.3 is 2.2000000000000006).
-    return round(counter([p for p in obs.pods if _in_scope(exp, p, deleting=with_deleting)]), 6)
+    return round(counter(_scoped(exp, obs, deleting=with_deleting)), 6)
 
 
 def _all_or_none(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
-    pods = [p for p in obs.pods if _in_scope(exp, p)]
+    pods = _scoped(exp, obs)
     size = obs.sizes.get(exp.workload or "", len(pods))
     bound = sum(bool(p.node) for p in pods)
     return f"0 or {size} of {size} bound", f"{bound} of {size} bound", bound in (0, size)
 
 
 def _placement(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
-    nodes = [p.node for p in obs.pods if _in_scope(exp, p) and p.node]
+    nodes = [p.node for p in _scoped(exp, obs) if p.node]
     distinct = len(set(nodes))
     observed = f"{len(nodes)} bound pods on {distinct} node{'s' if distinct != 1 else ''}"
     if exp.want == "distinct":
@@ -219,7 +234,7 @@ def _domains(exp: Expectation, obs: Observation) -> tuple[str, str, bool]:
     """How many values of a node label (racks, zones) the bound pods in scope are on; ``want`` is ``label=count``."""
     label, _, wanted = exp.want.partition("=")
     bound = Bound.parse(wanted)
-    nodes = [p.node for p in obs.pods if _in_scope(exp, p) and p.node]
+    nodes = [p.node for p in _scoped(exp, obs) if p.node]
     values = sorted({obs.node_labels.get(n, {}).get(label, "(no label)") for n in nodes})
     observed = (
         f"{_count(len(nodes), 'bound pod')} on {_count(len(values), 'value')}: {', '.join(values)}"
@@ -356,7 +371,7 @@ def _short(text: str, limit: int = 160) -> str:
 
 def stragglers(exp: Expectation, obs: Observation, limit: int = 6) -> list[str]:
     """For a failed check: the pods not where expected, each with the scheduler's reason."""
-    pods = [p for p in obs.pods if _in_scope(exp, p)]
+    pods = _scoped(exp, obs)
     waiting = [p for p in pods if not p.node]
     lines = []
     for p in waiting[:limit]:

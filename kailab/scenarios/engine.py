@@ -36,7 +36,7 @@ from kailab.labels import QUEUE_LABEL, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LA
 from kailab.progress import Progress
 from kailab.queues import queue_ref
 from kailab.scenarios import model
-from kailab.scenarios.fold import Change, observe
+from kailab.scenarios.fold import Change
 from kailab.scenarios.manifests import (
     NAMESPACE_QUOTA,
     namespace_objects,
@@ -446,8 +446,17 @@ class Engine:
         # expectation → (seconds after the last changing step, the cluster's time) it first held
         first_held: dict[int, tuple[float, float | None]] = {}
 
+        decided: list = [None, []]  # the observation last decided on (run.observe keeps it while unchanged), its rows
+
+        def rows_on(obs) -> list[Check]:
+            """The expectations decided on ``obs``, kept for the next call on the same one (only read: the verdict's
+            rows are decided afresh)."""
+            if decided[0] is not obs:
+                decided[:] = [obs, [evaluate(e, obs) for e in exps]]
+            return decided[1]
+
         def all_hold(obs) -> bool:
-            held = [evaluate(e, obs).passed for e in exps]
+            held = [c.passed for c in rows_on(obs)]
             for i in (i for i, h in enumerate(held) if h):
                 first_held.setdefault(i, (run.clock() - run.mark, run.state.seen_at))
             return all(held)
@@ -458,17 +467,17 @@ class Engine:
         held: Held | None = None
         undecided = ""
         with self.progress.step(f"{'Expect' if rows else 'Wait'}: {label}") as st:
-            waited = run.until(all_hold, step.timeout, lambda obs: tuple(evaluate(e, obs).observed for e in exps))
+            waited = run.until(all_hold, step.timeout, lambda obs: tuple(c.observed for c in rows_on(obs)))
             if waited.reached:
                 run.verdict.timings[label] = round(run.clock() - run.mark, 2)
                 if windows or hold:
                     held = run.hold(all_hold, hold, windows, step.timeout)
                 undecided = held.undecided if held else ""
             elif waited.busy:
-                undecided = waited.why(seen(observe(run.state)))
+                undecided = waited.why(seen(run.observe()))
             broke = held.broke if held else None
             ok = waited.reached and broke is None and not undecided and not (held and held.failed)
-            obs = broke or (held.last if held else None) or observe(run.state)
+            obs = broke or (held.last if held else None) or run.observe()
             if ok:
                 st.note("held")
             elif undecided:

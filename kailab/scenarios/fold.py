@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
 from kailab.pace import Pace
 from kailab.pods import EventView, NodeView, PodGroupView, PodView, QueueView
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,19 @@ class RunState:
     seen_at: float | None = None  # the latest time of a change to an object (when what is observed became so)
     steps: dict[int, float | None] = field(default_factory=dict)  # step number → the cluster's time it happened
     paces: list[tuple[float, Pace]] = field(default_factory=list)  # (t, reading): how fast the lab answered
+    # Counters that grow when what observe shows may have changed (``version``: fold's changes to what it reads, and
+    # the engine's to ``sizes``), when ``pods`` changed, and when ``waiting`` or whose it is (``seen``, ``pod_groups``,
+    # ``group_workloads``) changed: a reader may keep what it made of the state while its counter stays. Hence only
+    # fold changes the state, but for the engine's ``sizes`` (it bumps ``version``), ``released`` and ``removed``.
+    version: int = field(default=0, compare=False)
+    pods_version: int = field(default=0, compare=False)
+    reasons_version: int = field(default=0, compare=False)
+    kept: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)  # see _kept
 
 
 def fold(state: RunState, change: Change) -> RunState:
-    """Take one change into the state (in place: the state has one owner) and return it."""
+    """Take one change into the state (in place: the state has one owner) and return it. Its counters grow only
+    when what they count changed: a change that repeats what the state holds leaves them as they were."""
     if change.at is not None:
         state.server_now = max(state.server_now or change.at, change.at)
         if change.pace is None and change.step is None:
@@ -124,66 +135,141 @@ def fold(state: RunState, change: Change) -> RunState:
     elif change.step is not None:
         state.steps[change.step] = change.at
     elif change.pod is not None:
-        pod = change.pod
-        state.seen.setdefault(pod.name, (pod.workload, pod.queue))
-        if pod.pod_group:
-            state.pod_groups[pod.pod_group] = pod.workload
-        if change.type == "DELETED":
-            state.pods.pop(pod.name, None)
-        else:
-            state.pods[pod.name] = pod
-        if pod.deleting and pod.node and pod.workload not in state.released and pod.name not in state.removed:
-            # A bound pod being deleted, not by the lab: the scheduler took it. Its Evict event says so too, but
-            # events are lossy: client-go drops an object's events past 25 in a burst (KAI reports evictions
-            # on the victim's PodGroup, which a fast scheduler also fills with Unschedulable reports).
-            state.evicted.add(pod.name)
+        _fold_pod(state, change.type, change.pod)
     elif change.share is not None:
+        state.version += state.shares.get(change.share.queue) != change.share
         state.shares[change.share.queue] = change.share
     elif change.node is not None:
-        state.node_labels[change.node.name] = dict(change.node.labels)
+        labels = dict(change.node.labels)
+        state.version += state.node_labels.get(change.node.name) != labels
+        state.node_labels[change.node.name] = labels
     elif change.queue is not None:
+        state.version += 1
         if change.type == "DELETED":
             state.queues.pop(change.queue.name, None)
         else:
             state.queues[change.queue.name] = change.queue
     elif change.group is not None:
-        if change.group.workload:
-            state.group_workloads[change.group.name] = change.group.workload
-        if change.type == "DELETED":
-            state.groups.pop(change.group.name, None)
-        else:
-            state.groups[change.group.name] = change.group
+        _fold_group(state, change.type, change.group)
     elif change.event is not None and change.type != "DELETED":  # an expired event still happened
         ev = change.event
         victim = ev.victim
         if victim:
-            state.evicted.add(victim)
+            _evict(state, victim)
         elif ev.says_why_waiting and ev.kind in ("Pod", "PodGroup", "Job"):
             said = state.waiting.setdefault((ev.kind, ev.name), {})
-            said[ev.message] = max(said.get(ev.message, 0.0), ev.time)
+            latest = max(said.get(ev.message, 0.0), ev.time)
+            if said.get(ev.message) != latest:
+                said[ev.message] = latest
+                _whose_changed(state)
     return state
 
 
+def _fold_pod(state: RunState, kind: str, pod: PodView) -> None:
+    if pod.name not in state.seen:
+        state.seen[pod.name] = (pod.workload, pod.queue)
+        _whose_changed(state)
+    if pod.pod_group and state.pod_groups.get(pod.pod_group) != pod.workload:
+        state.pod_groups[pod.pod_group] = pod.workload
+        _whose_changed(state)
+    if kind == "DELETED":
+        moved = state.pods.pop(pod.name, None) is not None
+    elif moved := state.pods.get(pod.name) != pod:
+        state.pods[pod.name] = pod
+    state.pods_version += moved
+    state.version += moved
+    if pod.deleting and pod.node and pod.workload not in state.released and pod.name not in state.removed:
+        # A bound pod being deleted, not by the lab: the scheduler took it. Its Evict event says so too, but
+        # events are lossy: client-go drops an object's events past 25 in a burst (KAI reports evictions
+        # on the victim's PodGroup, which a fast scheduler also fills with Unschedulable reports).
+        _evict(state, pod.name)
+
+
+def _fold_group(state: RunState, kind: str, group: PodGroupView) -> None:
+    if group.workload and state.group_workloads.get(group.name) != group.workload:
+        state.group_workloads[group.name] = group.workload
+        _whose_changed(state)
+    if kind == "DELETED":
+        state.version += state.groups.pop(group.name, None) is not None
+    elif state.groups.get(group.name) != group:
+        state.groups[group.name] = group
+        state.version += 1
+
+
+def _whose_changed(state: RunState) -> None:
+    """The reasons waited for, or the workloads they are of, changed."""
+    state.version += 1
+    state.reasons_version += 1
+
+
+def _evict(state: RunState, pod: str) -> None:
+    if pod not in state.evicted:
+        state.evicted.add(pod)
+        state.version += 1
+
+
 def observe(state: RunState) -> Observation:
-    """The snapshot the checks decide on."""
+    """The snapshot the checks decide on: made of fresh containers (what it is made from is kept on the state, by
+    :func:`_kept`, while the counters say it is unchanged)."""
+    first_bound, pods_say = _kept(state, "pods", state.pods_version, _from_pods)
+    evicted, evicted_queue = _kept(state, "evicted", (len(state.evicted), len(state.seen)), _evictions)
+    reasons = {workload: list(said) for workload, said in pods_say.items()}
+    for workload, said in _kept(state, "said", (state.reasons_version, tuple(state.sizes.items())), _said).items():
+        reasons.setdefault(workload, []).extend(said)
     obs = Observation(
         pods=list(state.pods.values()),
         sizes=dict(state.sizes),
         fair_share={q: s.gpu for q, s in state.shares.items()},
         node_labels=state.node_labels,
         queues=dict(state.queues),
+        first_bound=dict(first_bound),
+        reasons=reasons,
+        evicted={workload: set(names) for workload, names in evicted.items()},
+        evicted_queue={queue: set(names) for queue, names in evicted_queue.items()},
     )
-    for p in obs.pods:
+    for name, group in sorted(state.groups.items()):
+        workload = group.workload or state.pod_groups.get(name, "")
+        if workload:
+            obs.groups.setdefault(workload, []).append(group)
+    return obs
+
+
+def _kept(state: RunState, part: str, key, make: Callable[[RunState], T]) -> T:
+    """``make(state)``, kept on the state under ``part`` and made again only when ``key`` (the counters or sizes it
+    reads) changed."""
+    kept = state.kept.get(part)
+    if kept is None or kept[0] != key:
+        kept = state.kept[part] = (key, make(state))
+    return kept[1]
+
+
+def _from_pods(state: RunState) -> tuple[dict[str, float], dict[str, list[str]]]:
+    """Each workload's first pod's binding time, and what its pods' own status says of why they wait."""
+    first_bound: dict[str, float] = {}
+    said: dict[str, list[str]] = {}
+    for p in state.pods.values():
         if p.bound_at is not None:
-            first = obs.first_bound.get(p.workload)
-            obs.first_bound[p.workload] = p.bound_at if first is None else min(first, p.bound_at)
+            first = first_bound.get(p.workload)
+            first_bound[p.workload] = p.bound_at if first is None else min(first, p.bound_at)
         if p.waiting:
-            obs.reasons.setdefault(p.workload, []).append(p.waiting)
+            said.setdefault(p.workload, []).append(p.waiting)
+    return first_bound, said
+
+
+def _evictions(state: RunState) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """The pods evicted, by workload and by queue."""
+    by_workload: dict[str, set[str]] = {}
+    by_queue: dict[str, set[str]] = {}
     for name in sorted(state.evicted):
         workload, queue = state.seen.get(name, ("", ""))
-        obs.evicted.setdefault(workload, set()).add(name)
+        by_workload.setdefault(workload, set()).add(name)
         if queue:
-            obs.evicted_queue.setdefault(queue, set()).add(name)
+            by_queue.setdefault(queue, set()).add(name)
+    return by_workload, by_queue
+
+
+def _said(state: RunState) -> dict[str, list[str]]:
+    """What the events said of why each workload waits, in the order of their times."""
     said: list[tuple[float, str, str]] = []  # (time, workload, message)
     for (kind, name), messages in state.waiting.items():
         if kind == "Job":  # a Job is named for its workload (<name>-<i> with jobs:)
@@ -196,10 +282,7 @@ def observe(state: RunState) -> Observation:
             )
         if workload:
             said.extend((t, workload, m) for m, t in messages.items())
+    by_workload: dict[str, list[str]] = {}
     for _, workload, message in sorted(said):
-        obs.reasons.setdefault(workload, []).append(message)
-    for name, group in sorted(state.groups.items()):
-        workload = group.workload or state.pod_groups.get(name, "")
-        if workload:
-            obs.groups.setdefault(workload, []).append(group)
-    return obs
+        by_workload.setdefault(workload, []).append(message)
+    return by_workload

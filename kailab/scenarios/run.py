@@ -10,8 +10,9 @@ import dataclasses
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kailab import pace, predictions
 from kailab.checks import Observation, Verdict
@@ -23,6 +24,8 @@ from kailab.scenarios.model import Scenario, Window
 
 if TYPE_CHECKING:
     from kailab.scenarios.engine import Changes, Cluster
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass
@@ -48,6 +51,11 @@ class Run:
         self.step_no = 0  # steps that changed the cluster so far
         self.mark_at: float | None = None  # the cluster's time last seen when the last such step began
         self.wrote_at: float | None = None  # the cluster's time of the latest write of the step being played
+        # What was made of the state, kept while the state's counters (fold.RunState) say what it reads is the same:
+        self._observed: tuple[int, Observation] | None = None  # (state.version, the observation)
+        self._sampled = -1  # state.pods_version when the timeline's last point was worked out
+        self._pending = (-1, 0)  # (state.pods_version, the pods pending then)
+        self._paces: dict[Callable, tuple[tuple[int, float], Any]] = {}  # slowest/typical → ((readings, since), it)
         self.sample()
 
     def measure_predictions(self, obs) -> None:
@@ -96,6 +104,7 @@ class Run:
             self.state.sizes.pop(workload, None)
         else:
             self.state.sizes[workload] = pods
+        self.state.version += 1  # the sizes are observed
         self.stepped()
 
     def take(self, timeout: float) -> bool:
@@ -109,11 +118,33 @@ class Run:
         self.sample()
         return True
 
+    def observe(self) -> Observation:
+        """What the checks decide on now (fold.observe), made again only when the state changed since the last
+        time: the same object until then, which no one changes."""
+        if self._observed is None or self._observed[0] != self.state.version:
+            self._observed = (self.state.version, observe(self.state))
+        return self._observed[1]
+
     def slowest(self, since: float) -> tuple[float, pace.Pace | None]:
-        return timing.slowest(self.state.paces, since)
+        return self._of_paces(timing.slowest, since)
+
+    def typical(self, since: float) -> float:
+        return self._of_paces(timing.typical, since)
+
+    def _of_paces(self, how: Callable[[list[tuple[float, pace.Pace]], float], T], since: float) -> T:
+        """``how(paces, since)``, worked out again only when a reading came or ``since`` moved."""
+        key = (len(self.state.paces), since)
+        kept = self._paces.get(how)
+        if kept is None or kept[0] != key:
+            kept = self._paces[how] = (key, how(self.state.paces, since))
+        return kept[1]
 
     def pending(self) -> int:
-        return sum(1 for p in self.state.pods.values() if not p.node and not p.deleting)
+        """The pods no node was given."""
+        if self._pending[0] != self.state.pods_version:
+            pending = sum(1 for p in self.state.pods.values() if not p.node and not p.deleting)
+            self._pending = (self.state.pods_version, pending)
+        return self._pending[1]
 
     def until(self, predicate, timeout: float, signature) -> timing.Waited:
         """Fold changes until ``predicate(observation)`` holds, within a limit that grows with how busy the lab is
@@ -121,10 +152,10 @@ class Run:
         begin = self.clock()
         last, moved = None, None
         while True:
-            obs = observe(self.state)
+            obs = self.observe()
             now = self.clock()
             slow, reading = self.slowest(begin)
-            usual = timing.typical(self.state.paces, begin)
+            usual = self.typical(begin)
             if predicate(obs):
                 return timing.Waited(True, now - begin, timeout, slow, reading, usual=usual)
             sig = signature(obs)
@@ -154,7 +185,7 @@ class Run:
         first = max(known) if known else self.state.server_now
         if first is None and not windows:
             return self._hold_by_kailab(predicate, seconds)
-        last = observe(self.state)
+        last = self.observe()
         checked = False  # a window's end checked against the step's time
         drained: float | None = None  # kailab's clock: when the changes in flight at the end are in
 
@@ -182,7 +213,7 @@ class Run:
             length = max(w.seconds for w in windows) if windows else seconds
             left = begin + min((length + timeout) * max(slow, 2.0), (length + timeout) * pace.MOST) - self.clock()
             if left <= 0:
-                return self._unended(windows, end, timing.typical(self.state.paces, begin), last)
+                return self._unended(windows, end, self.typical(begin), last)
             if drained is not None:
                 left = min(left, max(drained - self.clock(), 0.0))
             change = self.changes.next(left)
@@ -192,7 +223,7 @@ class Run:
             self.sample()
             if change.pace is not None or change.step is not None:
                 continue
-            obs = observe(self.state)
+            obs = self.observe()
             if predicate(obs):
                 last = obs
                 continue
@@ -217,11 +248,11 @@ class Run:
         """Fold changes for ``seconds`` of kailab's clock; how it broke (the first observation where ``predicate``
         fails), if it did."""
         deadline = self.clock() + seconds
-        last = observe(self.state)
+        last = self.observe()
         while (left := deadline - self.clock()) > 0:
             if not self.take(left):
                 break
-            obs = observe(self.state)
+            obs = self.observe()
             if not predicate(obs):
                 return Held(broke=obs, words=f"changed within {seconds:.0f}s")
             last = obs
@@ -246,8 +277,11 @@ class Run:
 
     def sample(self, final: bool = False) -> None:
         """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
-        point = per_queue(self.state.pods.values())
         timeline = self.verdict.timeline
+        if self._sampled == self.state.pods_version and timeline and not final:
+            return  # no pod changed since the last point was worked out: it is the timeline's last
+        point = per_queue(self.state.pods.values())
+        self._sampled = self.state.pods_version
         if final or not timeline or timeline[-1][1] != point:
             timeline.append([round(self.clock() - self.start, 2), point])
 

@@ -153,3 +153,66 @@ def test_a_job_controllers_words_are_its_workloads_and_no_one_elses():
     )
     state.sizes.update({"typo": 1, "many": 3})
     assert observe(state).reasons == {"typo": [refused], "many": ["for many"]}
+
+
+def test_a_change_that_repeats_the_state_leaves_its_counters_and_one_that_does_not_moves_them():
+    state = run(
+        Change("ADDED", pod=pod("a-0")), Change("ADDED", event=EventView("Pod", "a-0", "FailedScheduling", "no", 1.0))
+    )
+    counters = (state.version, state.pods_version, state.reasons_version)
+    fold(state, Change("MODIFIED", pod=pod("a-0")))
+    fold(state, Change("ADDED", event=EventView("Pod", "a-0", "FailedScheduling", "no", 1.0)))
+    fold(state, Change("ADDED", event=EventView("Pod", "a-0", "Scheduled", "not a reason", 2.0)))
+    assert (state.version, state.pods_version, state.reasons_version) == counters
+    fold(state, Change("MODIFIED", pod=pod("a-0", node="n1", phase="Running")))
+    assert state.pods_version == counters[1] + 1 and state.reasons_version == counters[2]
+    fold(state, Change("ADDED", event=EventView("Pod", "a-0", "FailedScheduling", "no", 3.0)))  # said again, later
+    assert state.reasons_version == counters[2] + 1 and state.version == counters[0] + 2
+
+
+def test_while_the_counters_stay_the_observation_does_and_what_observe_keeps_gives_it_afresh():
+    """Every golden stream, change by change: the observation made from the parts observe keeps is the one made from
+    nothing; while ``version`` stays, so does it (what Run.observe relies on); while ``pods_version`` stays, so do
+    the GPUs per queue (Run.sample)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from kailab.gpus import per_queue
+    from kailab.scenarios.replay import read_changes
+
+    streams = sorted(Path(__file__).parent.parent.joinpath("golden").glob("*/changes.jsonl"))
+    assert len(streams) > 20
+    for path in streams:
+        state = RunState()
+        last = (state.version, observe(state), state.pods_version, per_queue([]))
+        for change in read_changes(path):
+            fold(state, change)
+            afresh = observe(replace(state, kept={}))
+            assert observe(state) == afresh, f"{path}: {change}"
+            if state.version == last[0]:
+                assert afresh == last[1], f"{path}: {change}"
+            if state.pods_version == last[2]:
+                assert per_queue(state.pods.values()) == last[3], f"{path}: {change}"
+            last = (state.version, afresh, state.pods_version, per_queue(state.pods.values()))
+
+
+def test_a_jobs_words_become_its_workloads_when_the_engine_sets_the_workloads_size_after_they_came():
+    """The words kept by observe are worked out again when the sizes change (the engine sets them, not fold)."""
+    state = run(Change("ADDED", event=EventView("Job", "late-0", "FailedCreate", "refused", 1.0)))
+    assert observe(state).reasons == {}
+    state.sizes["late"] = 1
+    assert observe(state).reasons == {"late": ["refused"]}
+
+
+def test_a_runs_observation_follows_the_sizes_its_steps_set():
+    from kailab.checks import Verdict
+    from kailab.scenarios.replay import ReplayCluster
+    from kailab.scenarios.run import Run
+
+    cluster = ReplayCluster([Change("ADDED", event=EventView("Job", "late-0", "FailedCreate", "refused", 1.0))])
+    r = Run(cluster, SimpleNamespace(predictions=()), Verdict("s", "t"), 0.0, cluster)
+    r.take(1)
+    before = r.observe()
+    assert before.reasons == {} and r.observe() is before  # kept while nothing changed
+    r.resized("late", 1)
+    assert r.observe().sizes == {"late": 1} and r.observe().reasons == {"late": ["refused"]}
