@@ -136,15 +136,20 @@ def shared_gpu(p: Pod) -> tuple[str, str] | None:
 # -- per queue, per node ---------------------------------------------------------------------------
 
 
+def queue_share(p: Pod) -> tuple[str, float] | None:
+    """What a pod adds to :func:`per_queue`: (its queue, its GPUs) while it holds them; None for a reservation pod
+    or one that holds none."""
+    return (p.queue or NO_QUEUE, p.gpus) if holds(p) and not is_reservation(p.namespace, p.gpus) else None
+
+
 def per_queue(pods: Iterable[Pod]) -> dict[str, float]:
     """GPUs held per queue (pods without a queue label under ``NO_QUEUE``); every queue with a holding pod,
     even when it holds 0 GPUs (a CPU pod). Sums of fractions are binary floats (0.5 + 0.9 + 0.3 + 0.5 is
     2.1999999999999997): round them to show them."""
     out: dict[str, float] = {}
-    for p in pods:
-        if holds(p) and not is_reservation(p.namespace, p.gpus):
-            key = p.queue or NO_QUEUE
-            out[key] = out.get(key, 0) + p.gpus
+    for share in map(queue_share, pods):
+        if share is not None:
+            out[share[0]] = out.get(share[0], 0) + share[1]
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from kailab.checks import Observation
 from kailab.fairshare import FairShare
+from kailab.gpus import queue_share
 from kailab.pace import Pace
 from kailab.pods import EventView, NodeView, PodGroupView, PodView, QueueView
 
@@ -114,11 +115,13 @@ class RunState:
     steps: dict[int, float | None] = field(default_factory=dict)  # step number → the cluster's time it happened
     paces: list[tuple[float, Pace]] = field(default_factory=list)  # (t, reading): how fast the lab answered
     # Counters that grow when what observe shows may have changed (``version``: fold's changes to what it reads, and
-    # the engine's to ``sizes``), when ``pods`` changed, and when ``waiting`` or whose it is (``seen``, ``pod_groups``,
-    # ``group_workloads``) changed: a reader may keep what it made of the state while its counter stays. Hence only
-    # fold changes the state, but for the engine's ``sizes`` (it bumps ``version``), ``released`` and ``removed``.
+    # the engine's to ``sizes``), when ``pods`` changed, when what they hold per queue did (gpus.queue_share), and
+    # when ``waiting`` or whose it is (``seen``, ``pod_groups``, ``group_workloads``) changed: a reader may keep what
+    # it made of the state while its counter stays. Hence only fold changes the state, but for the engine's ``sizes``
+    # (it bumps ``version``), ``released`` and ``removed``.
     version: int = field(default=0, compare=False)
     pods_version: int = field(default=0, compare=False)
+    held_version: int = field(default=0, compare=False)
     reasons_version: int = field(default=0, compare=False)
     kept: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)  # see _kept
 
@@ -172,12 +175,16 @@ def _fold_pod(state: RunState, kind: str, pod: PodView) -> None:
     if pod.pod_group and state.pod_groups.get(pod.pod_group) != pod.workload:
         state.pod_groups[pod.pod_group] = pod.workload
         _whose_changed(state)
-    if kind == "DELETED":
-        moved = state.pods.pop(pod.name, None) is not None
-    elif moved := state.pods.get(pod.name) != pod:
-        state.pods[pod.name] = pod
-    state.pods_version += moved
-    state.version += moved
+    before = state.pods.get(pod.name)
+    after = None if kind == "DELETED" else pod
+    if before != after:
+        if after is None:
+            del state.pods[pod.name]
+        else:
+            state.pods[pod.name] = after
+        state.pods_version += 1
+        state.version += 1
+        state.held_version += (before and queue_share(before)) != (after and queue_share(after))
     if pod.deleting and pod.node and pod.workload not in state.released and pod.name not in state.removed:
         # A bound pod being deleted, not by the lab: the scheduler took it. Its Evict event says so too, but
         # events are lossy: client-go drops an object's events past 25 in a burst (KAI reports evictions

@@ -53,7 +53,7 @@ class Run:
         self.wrote_at: float | None = None  # the cluster's time of the latest write of the step being played
         # What was made of the state, kept while the state's counters (fold.RunState) say what it reads is the same:
         self._observed: tuple[int, Observation] | None = None  # (state.version, the observation)
-        self._sampled = -1  # state.pods_version when the timeline's last point was worked out
+        self._sampled = -1  # state.held_version when the timeline's last point was worked out
         self._pending = (-1, 0)  # (state.pods_version, the pods pending then)
         self._paces: dict[Callable, tuple[tuple[int, float], Any]] = {}  # slowest/typical → ((readings, since), it)
         self.sample()
@@ -278,10 +278,10 @@ class Run:
     def sample(self, final: bool = False) -> None:
         """Add a timeline point (GPUs per queue) when the allocation changed, and at the end."""
         timeline = self.verdict.timeline
-        if self._sampled == self.state.pods_version and timeline and not final:
-            return  # no pod changed since the last point was worked out: it is the timeline's last
+        if self._sampled == self.state.held_version and timeline and not final:
+            return  # what pods hold per queue is as it was when the last point was worked out: it is the timeline's last
         point = per_queue(self.state.pods.values())
-        self._sampled = self.state.pods_version
+        self._sampled = self.state.held_version
         if final or not timeline or timeline[-1][1] != point:
             timeline.append([round(self.clock() - self.start, 2), point])
 

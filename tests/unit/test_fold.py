@@ -164,16 +164,20 @@ def test_a_change_that_repeats_the_state_leaves_its_counters_and_one_that_does_n
     fold(state, Change("ADDED", event=EventView("Pod", "a-0", "FailedScheduling", "no", 1.0)))
     fold(state, Change("ADDED", event=EventView("Pod", "a-0", "Scheduled", "not a reason", 2.0)))
     assert (state.version, state.pods_version, state.reasons_version) == counters
+    held = state.held_version
     fold(state, Change("MODIFIED", pod=pod("a-0", node="n1", phase="Running")))
     assert state.pods_version == counters[1] + 1 and state.reasons_version == counters[2]
+    assert state.held_version == held + 1  # bound: it holds its GPU for its queue
+    fold(state, Change("MODIFIED", pod=pod("a-0", node="n1", phase="Running", waiting="said")))
+    assert state.pods_version == counters[1] + 2 and state.held_version == held + 1
     fold(state, Change("ADDED", event=EventView("Pod", "a-0", "FailedScheduling", "no", 3.0)))  # said again, later
-    assert state.reasons_version == counters[2] + 1 and state.version == counters[0] + 2
+    assert state.reasons_version == counters[2] + 1 and state.version == counters[0] + 3
 
 
 def test_while_the_counters_stay_the_observation_does_and_what_observe_keeps_gives_it_afresh():
     """Every golden stream, change by change: the observation made from the parts observe keeps is the one made from
-    nothing; while ``version`` stays, so does it (what Run.observe relies on); while ``pods_version`` stays, so do
-    the GPUs per queue (Run.sample)."""
+    nothing; while ``version`` stays, so does it (what Run.observe relies on); while ``held_version`` stays, so do
+    the GPUs per queue, to the last bit (Run.sample)."""
     from dataclasses import replace
     from pathlib import Path
 
@@ -184,16 +188,16 @@ def test_while_the_counters_stay_the_observation_does_and_what_observe_keeps_giv
     assert len(streams) > 20
     for path in streams:
         state = RunState()
-        last = (state.version, observe(state), state.pods_version, per_queue([]))
+        last = (state.version, observe(state), state.held_version, per_queue([]))
         for change in read_changes(path):
             fold(state, change)
             afresh = observe(replace(state, kept={}))
             assert observe(state) == afresh, f"{path}: {change}"
             if state.version == last[0]:
                 assert afresh == last[1], f"{path}: {change}"
-            if state.pods_version == last[2]:
+            if state.held_version == last[2]:
                 assert per_queue(state.pods.values()) == last[3], f"{path}: {change}"
-            last = (state.version, afresh, state.pods_version, per_queue(state.pods.values()))
+            last = (state.version, afresh, state.held_version, per_queue(state.pods.values()))
 
 
 def test_a_jobs_words_become_its_workloads_when_the_engine_sets_the_workloads_size_after_they_came():
