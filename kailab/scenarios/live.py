@@ -25,7 +25,16 @@ from kailab.gpus import node_gpus
 from kailab.kube import FIELD_MANAGER, METADATA_LIST, Kube, Watched, as_json
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
-from kailab.pods import api_time, event_view, node_view, object_time, pod_view, podgroup_view, queue_view
+from kailab.pods import (
+    UNREAD_EVENTS,
+    api_time,
+    event_view,
+    node_view,
+    object_time,
+    pod_view,
+    podgroup_view,
+    queue_view,
+)
 from kailab.progress import Progress
 from kailab.quantity import amount
 from kailab.queues import queue_ref
@@ -70,7 +79,7 @@ class LiveChanges:
                 lambda kind, o: Change(kind, pod=pod_view(o)),
             ),
             self._watch(
-                Watched(as_json(kube.core.list_namespaced_event), namespace),
+                Watched(as_json(kube.core.list_namespaced_event), namespace, field_selector=UNREAD_EVENTS),
                 _event_change,
             ),
         ]
