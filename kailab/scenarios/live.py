@@ -13,12 +13,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, ExitStack
-from functools import partial
+from urllib.parse import quote
 
-from kubernetes import client
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from kailab import fairshare, operators, pace
+from kailab.api_paths import path_lister
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
@@ -84,24 +84,13 @@ class LiveChanges:
             ),
         ]
         if serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
-            group, version = PODGROUP_API.split("/")
-            pod_groups = as_json(  # as the API's JSON: the client's own reading of a custom object's change (its
-                # declared return type, ``object``) dumps and reads each one's JSON again
-                partial(
-                    client.CustomObjectsApi(kube.api).list_namespaced_custom_object,
-                    group,
-                    version,
-                    namespace,
-                    "podgroups",
-                )
+            pod_groups = as_json(
+                path_lister(kube.api, f"/apis/{PODGROUP_API}/namespaces/{quote(namespace, safe='')}/podgroups")
             )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         wanted = frozenset(queues)
         if wanted and serves(kube, QUEUE_API, "Queue"):
-            group, version = QUEUE_API.split("/")
-            all_queues = as_json(
-                partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
-            )
+            all_queues = as_json(path_lister(kube.api, f"/apis/{QUEUE_API}/queues"))
             self._watches.append(
                 self._watch(
                     Watched(all_queues, label_selector=queue_selector),  # the lab's: not every lesson's, side by side
