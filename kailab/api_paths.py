@@ -7,6 +7,7 @@ and Jobs deleted.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 from kubernetes import client
@@ -24,12 +25,22 @@ _QUERY = {
 }
 
 
+# What a GET answers with when only the object's metadata is wanted (the API server's PartialObjectMetadata)
+METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
 def api_request(
-    api: client.ApiClient, method: str, path: str, query: Sequence = (), body: dict | None = None, timeout=None
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    query: Sequence = (),
+    body: dict | None = None,
+    timeout=None,
+    accept: str = "application/json",
 ):
     """One request of the API's ``path`` through the client's connection; the answer, unread (``.data`` reads it),
     or ApiException when the server refuses."""
-    headers = {"Accept": "application/json", **({"Content-Type": "application/json"} if body is not None else {})}
+    headers = {"Accept": accept, **({"Content-Type": "application/json"} if body is not None else {})}
     method, url, headers, body, _ = api.param_serialize(
         method, path, query_params=list(query), header_params=headers, body=body, auth_settings=["BearerToken"]
     )
@@ -53,3 +64,14 @@ def path_lister(api: client.ApiClient, path: str) -> Callable:
         )
 
     return call
+
+
+def object_metadata(api: client.ApiClient, path: str) -> dict | None:
+    """The metadata of the object at ``path``, None when there is none (404): a CRD's whole JSON runs to a
+    megabyte, and its labels or its being there is all some reads ask."""
+    try:
+        return json.loads(api_request(api, "GET", path, accept=METADATA).data).get("metadata") or {}
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise

@@ -6,7 +6,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from kailab.api_paths import api_request, path_lister
+from kailab.api_paths import METADATA, api_request, object_metadata, path_lister
 from kailab.kube import Watched, as_json
 from kailab.pods import api_time, event_view, node_view, pod_view
 
@@ -240,3 +240,24 @@ def test_an_event_is_dated_by_its_last_time_else_its_event_time_else_its_first_t
 def test_a_node_shows_only_the_labels_asked_about():
     node = {"metadata": {"name": "kwok-a100-0", "labels": {"rack": "r1", "zone": "z"}}}
     assert node_view(node, ("rack", "row")).to_json() == {"name": "kwok-a100-0", "labels": {"rack": "r1"}}
+
+
+def test_an_objects_metadata_alone_is_asked_for_and_none_is_none():
+    api = client.ApiClient(client.Configuration(host="https://127.0.0.1:6443"))
+    asked, answers = [], iter([(200, b'{"kind": "PartialObjectMetadata", "metadata": {"name": "c"}}'), (404, b"{}")])
+
+    class Answer:
+        def __init__(self, status, data):
+            self.status, self.reason, self.data, self.headers, self.response = status, "", data, {}, self
+
+        def read(self):
+            return self.data
+
+    def call_api(method, url, header_params=None, body=None, _request_timeout=None):
+        asked.append(header_params["Accept"])
+        return Answer(*next(answers))
+
+    api.call_api = call_api
+    assert object_metadata(api, "/apis/x/v1/things/c") == {"name": "c"}
+    assert object_metadata(api, "/apis/x/v1/things/gone") is None
+    assert asked == [METADATA, METADATA] and "as=PartialObjectMetadata;" in METADATA
