@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import urllib3
 from kubernetes import client, watch
@@ -21,6 +22,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.api_errors import PROBE_TIMEOUT, no_answer, tls_failed
+from kailab.api_paths import api_request
 from kailab.errors import KailabError, NotRunning
 from kailab.kubeconfig import load_config
 from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
@@ -244,8 +246,11 @@ class Kube:
         background = client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0)
 
         def workloads_and_pods() -> None:  # each answer (the objects deleted) read, not made into the client's objects
+            jobs = f"/apis/batch/v1/namespaces/{quote(name, safe='')}/jobs"
+            api_request(
+                self.api, "DELETE", jobs, body={"propagationPolicy": "Background", "gracePeriodSeconds": 0}
+            ).read()
             for delete in (
-                client.BatchV1Api(self.api).delete_collection_namespaced_job,
                 self.apps.delete_collection_namespaced_deployment,
                 self.apps.delete_collection_namespaced_replica_set,
                 self.apps.delete_collection_namespaced_stateful_set,
@@ -294,12 +299,9 @@ class Kube:
             self.core.delete_collection_namespaced_pod(
                 name, body=client.V1DeleteOptions(grace_period_seconds=0), _preload_content=False
             ).read()
-        group, version = PODGROUP_API.split("/")  # one call for all (64 one by one took 2 s); 404: no KAI here
-        _found(
-            lambda: client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
-                group, version, name, "podgroups", propagation_policy="Background"
-            )
-        )
+        groups = f"/apis/{PODGROUP_API}/namespaces/{quote(name, safe='')}/podgroups"  # one call for all (64 one by
+        # one took 2 s); 404: no KAI here
+        _found(lambda: api_request(self.api, "DELETE", groups, [("propagationPolicy", "Background")]).read())
         self.core.delete_collection_namespaced_event(name, _preload_content=False).read()  # every event: not typed
 
     def _watch_until(

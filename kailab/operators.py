@@ -27,12 +27,15 @@ from pathlib import Path
 import yaml
 
 from kailab import build, versions
+from kailab.api_paths import object_metadata
 from kailab.errors import KailabError
 from kailab.kube import Kube, wait_crds_established
 from kailab.labels import JOBSET_API, LWS_API, MANAGED, PYTORCH_API, RAY_API
 from kailab.paths import cache_home
 from kailab.progress import Progress
 from kailab.versions import GoBuild
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"  # a CRD's path, less its name
 
 KAI_GROUPERS = "pkg/podgrouper/podgrouper/plugins"  # in KAI v0.17.0
 
@@ -285,8 +288,8 @@ def install_crds(kube: Kube, op: Operator, objects: list[dict]) -> list[str]:
     for crd in of_kind(objects, "CustomResourceDefinition"):
         name = crd["metadata"]["name"]
         names.append(name)
-        found = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-        if found is not None and not Owner().owns(found["metadata"].get("labels")):
+        found = object_metadata(kube.api, CRDS + name)
+        if found is not None and not Owner().owns(found.get("labels")):
             theirs.append(name)
             continue
         crd = {**crd, "metadata": {**crd["metadata"], "labels": {**crd["metadata"].get("labels", {}), **MANAGED}}}
@@ -300,14 +303,16 @@ def delete_workloads(kube: Kube, namespace: str) -> None:
     """Delete every object of an operator's kinds in ``namespace`` (those the cluster serves), so its operator makes
     no more pods there: ``Kube.empty_namespace`` knows only Kubernetes' own workloads. An operator none of whose
     CRDs the cluster has costs one read per CRD (never an API discovery)."""
+    from kubernetes.client.exceptions import ApiException
     from kubernetes.dynamic.exceptions import DynamicApiError, ForbiddenError, ResourceNotFoundError
 
     for op in OPERATORS.values():
         try:
-            if not any(kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", c) for c in op.crds):
+            if not any(object_metadata(kube.api, CRDS + c) is not None for c in op.crds):
                 continue
-        except ForbiddenError:
-            pass  # a learner may not read CRDs: their own namespace's objects are tried below
+        except ApiException as e:
+            if e.status != 403:
+                raise  # a learner may not read CRDs: their own namespace's objects are tried below
         for api_version, kind in op.kinds:
             try:
                 found = kube.list(api_version, kind, namespace=namespace)

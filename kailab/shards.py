@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
 
 from kubernetes import client
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from kailab.api_paths import path_lister
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched, as_json
 from kailab.labels import (
@@ -243,10 +243,7 @@ class ShardSchedulerControl(SchedulerControl):
         """While open, the shard is watched (the API server sends each change of it) and :meth:`metrics` reads it
         there: a lesson reads its fair shares every second, a GET of the shard each time before. A credential that
         may not list the shard (a learner's may get it only) keeps the GET."""
-        group, version = SHARD_API.split("/")
-        listing = partial(
-            client.CustomObjectsApi(self.kube.api).list_cluster_custom_object, group, version, "schedulingshards"
-        )
+        listing = path_lister(self.kube.api, f"/apis/{SHARD_API}/schedulingshards")
         one = f"metadata.name={self.name}"
         try:
             listing(field_selector=one, limit=1, _preload_content=False).read()

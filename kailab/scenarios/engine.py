@@ -223,6 +223,8 @@ class Engine:
     def refuse_unknown_nodes(self, scenarios: list[Scenario]) -> None:
         """Raise, before anything is applied, when a scenario names a node the fleet does not have (its pods would
         wait forever, its conditions count nothing). A scenario that does not fit this fleet is only not applicable."""
+        if not any(s.nodes for s in scenarios):
+            return  # none names a node: no need to read the fleet's
         fleet = self.cluster.node_names()
         if fleet is None:
             return

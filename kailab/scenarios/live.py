@@ -13,19 +13,28 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, ExitStack
-from functools import partial
+from urllib.parse import quote
 
-from kubernetes import client
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from kailab import fairshare, operators, pace
+from kailab.api_paths import path_lister
 from kailab.checks import FleetNode
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
 from kailab.kube import FIELD_MANAGER, METADATA_LIST, Kube, Watched, as_json
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
 from kailab.ownership import Owner, foreign, stamped
-from kailab.pods import api_time, event_view, node_view, object_time, pod_view, podgroup_view, queue_view
+from kailab.pods import (
+    UNREAD_EVENTS,
+    api_time,
+    event_view,
+    node_view,
+    object_time,
+    pod_view,
+    podgroup_view,
+    queue_view,
+)
 from kailab.progress import Progress
 from kailab.quantity import amount
 from kailab.queues import queue_ref
@@ -70,29 +79,18 @@ class LiveChanges:
                 lambda kind, o: Change(kind, pod=pod_view(o)),
             ),
             self._watch(
-                Watched(as_json(kube.core.list_namespaced_event), namespace),
+                Watched(as_json(kube.core.list_namespaced_event), namespace, field_selector=UNREAD_EVENTS),
                 _event_change,
             ),
         ]
         if serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
-            group, version = PODGROUP_API.split("/")
-            pod_groups = as_json(  # as the API's JSON: the client's own reading of a custom object's change (its
-                # declared return type, ``object``) dumps and reads each one's JSON again
-                partial(
-                    client.CustomObjectsApi(kube.api).list_namespaced_custom_object,
-                    group,
-                    version,
-                    namespace,
-                    "podgroups",
-                )
+            pod_groups = as_json(
+                path_lister(kube.api, f"/apis/{PODGROUP_API}/namespaces/{quote(namespace, safe='')}/podgroups")
             )
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         wanted = frozenset(queues)
         if wanted and serves(kube, QUEUE_API, "Queue"):
-            group, version = QUEUE_API.split("/")
-            all_queues = as_json(
-                partial(client.CustomObjectsApi(kube.api).list_cluster_custom_object, group, version, "queues")
-            )
+            all_queues = as_json(path_lister(kube.api, f"/apis/{QUEUE_API}/queues"))
             self._watches.append(
                 self._watch(
                     Watched(all_queues, label_selector=queue_selector),  # the lab's: not every lesson's, side by side

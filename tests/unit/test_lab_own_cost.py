@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 from kailab import operators, pace, partitions
 from kailab.fleet import load_fleet, node_objects, node_ready, reported_gpus, shared_labels
 from kailab.kube import as_read
+
+GOLDEN = Path(__file__).parent.parent / "golden"
 
 
 def test_a_pace_reading_reads_its_answer_to_the_end_so_the_connection_is_reused():
@@ -70,3 +73,22 @@ def test_a_nodes_readiness_and_gpus_are_read_from_the_apis_json():
 def test_the_dynamic_clients_answer_is_the_apis_json_as_read():
     data = {"kind": "Pod", "metadata": {"name": "p", "to_dict": "a key the client's objects would shadow"}}
     assert as_read(None, data) is data
+
+
+def test_the_events_a_lessons_watch_leaves_out_are_none_that_a_lesson_reads():
+    """Every event of those reasons in the golden recordings (thousands, from the real KAI) names no victim and no
+    reason for waiting: leaving them out of the watch changes nothing a verdict is decided on."""
+    from kailab.pods import EVICTION_REASONS, UNREAD_EVENT_REASONS, UNREAD_EVENTS, WAITING_REASONS
+    from kailab.scenarios.replay import read_changes
+
+    assert UNREAD_EVENTS == "reason!=Scheduled,reason!=Bound,reason!=SuccessfulCreate"
+    left_out = [
+        c.event
+        for path in sorted(GOLDEN.glob("*/changes.jsonl"))
+        for c in read_changes(path)
+        if c.event is not None and c.event.reason in UNREAD_EVENT_REASONS
+    ]
+    assert {e.reason for e in left_out} == set(UNREAD_EVENT_REASONS) and len(left_out) > 1000
+    assert not [e for e in left_out if e.victim or e.says_why_waiting]
+    # a reason the fold reads (a victim's, a waiting one's) is never left out
+    assert not set(UNREAD_EVENT_REASONS) & (EVICTION_REASONS | WAITING_REASONS)

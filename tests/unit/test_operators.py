@@ -233,6 +233,7 @@ class Cluster:
     def __init__(self, **existing: dict):
         self.crds = {name: {"metadata": {"name": name, **meta}} for name, meta in existing.items()}
         self.applied: list[str] = []
+        self.api = None
         self.dyn = SimpleNamespace(resources=SimpleNamespace(invalidate_cache=lambda: None))
 
     def get(self, api_version, kind, name, namespace=None):
@@ -244,8 +245,17 @@ class Cluster:
         self.crds[obj["metadata"]["name"]] = obj
 
 
-def test_a_crd_someone_else_installed_is_used_never_replaced_and_kailabs_own_is_applied_again():
+def test_a_crd_someone_else_installed_is_used_never_replaced_and_kailabs_own_is_applied_again(monkeypatch):
     ray = operators.OPERATORS["kuberay"]
+    read = []
+
+    def metadata(api, path):  # a CRD's metadata alone is read, by its path
+        read.append(path)
+        assert path.startswith("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/")
+        crd = cluster.crds.get(path.rsplit("/", 1)[1])
+        return crd and crd["metadata"]
+
+    monkeypatch.setattr(operators, "object_metadata", metadata)
     objects = [
         {"kind": "CustomResourceDefinition", "metadata": {"name": name, "labels": {"upstream": "yes"}}}
         for name in ray.crds
@@ -257,6 +267,7 @@ def test_a_crd_someone_else_installed_is_used_never_replaced_and_kailabs_own_is_
     assert cluster.crds["rayjobs.ray.io"]["metadata"]["labels"] == {"upstream": "yes", **MANAGED}
     assert operators.install_crds(cluster, ray, objects) == ["rayclusters.ray.io"]  # type: ignore[arg-type]
     assert cluster.applied[2:] == ["rayjobs.ray.io", "rayservices.ray.io"]
+    assert len(read) == 6
 
 
 # ---------------------------------------------------------------- the kind runtime

@@ -107,12 +107,17 @@ def test_side_by_side_runs_ray_gang_in_the_lab_itself_for_its_default_queue():
     assert not parallel.in_the_lab_itself("gang")
 
 
-def test_operators_with_no_crd_on_the_cluster_cost_one_read_each_and_no_listing():
+def test_operators_with_no_crd_on_the_cluster_cost_one_read_each_and_no_listing(monkeypatch):
     read, listed = [], []
+
+    def metadata(api, path):  # a CRD's metadata alone, by its path
+        name = path.removeprefix("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/")
+        read.append(name)
+        return {"name": name} if name == "rayclusters.ray.io" else None
+
+    monkeypatch.setattr(operators, "object_metadata", metadata)
     kube = SimpleNamespace(
-        get=lambda api, kind, name, *_: (
-            read.append(name) or ({"kind": "CRD"} if name == "rayclusters.ray.io" else None)
-        ),
+        api=None,
         list=lambda api, kind, namespace=None: listed.append(kind) or [{"metadata": {"name": "r"}}],
         delete=lambda api, kind, name, ns: listed.append(f"deleted {kind}/{name}"),
     )

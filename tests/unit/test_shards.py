@@ -240,15 +240,16 @@ def test_while_watching_a_lesson_reads_its_fair_shares_from_the_watch_and_a_lear
     kube.get = lambda *a, **kw: gets.append(a) or shard
     may_list = {"yes": True}
 
-    class Api:
-        def __init__(self, api):
-            pass
+    def path_lister(api, path):
+        assert path == "/apis/kai.scheduler/v1/schedulingshards"
 
-        def list_cluster_custom_object(self, group, version, plural, **kw):
+        def listing(**kw):
             listed.append(kw["field_selector"])
             if not may_list["yes"]:
                 raise ApiException(status=403, reason="Forbidden")
             return SimpleNamespace(read=lambda: b"{}")
+
+        return listing
 
     class FakeWatched:
         def __init__(self, listing, **kw):
@@ -264,7 +265,7 @@ def test_while_watching_a_lesson_reads_its_fair_shares_from_the_watch_and_a_lear
         def stop(self):
             self.stopped = True
 
-    monkeypatch.setattr(shards.client, "CustomObjectsApi", Api)
+    monkeypatch.setattr(shards, "path_lister", path_lister)
     monkeypatch.setattr(shards, "Watched", FakeWatched)
     control = shards.ShardSchedulerControl(kube, "ann", timeout=1)
     with control.watching():
