@@ -22,7 +22,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.api_errors import PROBE_TIMEOUT, no_answer, tls_failed
-from kailab.api_paths import api_request
+from kailab.api_paths import api_request, object_metadata
 from kailab.errors import KailabError, NotRunning
 from kailab.kubeconfig import load_config
 from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
@@ -142,6 +142,11 @@ class Kube:
             return self.dyn.get(self.resource(api_version, kind), name=name, namespace=namespace, serializer=as_read)
         except NotFoundError:
             return None
+
+    def crd(self, name: str) -> dict | None:
+        """A CustomResourceDefinition's metadata, None when the cluster has none: a CRD's whole JSON runs to a
+        megabyte, and whether it is there (and whose it is) is all some reads ask."""
+        return object_metadata(self.api, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
 
     def pods(self, namespace: str | None = None, **kw) -> list[dict]:
         """Pods (the API's JSON, :func:`as_json`) of one namespace, or of every namespace; ``kw``: the list's

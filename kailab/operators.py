@@ -27,15 +27,12 @@ from pathlib import Path
 import yaml
 
 from kailab import build, versions
-from kailab.api_paths import object_metadata
 from kailab.errors import KailabError
 from kailab.kube import Kube, wait_crds_established
 from kailab.labels import JOBSET_API, LWS_API, MANAGED, PYTORCH_API, RAY_API
 from kailab.paths import cache_home
 from kailab.progress import Progress
 from kailab.versions import GoBuild
-
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"  # a CRD's path, less its name
 
 KAI_GROUPERS = "pkg/podgrouper/podgrouper/plugins"  # in KAI v0.17.0
 
@@ -288,7 +285,7 @@ def install_crds(kube: Kube, op: Operator, objects: list[dict]) -> list[str]:
     for crd in of_kind(objects, "CustomResourceDefinition"):
         name = crd["metadata"]["name"]
         names.append(name)
-        found = object_metadata(kube.api, CRDS + name)
+        found = kube.crd(name)
         if found is not None and not Owner().owns(found.get("labels")):
             theirs.append(name)
             continue
@@ -308,7 +305,7 @@ def delete_workloads(kube: Kube, namespace: str) -> None:
 
     for op in OPERATORS.values():
         try:
-            if not any(object_metadata(kube.api, CRDS + c) is not None for c in op.crds):
+            if not any(kube.crd(c) is not None for c in op.crds):
                 continue
         except ApiException as e:
             if e.status != 403:

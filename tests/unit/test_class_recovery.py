@@ -85,6 +85,10 @@ class _Kube:
         self.calls.append(("get", kind, name))
         return {"metadata": {"name": name}}
 
+    def crd(self, name):  # its metadata alone
+        self.calls.append(("get", "CustomResourceDefinition", name))
+        return {"name": name}
+
     def apply(self, obj):
         self.calls.append(("apply", obj["kind"], obj["metadata"]["name"]))
 

@@ -188,7 +188,7 @@ def test_clearing_empties_the_labs_namespaces_with_pods_and_the_next_one_only():
             list_namespace=list_namespace, list_namespaced_pod=lambda n, limit: SimpleNamespace(items=pods[n][:limit])
         ),
         empty_namespace=emptied.append,
-        get=lambda *_: None,  # no operator's CRD: no RayCluster (…) to delete first
+        crd=lambda name: None,  # no operator's CRD: no RayCluster (…) to delete first
     )
     assert clear_scenarios(kube, Owner(), also=("kailab-borrow", "guest-quota")) == ["kailab-quota"]
     assert emptied == ["kailab-quota", "kailab-borrow"]

@@ -107,17 +107,10 @@ def test_side_by_side_runs_ray_gang_in_the_lab_itself_for_its_default_queue():
     assert not parallel.in_the_lab_itself("gang")
 
 
-def test_operators_with_no_crd_on_the_cluster_cost_one_read_each_and_no_listing(monkeypatch):
+def test_operators_with_no_crd_on_the_cluster_cost_one_read_each_and_no_listing():
     read, listed = [], []
-
-    def metadata(api, path):  # a CRD's metadata alone, by its path
-        name = path.removeprefix("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/")
-        read.append(name)
-        return {"name": name} if name == "rayclusters.ray.io" else None
-
-    monkeypatch.setattr(operators, "object_metadata", metadata)
     kube = SimpleNamespace(
-        api=None,
+        crd=lambda name: read.append(name) or ({"name": name} if name == "rayclusters.ray.io" else None),
         list=lambda api, kind, namespace=None: listed.append(kind) or [{"metadata": {"name": "r"}}],
         delete=lambda api, kind, name, ns: listed.append(f"deleted {kind}/{name}"),
     )
@@ -149,3 +142,19 @@ def test_an_existing_clusters_findings_name_the_lessons_an_operator_lets_run():
     assert lessons_of(operators.OPERATORS["jobset"]) == ["jobset-lws"]
     assert lessons_of(operators.OPERATORS["lws"]) == ["jobset-lws"]
     assert lessons_of(operators.OPERATORS["training-operator"]) == ["pytorchjob"]
+
+
+def test_a_learner_who_may_not_read_crds_still_has_their_namespaces_operator_objects_deleted():
+    from kubernetes.client.exceptions import ApiException
+
+    def refused(name):
+        raise ApiException(status=403, reason="Forbidden")
+
+    deleted = []
+    kube = SimpleNamespace(
+        crd=refused,
+        list=lambda api, kind, namespace=None: [{"metadata": {"name": "r"}}] if kind == "RayCluster" else [],
+        delete=lambda api, kind, name, ns: deleted.append(f"{kind}/{name} in {ns}"),
+    )
+    operators.delete_workloads(kube, "ns")  # type: ignore[arg-type]
+    assert deleted == ["RayCluster/r in ns"]
