@@ -394,3 +394,36 @@ def test_the_ledgers_pod_watch_reads_each_event_lean_however_the_answer_is_cut()
         assert [json.loads(line) for line in read.split(b"\n") if line] == [_lean(e) for e in events]
     listed = object()
     assert lean_watch(lambda **kw: listed)(_preload_content=False) is listed  # a list is not a watch
+
+
+def test_the_ledger_queues_a_pods_change_only_when_a_fact_of_it_changed():
+    """A change of a pod's status alone (most of its changes) moves no fact: the driver's thread never sees it."""
+    import copy
+
+    from kailab.runtimes.gpu_ledger.driver import Driver
+
+    driver = Driver(kube=None)
+    pod = _lean(_pod_event("ADDED"))["object"]
+    running = copy.deepcopy(pod)
+    running["status"] = {"phase": "Running", "podIP": "10.0.0.1"}
+    done = copy.deepcopy(running)
+    done["status"]["phase"] = "Succeeded"
+    for kind, obj in [("ADDED", pod), ("MODIFIED", running), ("MODIFIED", done), ("MODIFIED", done)]:
+        driver._pod_changed(kind, obj)
+    driver._pod_changed("DELETED", done)
+    driver._pod_changed("ADDED", pod)  # made again with the same name: seen again
+    queued = []
+    while not driver.events.empty():
+        queued.append(driver.events.get())
+    assert [(kind, facts.finished) for _, kind, facts in queued] == [
+        ("ADDED", False),
+        ("MODIFIED", True),
+        ("DELETED", True),
+        ("ADDED", False),
+    ]
+    assert queued[0][2] == facts_of(pod)
+    driver.topology.set_node(NODE, NodeShape(8))
+    for event in queued:
+        driver.handle(event)
+    assert list(driver.topology.pods) == ["team/p"]
+    assert [h.name for h in driver.topology.holders()[(NODE, "0")]] == ["p"]
