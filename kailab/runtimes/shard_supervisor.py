@@ -195,8 +195,8 @@ class Supervisor:
         it); patched only when they changed."""
         name, spec = shard["metadata"]["name"], shard.get("spec") or {}
         control = self.control(name, spec)
-        running = not control.partition.endswith(STOPPED_SUFFIX) and control.running()
-        text = fairshare.samples(control.metrics() or "") if running else ""
+        stopped = control.partition.endswith(STOPPED_SUFFIX)
+        text = "" if stopped else fairshare.samples(control.metrics() or "")  # none while no scheduler runs
         if self.published.get(name) != text:
             self._annotations(shard, {SHARD_FAIR_SHARES_ANNOTATION: text or None})
             self.published[name] = text
