@@ -255,6 +255,7 @@ class Supervisor:
                     self.publish(shard)
             except Exception as e:  # noqa: BLE001 (the API server away for a moment: try again)
                 print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                next_publish = time.monotonic() + PUBLISH  # in a second, not at once
 
     def run(self) -> None:
         group, version = SHARD_API.split("/")
