@@ -135,8 +135,9 @@ class Supervisor:
 
     # -- one shard -------------------------------------------------------------------------------
 
-    def reconcile(self, shard: dict) -> None:
-        """Make the shard's process run its spec (started again when the spec differs from what runs), then report."""
+    def reconcile(self, shard: dict) -> bool:
+        """Make the shard's process run its spec (started again when the spec differs from what runs), then report;
+        True when it started or stopped the shard's scheduler (its fair shares are new)."""
         name, generation = shard["metadata"]["name"], shard["metadata"].get("generation", 0)
         spec = shard.get("spec") or {}
         control = self.control(name, spec)
@@ -148,11 +149,13 @@ class Supervisor:
         ran = ran if isinstance(ran, dict) else {}
         try:
             if control.partition.endswith(STOPPED_SUFFIX):  # a stopped learner's: no scheduler (nothing to schedule)
+                ran_one = control.running()
                 control.stop()
                 self.report(shard, True, f"no scheduler runs: partition {control.partition!r} is a stopped one")
                 self.annotate(shard, "")
-                return
-            if not (control.running() and ran.get("spec") == spec):
+                return ran_one
+            started = not (control.running() and ran.get("spec") == spec)
+            if started:
                 settings = SchedulerSettings.from_shard(spec)
                 control.stop()
                 control.start(settings)
@@ -160,10 +163,12 @@ class Supervisor:
             pid = self.rt.kai_processes.pid(control.name)
             self.report(shard, True, f"{control.name} runs it (pid {pid}), partition {control.partition!r}")
             self.annotate(shard, control._record().get("metrics") or "")
+            return started
         except Exception as e:  # noqa: BLE001 (said in the shard's status, as the operator says its errors)
             control.stop()
             record.unlink(missing_ok=True)
             self.report(shard, False, getattr(e, "message", None) or f"{type(e).__name__}: {e}")
+            return True
 
     def report(self, shard: dict, ok: bool, message: str) -> None:
         generation = shard["metadata"].get("generation", 0)
@@ -190,8 +195,8 @@ class Supervisor:
         it); patched only when they changed."""
         name, spec = shard["metadata"]["name"], shard.get("spec") or {}
         control = self.control(name, spec)
-        running = not control.partition.endswith(STOPPED_SUFFIX) and control.running()
-        text = fairshare.samples(control.metrics() or "") if running else ""
+        stopped = control.partition.endswith(STOPPED_SUFFIX)
+        text = "" if stopped else fairshare.samples(control.metrics() or "")  # none while no scheduler runs
         if self.published.get(name) != text:
             self._annotations(shard, {SHARD_FAIR_SHARES_ANNOTATION: text or None})
             self.published[name] = text
@@ -226,10 +231,12 @@ class Supervisor:
 
     def work(self, name: str) -> None:
         """One shard's worker: reconciles its latest version on every change, and every RECHECK seconds; publishes
-        its fair shares every PUBLISH seconds."""
+        its fair shares every PUBLISH seconds, and at once when its scheduler started or stopped. A change of the
+        shard alone does not read them again: the supervisor's own patch of them is one (they were read twice)."""
         checked = 0.0
+        next_publish = 0.0
         while not self.stopping.is_set():
-            changed = self.wake[name].wait(PUBLISH)
+            changed = self.wake[name].wait(max(0.0, next_publish - time.monotonic()))
             self.wake[name].clear()
             with self.lock:
                 shard = self.latest.get(name)
@@ -239,12 +246,16 @@ class Supervisor:
                 self.forget(name)
                 return
             try:
+                new_scheduler = False
                 if changed or time.monotonic() - checked >= RECHECK:
-                    self.reconcile(shard)
+                    new_scheduler = self.reconcile(shard)
                     checked = time.monotonic()
-                self.publish(shard)
+                if new_scheduler or time.monotonic() >= next_publish:
+                    next_publish = time.monotonic() + PUBLISH
+                    self.publish(shard)
             except Exception as e:  # noqa: BLE001 (the API server away for a moment: try again)
                 print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                next_publish = time.monotonic() + PUBLISH  # in a second, not at once
 
     def run(self) -> None:
         group, version = SHARD_API.split("/")

@@ -293,3 +293,137 @@ def test_the_local_runtime_starts_the_ledger_by_a_module_path_that_runs(tmp_path
     assert module == "kailab.runtimes.gpu_ledger"
     out = subprocess.run([argv[0], "-m", module, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "--health-port" in out.stdout
+
+
+def _pod_event(kind: str, metadata_after: dict | None = None) -> dict:
+    """A pod's watch event with its members in the order the API server writes them (ObjectMeta's Go struct order,
+    managedFields last), with text in its strings that looks like the markers the ledger cuts at."""
+    tricky = ',"managedFields":[ ]},"spec":{ "name":"x" \\"quoted\\"'
+    metadata = {
+        "name": "p",
+        "generateName": "p-",
+        "namespace": "team",
+        "uid": "u1",
+        "resourceVersion": "42",
+        "labels": {"runai-gpu-group": "g1"},
+        "annotations": {"gpu-fraction": "0.5", "note": tricky},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j"}],
+        "finalizers": ["x/y"],
+        "managedFields": [
+            {
+                "manager": "kwok",
+                "operation": "Update",
+                "apiVersion": "v1",
+                "time": "2026-01-01T00:00:00Z",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {
+                    "f:metadata": {"f:labels": {".": {}, "f:runai-gpu-group": {}}},
+                    "f:spec": {"f:containers": {'k:{"name":"main"}': {".": {}, "f:resources": {}}}},
+                },
+                "subresource": "status",
+            }
+        ],
+        **(metadata_after or {}),
+    }
+    pod = {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": metadata,
+        "spec": {
+            "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"}}, "args": [tricky]}],
+            "nodeName": NODE,
+            "schedulerName": "kai-scheduler",
+        },
+        "status": {"phase": "Running"},
+    }
+    return {"type": kind, "object": pod}
+
+
+def _lean(event: dict) -> dict:
+    """The event without its pod's managedFields."""
+    meta = {k: v for k, v in event["object"]["metadata"].items() if k != "managedFields"}
+    return {**event, "object": {**event["object"], "metadata": meta}}
+
+
+def _line(event: dict) -> bytes:
+    import json
+
+    return json.dumps(event, separators=(",", ":")).encode()
+
+
+def test_a_pod_change_is_read_without_its_managed_fields_and_gives_the_same_facts():
+    import json
+
+    from kailab.runtimes.gpu_ledger.facts import without_managed_fields
+
+    for kind in ("ADDED", "MODIFIED", "DELETED"):
+        event = _pod_event(kind)
+        lean = json.loads(without_managed_fields(_line(event)))
+        assert lean == _lean(event)
+        assert facts_of(lean["object"]) == facts_of(event["object"])
+    bookmark = b'{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"7"}}}'
+    assert without_managed_fields(bookmark) == bookmark
+    # a server that wrote a member the ledger reads after managedFields: the line is kept whole
+    moved = _pod_event("ADDED")
+    meta = moved["object"]["metadata"]
+    meta["labels"] = meta.pop("labels")  # now after managedFields
+    assert without_managed_fields(_line(moved)) == _line(moved)
+
+
+def test_the_ledgers_pod_watch_reads_each_event_lean_however_the_answer_is_cut():
+    import json
+
+    from kailab.runtimes.gpu_ledger.driver import lean_watch
+
+    events = [_pod_event(kind) for kind in ("ADDED", "MODIFIED", "DELETED")]
+    body = b"".join(_line(e) + b"\n" for e in events)
+
+    class Answer:
+        status = 200
+
+        def __init__(self, size):
+            self.size = size
+
+        def stream(self, amt=None, decode_content=True):
+            return (body[i : i + self.size] for i in range(0, len(body), self.size))
+
+    for size in (7, 500, len(body)):
+        answer = lean_watch(lambda size=size, **kw: Answer(size))(watch=True, _preload_content=False)
+        assert answer.status == 200  # all else is the client's answer's own
+        read = b"".join(answer.stream(amt=None, decode_content=False))
+        assert [json.loads(line) for line in read.split(b"\n") if line] == [_lean(e) for e in events]
+    listed = object()
+    assert lean_watch(lambda **kw: listed)(_preload_content=False) is listed  # a list is not a watch
+
+
+def test_the_ledger_queues_a_pods_change_only_when_a_fact_of_it_changed():
+    """A change of a pod's status alone (most of its changes) moves no fact: the driver's thread never sees it."""
+    import copy
+
+    from kailab.runtimes.gpu_ledger.driver import Driver
+
+    driver = Driver(kube=None)
+    pod = _lean(_pod_event("ADDED"))["object"]
+    running = copy.deepcopy(pod)
+    running["status"] = {"phase": "Running", "podIP": "10.0.0.1"}
+    done = copy.deepcopy(running)
+    done["status"]["phase"] = "Succeeded"
+    for kind, obj in [("ADDED", pod), ("MODIFIED", running), ("MODIFIED", done), ("MODIFIED", done)]:
+        driver._pod_changed(kind, obj)
+    driver._pod_changed("DELETED", done)
+    driver._pod_changed("ADDED", pod)  # made again with the same name: seen again
+    queued = []
+    while not driver.events.empty():
+        queued.append(driver.events.get())
+    assert [(kind, facts.finished) for _, kind, facts in queued] == [
+        ("ADDED", False),
+        ("MODIFIED", True),
+        ("DELETED", True),
+        ("ADDED", False),
+    ]
+    assert queued[0][2] == facts_of(pod)
+    driver.topology.set_node(NODE, NodeShape(8))
+    for event in queued:
+        driver.handle(event)
+    assert list(driver.topology.pods) == ["team/p"]
+    assert [h.name for h in driver.topology.holders()[(NODE, "0")]] == ["p"]

@@ -546,3 +546,45 @@ def test_the_supervisor_publishes_a_shards_fair_shares_when_they_change_and_none
     shard["spec"]["partitionLabelValue"] = shards.stopped("ann")  # stopped: no fair shares shown, not stale ones
     sup.publish(shard)
     assert patches[-1] == {"metadata": {"annotations": {SHARD_FAIR_SHARES_ANNOTATION: None}}} and len(patches) == 3
+
+
+def test_a_shards_worker_reads_fair_shares_on_its_own_clock_not_on_each_change_and_not_at_once_after_an_error(
+    monkeypatch,
+):
+    """Its own patch of the fair shares comes back as a change of the shard: reconciled, not read again; a scheduler
+    it started is read at once; an error waits for the next second (it never spins)."""
+    import threading
+    import time
+
+    monkeypatch.setattr(supervisor, "PUBLISH", 0.5)
+    calls: list[str] = []
+    sup = object.__new__(supervisor.Supervisor)
+    sup.stopping, sup.lock = threading.Event(), threading.Lock()
+    sup.latest, sup.wake = {"s": {"metadata": {"name": "s"}}}, {"s": threading.Event()}
+    answers = iter([True, False, False, False])  # started a scheduler, then only its own patches come back
+
+    def reconcile(shard):
+        calls.append("reconcile")
+        return next(answers, False)
+
+    sup.reconcile, sup.publish = reconcile, lambda shard: calls.append("publish")
+    worker = threading.Thread(target=sup.work, args=("s",), daemon=True)
+    worker.start()
+    for _ in range(3):
+        time.sleep(0.05)
+        sup.wake["s"].set()  # as the supervisor's own annotation patch comes back through its watch
+    time.sleep(0.1)
+    assert calls.count("publish") == 1 and calls.count("reconcile") == 4, calls
+    time.sleep(0.5)  # 0.75 s in: read at 0 and at 0.5
+    assert calls.count("publish") == 2, calls  # its clock: PUBLISH after the last reading
+
+    def failing(shard):
+        calls.append("failed")
+        raise OSError("the API server is away")
+
+    sup.publish = failing
+    time.sleep(0.6)  # 1.35 s in: failed at 1.0, next at 1.5
+    sup.stopping.set()
+    sup.wake["s"].set()
+    worker.join(2)
+    assert 1 <= calls.count("failed") <= 2, calls  # once per PUBLISH, not in a loop

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     from kailab.kube import Kube
 
     driver = Driver(Kube(args.kubeconfig), args.scheduler_name)
+    gc.freeze()  # the objects of the modules just read live as long as the process: no full collection walks them
     handler = type("Health", (_Health,), {"driver": driver})
     server = ThreadingHTTPServer(("127.0.0.1", args.health_port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -251,7 +251,7 @@ class Topology:
                 keys.remove(key)
             if not keys:
                 on_node.pop(gpu, None)
-        log.info("%s: GPU %s freed by %s", node, ",".join(ids), key)
+        log.debug("%s: GPU %s freed by %s", node, ",".join(ids), key)
 
     def _free_ids(self, node: str) -> list[str]:
         on_node = self.held.get(node, {})
@@ -278,7 +278,7 @@ class Topology:
             for gpu in ids:
                 self.held.setdefault(node, {}).setdefault(gpu, []).append(key)
             self.version += 1
-            log.info("%s: GPU %s held by %s (%s)", node, ",".join(ids), key, RESERVATION if f.reservation else WHOLE)
+            log.debug("%s: GPU %s held by %s (%s)", node, ",".join(ids), key, RESERVATION if f.reservation else WHOLE)
             if f.reservation:
                 actions += self._ask(f)
         return actions
