@@ -46,6 +46,7 @@ from pathlib import Path
 from kubernetes import client
 
 from kailab import fairshare
+from kailab.collector import settle
 from kailab.errors import KailabError
 from kailab.kube import Kube, Watched, as_json
 from kailab.labels import (
@@ -281,6 +282,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"Another {PROCESS_NAME} already runs the lab in {args.home}.") from None
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stopping.set())
     print(f"supervising kailab's SchedulingShards ({SELECTOR})", flush=True)
+    settle()  # what it has loaded lives as long as it does (kailab/collector.py)
     supervisor.run()
 
 

@@ -20,6 +20,7 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kailab import fairshare, operators, pace
 from kailab.api_paths import path_lister
 from kailab.checks import FleetNode
+from kailab.collector import settle
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
 from kailab.kube import FIELD_MANAGER, METADATA_LIST, Kube, Watched, as_json
@@ -65,6 +66,7 @@ class LiveChanges:
         # (C's queue: handing over each of a lesson's thousands of changes through queue.Queue's Python-made
         # locking cost more than the change's reading)
         self._queue: queue.SimpleQueue[Change] = queue.SimpleQueue()
+        settle()  # the process's first lesson: its modules are loaded (kailab/collector.py)
         self._open = ExitStack()
         self._clock = clock
         self._kube, self._namespace = kube, namespace

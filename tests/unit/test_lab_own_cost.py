@@ -92,3 +92,23 @@ def test_the_events_a_lessons_watch_leaves_out_are_none_that_a_lesson_reads():
     assert not [e for e in left_out if e.victim or e.says_why_waiting]
     # a reason the fold reads (a victim's, a waiting one's) is never left out
     assert not set(UNREAD_EVENT_REASONS) & (EVICTION_REASONS | WAITING_REASONS)
+
+
+def test_a_settled_process_keeps_what_it_loaded_out_of_the_collectors_walks_once(monkeypatch):
+    import gc
+
+    from kailab import collector
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(collector, "_settled", False)
+    try:
+        collector.settle()
+        frozen = gc.get_freeze_count()
+        assert frozen > 1000 and gc.get_threshold()[0] == collector.YOUNG
+        assert gc.get_threshold()[1:] == before[1:]  # the older generations as they were
+        made = [[i] for i in range(1000)]  # new objects: not frozen by a second call
+        collector.settle()
+        assert gc.get_freeze_count() == frozen and made
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import signal
@@ -44,10 +43,11 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("kubernetes").setLevel(logging.WARNING)
     logging.getLogger("urllib3").setLevel(logging.ERROR)
 
+    from kailab.collector import settle
     from kailab.kube import Kube
 
     driver = Driver(Kube(args.kubeconfig), args.scheduler_name)
-    gc.freeze()  # the objects of the modules just read live as long as the process: no full collection walks them
+    settle()  # the modules just read live as long as the process: no full collection walks them (kailab/collector.py)
     handler = type("Health", (_Health,), {"driver": driver})
     server = ThreadingHTTPServer(("127.0.0.1", args.health_port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
