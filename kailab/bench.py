@@ -21,7 +21,7 @@ from kubernetes import client
 from kailab import gpus
 from kailab.errors import KailabError
 from kailab.fleet import Fleet, Pool, create_fleet, node_objects
-from kailab.kube import Kube, Watched, as_json, wait_until
+from kailab.kube import Kube, as_json, wait_until
 from kailab.labels import (
     BIND_REQUEST_API,
     DEFAULT_SCHEDULER_NAME,
@@ -37,6 +37,7 @@ from kailab.labels import (
 from kailab.pods import api_time
 from kailab.progress import Progress
 from kailab.queues import queue_object, resource
+from kailab.watched import Watched
 
 NAMESPACE = "kailab-bench"
 QUEUE = "kailab-bench"

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, St
 
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
-from kailab.kube import Kube, Watched, as_json, wait_until
+from kailab.kube import Kube, as_json, wait_until
 from kailab.labelfield import LabelKey, LabelValue
 from kailab.labels import (
     FAKE_GPU_LABEL,
@@ -36,6 +36,7 @@ from kailab.labels import (
 )
 from kailab.paths import MANIFESTS
 from kailab.quantity import Quantity
+from kailab.watched import Watched
 from kailab.yamlfile import YamlFile
 
 DEFAULT_FLEET = MANIFESTS / "fleet.yaml"

@@ -28,7 +28,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from kailab.api_paths import path_lister
 from kailab.errors import KailabError
-from kailab.kube import Kube, Watched, as_json
+from kailab.kube import Kube, as_json
 from kailab.labels import (
     KAI_NAMESPACE,
     KAI_SCHEDULER_NAME,
@@ -40,6 +40,7 @@ from kailab.labels import (
 from kailab.runtimes.base import SchedulerControl
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.waiting import Pending, until
+from kailab.watched import Watched
 
 KIND = "SchedulingShard"
 CRD = "schedulingshards.kai.scheduler"

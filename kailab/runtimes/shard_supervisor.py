@@ -48,7 +48,7 @@ from kubernetes import client
 from kailab import fairshare
 from kailab.collector import settle
 from kailab.errors import KailabError
-from kailab.kube import Kube, Watched, as_json
+from kailab.kube import Kube, as_json
 from kailab.labels import (
     LEARNER_LABEL,
     MANAGED,
@@ -61,6 +61,7 @@ from kailab.outfile import open_own_log, write_own
 from kailab.scheduler_settings import SchedulerSettings
 from kailab.shards import STOPPED_SUFFIX, shard_scheduler
 from kailab.userfile import peek_text
+from kailab.watched import Watched
 
 PROCESS_NAME = SHARD_SUPERVISOR
 SELECTOR = ",".join([*(f"{k}={v}" for k, v in MANAGED.items()), LEARNER_LABEL])

@@ -23,8 +23,9 @@ from kailab.checks import FleetNode
 from kailab.collector import settle
 from kailab.errors import KailabError
 from kailab.gpus import node_gpus
-from kailab.kube import FIELD_MANAGER, METADATA_LIST, Kube, Watched, as_json
+from kailab.kube import FIELD_MANAGER, METADATA_LIST, Kube, as_json
 from kailab.labels import PODGROUP_API, QUEUE_API, SCENARIO_LABEL, TOPOLOGY_API, WORKLOAD_LABEL
+from kailab.lean_lines import lean_watch, with_write_times
 from kailab.ownership import Owner, foreign, stamped
 from kailab.pods import (
     UNREAD_EVENTS,
@@ -41,6 +42,7 @@ from kailab.quantity import amount
 from kailab.queues import queue_ref
 from kailab.scenarios.fold import Change
 from kailab.scheduler_settings import SchedulerSettings
+from kailab.watched import Watched
 
 
 class LiveChanges:
@@ -77,7 +79,7 @@ class LiveChanges:
                 self._queue.put(Change("ADDED", node=node_view(node, node_labels), t=clock()))
         self._watches = [
             self._watch(
-                Watched(as_json(kube.core.list_namespaced_pod), namespace),
+                Watched(as_json(lean_watch(kube.core.list_namespaced_pod, with_write_times)), namespace),
                 lambda kind, o: Change(kind, pod=pod_view(o)),
             ),
             self._watch(
@@ -86,13 +88,12 @@ class LiveChanges:
             ),
         ]
         if serves(kube, PODGROUP_API, "PodGroup"):  # a cluster without KAI has none
-            pod_groups = as_json(
-                path_lister(kube.api, f"/apis/{PODGROUP_API}/namespaces/{quote(namespace, safe='')}/podgroups")
-            )
+            groups = path_lister(kube.api, f"/apis/{PODGROUP_API}/namespaces/{quote(namespace, safe='')}/podgroups")
+            pod_groups = as_json(lean_watch(groups, with_write_times))
             self._watches.append(self._watch(Watched(pod_groups), lambda kind, o: Change(kind, group=podgroup_view(o))))
         wanted = frozenset(queues)
         if wanted and serves(kube, QUEUE_API, "Queue"):
-            all_queues = as_json(path_lister(kube.api, f"/apis/{QUEUE_API}/queues"))
+            all_queues = as_json(lean_watch(path_lister(kube.api, f"/apis/{QUEUE_API}/queues"), with_write_times))
             self._watches.append(
                 self._watch(
                     Watched(all_queues, label_selector=queue_selector),  # the lab's: not every lesson's, side by side

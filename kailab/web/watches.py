@@ -13,8 +13,9 @@ from typing import Any
 from kubernetes import client
 
 from kailab.api_errors import api_error_words, no_answer
-from kailab.kube import Kube, Watched, as_json
+from kailab.kube import Kube, as_json
 from kailab.pods import PodView, pod_view
+from kailab.watched import Watched
 
 
 class Watches:

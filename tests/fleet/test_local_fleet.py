@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 
-from kailab.kube import Watched
 from kailab.labstate import LabState
 from kailab.runtimes.processes import Identity
 from kailab.scenarios.live import clear_scenarios
+from kailab.watched import Watched
 
 POD = {
     "apiVersion": "v1",

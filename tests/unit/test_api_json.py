@@ -7,8 +7,9 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from kailab.api_paths import METADATA, api_request, object_metadata, path_lister
-from kailab.kube import Watched, as_json
+from kailab.kube import as_json
 from kailab.pods import api_time, event_view, node_view, pod_view
+from kailab.watched import Watched
 
 
 def test_a_watch_of_an_as_json_call_gives_dicts_and_of_the_typed_call_the_clients_objects():
@@ -142,7 +143,7 @@ def test_a_watch_the_server_ends_goes_on_from_the_last_version_seen_and_lists_ag
         def stop(self):
             pass
 
-    monkeypatch.setattr("kailab.kube.watch.Watch", FakeWatch)
+    monkeypatch.setattr("kailab.watched.watch.Watch", FakeWatch)
     w = Watched(list_fn, label_selector="a=b")
     w._stop.wait = lambda timeout=None: w._stop.is_set()  # no half-second pause after the error
     w._run()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kailab.kube import Watched
 from kailab.pods import EventView, PodView
 from kailab.scenarios.fold import Change, RunState, fold, observe
+from kailab.watched import Watched
 
 
 def pod(name, workload="w", queue="q", node="", phase="Pending", pod_group="", waiting="", bound_at=None):

@@ -354,7 +354,7 @@ def _line(event: dict) -> bytes:
 def test_a_pod_change_is_read_without_its_managed_fields_and_gives_the_same_facts():
     import json
 
-    from kailab.runtimes.gpu_ledger.facts import without_managed_fields
+    from kailab.lean_lines import without_managed_fields
 
     for kind in ("ADDED", "MODIFIED", "DELETED"):
         event = _pod_event(kind)
@@ -373,7 +373,7 @@ def test_a_pod_change_is_read_without_its_managed_fields_and_gives_the_same_fact
 def test_the_ledgers_pod_watch_reads_each_event_lean_however_the_answer_is_cut():
     import json
 
-    from kailab.runtimes.gpu_ledger.driver import lean_watch
+    from kailab.lean_lines import lean_watch, without_managed_fields
 
     events = [_pod_event(kind) for kind in ("ADDED", "MODIFIED", "DELETED")]
     body = b"".join(_line(e) + b"\n" for e in events)
@@ -388,12 +388,16 @@ def test_the_ledgers_pod_watch_reads_each_event_lean_however_the_answer_is_cut()
             return (body[i : i + self.size] for i in range(0, len(body), self.size))
 
     for size in (7, 500, len(body)):
-        answer = lean_watch(lambda size=size, **kw: Answer(size))(watch=True, _preload_content=False)
+        answer = lean_watch(lambda size=size, **kw: Answer(size), without_managed_fields)(
+            watch=True, _preload_content=False
+        )
         assert answer.status == 200  # all else is the client's answer's own
         read = b"".join(answer.stream(amt=None, decode_content=False))
         assert [json.loads(line) for line in read.split(b"\n") if line] == [_lean(e) for e in events]
     listed = object()
-    assert lean_watch(lambda **kw: listed)(_preload_content=False) is listed  # a list is not a watch
+    assert (
+        lean_watch(lambda **kw: listed, without_managed_fields)(_preload_content=False) is listed
+    )  # a list is not a watch
 
 
 def test_the_ledger_queues_a_pods_change_only_when_a_fact_of_it_changed():

@@ -10,7 +10,7 @@ import time
 
 from kailab.labels import KAI_SCHEDULER_NAME, RESERVE_ANNOTATION, SHARED_GPU_CONFIGMAP_ANNOTATION
 from kailab.runtimes.gpu_ledger.admission import SharedGpuPrep, shared_gpu_prep
-from kailab.runtimes.gpu_ledger.facts import PodFacts, facts_of, node_shape, without_managed_fields
+from kailab.runtimes.gpu_ledger.facts import PodFacts, facts_of, node_shape
 from kailab.runtimes.gpu_ledger.store import dump_holders, read_ledger, write_ledger
 from kailab.runtimes.gpu_ledger.topology import Annotate, Topology
 
@@ -53,12 +53,14 @@ class Driver:
         return True, "ok"
 
     def start(self) -> None:
-        from kailab.kube import Watched, as_json
+        from kailab.kube import as_json
+        from kailab.lean_lines import lean_watch, without_managed_fields
+        from kailab.watched import Watched
 
         self.topology.restore(read_ledger(self.kube))
         nodes = Watched(as_json(self.kube.core.list_node))
         nodes.on_change(lambda kind, obj: self.events.put(("node", kind, obj)))
-        pods = Watched(as_json(lean_watch(self.kube.core.list_pod_for_all_namespaces)))
+        pods = Watched(as_json(lean_watch(self.kube.core.list_pod_for_all_namespaces, without_managed_fields)))
         pods.on_change(self._pod_changed)
         self.watches = [nodes.start(), pods.start()]  # each lists first: every node and pod is queued
         self.events.put(("synced",))
@@ -199,35 +201,3 @@ class Driver:
         except Exception as e:  # noqa: BLE001 - written again on the next round, whole
             self.stored = None
             log.warning("could not write the ledger: %s", str(e)[:300])
-
-
-def lean_watch(list_fn):
-    """A list call whose watch answers with every pod change read without its managedFields
-    (:func:`.facts.without_managed_fields`); its list answers as it is."""
-
-    def call(*args, **kw):
-        answer = list_fn(*args, **kw)
-        return LeanAnswer(answer) if kw.get("watch") else answer
-
-    return call
-
-
-class LeanAnswer:
-    """A watch's HTTP answer (the client's, unread) whose stream gives each event's line without managedFields; all
-    else is the answer's own (its status, closing it, its connection)."""
-
-    def __init__(self, answer):
-        self._answer = answer
-
-    def __getattr__(self, name):
-        return getattr(self._answer, name)
-
-    def stream(self, *args, **kwargs):
-        rest = b""
-        for chunk in self._answer.stream(*args, **kwargs):
-            lines = (rest + (chunk.encode() if isinstance(chunk, str) else chunk)).split(b"\n")
-            rest = lines.pop()
-            if lines:
-                yield b"".join(without_managed_fields(line) + b"\n" for line in lines)
-        if rest:
-            yield without_managed_fields(rest)

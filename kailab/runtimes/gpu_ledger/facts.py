@@ -114,33 +114,6 @@ def _fraction_container(spec: dict, name: str | None) -> str:
     return "0"
 
 
-_MANAGED_FIELDS = b',"managedFields":['
-_METADATA_END = b']},"spec":{'
-# the metadata the facts come from; none of them is ever a member of managedFields
-_READ_MEMBERS = (b'"name":"', b'"namespace":"', b'"uid":"', b'"labels":{', b'"annotations":{', b'"ownerReferences":[')
-
-
-def without_managed_fields(line: bytes) -> bytes:
-    """A pod's watch event as the API server sends it (one line of JSON) without ``metadata.managedFields``, which no
-    fact comes from and which is half of a pod's JSON and most of its objects (read, kept and freed for every change
-    of every pod). Any other line is given back as it is.
-
-    Cut between the two markers, read as bytes: neither can be inside a string (a JSON string escapes its quotes),
-    managedFields' entries have no member named "spec" (their field sets' keys are ``f:``, ``k:``, ``v:``, ``i:``
-    or "."), and managedFields is the last member of ObjectMeta, which the API server writes in its Go struct's
-    order (k8s.io/apimachinery v0.35.4 pkg/apis/meta/v1/types.go, ObjectMeta), so the first ``]},"spec":{`` after
-    it closes managedFields, then the metadata. What is left is the same JSON without that one member. Should a
-    server ever write a member the ledger reads after managedFields, the line is given back whole.
-    """
-    start = line.find(_MANAGED_FIELDS)
-    if start < 0:
-        return line
-    end = line.find(_METADATA_END, start)
-    if end < 0 or any(line.find(member, start, end) >= 0 for member in _READ_MEMBERS):
-        return line
-    return line[:start] + line[end + 1 :]
-
-
 def node_shape(node: dict) -> NodeShape:
     """A node's GPUs as KAI counts them (:func:`kailab.gpus.node_gpus`) and their memory."""
     labels = (node.get("metadata") or {}).get("labels") or {}

@@ -1,0 +1,185 @@
+"""A live cache of one kind of object, kept by a list and then a watch, in a thread: :class:`Watched`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import watch
+
+from kailab.errors import NotRunning
+from kailab.waiting import TimedOut
+
+
+def _identity(obj) -> tuple[str, str]:
+    """("namespace/name", resourceVersion) of a typed client object or a plain dict (custom resources)."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        return f"{meta.get('namespace')}/{meta.get('name')}", meta.get("resourceVersion", "")
+    return f"{obj.metadata.namespace}/{obj.metadata.name}", obj.metadata.resource_version
+
+
+def _listing(listing) -> tuple[list, str]:
+    """(items, resourceVersion) of a typed list or a plain dict list (custom resources)."""
+    if isinstance(listing, dict):
+        return listing.get("items") or [], (listing.get("metadata") or {}).get("resourceVersion", "")
+    return listing.items, listing.metadata.resource_version
+
+
+def _event_version(ev: dict) -> str | None:
+    """The resourceVersion a watch event carries (a bookmark's too), from its raw JSON."""
+    raw = ev.get("raw_object")
+    return ((raw.get("metadata") or {}).get("resourceVersion") or None) if isinstance(raw, dict) else None
+
+
+class Watched:
+    """A live cache of one kind, filled by a watch in a thread.
+
+    Listeners (``on_change``) get every change as ``(type, object)``: ADDED, MODIFIED, DELETED.
+    After a relist (the first list, or when the watch had to start again) the listeners get
+    the difference from what they saw — synthetic ADDED/MODIFIED/DELETED — so a listener's
+    picture never silently diverges. ``version`` counts changes (a cheap "anything new?").
+    Several Watched may share one ``threading.Condition``, notified on every change.
+    """
+
+    FAIL_AFTER = 30.0
+    # seconds a watch request asks to stay open before the server ends it and it goes on from where it was (each
+    # new request costs both sides a round; a dropped connection is seen at once, as a read that fails)
+    WATCH_SECONDS = 300
+
+    def __init__(
+        self, list_fn: Callable, namespace: str | None = None, cond: threading.Condition | None = None, **kwargs
+    ):
+        self._list_fn = list_fn
+        self._namespace = namespace
+        self._kwargs = kwargs
+        self.objects: dict[str, Any] = {}  # what list_fn gives: the client's objects, or dicts
+        self.version = 0
+        self._cond = cond or threading.Condition()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._listeners: list[Callable[[str, Any], None]] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._watch: watch.Watch | None = None
+        self.error: Exception | None = None  # the last failure of the watch, while it keeps failing
+        self._failing_since: float | None = None
+
+    @property
+    def cond(self) -> threading.Condition:
+        """The condition notified on every change (for :func:`wait_until`)."""
+        return self._cond
+
+    def start(self) -> Watched:
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise NotRunning("The API server did not answer a watch within 30s.", hint="See: kailab status") from (
+                TimedOut("Not within 30s: a watch's first answer.")
+            )
+        return self
+
+    def stop(self) -> None:
+        """End the watch and wait for its thread: a thread left reading TLS at exit aborts Python."""
+        self._stop.set()
+        if self._thread is threading.current_thread():
+            return
+        deadline = time.monotonic() + 5
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            w = self._watch
+            if w is not None:
+                w.stop()  # shuts the socket down, which unblocks the read (once the stream has opened)
+            self._thread.join(0.05)
+
+    def on_change(self, fn: Callable[[str, Any], None]) -> None:
+        """Call ``fn(type, object)`` on every change; add listeners before :meth:`start`."""
+        self._listeners.append(fn)
+
+    def check(self) -> None:
+        """Raise once the watch has failed without a break for FAIL_AFTER seconds."""
+        since = self._failing_since
+        if since is not None and time.monotonic() - since > self.FAIL_AFTER:
+            raise NotRunning(
+                f"Watching the cluster has failed for {self.FAIL_AFTER:.0f}s: "
+                f"{type(self.error).__name__}: {str(self.error)[:300]}",
+                hint="Is the lab's API server up? See: kailab status",
+            )
+
+    def snapshot(self) -> list:
+        """The objects as last seen (see :meth:`check`)."""
+        self.check()
+        with self._cond:
+            return list(self.objects.values())
+
+    def _key(self, obj) -> str:
+        return _identity(obj)[0]
+
+    def _call(self, **extra):
+        if self._namespace is not None:
+            return self._list_fn(self._namespace, **self._kwargs, **extra)
+        return self._list_fn(**self._kwargs, **extra)
+
+    def _changed(self, kind: str, obj) -> None:
+        with self._cond:
+            if kind == "DELETED":
+                self.objects.pop(self._key(obj), None)
+            else:
+                self.objects[self._key(obj)] = obj
+            self.version += 1
+            self._cond.notify_all()
+        for fn in self._listeners:
+            fn(kind, obj)
+
+    def _relisted(self, items: list) -> None:
+        """Tell the listeners how a fresh list differs from what they saw."""
+        fresh = {self._key(o): o for o in items}
+        for key, old in list(self.objects.items()):
+            if key not in fresh:
+                self._changed("DELETED", old)
+        for key, obj in fresh.items():
+            old = self.objects.get(key)
+            if old is None:
+                self._changed("ADDED", obj)
+            elif _identity(old)[1] != _identity(obj)[1]:
+                self._changed("MODIFIED", obj)
+
+    def _run(self) -> None:
+        """List once, then watch from the list's resourceVersion; a watch the server ends (every WATCH_SECONDS) goes on
+        from the last version it saw (bookmarks keep that recent while nothing changes), as an informer does: a relist
+        only after an error (the version too old, 410 Gone, included), not on every new request (a full list of every
+        pod of the cluster twice a minute, in the GPU ledger, when the requests lasted 30 s)."""
+        version: str | None = None
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    listing = self._call()
+                    self.error, self._failing_since = None, None
+                    items, version = _listing(listing)
+                    self._relisted(items)
+                    self._ready.set()
+                w = self._watch = watch.Watch()
+                if self._stop.is_set():
+                    return
+                for ev in w.stream(
+                    self._list_fn,
+                    *([self._namespace] if self._namespace is not None else []),
+                    resource_version=version,
+                    timeout_seconds=self.WATCH_SECONDS,
+                    allow_watch_bookmarks=True,
+                    **self._kwargs,
+                ):
+                    version = _event_version(ev) or version
+                    if self._stop.is_set():
+                        w.stop()
+                        break
+                    if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        self._changed(ev["type"], ev["object"])
+            except Exception as e:  # kept (and raised by check() if it lasts); listed again, then watched
+                version = None
+                self.error = e
+                if self._failing_since is None:
+                    self._failing_since = time.monotonic()
+                with self._cond:
+                    self._cond.notify_all()
+                if self._stop.wait(0.5):
+                    return
