@@ -76,15 +76,15 @@ class LeanAnswer:
     answer's own (its status, closing it, its connection)."""
 
     def __init__(self, answer, lean: Callable[[bytes], bytes]):
-        self._answer = answer
-        self._lean = lean
+        self.answer = answer
+        self.lean = lean
 
     def __getattr__(self, name):
-        return getattr(self._answer, name)
+        return getattr(self.answer, name)
 
     def stream(self, *args, **kwargs):
-        lean, rest = self._lean, b""
-        for chunk in self._answer.stream(*args, **kwargs):
+        lean, rest = self.lean, b""
+        for chunk in self.answer.stream(*args, **kwargs):
             lines = (rest + (chunk.encode() if isinstance(chunk, str) else chunk)).split(b"\n")
             rest = lines.pop()
             if lines:

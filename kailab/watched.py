@@ -1,16 +1,26 @@
-"""A live cache of one kind of object, kept by a list and then a watch, in a thread: :class:`Watched`."""
+"""A live cache of one kind of object, kept by a list and then a watch: :class:`Watched`.
+
+Its changes are read by the process's one watch reader (:mod:`kailab.watch_reader`) when its list call answers with
+the API's JSON; else (the client's typed objects, an answer the reader cannot take) in the watch's own thread.
+"""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
 from kailab.errors import NotRunning
+from kailab.lean_lines import LeanAnswer
 from kailab.waiting import TimedOut
+from kailab.watch_reader import READER, Stream, streamable
 
 
 def _identity(obj) -> tuple[str, str]:
@@ -35,7 +45,7 @@ def _event_version(ev: dict) -> str | None:
 
 
 class Watched:
-    """A live cache of one kind, filled by a watch in a thread.
+    """A live cache of one kind, filled by a list and then a watch.
 
     Listeners (``on_change``) get every change as ``(type, object)``: ADDED, MODIFIED, DELETED.
     After a relist (the first list, or when the watch had to start again) the listeners get
@@ -62,7 +72,11 @@ class Watched:
         self._ready = threading.Event()
         self._listeners: list[Callable[[str, Any], None]] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._watch: watch.Watch | None = None
+        self._watch: watch.Watch | None = None  # the client's, for typed objects
+        self._answer = None  # a watch's answer read in this watch's thread
+        self._stream: Stream | None = None  # a watch's answer read by the process's reader
+        self._version: str | None = None  # the last resourceVersion seen: where a new watch goes on from
+        self._typed = watch.Watch().get_return_type(list_fn) not in ("", "object")
         self.error: Exception | None = None  # the last failure of the watch, while it keeps failing
         self._failing_since: float | None = None
 
@@ -82,13 +96,18 @@ class Watched:
     def stop(self) -> None:
         """End the watch and wait for its thread: a thread left reading TLS at exit aborts Python."""
         self._stop.set()
-        if self._thread is threading.current_thread():
-            return
+        mine = threading.current_thread()
         deadline = time.monotonic() + 5
         while self._thread.is_alive() and time.monotonic() < deadline:
-            w = self._watch
+            w, answer, stream = self._watch, self._answer, self._stream
             if w is not None:
                 w.stop()  # shuts the socket down, which unblocks the read (once the stream has opened)
+            if answer is not None:
+                _shut(answer)
+            if stream is not None:
+                stream.stop()
+            if mine is self._thread or mine.name == READER.THREAD:  # from a listener: it ends once this one returns
+                return
             self._thread.join(0.05)
 
     def on_change(self, fn: Callable[[str, Any], None]) -> None:
@@ -148,34 +167,23 @@ class Watched:
         from the last version it saw (bookmarks keep that recent while nothing changes), as an informer does: a relist
         only after an error (the version too old, 410 Gone, included), not on every new request (a full list of every
         pod of the cluster twice a minute, in the GPU ledger, when the requests lasted 30 s)."""
-        version: str | None = None
+        self._version = None
         while not self._stop.is_set():
             try:
-                if version is None:
+                if self._version is None:
                     listing = self._call()
                     self.error, self._failing_since = None, None
-                    items, version = _listing(listing)
+                    items, self._version = _listing(listing)
                     self._relisted(items)
                     self._ready.set()
-                w = self._watch = watch.Watch()
                 if self._stop.is_set():
                     return
-                for ev in w.stream(
-                    self._list_fn,
-                    *([self._namespace] if self._namespace is not None else []),
-                    resource_version=version,
-                    timeout_seconds=self.WATCH_SECONDS,
-                    allow_watch_bookmarks=True,
-                    **self._kwargs,
-                ):
-                    version = _event_version(ev) or version
-                    if self._stop.is_set():
-                        w.stop()
-                        break
-                    if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                        self._changed(ev["type"], ev["object"])
+                if self._typed:
+                    self._follow_typed()
+                else:
+                    self._follow()
             except Exception as e:  # kept (and raised by check() if it lasts); listed again, then watched
-                version = None
+                self._version = None
                 self.error = e
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()
@@ -183,3 +191,96 @@ class Watched:
                     self._cond.notify_all()
                 if self._stop.wait(0.5):
                     return
+
+    def _follow(self) -> None:
+        """One watch request, as the API's JSON, until the server ends it: read by the process's reader, or here."""
+        answer = self._call(
+            watch=True,
+            _preload_content=False,
+            resource_version=self._version,
+            timeout_seconds=self.WATCH_SECONDS,
+            allow_watch_bookmarks=True,
+        )
+        status = getattr(answer, "status", 200)
+        if isinstance(status, int) and not 200 <= status <= 299:
+            _close(answer)
+            raise ApiException(status=status, reason=getattr(answer, "reason", None))
+        inner, lean = (answer.answer, answer.lean) if isinstance(answer, LeanAnswer) else (answer, None)
+        if streamable(inner):
+            ended = threading.Event()
+            why: list[BaseException | None] = []
+
+            def on_end(error: BaseException | None) -> None:
+                why.append(error)
+                ended.set()
+
+            on_line = self._line if lean is None else (lambda line: self._line(lean(line)))
+            stream = self._stream = Stream(inner, on_line, on_end)
+            READER.add(stream)
+            if self._stop.is_set():
+                stream.stop()
+            ended.wait()
+            self._stream = None
+            if why[0] is not None and not self._stop.is_set():
+                raise why[0]
+            return
+        self._answer = answer
+        try:
+            for line in iter_resp_lines(answer):
+                if self._stop.is_set():
+                    return
+                if line:
+                    self._line(line)
+        finally:
+            self._answer = None
+            _close(answer)
+
+    def _line(self, line: bytes | str) -> None:
+        """One change of a watch, a line of the API's JSON: a bookmark moves the version on; an ERROR raises (410
+        Gone: the version is too old, listed again)."""
+        ev = json.loads(line)
+        kind, obj = ev.get("type"), ev.get("object")
+        if kind == "ERROR":
+            status = obj if isinstance(obj, dict) else {}
+            raise ApiException(status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}")
+        version = (obj.get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
+        if version:
+            self._version = version
+        if kind in ("ADDED", "MODIFIED", "DELETED") and not self._stop.is_set():
+            self._changed(kind, obj)
+
+    def _follow_typed(self) -> None:
+        """One watch request through the client's ``Watch``, which makes its typed objects."""
+        w = self._watch = watch.Watch()
+        for ev in w.stream(
+            self._list_fn,
+            *([self._namespace] if self._namespace is not None else []),
+            resource_version=self._version,
+            timeout_seconds=self.WATCH_SECONDS,
+            allow_watch_bookmarks=True,
+            **self._kwargs,
+        ):
+            self._version = _event_version(ev) or self._version
+            if self._stop.is_set():
+                w.stop()
+                break
+            if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                self._changed(ev["type"], ev["object"])
+
+
+def _shut(answer) -> None:
+    """Unblock a read of ``answer`` in another thread: its socket shut down (closing it there could hang on TLS)."""
+    sock = getattr(getattr(answer, "connection", None), "sock", None)
+    try:
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _close(answer) -> None:
+    try:
+        answer.close()
+        answer.release_conn()
+    except Exception:  # noqa: BLE001,S110 - closing what is already closed
+        pass
