@@ -23,7 +23,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from kailab.api_errors import PROBE_TIMEOUT, no_answer, tls_failed
 from kailab.api_paths import api_request, object_metadata
 from kailab.errors import KailabError, NotRunning
-from kailab.kubeconfig import load_config
+from kailab.kubeconfig import load_config, share_tls
 from kailab.labels import LAB_ID_LABEL, MANAGED, PODGROUP_API
 from kailab.waiting import Pending, TimedOut, seen, until
 from kailab.watched import Watched
@@ -31,6 +31,10 @@ from kailab.watched import Watched
 FIELD_MANAGER = "kailab"
 
 urllib3.disable_warnings()
+
+# The workloads a namespace is emptied of before its pods (group/version, plural), deleted by the API's path: the typed
+# client's apps/v1 module alone takes 0.1 s to import
+WORKLOADS = (("batch/v1", "jobs"), ("apps/v1", "deployments"), ("apps/v1", "replicasets"), ("apps/v1", "statefulsets"))
 
 # What a list answers with when only the objects' metadata is wanted (the API server's PartialObjectMetadataList)
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -46,9 +50,19 @@ class Kube:
         cfg.connection_pool_maxsize = 16  # a fleet is created by 16 threads at once (fleet.create_fleet)
         self._cfg = cfg
         self.api = client.ApiClient(cfg)
+        share_tls(self.api)
         self.core = client.CoreV1Api(self.api)
-        self.apps = client.AppsV1Api(self.api)
+        self._apps: client.AppsV1Api | None = None
         self._dyn: DynamicClient | None = None
+        self._resources: dict[tuple[str, str], Any] = {}  # see resource()
+
+    @property
+    def apps(self) -> client.AppsV1Api:
+        """The typed client of apps/v1, made on first use: its module takes 0.1 s of CPU to import, and a lesson
+        needs none of it (what it deletes of apps/v1 goes by the API's path)."""
+        if self._apps is None:
+            self._apps = client.AppsV1Api(self.api)
+        return self._apps
 
     @property
     def dyn(self) -> DynamicClient:
@@ -97,12 +111,20 @@ class Kube:
             api.close()
 
     def resource(self, api_version: str, kind: str):
+        """The dynamic client's resource of a kind, kept once found: every apply, get, delete and list asks, and the
+        client searches its discovery each time (0.15 s of CPU in a demo all side by side); one not found is asked
+        again each time."""
+        found = self._resources.get((api_version, kind))
+        if found is not None:
+            return found
         try:
-            return self.dyn.resources.get(api_version=api_version, kind=kind)
+            found = self.dyn.resources.get(api_version=api_version, kind=kind)
         except ResourceNotFoundError:
             # A CRD installed after discovery ran: refresh once.
             self.dyn.resources.invalidate_cache()
-            return self.dyn.resources.get(api_version=api_version, kind=kind)
+            found = self.dyn.resources.get(api_version=api_version, kind=kind)
+        self._resources[(api_version, kind)] = found
+        return found
 
     def apply(self, obj: dict) -> dict:
         """Server-side apply one object as field manager ``kailab``."""
@@ -134,8 +156,8 @@ class Kube:
             name=obj["metadata"]["name"],
             field_manager=FIELD_MANAGER,
             force_conflicts=True,
-            serialize=False,  # the answer is not read
-        )
+            serialize=False,  # the answer is not made into a dict…
+        ).read()  # …but read to its end: unread, its connection never went back to the pool (a TLS handshake more)
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         try:
@@ -248,19 +270,15 @@ class Kube:
         backed-off rounds: about 5 s even for an empty one), and it leaves no old
         events behind to be mistaken for new ones.
         """
-        background = client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=0)
 
         def workloads_and_pods() -> None:  # each answer (the objects deleted) read, not made into the client's objects
-            jobs = f"/apis/batch/v1/namespaces/{quote(name, safe='')}/jobs"
-            api_request(
-                self.api, "DELETE", jobs, body={"propagationPolicy": "Background", "gracePeriodSeconds": 0}
-            ).read()
-            for delete in (
-                self.apps.delete_collection_namespaced_deployment,
-                self.apps.delete_collection_namespaced_replica_set,
-                self.apps.delete_collection_namespaced_stateful_set,
-            ):
-                delete(name, body=background, _preload_content=False).read()
+            for group_version, plural in WORKLOADS:
+                api_request(
+                    self.api,
+                    "DELETE",
+                    f"/apis/{group_version}/namespaces/{quote(name, safe='')}/{plural}",
+                    body={"propagationPolicy": "Background", "gracePeriodSeconds": 0},
+                ).read()
             self.core.delete_collection_namespaced_pod(
                 name, body=client.V1DeleteOptions(grace_period_seconds=0), _preload_content=False
             ).read()

@@ -37,7 +37,7 @@ from kailab.runtimes.base import PartitionHost
 from kailab.scenarios.engine import Engine
 from kailab.scenarios.live import LiveCluster
 from kailab.scenarios.loader import load_scenario
-from kailab.scenarios.model import Sleep
+from kailab.scenarios.model import Scenario, Sleep
 from kailab.scenarios.objects import OPERATED_KINDS
 
 PREFIX = "demo-"
@@ -133,14 +133,15 @@ class SideBySide:
         kube = self.connect()
         self.check(kube, names)
         results: dict[str, Verdict] = {}
-        alone = [n for n in names if self.own is not None and in_the_lab_itself(n)]
+        lessons = {n: load_scenario(EXERCISES / f"{n}.yaml") for n in names}  # each file read once (YAML: 10 ms)
+        alone = [n for n in names if self.own is not None and runs_in_the_lab_itself(lessons[n])]
         for n in alone:
-            ns = load_scenario(EXERCISES / f"{n}.yaml").namespace
+            ns = lessons[n].namespace
             found = kube.get("v1", "Namespace", ns)
             if found is not None and Owner().owns(found["metadata"].get("labels")):  # the lab's own, made by kailab
                 kube.empty_namespace(ns)
         rest = [n for n in names if n not in alone]
-        scenarios = {n: partitions.for_partition(load_scenario(EXERCISES / f"{n}.yaml"), partition(n)) for n in rest}
+        scenarios = {n: partitions.for_partition(lessons[n], partition(n)) for n in rest}
         self.parts.write([partition(n) for n in rest])  # first: a run killed half-way is still removed
         self.locks = {partition(n): threading.Lock() for n in rest}
         errors: list[BaseException] = []
@@ -172,7 +173,7 @@ class SideBySide:
         for n in alone:
             assert self.own is not None  # alone is empty without it
             start = time.monotonic()
-            results[n] = Engine(self.own(kube), Progress(quiet=True)).run(load_scenario(EXERCISES / f"{n}.yaml"))
+            results[n] = Engine(self.own(kube), Progress(quiet=True)).run(lessons[n])
             self.phases[n] = {"at": start - self.began, "lesson": time.monotonic() - start}
             self._line(results[n], "the lab's own", time.monotonic() - start)
         return [results[n] for n in names]
@@ -260,7 +261,12 @@ def in_the_lab_itself(lesson: str) -> bool:
     kube-scheduler, or one of its KAI workloads has no queue — KAI puts it in ``default-queue``, which is the lab's
     own (a partition's scheduler sees only the queues of its node pool) — or an operator makes its pods (the lab's
     cluster offers the operators; a partition's does not)."""
-    workloads = load_scenario(EXERCISES / f"{lesson}.yaml").workloads
+    return runs_in_the_lab_itself(load_scenario(EXERCISES / f"{lesson}.yaml"))
+
+
+def runs_in_the_lab_itself(scenario: Scenario) -> bool:
+    """:func:`in_the_lab_itself`, of a scenario already read."""
+    workloads = scenario.workloads
     if all(w.scheduler == DEFAULT_SCHEDULER_NAME for w in workloads):
         return True
     if any(w.kind in OPERATED_KINDS for w in workloads):

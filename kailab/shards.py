@@ -140,6 +140,7 @@ class ShardSchedulerControl(SchedulerControl):
         timeout: float = 120,
         runs_usage_db: bool = False,
         usage_db: Callable[[SchedulerSettings, str], dict] | None = None,
+        deployed: bool = True,
     ):
         self.kube = kube
         # local: the supervisor's schedulers start the lab's Prometheus; kind: ``usage_db`` (settings, partition) →
@@ -150,6 +151,8 @@ class ShardSchedulerControl(SchedulerControl):
         self.name = shard_name(learner)
         self.timeout = timeout
         self._watched: Watched | None = None  # the shard, while :meth:`watching`
+        # False where no Deployment runs the shard (the local runtime's supervisor runs a process): none is asked for
+        self.deployed = deployed
 
     def shard(self) -> dict:
         got = self.kube.get(SHARD_API, KIND, self.name)
@@ -193,6 +196,8 @@ class ShardSchedulerControl(SchedulerControl):
             what=f"{self.learner}'s scheduler {what} (SchedulingShard {self.name})",
             hint=f"See its status: kubectl get schedulingshard {self.name} -o yaml",
         )
+        if not self.deployed:
+            return
         until(  # KAI's operator reports the shard Available while the old scheduler pod still runs (and schedules)
             self.rolled_out,
             self.timeout,

@@ -160,8 +160,9 @@ class LocalPartitions:
         return [(why.get(name, name), at, port) for name, at, port in self.rt.listening_beyond_loopback()]
 
     def control(self, kube: Kube, partition: str) -> ShardSchedulerControl:
-        """Through the shard; settings with usage params start the lab's Prometheus (the supervisor's schedulers)."""
-        return ShardSchedulerControl(kube, partition, runs_usage_db=True)
+        """Through the shard; settings with usage params start the lab's Prometheus (the supervisor's schedulers),
+        which runs each shard as a process, not a Deployment."""
+        return ShardSchedulerControl(kube, partition, runs_usage_db=True, deployed=False)
 
     def stopped(self, kube: Kube, partition: str) -> None:
         """Its process stopped now (the supervisor would, a moment later), and its folder removed."""

@@ -20,9 +20,17 @@ GOLDEN = Path(__file__).parent.parent / "golden"
 def test_a_pace_reading_reads_its_answer_to_the_end_so_the_connection_is_reused():
     answer = SimpleNamespace(read_calls=0, headers={"Date": "Fri, 27 Nov 2026 14:00:00 GMT"})
     answer.read = lambda: setattr(answer, "read_calls", answer.read_calls + 1) or b"{}"
-    kube = SimpleNamespace(core=SimpleNamespace(list_namespaced_pod=lambda *a, **kw: answer))
+    asked = []
+    api = SimpleNamespace(  # the client's request of a path (kailab.api_paths.api_request)
+        param_serialize=lambda method, path, **kw: (
+            asked.append((method, path, kw["query_params"])) or (method, path, {}, None, None)
+        ),
+        call_api=lambda *a, **kw: SimpleNamespace(status=200, response=answer),
+    )
+    kube = SimpleNamespace(api=api)
     reading, server = pace.sample(kube, "ns", None)
     assert answer.read_calls == 1
+    assert asked == [("GET", "/api/v1/namespaces/ns/pods", [("limit", 1)])]  # one pod of the namespace
     assert reading.api is not None and server == datetime(2026, 11, 27, 14, tzinfo=UTC).timestamp()
 
 
