@@ -6,7 +6,9 @@ the API's JSON; else (the client's typed objects, an answer the reader cannot ta
 
 from __future__ import annotations
 
+import inspect
 import json
+import pydoc
 import socket
 import threading
 import time
@@ -76,7 +78,7 @@ class Watched:
         self._answer = None  # a watch's answer read in this watch's thread
         self._stream: Stream | None = None  # a watch's answer read by the process's reader
         self._version: str | None = None  # the last resourceVersion seen: where a new watch goes on from
-        self._typed = watch.Watch().get_return_type(list_fn) not in ("", "object")
+        self._typed = _gives_typed_objects(list_fn)
         self.error: Exception | None = None  # the last failure of the watch, while it keeps failing
         self._failing_since: float | None = None
 
@@ -266,6 +268,22 @@ class Watched:
                 break
             if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
                 self._changed(ev["type"], ev["object"])
+
+
+def _gives_typed_objects(list_fn: Callable) -> bool:
+    """Whether the client's ``Watch`` makes typed objects of a list call's changes: its return annotation, else its
+    docstring's ``:return:``, names a list model (as ``Watch.get_return_type`` reads them; an
+    :func:`~kailab.kube.as_json` call has neither)."""
+    try:
+        annotation = inspect.signature(list_fn).return_annotation
+    except (TypeError, ValueError):
+        annotation = inspect.Signature.empty
+    name = "" if annotation is inspect.Signature.empty else getattr(annotation, "__name__", annotation)
+    if not name:
+        for line in (pydoc.getdoc(list_fn) or "").splitlines():
+            if line.startswith(":return:"):
+                name = line[len(":return:") :].strip()
+    return isinstance(name, str) and name.endswith("List")
 
 
 def _shut(answer) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from kailab.kube import as_json
 from kailab.labstate import LabState
 from kailab.runtimes.processes import Identity
 from kailab.scenarios.live import clear_scenarios
@@ -98,13 +99,15 @@ def test_a_stopped_component_shows_as_down(lab, tmp_path):
 
 
 def test_watch_stop_ends_its_thread(lab):
-    """stop() must end the watch thread: one left reading TLS at interpreter exit aborts Python (exit -6)."""
-    nodes = Watched(lab.kube.core.list_node).start()
-    assert len(nodes.snapshot()) == 5
-    started = time.monotonic()
-    nodes.stop()
-    assert not nodes._thread.is_alive(), "the watch thread still runs after stop()"
-    assert time.monotonic() - started < 5
+    """stop() must end the watch thread: one left reading TLS at interpreter exit aborts Python (exit -6). Both
+    ways a watch is read: the client's typed objects in its own thread, the API's JSON by the process's reader."""
+    for list_nodes in (lab.kube.core.list_node, as_json(lab.kube.core.list_node)):
+        nodes = Watched(list_nodes).start()
+        assert len(nodes.snapshot()) == 5
+        started = time.monotonic()
+        nodes.stop()
+        assert not nodes._thread.is_alive(), "the watch thread still runs after stop()"
+        assert time.monotonic() - started < 5
 
 
 def test_up_then_down_leaves_no_process_and_spares_strangers(tmp_path, processes_naming):

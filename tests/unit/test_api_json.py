@@ -1,5 +1,6 @@
 """kailab reads pods, events and nodes as the API's JSON: the views, and the list/watch calls that give it."""
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -109,17 +110,15 @@ def test_an_as_json_list_is_parsed_from_the_answer_and_a_watch_is_left_to_the_st
     assert isinstance(answer, Answer) and calls[-1][1]["watch"] is True
 
 
-def test_a_watch_the_server_ends_goes_on_from_the_last_version_seen_and_lists_again_only_after_an_error(monkeypatch):
+def test_a_watch_the_server_ends_goes_on_from_the_last_version_seen_and_lists_again_only_after_an_error():
+    """Its changes as the API's JSON lines, from an answer the watch reads itself (the process's reader takes only
+    the client's own answers: tests/unit/test_watch_reader.py reads those from a real TLS server)."""
     lists, streams = [], []
     listed = iter(["3", "10"])
 
-    def list_fn(**kw):
-        lists.append(kw)
-        return {"metadata": {"resourceVersion": next(listed)}, "items": []}
-
     def event(kind, rv, name="p"):
         raw = {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}}
-        return {"type": kind, "object": raw, "raw_object": raw}
+        return json.dumps({"type": kind, "object": raw}).encode() + b"\n"
 
     def first():  # ends as the server ends a watch after its timeout
         yield event("ADDED", "5")
@@ -127,7 +126,6 @@ def test_a_watch_the_server_ends_goes_on_from_the_last_version_seen_and_lists_ag
 
     def second():
         raise client.exceptions.ApiException(status=410, reason="Gone: too old resource version")
-        yield
 
     def third():
         w._stop.set()
@@ -135,15 +133,28 @@ def test_a_watch_the_server_ends_goes_on_from_the_last_version_seen_and_lists_ag
 
     script = iter([first, second, third])
 
-    class FakeWatch:
-        def stream(self, func, *args, **kw):
-            streams.append(kw)
-            return next(script)()
+    class Answer:
+        status = 200
 
-        def stop(self):
+        def __init__(self, lines):
+            self.lines = lines
+
+        def stream(self, amt=None, decode_content=True):
+            return self.lines
+
+        def close(self):
             pass
 
-    monkeypatch.setattr("kailab.watched.watch.Watch", FakeWatch)
+        def release_conn(self):
+            pass
+
+    def list_fn(**kw):
+        if not kw.get("watch"):
+            lists.append(kw)
+            return {"metadata": {"resourceVersion": next(listed)}, "items": []}
+        streams.append(kw)
+        return Answer(next(script)())
+
     w = Watched(list_fn, label_selector="a=b")
     w._stop.wait = lambda timeout=None: w._stop.is_set()  # no half-second pause after the error
     w._run()
