@@ -257,11 +257,11 @@ def run_one(
                 return n >= pods
 
             result.finished = wait_until(cond, lambda: reached("bound"), timeout)
-            result.to_bound = time.monotonic() - start
+            result.to_bound = round(time.monotonic() - start, 2)  # as StageClock.last rounds what the watches saw
             result.finished = result.finished and wait_until(
                 cond, lambda: reached("Running"), max(1.0, timeout - result.to_bound)
             )
-            result.to_running = time.monotonic() - start
+            result.to_running = round(time.monotonic() - start, 2)
             if result.finished:
                 st.note(f"{result.to_running:.1f}s")
             else:  # a wait that did not hold is ✗, with what was seen

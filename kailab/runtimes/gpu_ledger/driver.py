@@ -66,10 +66,11 @@ class Driver:
         self.events.put(("synced",))
 
     def _pod_changed(self, kind: str, obj: dict) -> None:
-        """The pod watch's listener (its thread): the pod's facts queued, unless they are the ones it last queued for
-        that pod. Most changes of a pod are its status's, which move no fact; the Topology would not move either (a
-        change whose facts are the pod's own already changes nothing, and every change that frees GPU ids has already
-        assigned the waiting pods what it could), so neither thread spends more on it."""
+        """The pod watch's listener (run by the process's watch reader, kailab/watch_reader.py): the pod's facts queued,
+        unless they are the ones it last queued for that pod. Most changes of a pod are its status's, which move no
+        fact; the Topology would not move either (a change whose facts are the pod's own already changes nothing, and
+        every change that frees GPU ids has already assigned the waiting pods what it could), so neither thread spends
+        more on it."""
         facts = facts_of(obj)
         if kind == "DELETED":
             self.queued.pop(facts.key, None)
